@@ -1,0 +1,33 @@
+/* g2f_compare: the one comparison routine: non-finite scan, per-element
+ * tolerance, error statistics and the worst element.
+ *
+ * An element passes when both values are finite, the tolerance is finite and
+ * |computed - expected| <= tol. NaN or Inf anywhere is a failure, never a
+ * pass. margin = max |computed - expected| / tol over finite elements (a
+ * pass has margin <= 1; how close it came is visible).
+ */
+#ifndef G2F_COMPARE_H
+#define G2F_COMPARE_H
+
+#include <stddef.h>
+
+typedef struct g2f_cmp {
+    size_t total, mismatched;
+    size_t nonfinite;             /* elements with NaN/Inf on either side */
+    size_t first_nonfinite;       /* flat index, valid when nonfinite > 0 */
+    int nonfinite_in_expected;    /* of the first non-finite element */
+    double max_abs, max_rel, margin;
+    size_t worst;                 /* flat index of the largest err/tol */
+    double worst_expected, worst_computed, worst_tol;
+    double cosine, sqnr_db;       /* of computed against expected */
+} g2f_cmp;
+
+/* Compares n elements. tol may be NULL for statistics only (nothing then
+ * counts as mismatched except non-finite values). */
+void g2f_compare(const double *expected, const float *computed, const float *tol, size_t n, g2f_cmp *out);
+
+/* max_i |a_i - b_i| / tol_i: how far apart two computations are in units of
+ * the tolerance (used to tell whether the GELU forms are distinguishable). */
+double g2f_separation(const float *a, const float *b, const float *tol, size_t n);
+
+#endif

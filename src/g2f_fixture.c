@@ -1,0 +1,194 @@
+/* g2f_fixture: see g2f_fixture.h. */
+#include "g2f_fixture.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "g2f_safetensors.h"
+
+#define MAX_LAYERS 4096
+
+static const char *const kind_names[] = {"in", "out", "pre", "act"};
+_Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_FX_COUNT, "one name per kind");
+
+const char *g2f_fx_kind_name(g2f_fx_kind k) { return (unsigned)k < G2F_FX_COUNT ? kind_names[k] : "?"; }
+
+struct g2f_fixture {
+    g2f_safetensors *st;
+    char *path;
+    size_t n_slots;                       /* max layer index + 1 */
+    const g2f_tensor *(*slots)[G2F_FX_COUNT];
+};
+
+static int match_name(const char *name, size_t *layer) {
+    const char *p = name;
+    if (strncmp(p, "transformer.", 12) == 0) p += 12;
+    if (strncmp(p, "h.", 2) != 0) return -1;
+    p += 2;
+    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
+    size_t v = 0;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10 + (size_t)(*p - '0');
+        if (v >= MAX_LAYERS) return -2;
+        p++;
+    }
+    if (strncmp(p, ".mlp.", 5) != 0) return -1;
+    p += 5;
+    for (int k = 0; k < G2F_FX_COUNT; k++) {
+        if (strcmp(p, kind_names[k]) == 0) {
+            *layer = v;
+            return k;
+        }
+    }
+    return -1;
+}
+
+g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err) {
+    *out = NULL;
+    g2f_fixture *f = calloc(1, sizeof *f);
+    g2f_status s;
+    if (!f) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    size_t n = strlen(path) + 1;
+    f->path = malloc(n);
+    if (!f->path) {
+        s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(f->path, path, n);
+    if ((s = g2f_safetensors_open(path, &f->st, err)) != G2F_OK) goto fail;
+    const g2f_table *t = g2f_safetensors_table(f->st);
+    size_t layer;
+    for (size_t i = 0; i < t->count; i++) {
+        int k = match_name(t->tensors[i].name, &layer);
+        if (k == -2) {
+            s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': layer index is %d or more", path,
+                              t->tensors[i].name, MAX_LAYERS);
+            goto fail;
+        }
+        if (k >= 0 && layer + 1 > f->n_slots) f->n_slots = layer + 1;
+    }
+    if (f->n_slots == 0) {
+        s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: no fixture tensors (h.N.mlp.in / h.N.mlp.out) among its %zu tensors",
+                          path, t->count);
+        goto fail;
+    }
+    f->slots = calloc(f->n_slots, sizeof *f->slots);
+    if (!f->slots) {
+        s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < t->count; i++) {
+        int k = match_name(t->tensors[i].name, &layer);
+        if (k < 0) continue;
+        if (f->slots[layer][k]) {
+            s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensors '%s' and '%s' name the same layer %zu %s", path,
+                              f->slots[layer][k]->name, t->tensors[i].name, layer, kind_names[k]);
+            goto fail;
+        }
+        f->slots[layer][k] = &t->tensors[i];
+    }
+    *out = f;
+    return G2F_OK;
+fail:
+    g2f_fixture_close(f);
+    return s;
+}
+
+static uint64_t tokens_of(const g2f_tensor *t) {
+    return t->ndim && t->shape[t->ndim - 1] ? t->numel / t->shape[t->ndim - 1] : 0;
+}
+
+g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd, size_t n_inner,
+                             g2f_error *err) {
+    for (size_t L = 0; L < f->n_slots; L++) {
+        const g2f_tensor *const *sl = f->slots[L];
+        int any = 0;
+        for (int k = 0; k < G2F_FX_COUNT; k++) any |= sl[k] != NULL;
+        if (!any) continue;
+        if (L >= n_layer)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: has tensors for layer %zu but the checkpoint has %zu layers",
+                                 f->path, L, n_layer);
+        for (int k = 0; k < 2; k++)
+            if (!sl[k])
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: layer %zu has no 'h.%zu.mlp.%s' tensor", f->path, L, L,
+                                     kind_names[k]);
+        uint64_t tokens = tokens_of(sl[G2F_FX_IN]);
+        for (int k = 0; k < G2F_FX_COUNT; k++) {
+            const g2f_tensor *t = sl[k];
+            if (!t) continue;
+            size_t want = k <= G2F_FX_OUT ? n_embd : n_inner;
+            char sh[128];
+            g2f_shape_format(t, sh, sizeof sh);
+            if (!g2f_dtype_is_float(t->dtype))
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64",
+                                     f->path, t->name, g2f_dtype_name(t->dtype));
+            if (t->ndim == 0 || t->shape[t->ndim - 1] != want)
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected last dimension %zu (%s)",
+                                     f->path, t->name, sh, want, k <= G2F_FX_OUT ? "n_embd" : "n_inner");
+            if (tokens_of(t) != tokens)
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s has %llu tokens but 'in' has %llu",
+                                     f->path, t->name, sh, (unsigned long long)tokens_of(t), (unsigned long long)tokens);
+        }
+        if (tokens == 0)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: layer %zu: 'in' holds no tokens", f->path, L);
+    }
+    return G2F_OK;
+}
+
+int g2f_fixture_has_layer(const g2f_fixture *f, size_t layer) {
+    return layer < f->n_slots && f->slots[layer][G2F_FX_IN] && f->slots[layer][G2F_FX_OUT];
+}
+
+const char *g2f_fixture_gelu_claim(const g2f_fixture *f) {
+    return g2f_table_meta(g2f_safetensors_table(f->st), "gelu");
+}
+
+g2f_dtype g2f_fixture_dtype(const g2f_fixture *f) {
+    for (size_t L = 0; L < f->n_slots; L++)
+        if (f->slots[L][G2F_FX_OUT]) return f->slots[L][G2F_FX_OUT]->dtype;
+    return G2F_DTYPE_F32;
+}
+
+const char *g2f_fixture_path(const g2f_fixture *f) { return f->path; }
+
+g2f_status g2f_fixture_layer_load(const g2f_fixture *f, size_t layer, size_t n_embd, size_t n_inner,
+                                  g2f_fixture_layer *out, g2f_error *err) {
+    (void)n_embd;
+    (void)n_inner; /* shapes were validated by g2f_fixture_check */
+    memset(out, 0, sizeof *out);
+    if (!g2f_fixture_has_layer(f, layer))
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: no layer %zu", f->path, layer);
+    const g2f_tensor *const *sl = f->slots[layer];
+    out->n_tokens = (size_t)tokens_of(sl[G2F_FX_IN]);
+    for (int k = 0; k < G2F_FX_COUNT; k++) out->dtype[k] = sl[k] ? sl[k]->dtype : G2F_DTYPE_F32;
+    out->in = g2f_alloc_array((size_t)sl[G2F_FX_IN]->numel, sizeof(float));
+    out->out = g2f_alloc_array((size_t)sl[G2F_FX_OUT]->numel, sizeof(double));
+    if (sl[G2F_FX_PRE]) out->pre = g2f_alloc_array((size_t)sl[G2F_FX_PRE]->numel, sizeof(double));
+    if (sl[G2F_FX_ACT]) out->act = g2f_alloc_array((size_t)sl[G2F_FX_ACT]->numel, sizeof(double));
+    if (!out->in || !out->out || (sl[G2F_FX_PRE] && !out->pre) || (sl[G2F_FX_ACT] && !out->act)) {
+        g2f_fixture_layer_free(out);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "%s: layer %zu: out of memory", f->path, layer);
+    }
+    g2f_tensor_read_f32(sl[G2F_FX_IN], 0, sl[G2F_FX_IN]->numel, out->in);
+    g2f_tensor_read_f64(sl[G2F_FX_OUT], 0, sl[G2F_FX_OUT]->numel, out->out);
+    if (out->pre) g2f_tensor_read_f64(sl[G2F_FX_PRE], 0, sl[G2F_FX_PRE]->numel, out->pre);
+    if (out->act) g2f_tensor_read_f64(sl[G2F_FX_ACT], 0, sl[G2F_FX_ACT]->numel, out->act);
+    return G2F_OK;
+}
+
+void g2f_fixture_layer_free(g2f_fixture_layer *l) {
+    if (!l) return;
+    free(l->in);
+    free(l->out);
+    free(l->pre);
+    free(l->act);
+    memset(l, 0, sizeof *l);
+}
+
+void g2f_fixture_close(g2f_fixture *f) {
+    if (!f) return;
+    g2f_safetensors_close(f->st);
+    free(f->slots);
+    free(f->path);
+    free(f);
+}

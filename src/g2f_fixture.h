@@ -1,0 +1,58 @@
+/* g2f_fixture: reference activations, mapped to layers.
+ *
+ * A fixture file (safetensors) holds per layer L, with or without a
+ * "transformer." prefix:
+ *   h.L.mlp.in   (..., n_embd)   FFN input (the ln_2 output)       required
+ *   h.L.mlp.out  (..., n_embd)   FFN output before the residual    required
+ *   h.L.mlp.pre  (..., n_inner)  c_fc output before GELU           optional
+ *   h.L.mlp.act  (..., n_inner)  after GELU                        optional
+ * Tokens are the flattened leading dimensions and must agree between the
+ * tensors of a layer. Any float dtype; the dtype is kept for tolerances.
+ * __metadata__ "gelu" ("tanh" / "erf") is the producer's claim, returned as
+ * is, never trusted. Other tensors are ignored.
+ *
+ * Ownership: g2f_fixture owns its mapping; g2f_fixture_layer buffers are the
+ * caller's, freed with g2f_fixture_layer_free.
+ */
+#ifndef G2F_FIXTURE_H
+#define G2F_FIXTURE_H
+
+#include <stddef.h>
+
+#include "g2f_error.h"
+#include "g2f_tensor.h"
+
+typedef enum g2f_fx_kind { G2F_FX_IN, G2F_FX_OUT, G2F_FX_PRE, G2F_FX_ACT, G2F_FX_COUNT } g2f_fx_kind;
+
+/* "in", "out", "pre", "act" */
+const char *g2f_fx_kind_name(g2f_fx_kind k);
+
+typedef struct g2f_fixture g2f_fixture;
+
+typedef struct g2f_fixture_layer {
+    size_t n_tokens;
+    float *in;          /* (n_tokens, n_embd), F64 input rounded to float */
+    double *out;        /* (n_tokens, n_embd), exact file values */
+    double *pre, *act;  /* (n_tokens, n_inner) or NULL when absent */
+    g2f_dtype dtype[G2F_FX_COUNT];
+} g2f_fixture_layer;
+
+g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err);
+/* Checks every fixture tensor against the model's sizes (layers < n_layer,
+ * last dimensions, token counts) so that errors surface before any work. */
+g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd, size_t n_inner,
+                             g2f_error *err);
+int g2f_fixture_has_layer(const g2f_fixture *f, size_t layer);
+/* The metadata "gelu" claim, or NULL. Borrowed. */
+const char *g2f_fixture_gelu_claim(const g2f_fixture *f);
+/* Dtype of the fixture's first "out" tensor (for reports). */
+g2f_dtype g2f_fixture_dtype(const g2f_fixture *f);
+const char *g2f_fixture_path(const g2f_fixture *f);
+/* Loads one layer (after g2f_fixture_check succeeded). */
+g2f_status g2f_fixture_layer_load(const g2f_fixture *f, size_t layer, size_t n_embd, size_t n_inner,
+                                  g2f_fixture_layer *out, g2f_error *err);
+void g2f_fixture_layer_free(g2f_fixture_layer *l);
+/* NULL is a no-op. */
+void g2f_fixture_close(g2f_fixture *f);
+
+#endif

@@ -1,0 +1,404 @@
+/* g2f_model: GPT-2 FFN discovery over a tensor table; see g2f_model.h. */
+#include "g2f_model.h"
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "g2f_safetensors.h"
+
+#define MAX_LAYERS 4096
+#define CONFIG_MAX_BYTES (1u << 20)
+
+enum { T_FC_W, T_FC_B, T_PROJ_W, T_PROJ_B, T_COUNT };
+static const char *const tensor_suffix[] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
+_Static_assert(sizeof tensor_suffix / sizeof tensor_suffix[0] == T_COUNT, "one suffix per tensor");
+
+struct g2f_model {
+    g2f_model_info info;
+    g2f_safetensors *st;
+    char *path;
+    char *config_path;
+    char *prefix;
+    char *activation;
+    const g2f_tensor *(*layers)[T_COUNT]; /* n_layer entries */
+};
+
+int g2f_activation_to_gelu(const char *a, g2f_gelu *out) {
+    if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh") || !strcmp(a, "gelu_fast")) {
+        *out = G2F_GELU_TANH;
+        return 1;
+    }
+    if (!strcmp(a, "gelu")) {
+        *out = G2F_GELU_ERF;
+        return 1;
+    }
+    return 0;
+}
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static char *join_path(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    size_t n = a;
+    if (a && dir[a - 1] != '/') p[n++] = '/';
+    memcpy(p + n, name, b + 1);
+    return p;
+}
+
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return dup_str(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, path, n);
+    d[n] = '\0';
+    return d;
+}
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int file_exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* Parses "h.<L>.mlp.<suffix>" after the prefix; returns the tensor slot or -1. */
+static int match_ffn_name(const char *name, const char *prefix, size_t *layer) {
+    size_t pl = strlen(prefix);
+    if (strncmp(name, prefix, pl) != 0) return -1;
+    const char *p = name + pl;
+    if (strncmp(p, "h.", 2) != 0) return -1;
+    p += 2;
+    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
+    size_t v = 0;
+    while (*p >= '0' && *p <= '9') {
+        v = v * 10 + (size_t)(*p - '0');
+        if (v >= MAX_LAYERS) return -2;
+        p++;
+    }
+    if (strncmp(p, ".mlp.", 5) != 0) return -1;
+    p += 5;
+    for (int i = 0; i < T_COUNT; i++) {
+        if (strcmp(p, tensor_suffix[i]) == 0) {
+            *layer = v;
+            return i;
+        }
+    }
+    return -1;
+}
+
+static g2f_status json_size_field(const cJSON *root, const char *key, const char *alias, const char *cfg,
+                                  long *out, g2f_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v && alias) v = cJSON_GetObjectItemCaseSensitive(root, alias);
+    *out = -1;
+    if (!v || cJSON_IsNull(v)) return G2F_OK;
+    double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+    if (!(d >= 1 && d <= 1e9) || (double)(long)d != d)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: \"%s\" must be a positive integer", cfg, key);
+    *out = (long)d;
+    return G2F_OK;
+}
+
+/* Reads config.json and cross-checks it against the shapes found. */
+static g2f_status check_config(g2f_model *m, g2f_error *err) {
+    char *text = NULL;
+    size_t len = 0;
+    const char *cfg = m->config_path;
+    g2f_status s = g2f_read_small_file(cfg, CONFIG_MAX_BYTES, &text, &len, err);
+    if (s != G2F_OK) return s;
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    free(text);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: not a JSON object", cfg);
+    }
+    long n_layer, n_embd, n_inner;
+    g2f_model_info *in = &m->info;
+    if ((s = json_size_field(root, "n_layer", "num_hidden_layers", cfg, &n_layer, err)) != G2F_OK ||
+        (s = json_size_field(root, "n_embd", "hidden_size", cfg, &n_embd, err)) != G2F_OK ||
+        (s = json_size_field(root, "n_inner", NULL, cfg, &n_inner, err)) != G2F_OK)
+        goto done;
+    if (n_embd > 0 && n_inner < 0) n_inner = 4 * n_embd; /* HF: n_inner null means 4 * n_embd */
+    if (n_layer > 0 && (size_t)n_layer != in->n_layer) {
+        s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_layer is %ld but %s holds FFN weights for %zu layers", cfg,
+                          n_layer, in->path, in->n_layer);
+        goto done;
+    }
+    if (n_embd > 0 && (size_t)n_embd != in->n_embd) {
+        s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_embd is %ld but the FFN weights in %s have n_embd %zu", cfg,
+                          n_embd, in->path, in->n_embd);
+        goto done;
+    }
+    if (n_inner > 0 && (size_t)n_inner != in->n_inner) {
+        s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_inner is %ld but the FFN weights in %s have n_inner %zu", cfg,
+                          n_inner, in->path, in->n_inner);
+        goto done;
+    }
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "activation_function");
+    if (act && !cJSON_IsNull(act)) {
+        if (!cJSON_IsString(act)) {
+            s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: \"activation_function\" must be a string", cfg);
+            goto done;
+        }
+        if (!g2f_activation_to_gelu(act->valuestring, &in->config_gelu)) {
+            s = g2f_error_set(err, G2F_ERR_FORMAT,
+                              "%s: activation_function \"%.40s\" is not a GELU (expected gelu_new, "
+                              "gelu_pytorch_tanh, gelu_fast or gelu)",
+                              cfg, act->valuestring);
+            goto done;
+        }
+        m->activation = dup_str(act->valuestring);
+        if (!m->activation) {
+            s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        in->config_has_gelu = 1;
+        in->config_activation = m->activation;
+    }
+done:
+    cJSON_Delete(root);
+    return s;
+}
+
+/* n_embd from tensors other than the FFN's, 0 when none says. */
+static size_t embd_hint(const g2f_table *t, const char *prefix) {
+    char name[64];
+    snprintf(name, sizeof name, "%sh.0.ln_2.weight", prefix);
+    const g2f_tensor *x = g2f_table_find(t, name);
+    if (x && x->ndim == 1) return (size_t)x->shape[0];
+    snprintf(name, sizeof name, "%swte.weight", prefix);
+    x = g2f_table_find(t, name);
+    if (x && x->ndim == 2) return (size_t)x->shape[1];
+    return 0;
+}
+
+static g2f_status find_layers(g2f_model *m, const g2f_table *t, g2f_error *err) {
+    const char *file = m->path;
+    size_t n_bare = 0, n_pref = 0, l;
+    for (size_t i = 0; i < t->count; i++) {
+        if (match_ffn_name(t->tensors[i].name, "", &l) >= 0) n_bare++;
+        if (match_ffn_name(t->tensors[i].name, "transformer.", &l) >= 0) n_pref++;
+    }
+    if (n_bare && n_pref)
+        return g2f_error_set(err, G2F_ERR_FORMAT,
+                             "%s: holds FFN tensors both with and without the 'transformer.' prefix", file);
+    if (!n_bare && !n_pref)
+        return g2f_error_set(err, G2F_ERR_FORMAT,
+                             "%s: no GPT-2 FFN tensors ([transformer.]h.N.mlp.c_fc.weight) among its %zu tensors",
+                             file, t->count);
+    m->prefix = dup_str(n_pref ? "transformer." : "");
+    if (!m->prefix) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    size_t n_layer = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        int k = match_ffn_name(t->tensors[i].name, m->prefix, &l);
+        if (k == -2)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': layer index is %d or more", file,
+                                 t->tensors[i].name, MAX_LAYERS);
+        if (k >= 0 && l + 1 > n_layer) n_layer = l + 1;
+    }
+    m->layers = calloc(n_layer, sizeof *m->layers);
+    if (!m->layers) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < t->count; i++) {
+        int k = match_ffn_name(t->tensors[i].name, m->prefix, &l);
+        if (k >= 0) m->layers[l][k] = &t->tensors[i];
+    }
+    m->info.n_layer = n_layer;
+    for (size_t L = 0; L < n_layer; L++) {
+        for (int k = 0; k < T_COUNT; k++) {
+            const g2f_tensor *x = m->layers[L][k];
+            int is_bias = k == T_FC_B || k == T_PROJ_B;
+            if (!x && !is_bias)
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%sh.%zu.mlp.%s' is missing", file, m->prefix,
+                                     L, tensor_suffix[k]);
+            if (is_bias && (!x) != (!m->layers[0][k]))
+                return g2f_error_set(err, G2F_ERR_FORMAT,
+                                     "%s: tensor '%sh.%zu.mlp.%s' is %s but layer 0 %s one", file, m->prefix, L,
+                                     tensor_suffix[k], x ? "present" : "missing", x ? "has no" : "has");
+            if (x && !g2f_dtype_is_float(x->dtype))
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64",
+                                     file, x->name, g2f_dtype_name(x->dtype));
+            if (x && x->ndim != (is_bias ? 1u : 2u)) {
+                char sh[128];
+                g2f_shape_format(x, sh, sizeof sh);
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected %s", file, x->name,
+                                     sh, is_bias ? "1 dimension" : "2 dimensions");
+            }
+        }
+    }
+    return G2F_OK;
+}
+
+static g2f_status decide_shapes(g2f_model *m, const g2f_table *t, g2f_error *err) {
+    g2f_model_info *in = &m->info;
+    const g2f_tensor *fc = m->layers[0][T_FC_W], *pj = m->layers[0][T_PROJ_W];
+    uint64_t a = fc->shape[0], b = fc->shape[1];
+    char s1[64], s2[64];
+    g2f_shape_format(fc, s1, sizeof s1);
+    g2f_shape_format(pj, s2, sizeof s2);
+    if (pj->shape[0] != b || pj->shape[1] != a || a == 0 || b == 0)
+        return g2f_error_set(err, G2F_ERR_FORMAT,
+                             "%s: layer 0: c_fc.weight %s and c_proj.weight %s are not transposes of each other",
+                             in->path, s1, s2);
+    size_t hint = embd_hint(t, m->prefix);
+    if (hint && hint != a && hint != b)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: c_fc.weight %s does not match n_embd %zu of ln_2/wte",
+                             in->path, s1, hint);
+    if (a == b) {
+        in->layout = G2F_LAYOUT_CONV1D;
+        in->layout_source = "n_inner == n_embd, so the shapes cannot tell: HF safetensors convention (Conv1D)";
+    } else if (hint) {
+        in->layout = hint == a ? G2F_LAYOUT_CONV1D : G2F_LAYOUT_LINEAR;
+        in->layout_source = "from c_fc.weight's shape and n_embd of ln_2.weight/wte.weight";
+    } else if (b == 4 * a || a == 4 * b) {
+        in->layout = b == 4 * a ? G2F_LAYOUT_CONV1D : G2F_LAYOUT_LINEAR;
+        in->layout_source = "from c_fc.weight's shape, taking n_inner = 4 n_embd";
+    } else {
+        in->layout = G2F_LAYOUT_CONV1D;
+        in->layout_source = "shapes alone cannot tell: HF safetensors convention (Conv1D)";
+    }
+    in->n_embd = (size_t)(in->layout == G2F_LAYOUT_CONV1D ? a : b);
+    in->n_inner = (size_t)(in->layout == G2F_LAYOUT_CONV1D ? b : a);
+    in->dtype = fc->dtype;
+    in->has_fc_bias = m->layers[0][T_FC_B] != NULL;
+    in->has_proj_bias = m->layers[0][T_PROJ_B] != NULL;
+    for (size_t L = 0; L < in->n_layer; L++) {
+        const g2f_tensor *x;
+        if ((x = m->layers[L][T_FC_W])->shape[0] != a || x->shape[1] != b ||
+            (x = m->layers[L][T_PROJ_W])->shape[0] != b || x->shape[1] != a ||
+            ((x = m->layers[L][T_FC_B]) && x->shape[0] != in->n_inner) ||
+            ((x = m->layers[L][T_PROJ_B]) && x->shape[0] != in->n_embd)) {
+            char sh[64];
+            g2f_shape_format(x, sh, sizeof sh);
+            return g2f_error_set(err, G2F_ERR_FORMAT,
+                                 "%s: tensor '%s': shape %s does not match layer 0 (n_embd %zu, n_inner %zu)",
+                                 in->path, x->name, sh, in->n_embd, in->n_inner);
+        }
+    }
+    return G2F_OK;
+}
+
+g2f_status g2f_model_open(const char *path, g2f_model **out, g2f_error *err) {
+    *out = NULL;
+    g2f_model *m = calloc(1, sizeof *m);
+    if (!m) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    g2f_status s = G2F_OK;
+    char *dir = NULL;
+    if (is_dir(path)) {
+        m->path = join_path(path, "model.safetensors");
+        dir = dup_str(path);
+        if (m->path && !file_exists(m->path)) {
+            s = g2f_error_set(err, G2F_ERR_IO, "%s: folder holds no model.safetensors", path);
+            goto fail;
+        }
+    } else {
+        m->path = dup_str(path);
+        dir = dir_of(path);
+    }
+    if (!m->path || !dir) {
+        s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    m->info.path = m->path;
+    m->info.format = "safetensors";
+    if ((s = g2f_safetensors_open(m->path, &m->st, err)) != G2F_OK) goto fail;
+    const g2f_table *t = g2f_safetensors_table(m->st);
+    if ((s = find_layers(m, t, err)) != G2F_OK || (s = decide_shapes(m, t, err)) != G2F_OK) goto fail;
+    m->info.prefix = m->prefix;
+    char *cfg = join_path(dir, "config.json");
+    if (!cfg) {
+        s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    if (file_exists(cfg)) {
+        m->config_path = cfg;
+        m->info.config_path = cfg;
+        if ((s = check_config(m, err)) != G2F_OK) goto fail;
+    } else {
+        free(cfg);
+    }
+    free(dir);
+    *out = m;
+    return G2F_OK;
+fail:
+    free(dir);
+    g2f_model_close(m);
+    return s;
+}
+
+const g2f_model_info *g2f_model_get_info(const g2f_model *m) { return &m->info; }
+
+size_t g2f_model_ffn_params(const g2f_model *m) {
+    const g2f_model_info *in = &m->info;
+    return 2 * in->n_embd * in->n_inner + (in->has_fc_bias ? in->n_inner : 0) +
+           (in->has_proj_bias ? in->n_embd : 0);
+}
+
+static int usable_in_place(const g2f_tensor *x) {
+    return x->dtype == G2F_DTYPE_F32 && ((uintptr_t)x->data % _Alignof(float)) == 0;
+}
+
+g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    if (layer >= m->info.n_layer)
+        return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
+    const g2f_tensor *const *x = m->layers[layer];
+    uint64_t need = 0;
+    for (int k = 0; k < T_COUNT; k++)
+        if (x[k] && !usable_in_place(x[k])) need += x[k]->numel; /* sizes validated against the file */
+    if (need) {
+        out->owned = g2f_alloc_array((size_t)need, sizeof(float));
+        if (!out->owned)
+            return g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: cannot allocate %llu floats for conversion", layer,
+                                 (unsigned long long)need);
+    }
+    const float *views[T_COUNT] = {0};
+    float *cur = out->owned;
+    for (int k = 0; k < T_COUNT; k++) {
+        if (!x[k]) continue;
+        if (usable_in_place(x[k])) {
+            views[k] = (const float *)(const void *)x[k]->data;
+        } else {
+            g2f_tensor_read_f32(x[k], 0, x[k]->numel, cur);
+            views[k] = cur;
+            cur += x[k]->numel;
+        }
+    }
+    out->w = (g2f_ffn_weights){m->info.n_embd, m->info.n_inner, m->info.layout,
+                               views[T_FC_W], views[T_FC_B], views[T_PROJ_W], views[T_PROJ_B]};
+    return G2F_OK;
+}
+
+void g2f_layer_free(g2f_layer *l) {
+    if (!l) return;
+    free(l->owned);
+    memset(l, 0, sizeof *l);
+}
+
+void g2f_model_close(g2f_model *m) {
+    if (!m) return;
+    g2f_safetensors_close(m->st);
+    free(m->layers);
+    free(m->path);
+    free(m->config_path);
+    free(m->prefix);
+    free(m->activation);
+    free(m);
+}

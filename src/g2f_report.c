@@ -1,0 +1,228 @@
+/* g2f_report: see g2f_report.h. */
+#include "g2f_report.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *claim_check(const g2f_report_ctx *c, char *buf, size_t n) {
+    const char *claim = c->fixture_claim;
+    if (!claim) return NULL;
+    size_t tanh_n = 0, erf_n = 0, other = 0;
+    for (size_t i = 0; i < c->result->n_layers; i++) {
+        const g2f_layer_result *r = &c->result->layers[i];
+        if (r->status == G2F_LAYER_SKIPPED) continue;
+        if (r->best_gelu == G2F_BEST_TANH) tanh_n++;
+        else if (r->best_gelu == G2F_BEST_ERF) erf_n++;
+        else other++;
+    }
+    if (strcmp(claim, "tanh") != 0 && strcmp(claim, "erf") != 0)
+        snprintf(buf, n, "fixture metadata claims gelu=\"%.20s\", which is neither tanh nor erf", claim);
+    else if ((!strcmp(claim, "tanh") && erf_n) || (!strcmp(claim, "erf") && tanh_n))
+        snprintf(buf, n, "fixture metadata claims gelu=%s, but the data of %zu layer(s) matches %s", claim,
+                 !strcmp(claim, "tanh") ? erf_n : tanh_n, !strcmp(claim, "tanh") ? "erf" : "tanh");
+    else if (tanh_n + erf_n)
+        snprintf(buf, n, "fixture metadata claims gelu=%s; the data agrees", claim);
+    else
+        snprintf(buf, n, "fixture metadata claims gelu=%s; the data cannot confirm it", claim);
+    return buf;
+}
+
+static void diag_codes(unsigned mask, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++)
+        if (mask & (1u << d)) used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", g2f_diag_name(d));
+    if (!used) snprintf(buf, n, "-");
+}
+
+void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
+    const g2f_model_info *mi = c->model;
+    const g2f_verify_result *res = c->result;
+    fprintf(fp, "checkpoint  %s (%s, %s, %zu layers, n_embd %zu, n_inner %zu, %s, %s)\n", mi->path, mi->format,
+            g2f_dtype_name(mi->dtype), mi->n_layer, mi->n_embd, mi->n_inner, g2f_layout_name(mi->layout),
+            mi->has_fc_bias && mi->has_proj_bias ? "with biases"
+            : (mi->has_fc_bias || mi->has_proj_bias) ? "one bias missing"
+                                                     : "no biases");
+    fprintf(fp, "layout      %s\n", mi->layout_source);
+    if (mi->config_path)
+        fprintf(fp, "config      %s%s%s%s\n", mi->config_path, mi->config_activation ? " (activation_function \"" : "",
+                mi->config_activation ? mi->config_activation : "", mi->config_activation ? "\")" : "");
+    else
+        fprintf(fp, "config      none beside the checkpoint\n");
+    fprintf(fp, "fixtures    %s (%s)\n", c->fixtures_arg, g2f_dtype_name(c->fixture_dtype));
+    fprintf(fp, "gelu        %s (%s)\n", g2f_gelu_name(res->gelu), c->gelu_source);
+    if (c->tol->user)
+        fprintf(fp, "tolerance   |err| <= atol + rtol |expected| with atol %g, rtol %g (from the command line)\n",
+                c->tol->atol, c->tol->rtol);
+    else
+        fprintf(fp, "tolerance   per element, %g sigma of fp32 rounding plus the fixture dtype's (README: Tolerance)\n",
+                c->tol->lambda > 0 ? c->tol->lambda : G2F_TOL_LAMBDA);
+    char note[256];
+    if (claim_check(c, note, sizeof note)) fprintf(fp, "note        %s\n", note);
+    fprintf(fp, "\n");
+    if (res->first_fail >= 0)
+        fprintf(fp, "first divergence at layer %ld: %s\n\n", res->first_fail,
+                res->layers[res->first_fail].explanation);
+    else if (res->pass)
+        fprintf(fp, "all %zu compared layers match the reference\n\n", res->compared);
+
+    fprintf(fp, "%5s %7s %11s %11s %9s %17s %7s %17s  %s\n", "layer", "tokens", "max_abs_err", "max_rel_err",
+            "margin", "mismatched/total", "verdict", "gelu", "diagnosis");
+    for (size_t i = 0; i < res->n_layers; i++) {
+        const g2f_layer_result *r = &res->layers[i];
+        if (r->status == G2F_LAYER_SKIPPED) {
+            fprintf(fp, "%5zu %7s %11s %11s %9s %17s %7s %17s  %s\n", r->layer, "-", "-", "-", "-", "-", "skipped", "-",
+                    "-");
+            continue;
+        }
+        size_t mism = r->out.mismatched + (r->has_pre ? r->pre.mismatched : 0) + (r->has_act ? r->act.mismatched : 0);
+        size_t total = r->out.total + (r->has_pre ? r->pre.total : 0) + (r->has_act ? r->act.total : 0);
+        double margin = r->out.margin;
+        if (r->has_pre && r->pre.margin > margin) margin = r->pre.margin;
+        if (r->has_act && r->act.margin > margin) margin = r->act.margin;
+        char frac[40], codes[128];
+        snprintf(frac, sizeof frac, "%zu/%zu", mism, total);
+        diag_codes(r->diagnosis, codes, sizeof codes);
+        fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %7s %17s  %s\n", r->layer, r->tokens, r->out.max_abs,
+                r->out.max_rel, margin, frac, r->status == G2F_LAYER_PASS ? "PASS" : "FAIL",
+                g2f_best_gelu_name(r->best_gelu), codes);
+    }
+    fprintf(fp, "\n");
+    for (size_t i = 0; i < res->n_layers; i++) {
+        const g2f_layer_result *r = &res->layers[i];
+        if (r->status == G2F_LAYER_FAIL && (long)i != res->first_fail) fprintf(fp, "  %s\n", r->explanation);
+    }
+    fprintf(fp, "result: %s (%zu compared, %zu failed, %zu skipped)\n", res->pass ? "PASS" : "FAIL", res->compared,
+            res->failed, res->n_layers - res->compared);
+}
+
+static cJSON *cmp_json(const g2f_cmp *c, size_t width) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddNumberToObject(o, "max_abs_err", c->max_abs);
+    cJSON_AddNumberToObject(o, "max_rel_err", c->max_rel);
+    cJSON_AddNumberToObject(o, "margin", c->margin);
+    cJSON_AddNumberToObject(o, "mismatched", (double)c->mismatched);
+    cJSON_AddNumberToObject(o, "total", (double)c->total);
+    cJSON_AddNumberToObject(o, "nonfinite", (double)c->nonfinite);
+    cJSON_AddNumberToObject(o, "cosine", c->cosine);
+    if (isfinite(c->sqnr_db)) cJSON_AddNumberToObject(o, "sqnr_db", c->sqnr_db);
+    else cJSON_AddNullToObject(o, "sqnr_db");
+    cJSON *w = cJSON_AddObjectToObject(o, "worst");
+    if (w) {
+        cJSON_AddNumberToObject(w, "token", (double)(c->worst / width));
+        cJSON_AddNumberToObject(w, "index", (double)(c->worst % width));
+        cJSON_AddNumberToObject(w, "expected", c->worst_expected);
+        cJSON_AddNumberToObject(w, "computed", c->worst_computed);
+        cJSON_AddNumberToObject(w, "tolerance", c->worst_tol);
+    }
+    return o;
+}
+
+char *g2f_report_json(const g2f_report_ctx *c) {
+    const g2f_model_info *mi = c->model;
+    const g2f_verify_result *res = c->result;
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddStringToObject(root, "checkpoint", c->checkpoint_arg);
+    cJSON_AddStringToObject(root, "fixtures", c->fixtures_arg);
+    cJSON_AddStringToObject(root, "gelu", g2f_gelu_name(res->gelu));
+    cJSON_AddStringToObject(root, "gelu_source", c->gelu_source);
+    cJSON_AddStringToObject(root, "status", res->pass ? "pass" : "fail");
+    cJSON *model = cJSON_AddObjectToObject(root, "model");
+    if (model) {
+        cJSON_AddStringToObject(model, "path", mi->path);
+        cJSON_AddStringToObject(model, "format", mi->format);
+        cJSON_AddStringToObject(model, "dtype", g2f_dtype_name(mi->dtype));
+        cJSON_AddStringToObject(model, "layout", mi->layout == G2F_LAYOUT_LINEAR ? "linear" : "conv1d");
+        cJSON_AddStringToObject(model, "layout_source", mi->layout_source);
+        cJSON_AddNumberToObject(model, "n_layer", (double)mi->n_layer);
+        cJSON_AddNumberToObject(model, "n_embd", (double)mi->n_embd);
+        cJSON_AddNumberToObject(model, "n_inner", (double)mi->n_inner);
+        cJSON_AddBoolToObject(model, "fc_bias", mi->has_fc_bias);
+        cJSON_AddBoolToObject(model, "proj_bias", mi->has_proj_bias);
+        if (mi->config_path) cJSON_AddStringToObject(model, "config", mi->config_path);
+        else cJSON_AddNullToObject(model, "config");
+    }
+    cJSON *tol = cJSON_AddObjectToObject(root, "tolerance");
+    if (tol) {
+        cJSON_AddStringToObject(tol, "mode", c->tol->user ? "user" : "derived");
+        if (c->tol->user) {
+            cJSON_AddNumberToObject(tol, "rtol", c->tol->rtol);
+            cJSON_AddNumberToObject(tol, "atol", c->tol->atol);
+        } else {
+            cJSON_AddNumberToObject(tol, "sigmas", c->tol->lambda > 0 ? c->tol->lambda : G2F_TOL_LAMBDA);
+        }
+    }
+    cJSON_AddStringToObject(root, "fixture_dtype", g2f_dtype_name(c->fixture_dtype));
+    if (c->fixture_claim) cJSON_AddStringToObject(root, "fixture_gelu_claim", c->fixture_claim);
+    else cJSON_AddNullToObject(root, "fixture_gelu_claim");
+    if (res->first_fail >= 0) cJSON_AddNumberToObject(root, "first_divergence", (double)res->first_fail);
+    else cJSON_AddNullToObject(root, "first_divergence");
+    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+    for (size_t i = 0; layers && i < res->n_layers; i++) {
+        const g2f_layer_result *r = &res->layers[i];
+        cJSON *l = cJSON_CreateObject();
+        if (!l) break;
+        cJSON_AddItemToArray(layers, l);
+        cJSON_AddNumberToObject(l, "layer", (double)r->layer);
+        cJSON_AddStringToObject(l, "status", g2f_layer_status_name(r->status));
+        cJSON_AddStringToObject(l, "explanation", r->explanation);
+        if (r->status == G2F_LAYER_SKIPPED) continue;
+        cJSON_AddNumberToObject(l, "tokens", (double)r->tokens);
+        cJSON_AddNumberToObject(l, "max_abs_err", r->out.max_abs);
+        cJSON_AddNumberToObject(l, "max_rel_err", r->out.max_rel);
+        size_t mism = r->out.mismatched + (r->has_pre ? r->pre.mismatched : 0) + (r->has_act ? r->act.mismatched : 0);
+        size_t total = r->out.total + (r->has_pre ? r->pre.total : 0) + (r->has_act ? r->act.total : 0);
+        cJSON_AddNumberToObject(l, "mismatched", (double)mism);
+        cJSON_AddNumberToObject(l, "total", (double)total);
+        double margin = r->out.margin;
+        if (r->has_pre && r->pre.margin > margin) margin = r->pre.margin;
+        if (r->has_act && r->act.margin > margin) margin = r->act.margin;
+        cJSON_AddNumberToObject(l, "margin", margin);
+        cJSON_AddStringToObject(l, "best_gelu", g2f_best_gelu_name(r->best_gelu));
+        cJSON_AddNumberToObject(l, "gelu_separation", r->gelu_separation);
+        cJSON *codes = cJSON_AddArrayToObject(l, "diagnosis");
+        for (int d = 0; codes && d < G2F_DIAG_COUNT; d++)
+            if (r->diagnosis & (1u << d)) cJSON_AddItemToArray(codes, cJSON_CreateString(g2f_diag_name(d)));
+        cJSON *cmp = cJSON_AddObjectToObject(l, "compared");
+        if (cmp) {
+            cJSON_AddItemToObject(cmp, "out", cmp_json(&r->out, mi->n_embd));
+            cJSON_AddItemToObject(cmp, "out_other_gelu", cmp_json(&r->out_other, mi->n_embd));
+            if (r->has_pre) cJSON_AddItemToObject(cmp, "pre", cmp_json(&r->pre, mi->n_inner));
+            if (r->has_act) cJSON_AddItemToObject(cmp, "act", cmp_json(&r->act, mi->n_inner));
+        }
+    }
+    char *s = cJSON_Print(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+g2f_status g2f_write_file_atomic(const char *path, const char *text, g2f_error *err) {
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    snprintf(tmp, n + 16, "%s.tmp%ld", path, (long)getpid() % 100000);
+    FILE *fp = fopen(tmp, "w");
+    if (!fp) {
+        g2f_status s = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        free(tmp);
+        return s;
+    }
+    size_t len = strlen(text);
+    int ok = fwrite(text, 1, len, fp) == len;
+    ok &= fputc('\n', fp) != EOF;
+    ok &= fclose(fp) == 0;
+    if (!ok || rename(tmp, path) != 0) {
+        g2f_status s = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+        free(tmp);
+        return s;
+    }
+    free(tmp);
+    return G2F_OK;
+}

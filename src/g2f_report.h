@@ -1,0 +1,35 @@
+/* g2f_report: text and JSON reports written from one verify result, so the
+ * two never disagree. The JSON schema is documented in README.md. */
+#ifndef G2F_REPORT_H
+#define G2F_REPORT_H
+
+#include <stdio.h>
+
+#include "g2f_error.h"
+#include "g2f_fixture.h"
+#include "g2f_model.h"
+#include "g2f_verify.h"
+
+typedef struct g2f_report_ctx {
+    const char *checkpoint_arg;  /* as given on the command line */
+    const char *fixtures_arg;
+    const g2f_model_info *model;
+    const char *gelu_source;     /* where the GELU choice came from */
+    const char *fixture_claim;   /* metadata "gelu", or NULL */
+    g2f_dtype fixture_dtype;
+    const g2f_tol_params *tol;
+    const g2f_verify_result *result;
+} g2f_report_ctx;
+
+/* Human-readable report: a one-sentence verdict, then the per-layer table. */
+void g2f_report_text(FILE *fp, const g2f_report_ctx *c);
+
+/* JSON report as a malloc'd string the caller frees; NULL on allocation
+ * failure. */
+char *g2f_report_json(const g2f_report_ctx *c);
+
+/* Writes text to path atomically: a temporary file beside it, then rename,
+ * so an interrupted run never leaves a half-written report. */
+g2f_status g2f_write_file_atomic(const char *path, const char *text, g2f_error *err);
+
+#endif

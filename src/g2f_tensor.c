@@ -1,0 +1,260 @@
+/* g2f_tensor: dtypes, tensor tables, conversions and the file mapping.
+ * Conversions are per element with memcpy loads because data may be
+ * unaligned; they run once per layer, not in the FFN's hot loop. */
+#include "g2f_tensor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "gpt2ffn reads little-endian files on little-endian hosts only"
+#endif
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtype_info[] = {
+    {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"BOOL", 1}, {"U8", 1},
+    {"I8", 1},  {"I16", 2}, {"U16", 2},  {"I32", 4}, {"U32", 4},  {"I64", 8},
+    {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1},
+};
+_Static_assert(sizeof dtype_info / sizeof dtype_info[0] == G2F_DTYPE_COUNT, "one entry per dtype");
+
+const char *g2f_dtype_name(g2f_dtype dtype) {
+    return (unsigned)dtype < G2F_DTYPE_COUNT ? dtype_info[dtype].name : "?";
+}
+
+bool g2f_dtype_from_name(const char *name, g2f_dtype *out) {
+    for (int i = 0; i < G2F_DTYPE_COUNT; i++) {
+        if (strcmp(name, dtype_info[i].name) == 0) {
+            *out = (g2f_dtype)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t g2f_dtype_size(g2f_dtype dtype) {
+    return (unsigned)dtype < G2F_DTYPE_COUNT ? dtype_info[dtype].size : 0;
+}
+
+bool g2f_dtype_is_float(g2f_dtype dtype) {
+    return dtype == G2F_DTYPE_F32 || dtype == G2F_DTYPE_F16 || dtype == G2F_DTYPE_BF16 ||
+           dtype == G2F_DTYPE_F64;
+}
+
+double g2f_dtype_store_roundoff(g2f_dtype dtype) {
+    switch (dtype) {
+    case G2F_DTYPE_F16: return ldexp(1.0, -11);
+    case G2F_DTYPE_BF16: return ldexp(1.0, -8);
+    default: return 0.0;
+    }
+}
+
+void g2f_table_free(g2f_table *table) {
+    if (!table) return;
+    for (size_t i = 0; i < table->count; i++) free((char *)table->tensors[i].name);
+    free(table->tensors);
+    for (size_t i = 0; i < table->meta_count; i++) {
+        free(table->meta[i].key);
+        free(table->meta[i].value);
+    }
+    free(table->meta);
+    memset(table, 0, sizeof *table);
+}
+
+const g2f_tensor *g2f_table_find(const g2f_table *table, const char *name) {
+    for (size_t i = 0; i < table->count; i++)
+        if (strcmp(table->tensors[i].name, name) == 0) return &table->tensors[i];
+    return NULL;
+}
+
+const char *g2f_table_meta(const g2f_table *table, const char *key) {
+    for (size_t i = 0; i < table->meta_count; i++)
+        if (strcmp(table->meta[i].key, key) == 0) return table->meta[i].value;
+    return NULL;
+}
+
+void g2f_shape_format(const g2f_tensor *t, char *buf, size_t size) {
+    size_t used = 0;
+    if (size == 0) return;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf, size, "[");
+    for (size_t i = 0; i < t->ndim && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%llu", i ? ", " : "",
+                                 (unsigned long long)t->shape[i]);
+    if (used < size) snprintf(buf + used, size - used, "]");
+}
+
+float g2f_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+    uint32_t bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else { /* subnormal: value = mant * 2^-24 exactly */
+            float v = (float)mant * 0x1p-24f;
+            memcpy(&bits, &v, sizeof bits);
+            bits |= sign;
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else {
+        bits = sign | ((exp + 112u) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+float g2f_bf16_to_f32(uint16_t b) {
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t g2f_f32_to_bf16(float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffffu)) /* NaN stays NaN */
+        return (uint16_t)((bits >> 16) | 0x40u);
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
+uint16_t g2f_f32_to_f16(float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+    float a = fabsf(f);
+    if (isnan(f)) return (uint16_t)(sign | 0x7e00u);
+    if (a >= 65520.0f) return (uint16_t)(sign | 0x7c00u); /* rounds to infinity */
+    if (a < 0x1p-14f) { /* subnormal half: multiples of 2^-24, round to nearest even */
+        float q = nearbyintf(a * 0x1p24f);
+        return (uint16_t)(sign | (uint16_t)q);
+    }
+    uint32_t abits;
+    memcpy(&abits, &a, sizeof abits);
+    uint32_t exp = (abits >> 23) - 112u;
+    uint32_t mant = abits & 0x7fffffu;
+    uint32_t h = (exp << 10) | (mant >> 13);
+    uint32_t rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h++; /* may carry into exponent: correct */
+    return (uint16_t)(sign | h);
+}
+
+static float load_f32(const unsigned char *p) { float v; memcpy(&v, p, 4); return v; }
+static double load_f64(const unsigned char *p) { double v; memcpy(&v, p, 8); return v; }
+static uint16_t load_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+
+void g2f_tensor_read_f32(const g2f_tensor *t, uint64_t start, uint64_t count, float *dst) {
+    const unsigned char *p = t->data + start * g2f_dtype_size(t->dtype);
+    switch (t->dtype) {
+    case G2F_DTYPE_F32: memcpy(dst, p, count * sizeof(float)); break;
+    case G2F_DTYPE_F16: for (uint64_t i = 0; i < count; i++) dst[i] = g2f_f16_to_f32(load_u16(p + 2 * i)); break;
+    case G2F_DTYPE_BF16: for (uint64_t i = 0; i < count; i++) dst[i] = g2f_bf16_to_f32(load_u16(p + 2 * i)); break;
+    case G2F_DTYPE_F64: for (uint64_t i = 0; i < count; i++) dst[i] = (float)load_f64(p + 8 * i); break;
+    default: for (uint64_t i = 0; i < count; i++) dst[i] = NAN; break;
+    }
+}
+
+void g2f_tensor_read_f64(const g2f_tensor *t, uint64_t start, uint64_t count, double *dst) {
+    const unsigned char *p = t->data + start * g2f_dtype_size(t->dtype);
+    switch (t->dtype) {
+    case G2F_DTYPE_F32: for (uint64_t i = 0; i < count; i++) dst[i] = load_f32(p + 4 * i); break;
+    case G2F_DTYPE_F16: for (uint64_t i = 0; i < count; i++) dst[i] = g2f_f16_to_f32(load_u16(p + 2 * i)); break;
+    case G2F_DTYPE_BF16: for (uint64_t i = 0; i < count; i++) dst[i] = g2f_bf16_to_f32(load_u16(p + 2 * i)); break;
+    case G2F_DTYPE_F64: memcpy(dst, p, count * sizeof(double)); break;
+    default: for (uint64_t i = 0; i < count; i++) dst[i] = NAN; break;
+    }
+}
+
+bool g2f_mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    uint64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+bool g2f_add_u64(uint64_t a, uint64_t b, uint64_t *out) {
+    uint64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+void *g2f_alloc_array(size_t count, size_t size) {
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) return NULL;
+    return malloc(total ? total : 1);
+}
+
+g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return g2f_error_set(err, G2F_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return g2f_error_set(err, G2F_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return g2f_error_set(err, G2F_ERR_IO, "%s: not a regular file", path);
+    }
+    out->size = (uint64_t)st.st_size;
+    if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return g2f_error_set(err, G2F_ERR_IO, "%s: cannot mmap %llu bytes: %s", path,
+                                 (unsigned long long)st.st_size, strerror(e));
+        }
+        out->data = p;
+    }
+    close(fd); /* the mapping stays valid without the descriptor */
+    return G2F_OK;
+}
+
+void g2f_mapping_close(g2f_mapping *m) {
+    if (!m) return;
+    if (m->data) munmap((void *)m->data, (size_t)m->size);
+    m->data = NULL;
+    m->size = 0;
+}
+
+g2f_status g2f_read_small_file(const char *path, size_t max_bytes, char **out, size_t *len, g2f_error *err) {
+    *out = NULL;
+    *len = 0;
+    g2f_mapping m;
+    g2f_status s = g2f_mapping_open(path, &m, err);
+    if (s != G2F_OK) return s;
+    if (m.size > max_bytes) {
+        g2f_mapping_close(&m);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %llu bytes, larger than the %zu-byte limit for this file",
+                             path, (unsigned long long)m.size, max_bytes);
+    }
+    char *buf = malloc((size_t)m.size + 1);
+    if (!buf) {
+        g2f_mapping_close(&m);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (m.size) memcpy(buf, m.data, (size_t)m.size);
+    buf[m.size] = '\0';
+    *len = (size_t)m.size;
+    *out = buf;
+    g2f_mapping_close(&m);
+    return G2F_OK;
+}

@@ -1,0 +1,121 @@
+/* g2f_tensor: the tensor table every format reader produces, dtypes, checked
+ * size arithmetic and conversion to float32.
+ *
+ * A table is a list of named tensors: dtype, shape (row-major, outermost
+ * first) and a pointer to the tensor's bytes inside memory the reader owns
+ * (usually a read-only mmap). Data pointers may be unaligned (a hand-written
+ * safetensors file with an unpadded header), so element access goes through
+ * memcpy-based loads here, never through a cast pointer.
+ *
+ * Byte order: all formats read here are little-endian and so is every host we
+ * build for (x86-64, aarch64); g2f_tensor.c refuses to compile otherwise.
+ */
+#ifndef G2F_TENSOR_H
+#define G2F_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "g2f_error.h"
+
+typedef enum g2f_dtype {
+    G2F_DTYPE_F32,
+    G2F_DTYPE_F16,
+    G2F_DTYPE_BF16,
+    G2F_DTYPE_F64,
+    /* Known to the formats but not convertible to float for the FFN: */
+    G2F_DTYPE_BOOL,
+    G2F_DTYPE_U8,
+    G2F_DTYPE_I8,
+    G2F_DTYPE_I16,
+    G2F_DTYPE_U16,
+    G2F_DTYPE_I32,
+    G2F_DTYPE_U32,
+    G2F_DTYPE_I64,
+    G2F_DTYPE_U64,
+    G2F_DTYPE_F8_E4M3,
+    G2F_DTYPE_F8_E5M2,
+    G2F_DTYPE_COUNT
+} g2f_dtype;
+
+/* safetensors-style upper-case name ("F32", "BF16", ...). */
+const char *g2f_dtype_name(g2f_dtype dtype);
+/* Parses a safetensors dtype name; false when unknown. */
+bool g2f_dtype_from_name(const char *name, g2f_dtype *out);
+size_t g2f_dtype_size(g2f_dtype dtype);
+/* True for F32, F16, BF16, F64: the dtypes g2f_tensor_read_f32 converts. */
+bool g2f_dtype_is_float(g2f_dtype dtype);
+/* Unit roundoff of storing a float32 value in this dtype: 0 for F32 and F64
+ * (no loss), 2^-11 for F16, 2^-8 for BF16. Used by the tolerance model. */
+double g2f_dtype_store_roundoff(g2f_dtype dtype);
+
+#define G2F_MAX_DIMS 8
+
+typedef struct g2f_tensor {
+    const char *name;          /* owned by the table */
+    g2f_dtype dtype;
+    size_t ndim;               /* <= G2F_MAX_DIMS */
+    uint64_t shape[G2F_MAX_DIMS];
+    uint64_t numel;            /* product of shape, checked against overflow */
+    const unsigned char *data; /* borrowed from the reader, maybe unaligned */
+    uint64_t nbytes;           /* numel * dtype size */
+} g2f_tensor;
+
+typedef struct g2f_meta_entry {
+    char *key;
+    char *value;
+} g2f_meta_entry;
+
+/* A tensor table. Everything in it is owned by the table except the bytes the
+ * data pointers point to, which belong to the reader that filled it. */
+typedef struct g2f_table {
+    g2f_tensor *tensors;
+    size_t count;
+    g2f_meta_entry *meta;      /* string-to-string metadata, may be empty */
+    size_t meta_count;
+} g2f_table;
+
+/* Frees the table's own allocations; the table is zeroed. NULL is a no-op. */
+void g2f_table_free(g2f_table *table);
+/* Linear search by exact name; NULL when absent. Tables are small (hundreds). */
+const g2f_tensor *g2f_table_find(const g2f_table *table, const char *name);
+/* Metadata value for key, or NULL. */
+const char *g2f_table_meta(const g2f_table *table, const char *key);
+
+/* Writes shape as "[a, b, c]" into buf (always NUL-terminated). */
+void g2f_shape_format(const g2f_tensor *t, char *buf, size_t size);
+
+/* Converts elements [start, start + count) of a float tensor to float32 in
+ * dst (F64 rounds to nearest). The caller has checked the range. */
+void g2f_tensor_read_f32(const g2f_tensor *t, uint64_t start, uint64_t count, float *dst);
+/* Same, to double (exact for every float dtype). */
+void g2f_tensor_read_f64(const g2f_tensor *t, uint64_t start, uint64_t count, double *dst);
+
+float g2f_f16_to_f32(uint16_t h);
+float g2f_bf16_to_f32(uint16_t b);
+/* Round-to-nearest-even conversions, used to model rounded weights. */
+uint16_t g2f_f32_to_f16(float f);
+uint16_t g2f_f32_to_bf16(float f);
+
+/* Checked arithmetic: on overflow return false and leave *out unchanged. */
+bool g2f_mul_u64(uint64_t a, uint64_t b, uint64_t *out);
+bool g2f_add_u64(uint64_t a, uint64_t b, uint64_t *out);
+/* malloc of count * size bytes, NULL on overflow or failure. */
+void *g2f_alloc_array(size_t count, size_t size);
+
+/* A read-only memory mapping of a whole regular file. */
+typedef struct g2f_mapping {
+    const unsigned char *data; /* NULL for an empty file */
+    uint64_t size;
+} g2f_mapping;
+
+g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err);
+void g2f_mapping_close(g2f_mapping *m);
+
+/* Reads a small file (at most max_bytes) into a NUL-terminated malloc'd
+ * buffer the caller frees. G2F_ERR_IO when it cannot be read, G2F_ERR_FORMAT
+ * when it is larger than max_bytes. */
+g2f_status g2f_read_small_file(const char *path, size_t max_bytes, char **out, size_t *len, g2f_error *err);
+
+#endif

@@ -1,0 +1,63 @@
+/* g2f_tol: see the model in g2f_tol.h. Sums of squares are computed in
+ * float by the same matmul as the FFN (their own rounding is irrelevant at
+ * the 1e-7 relative level), everything else in double. Quantities are kept
+ * in units of u^2 so floats neither underflow nor lose range. */
+#include "g2f_tol.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static double input_roundoff(g2f_dtype d) {
+    double r = g2f_dtype_store_roundoff(d);
+    return d == G2F_DTYPE_F64 ? ldexp(1.0, -24) : r; /* F64 input is rounded to float here */
+}
+
+g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, float *tol_out, float *tol_pre,
+                           float *tol_act, int n_threads, g2f_error *err) {
+    const g2f_ffn_weights *w = r->w;
+    size_t T = r->n_tokens, d = w->n_embd, h = w->n_inner;
+    if (p->user) {
+        for (size_t i = 0; i < T * d; i++) tol_out[i] = (float)(p->atol + p->rtol * fabs(r->exp_out[i]));
+        if (tol_pre && r->exp_pre)
+            for (size_t i = 0; i < T * h; i++) tol_pre[i] = (float)(p->atol + p->rtol * fabs(r->exp_pre[i]));
+        if (tol_act && r->exp_act)
+            for (size_t i = 0; i < T * h; i++) tol_act[i] = (float)(p->atol + p->rtol * fabs(r->exp_act[i]));
+        return G2F_OK;
+    }
+    const double u = ldexp(1.0, -24), lambda = p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA;
+    const double uin = input_roundoff(r->dtype_in) / u; /* in units of u */
+    float *x2 = g2f_alloc_array(T * d, sizeof(float));
+    float *w1 = g2f_alloc_array(d * h, sizeof(float));
+    float *w2 = g2f_alloc_array(d * h, sizeof(float));
+    float *q = g2f_alloc_array(T * h, sizeof(float));
+    if (!x2 || !w1 || !w2 || !q) {
+        free(x2); free(w1); free(w2); free(q);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "tolerance: cannot allocate buffers for %zu tokens", T);
+    }
+    for (size_t i = 0; i < T * d; i++) x2[i] = r->x[i] * r->x[i];
+    for (size_t i = 0; i < d * h; i++) {
+        w1[i] = w->w_fc[i] * w->w_fc[i];
+        w2[i] = w->w_proj[i] * w->w_proj[i];
+    }
+    int lin = w->layout == G2F_LAYOUT_LINEAR;
+    g2f_matmul(x2, T, d, w1, lin, h, NULL, q, n_threads); /* q = sum_i x_i^2 W_fc[i,k]^2 */
+    double upre = g2f_dtype_store_roundoff(r->dtype_pre), uact = g2f_dtype_store_roundoff(r->dtype_act);
+    for (size_t i = 0; i < T * h; i++) {
+        double hk = r->pre[i], ak = r->act[i];
+        double v1 = (double)d / 2 * q[i] + (double)d / 3 * hk * hk + uin * uin * q[i]; /* / u^2 */
+        double g = g2f_gelu_deriv(hk), ge = 2.0 * (fabs(ak) + fabs(hk));
+        double vact = g * g * v1 + ge * ge;
+        if (tol_pre && r->exp_pre) tol_pre[i] = (float)(lambda * u * sqrt(v1) + upre * fabs(r->exp_pre[i]));
+        if (tol_act && r->exp_act) tol_act[i] = (float)(lambda * u * sqrt(vact) + uact * fabs(r->exp_act[i]));
+        q[i] = (float)((double)h / 2 * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
+    }
+    g2f_matmul(q, T, h, w2, lin, d, NULL, x2, n_threads); /* reuse x2 (T, d) */
+    double uout = g2f_dtype_store_roundoff(r->dtype_out);
+    for (size_t i = 0; i < T * d; i++) {
+        double y = r->out[i];
+        double v = (double)x2[i] + (double)h / 3 * y * y;
+        tol_out[i] = (float)(lambda * u * sqrt(v) + uout * fabs(r->exp_out[i]));
+    }
+    free(x2); free(w1); free(w2); free(q);
+    return G2F_OK;
+}

@@ -1,0 +1,227 @@
+/* g2f_verify: per-layer verification; see g2f_verify.h. */
+#include "g2f_verify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const diag_names[] = {"gelu_erf", "gelu_tanh", "nonfinite", "unexplained"};
+_Static_assert(sizeof diag_names / sizeof diag_names[0] == G2F_DIAG_COUNT, "one name per code");
+static const char *const status_names[] = {"pass", "fail", "skipped"};
+_Static_assert(sizeof status_names / sizeof status_names[0] == G2F_LAYER_STATUS_COUNT, "one name per status");
+static const char *const best_names[] = {"tanh", "erf", "indistinguishable", "neither"};
+_Static_assert(sizeof best_names / sizeof best_names[0] == G2F_BEST_COUNT, "one name per verdict");
+
+const char *g2f_diag_name(g2f_diag d) { return (unsigned)d < G2F_DIAG_COUNT ? diag_names[d] : "?"; }
+const char *g2f_layer_status_name(g2f_layer_status s) {
+    return (unsigned)s < G2F_LAYER_STATUS_COUNT ? status_names[s] : "?";
+}
+const char *g2f_best_gelu_name(g2f_best_gelu b) { return (unsigned)b < G2F_BEST_COUNT ? best_names[b] : "?"; }
+
+/* Scratch for one layer, sized by its token count. */
+typedef struct scratch {
+    float *pre, *act, *out, *act2, *out2, *tol_out, *tol_pre, *tol_act;
+} scratch;
+
+static void scratch_free(scratch *s) {
+    free(s->pre); free(s->act); free(s->out); free(s->act2); free(s->out2);
+    free(s->tol_out); free(s->tol_pre); free(s->tol_act);
+    memset(s, 0, sizeof *s);
+}
+
+static int scratch_alloc(scratch *s, size_t T, size_t d, size_t h) {
+    memset(s, 0, sizeof *s);
+    s->pre = g2f_alloc_array(T * h, sizeof(float));
+    s->act = g2f_alloc_array(T * h, sizeof(float));
+    s->act2 = g2f_alloc_array(T * h, sizeof(float));
+    s->tol_pre = g2f_alloc_array(T * h, sizeof(float));
+    s->tol_act = g2f_alloc_array(T * h, sizeof(float));
+    s->out = g2f_alloc_array(T * d, sizeof(float));
+    s->out2 = g2f_alloc_array(T * d, sizeof(float));
+    s->tol_out = g2f_alloc_array(T * d, sizeof(float));
+    if (s->pre && s->act && s->act2 && s->tol_pre && s->tol_act && s->out && s->out2 && s->tol_out) return 1;
+    scratch_free(s);
+    return 0;
+}
+
+static long first_nonfinite_f(const float *v, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i])) return (long)i;
+    return -1;
+}
+
+static int all_pass(const g2f_cmp *out, const g2f_cmp *pre, const g2f_cmp *act) {
+    return out->mismatched == 0 && (!pre || pre->mismatched == 0) && (!act || act->mismatched == 0);
+}
+
+/* Names an element of a (tokens, width) tensor for messages. */
+static void elem_name(char *buf, size_t n, const char *tensor, size_t index, size_t width) {
+    snprintf(buf, n, "%s[token %zu, %zu]", tensor, index / width, index % width);
+}
+
+static void explain_nonfinite(g2f_layer_result *r, const g2f_fixture_layer *fx, long bad_in, size_t d, size_t h) {
+    char where[96];
+    const g2f_cmp *c = r->out.nonfinite ? &r->out : r->pre.nonfinite ? &r->pre : &r->act;
+    const char *tensor = c == &r->out ? "out" : c == &r->pre ? "pre" : "act";
+    size_t width = c == &r->out ? d : h;
+    if (bad_in >= 0) {
+        elem_name(where, sizeof where, "in", (size_t)bad_in, d);
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %zu: non-finite value in the fixture's input h.%zu.mlp.%s (value %g)", r->layer, r->layer,
+                 where, (double)fx->in[bad_in]);
+        return;
+    }
+    elem_name(where, sizeof where, tensor, c->first_nonfinite, width);
+    snprintf(r->explanation, sizeof r->explanation, "layer %zu: non-finite value in the %s at %s (%zu such elements)",
+             r->layer, c->nonfinite_in_expected ? "reference" : "computation (check the weights)", where,
+             c->nonfinite);
+}
+
+static void explain(g2f_layer_result *r, g2f_gelu asked, size_t d) {
+    const char *erf_words = "exact erf GELU (torch F.gelu default, HF 'gelu')";
+    const char *tanh_words = "tanh GELU approximation (GPT-2's, HF 'gelu_new')";
+    if (r->diagnosis & (1u << G2F_DIAG_GELU_ERF)) {
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %zu matches %s, not the tanh approximation GPT-2 uses ('gelu_new')", r->layer, erf_words);
+    } else if (r->diagnosis & (1u << G2F_DIAG_GELU_TANH)) {
+        snprintf(r->explanation, sizeof r->explanation, "layer %zu matches the %s, not exact erf GELU ('gelu')",
+                 r->layer, tanh_words);
+    } else if (r->status == G2F_LAYER_PASS) {
+        if (r->best_gelu == G2F_BEST_INDISTINGUISHABLE)
+            snprintf(r->explanation, sizeof r->explanation,
+                     "layer %zu matches; GELU form undetermined: on these inputs tanh and erf differ by at most "
+                     "%.2g of the tolerance",
+                     r->layer, r->gelu_separation);
+        else
+            snprintf(r->explanation, sizeof r->explanation,
+                     "layer %zu matches with %s GELU (the other form is off by up to %.3g x the tolerance)", r->layer,
+                     g2f_gelu_name(asked), r->out_other.margin);
+    } else {
+        char where[96];
+        elem_name(where, sizeof where, "out", r->out.worst, d);
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %zu does not match and neither GELU form explains it: worst at %s, expected %.6g, got %.6g "
+                 "(tolerance %.3g)%s",
+                 r->layer, where, r->out.worst_expected, r->out.worst_computed, r->out.worst_tol,
+                 r->gelu_separation <= 1 ? "; GELU form undetermined on these inputs" : "");
+    }
+}
+
+static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p, size_t L,
+                               g2f_layer_result *r, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    size_t d = mi->n_embd, h = mi->n_inner;
+    g2f_fixture_layer fx;
+    g2f_layer lw;
+    scratch s;
+    g2f_status st = g2f_fixture_layer_load(f, L, d, h, &fx, err);
+    if (st != G2F_OK) return st;
+    if ((st = g2f_model_layer_load(m, L, &lw, err)) != G2F_OK) {
+        g2f_fixture_layer_free(&fx);
+        return st;
+    }
+    size_t T = fx.n_tokens;
+    if (!scratch_alloc(&s, T, d, h)) {
+        g2f_layer_free(&lw);
+        g2f_fixture_layer_free(&fx);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: cannot allocate buffers for %zu tokens", L, T);
+    }
+    const g2f_ffn_weights *w = &lw.w;
+    g2f_gelu other = g2f_gelu_other(p->gelu);
+    g2f_ffn_forward(w, fx.in, T, p->gelu, s.pre, s.act, s.out, p->n_threads);
+    g2f_ffn_gelu(other, s.pre, T * h, s.act2, p->n_threads);
+    g2f_ffn_proj(w, s.act2, T, s.out2, p->n_threads);
+
+    g2f_tol_request tr = {w, fx.in, T, s.pre, s.act, s.out, fx.out, fx.pre, fx.act,
+                          fx.dtype[G2F_FX_IN], fx.dtype[G2F_FX_OUT], fx.dtype[G2F_FX_PRE], fx.dtype[G2F_FX_ACT]};
+    st = g2f_tol_compute(&tr, &p->tol, s.tol_out, s.tol_pre, s.tol_act, p->n_threads, err);
+    if (st == G2F_OK) {
+        r->tokens = T;
+        r->has_pre = fx.pre != NULL;
+        r->has_act = fx.act != NULL;
+        g2f_compare(fx.out, s.out, s.tol_out, T * d, &r->out);
+        g2f_compare(fx.out, s.out2, s.tol_out, T * d, &r->out_other);
+        if (fx.pre) g2f_compare(fx.pre, s.pre, s.tol_pre, T * h, &r->pre);
+        if (fx.act) {
+            g2f_compare(fx.act, s.act, s.tol_act, T * h, &r->act);
+            g2f_compare(fx.act, s.act2, s.tol_act, T * h, &r->act_other);
+        }
+        r->gelu_separation = g2f_separation(s.out, s.out2, s.tol_out, T * d);
+        if (fx.act) {
+            double sa = g2f_separation(s.act, s.act2, s.tol_act, T * h);
+            if (sa > r->gelu_separation) r->gelu_separation = sa;
+        }
+        const g2f_cmp *pre = fx.pre ? &r->pre : NULL;
+        int ok = all_pass(&r->out, pre, fx.act ? &r->act : NULL);
+        int ok_other = all_pass(&r->out_other, pre, fx.act ? &r->act_other : NULL);
+        long bad_in = first_nonfinite_f(fx.in, T * d);
+        r->status = ok ? G2F_LAYER_PASS : G2F_LAYER_FAIL;
+        if (ok && ok_other)
+            r->best_gelu = G2F_BEST_INDISTINGUISHABLE;
+        else if (ok || ok_other)
+            r->best_gelu = (ok ? p->gelu : other) == G2F_GELU_ERF ? G2F_BEST_ERF : G2F_BEST_TANH;
+        else
+            r->best_gelu = G2F_BEST_NEITHER;
+        if (r->out.nonfinite || r->pre.nonfinite || r->act.nonfinite || bad_in >= 0) {
+            r->status = G2F_LAYER_FAIL;
+            r->best_gelu = G2F_BEST_NEITHER;
+            r->diagnosis = 1u << G2F_DIAG_NONFINITE;
+            explain_nonfinite(r, &fx, bad_in, d, h);
+        } else {
+            if (!ok && ok_other)
+                r->diagnosis = 1u << (other == G2F_GELU_ERF ? G2F_DIAG_GELU_ERF : G2F_DIAG_GELU_TANH);
+            else if (!ok)
+                r->diagnosis = 1u << G2F_DIAG_UNEXPLAINED;
+            explain(r, p->gelu, d);
+        }
+    }
+    scratch_free(&s);
+    g2f_layer_free(&lw);
+    g2f_fixture_layer_free(&fx);
+    return st;
+}
+
+g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,
+                          g2f_verify_result *out, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    memset(out, 0, sizeof *out);
+    g2f_status st = g2f_fixture_check(f, mi->n_layer, mi->n_embd, mi->n_inner, err);
+    if (st != G2F_OK) return st;
+    out->layers = calloc(mi->n_layer ? mi->n_layer : 1, sizeof *out->layers);
+    if (!out->layers) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    out->n_layers = mi->n_layer;
+    out->gelu = p->gelu;
+    out->first_fail = -1;
+    for (size_t L = 0; L < mi->n_layer; L++) {
+        g2f_layer_result *r = &out->layers[L];
+        r->layer = L;
+        r->status = G2F_LAYER_SKIPPED;
+        r->best_gelu = G2F_BEST_NEITHER;
+        if (p->select && !p->select[L]) {
+            snprintf(r->explanation, sizeof r->explanation, "layer %zu not selected by --layers", L);
+            continue;
+        }
+        if (!g2f_fixture_has_layer(f, L)) {
+            snprintf(r->explanation, sizeof r->explanation, "layer %zu has no h.%zu.mlp.in/out in the fixture", L, L);
+            continue;
+        }
+        if ((st = verify_layer(m, f, p, L, r, err)) != G2F_OK) {
+            g2f_verify_result_free(out);
+            return st;
+        }
+        out->compared++;
+        if (r->status == G2F_LAYER_FAIL) {
+            out->failed++;
+            if (out->first_fail < 0) out->first_fail = (long)L;
+        }
+    }
+    out->pass = out->compared > 0 && out->failed == 0;
+    return G2F_OK;
+}
+
+void g2f_verify_result_free(g2f_verify_result *r) {
+    if (!r) return;
+    free(r->layers);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,83 @@
+/* g2f_verify: checks every selected layer's FFN against a fixture and tells
+ * which GELU form the data matches.
+ *
+ * Per layer: run the FFN with the requested GELU form, derive per-element
+ * tolerances (g2f_tol), compare out (and pre / act when the fixture has
+ * them), and run c_proj once more on the other GELU form of the same
+ * pre-activations, so the report can say whether the data matches tanh, erf,
+ * both (the inputs cannot tell them apart) or neither.
+ *
+ * One result structure flows to the reports (g2f_report); nothing here
+ * prints.
+ */
+#ifndef G2F_VERIFY_H
+#define G2F_VERIFY_H
+
+#include <stddef.h>
+
+#include "g2f_compare.h"
+#include "g2f_error.h"
+#include "g2f_ffn.h"
+#include "g2f_fixture.h"
+#include "g2f_model.h"
+#include "g2f_tol.h"
+
+/* Diagnosis codes, as they appear in reports. */
+typedef enum g2f_diag {
+    G2F_DIAG_GELU_ERF,    /* reference used exact erf GELU where tanh was asked */
+    G2F_DIAG_GELU_TANH,   /* reference used the tanh GELU where erf was asked */
+    G2F_DIAG_NONFINITE,   /* NaN or Inf in the reference or the computation */
+    G2F_DIAG_UNEXPLAINED, /* none of the hypotheses reproduces the reference */
+    G2F_DIAG_COUNT
+} g2f_diag;
+
+const char *g2f_diag_name(g2f_diag d);
+
+typedef enum g2f_layer_status { G2F_LAYER_PASS, G2F_LAYER_FAIL, G2F_LAYER_SKIPPED, G2F_LAYER_STATUS_COUNT } g2f_layer_status;
+const char *g2f_layer_status_name(g2f_layer_status s);
+
+typedef enum g2f_best_gelu {
+    G2F_BEST_TANH,
+    G2F_BEST_ERF,
+    G2F_BEST_INDISTINGUISHABLE, /* both forms within tolerance on these inputs */
+    G2F_BEST_NEITHER,
+    G2F_BEST_COUNT
+} g2f_best_gelu;
+const char *g2f_best_gelu_name(g2f_best_gelu b);
+
+typedef struct g2f_layer_result {
+    size_t layer;
+    g2f_layer_status status;
+    size_t tokens;
+    g2f_cmp out;            /* requested GELU form against h.L.mlp.out */
+    g2f_cmp out_other;      /* the other form against h.L.mlp.out */
+    int has_pre, has_act;
+    g2f_cmp pre, act, act_other;
+    double gelu_separation; /* max |out_tanh - out_erf| / tol: > 1 means the data can tell */
+    g2f_best_gelu best_gelu;
+    unsigned diagnosis;     /* bit (1u << g2f_diag) per code */
+    char explanation[512];  /* one sentence */
+} g2f_layer_result;
+
+typedef struct g2f_verify_params {
+    g2f_gelu gelu;
+    const char *gelu_source;     /* "--gelu", "config.json ...", "default" */
+    const unsigned char *select; /* n_layer flags, NULL = every layer */
+    g2f_tol_params tol;
+    int n_threads;               /* <= 0: OpenMP default */
+} g2f_verify_params;
+
+typedef struct g2f_verify_result {
+    g2f_gelu gelu;
+    size_t n_layers;             /* = model n_layer */
+    g2f_layer_result *layers;    /* n_layers entries, owned */
+    size_t compared, failed;
+    int pass;                    /* every compared layer passes (and at least one was compared) */
+    long first_fail;             /* layer index or -1 */
+} g2f_verify_result;
+
+g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,
+                          g2f_verify_result *out, g2f_error *err);
+void g2f_verify_result_free(g2f_verify_result *r);
+
+#endif

@@ -1,0 +1,129 @@
+/* FFN kernels: the worked example, layouts, position-wise behaviour, agreement
+ * with the double reference, and bitwise determinism across thread counts. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "g2f_ffn.h"
+#include "test_util.h"
+
+static void ffn_should_reproduce_worked_example(void) {
+    /* W1 rows are hidden units (Linear [out, in]); W2 reads hidden units 0 and 1. */
+    const float w1_lin[8] = {1, 0, 0, 1, 1, 1, 1, -1};
+    const float w2_lin[8] = {1, 0, 0, 0, 0, 1, 0, 0}; /* (n_embd 2, n_inner 4) */
+    float w1_conv[8], w2_conv[8];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 2; i++) {
+            w1_conv[i * 4 + k] = w1_lin[k * 2 + i];
+            w2_conv[k * 2 + i] = w2_lin[i * 4 + k];
+        }
+    const float x[2] = {1, -2};
+    g2f_ffn_weights ws[2] = {{2, 4, G2F_LAYOUT_LINEAR, w1_lin, NULL, w2_lin, NULL},
+                             {2, 4, G2F_LAYOUT_CONV1D, w1_conv, NULL, w2_conv, NULL}};
+    for (int l = 0; l < 2; l++) {
+        float pre[4], act[4], out[2], out_ref[2];
+        g2f_ffn_forward(&ws[l], x, 1, G2F_GELU_TANH, pre, act, out, 1);
+        CHECK_NEAR(out[0], 0.8412, 5e-5);
+        CHECK_NEAR(out[1], -0.0454, 5e-5);
+        CHECK_NEAR(pre[2], -1.0, 0);
+        CHECK_NEAR(pre[3], 3.0, 0);
+        CHECK(g2f_ffn_forward_ref(&ws[l], x, 1, G2F_GELU_TANH, NULL, NULL, out_ref, NULL) == G2F_OK);
+        CHECK_NEAR(out_ref[0], out[0], 1e-6);
+        CHECK_NEAR(out_ref[1], out[1], 1e-6);
+    }
+}
+
+typedef struct rand_ffn {
+    size_t d, h;
+    float *w1, *b1, *w2, *b2;
+    g2f_ffn_weights w;
+} rand_ffn;
+
+static void rand_ffn_init(rand_ffn *r, size_t d, size_t h, g2f_layout layout, uint64_t seed) {
+    r->d = d;
+    r->h = h;
+    r->w1 = malloc(d * h * sizeof(float));
+    r->w2 = malloc(d * h * sizeof(float));
+    r->b1 = malloc(h * sizeof(float));
+    r->b2 = malloc(d * sizeof(float));
+    for (size_t i = 0; i < d * h; i++) r->w1[i] = rnd_unit(&seed) * 0.25f;
+    for (size_t i = 0; i < d * h; i++) r->w2[i] = rnd_unit(&seed) * 0.1f;
+    for (size_t i = 0; i < h; i++) r->b1[i] = rnd_unit(&seed) * 0.3f;
+    for (size_t i = 0; i < d; i++) r->b2[i] = rnd_unit(&seed) * 0.1f;
+    r->w = (g2f_ffn_weights){d, h, layout, r->w1, r->b1, r->w2, r->b2};
+}
+
+static void rand_ffn_free(rand_ffn *r) {
+    free(r->w1); free(r->w2); free(r->b1); free(r->b2);
+}
+
+static void ffn_should_be_position_wise(void) {
+    rand_ffn r;
+    rand_ffn_init(&r, 48, 192, G2F_LAYOUT_CONV1D, 7);
+    size_t T = 9;
+    uint64_t s = 3;
+    float *x = malloc(T * 48 * sizeof(float)), *pre = malloc(T * 192 * sizeof(float)),
+          *act = malloc(T * 192 * sizeof(float)), *o1 = malloc(T * 48 * sizeof(float)),
+          *o2 = malloc(T * 48 * sizeof(float));
+    for (size_t i = 0; i < T * 48; i++) x[i] = rnd_unit(&s) * 2;
+    g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, o1, 2);
+    for (size_t i = 0; i < 48; i++) x[i] += 1.0f; /* change token 0 only */
+    g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, o2, 2);
+    CHECK(memcmp(o1 + 48, o2 + 48, (T - 1) * 48 * sizeof(float)) == 0);
+    CHECK(memcmp(o1, o2, 48 * sizeof(float)) != 0);
+    free(x); free(pre); free(act); free(o1); free(o2);
+    rand_ffn_free(&r);
+}
+
+/* Odd sizes cross every block edge of the kernel (MR 4, NR 16, NB 64, KB 256, MB 64). */
+static void ffn_should_agree_with_reference_and_be_thread_count_independent(void) {
+    const size_t shapes[][3] = {{1, 8, 32}, {37, 70, 300}, {130, 96, 384}, {5, 33, 17}};
+    for (size_t si = 0; si < 4; si++) {
+        size_t T = shapes[si][0], d = shapes[si][1], h = shapes[si][2];
+        for (int layout = 0; layout < G2F_LAYOUT_COUNT; layout++) {
+            rand_ffn r;
+            rand_ffn_init(&r, d, h, (g2f_layout)layout, 11 + si);
+            uint64_t s = 5 + si;
+            float *x = malloc(T * d * sizeof(float));
+            float *pre = malloc(T * h * sizeof(float)), *act = malloc(T * h * sizeof(float));
+            float *o1 = malloc(T * d * sizeof(float)), *o2 = malloc(T * d * sizeof(float)),
+                  *oref = malloc(T * d * sizeof(float));
+            float *p2 = malloc(T * h * sizeof(float)), *a2 = malloc(T * h * sizeof(float));
+            for (size_t i = 0; i < T * d; i++) x[i] = rnd_unit(&s) * 1.5f;
+            for (int g = 0; g < G2F_GELU_COUNT; g++) {
+                g2f_ffn_forward(&r.w, x, T, (g2f_gelu)g, pre, act, o1, 1);
+                g2f_ffn_forward(&r.w, x, T, (g2f_gelu)g, p2, a2, o2, 2);
+                CHECK(memcmp(o1, o2, T * d * sizeof(float)) == 0);
+                CHECK(memcmp(pre, p2, T * h * sizeof(float)) == 0);
+                CHECK(g2f_ffn_forward_ref(&r.w, x, T, (g2f_gelu)g, NULL, NULL, oref, NULL) == G2F_OK);
+                double worst = 0;
+                for (size_t i = 0; i < T * d; i++) {
+                    double e = fabs((double)o1[i] - oref[i]);
+                    if (e > worst) worst = e;
+                }
+                /* fp32 against double over a few hundred terms of size ~0.1 */
+                CHECK(worst < 2e-5);
+            }
+            free(x); free(pre); free(act); free(o1); free(o2); free(oref); free(p2); free(a2);
+            rand_ffn_free(&r);
+        }
+    }
+}
+
+static void matmul_should_add_bias_after_the_sum(void) {
+    const float a[2] = {1e8f, 1.0f};
+    const float b[2] = {1.0f, 1.0f}; /* (k 2, n 1) */
+    const float bias[1] = {-1e8f};
+    float c[1];
+    g2f_matmul(a, 1, 2, b, 0, 1, bias, c, 1);
+    /* (1e8 + 1) rounds to 1e8 in float, then + bias = 0: the order of addmm */
+    CHECK(c[0] == 0.0f);
+}
+
+int main(void) {
+    RUN(ffn_should_reproduce_worked_example);
+    RUN(ffn_should_be_position_wise);
+    RUN(ffn_should_agree_with_reference_and_be_thread_count_independent);
+    RUN(matmul_should_add_bias_after_the_sum);
+    CHECK_EXIT();
+}

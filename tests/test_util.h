@@ -1,0 +1,73 @@
+/* Helpers for tests: a minimal safetensors writer (so corrupt and special
+ * files are made by the tests themselves) and a scratch directory. */
+#ifndef G2F_TEST_UTIL_H
+#define G2F_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct st_entry {
+    const char *name;
+    const char *dtype;   /* "F32", "F16", ... */
+    size_t ndim;
+    uint64_t shape[4];
+    const void *data;    /* raw little-endian bytes */
+    size_t nbytes;
+} st_entry;
+
+/* Writes a valid safetensors file; pad != 0 pads the header to 8 bytes.
+ * meta is a JSON object text for __metadata__ or NULL. Returns 0 on success. */
+static inline int st_write(const char *path, const char *meta, const st_entry *e, size_t n, int pad) {
+    size_t cap = 4096 + n * 256;
+    char *hdr = malloc(cap);
+    if (!hdr) return -1;
+    size_t len = (size_t)snprintf(hdr, cap, "{");
+    if (meta) len += (size_t)snprintf(hdr + len, cap - len, "\"__metadata__\":%s", meta);
+    uint64_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        len += (size_t)snprintf(hdr + len, cap - len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", (meta || i) ? "," : "",
+                                e[i].name, e[i].dtype);
+        for (size_t d = 0; d < e[i].ndim; d++)
+            len += (size_t)snprintf(hdr + len, cap - len, "%s%llu", d ? "," : "", (unsigned long long)e[i].shape[d]);
+        len += (size_t)snprintf(hdr + len, cap - len, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                                (unsigned long long)(off + e[i].nbytes));
+        off += e[i].nbytes;
+    }
+    len += (size_t)snprintf(hdr + len, cap - len, "}");
+    while (pad && len % 8) hdr[len++] = ' ';
+    FILE *fp = fopen(path, "wb");
+    if (!fp) { free(hdr); return -1; }
+    unsigned char lb[8];
+    for (int i = 0; i < 8; i++) lb[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    fwrite(lb, 1, 8, fp);
+    fwrite(hdr, 1, len, fp);
+    for (size_t i = 0; i < n; i++) fwrite(e[i].data, 1, e[i].nbytes, fp);
+    free(hdr);
+    return fclose(fp) == 0 ? 0 : -1;
+}
+
+/* Writes raw bytes to path. */
+static inline int write_bytes(const char *path, const void *data, size_t n) {
+    FILE *fp = fopen(path, "wb");
+    if (!fp) return -1;
+    size_t w = fwrite(data, 1, n, fp);
+    return (fclose(fp) == 0 && w == n) ? 0 : -1;
+}
+
+/* A fresh scratch directory under TMPDIR; path written into buf. */
+static inline int make_tmpdir(char *buf, size_t n, const char *tag) {
+    const char *base = getenv("TMPDIR");
+    snprintf(buf, n, "%s/g2f_%s_XXXXXX", base && *base ? base : "/tmp", tag);
+    return mkdtemp(buf) ? 0 : -1;
+}
+
+/* Deterministic pseudo-random floats in [-1, 1). */
+static inline float rnd_unit(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+#endif

@@ -1,0 +1,216 @@
+/* End-to-end: the gpt2ffn binary on the bundled fixtures and on files this
+ * test writes (malformed, non-finite, GELU-undeterminable), checking exit
+ * codes, the report and the one-line error messages. argv[1] is the fixtures
+ * folder, argv[2] the CLI. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "g2f_ffn.h"
+#include "test_util.h"
+
+static const char *fixtures, *cli;
+static char dir[256];
+static char out_text[1 << 16], err_text[1 << 12];
+
+static void slurp(const char *path, char *buf, size_t n) {
+    FILE *fp = fopen(path, "rb");
+    size_t got = fp ? fread(buf, 1, n - 1, fp) : 0;
+    buf[got] = '\0';
+    if (fp) fclose(fp);
+}
+
+/* Runs the CLI with args (a shell-quoted string); returns its exit code. */
+static int run(const char *args) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out.txt' 2> '%s/err.txt'", cli, args, dir, dir);
+    int st = system(cmd);
+    char p[400];
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    slurp(p, out_text, sizeof out_text);
+    snprintf(p, sizeof p, "%s/err.txt", dir);
+    slurp(p, err_text, sizeof err_text);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static size_t count(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+static int file_exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+static void verify_should_pass_the_tanh_fixture(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --json -", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"status\":\t\"pass\"");
+    CHECK(count(out_text, "\"best_gelu\":\t\"tanh\"") == 4);
+    CHECK_CONTAINS(out_text, "\"gelu_source\":\t\"from config.json activation_function \\\"gelu_new\\\"\"");
+    snprintf(args, sizeof args, "verify '%s/tiny/model.safetensors' '%s/tiny_tanh.safetensors' --threads 1", fixtures,
+             fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "all 4 compared layers match");
+}
+
+static void verify_should_flag_gelu_erf_on_every_layer_of_the_erf_fixture(void) {
+    char args[1024], json[400];
+    snprintf(json, sizeof json, "%s/report.json", dir);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --json '%s'", fixtures, fixtures, json);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "first divergence at layer 0: layer 0 matches exact erf GELU");
+    char rep[1 << 16];
+    slurp(json, rep, sizeof rep);
+    CHECK(count(rep, "\"gelu_erf\"") == 4);
+    CHECK(count(rep, "\"best_gelu\":\t\"erf\"") == 4);
+    CHECK_CONTAINS(rep, "\"status\":\t\"fail\"");
+    /* asking for erf makes the same fixture pass, and the tanh one fail with gelu_tanh */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --gelu erf", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --gelu=erf --json -", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK(count(out_text, "\"gelu_tanh\"") == 4);
+}
+
+static void verify_should_pass_an_f16_fixture_with_its_own_rounding(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh_f16.safetensors' --json -", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"fixture_dtype\":\t\"F16\"");
+}
+
+static void verify_should_skip_unselected_layers_and_honour_user_tolerances(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --layers 1,3 --json -", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK(count(out_text, "\"status\":\t\"skipped\"") == 2);
+    CHECK(count(out_text, "\"gelu_erf\"") == 2);
+    /* a loose user tolerance hides the GELU difference; the report says what was used */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --atol 1e-2", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "atol 0.01, rtol 0");
+}
+
+static void verify_should_reject_bad_usage_with_exit_2(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --layers 4", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "layer 4 is out of range");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --gelu relu", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "expected tanh or erf");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --frobnicate", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "unknown option '--frobnicate'");
+    CHECK(run("verify") == 2);
+    CHECK(run("nonsense") == 2);
+    CHECK(run("--help") == 0);
+    CHECK_CONTAINS(out_text, "verify CHECKPOINT FIXTURES");
+}
+
+/* One corrupt file per class of fault; each must give exit 2, one line on
+ * stderr naming the file, and no report. */
+static void verify_should_reject_malformed_files_with_one_line_and_no_report(void) {
+    const char *cases[][2] = {
+        {"\x05\0\0\0\0\0\0\0{\"a\":", "not valid JSON"},
+        {"\xff\xff\xff\xff\0\0\0\0{}", "exceeds the limit"},
+        {"\x02\0\0\0\0\0\0\0{}xx", "trailing bytes"},
+        {"\x02\0", "too short"},
+    };
+    char path[400], json[400], args[1400];
+    snprintf(json, sizeof json, "%s/never.json", dir);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(path, sizeof path, "%s/bad%zu.safetensors", dir, i);
+        size_t len = i == 0 ? 8 + 5 : i == 1 ? 10 : i == 2 ? 12 : 2;
+        write_bytes(path, cases[i][0], len);
+        /* as the fixture and as the checkpoint */
+        snprintf(args, sizeof args, "verify '%s/tiny' '%s' --json '%s'", fixtures, path, json);
+        CHECK(run(args) == 2);
+        CHECK_CONTAINS(err_text, path);
+        CHECK_CONTAINS(err_text, cases[i][1]);
+        CHECK(count(err_text, "\n") == 1);
+        CHECK(out_text[0] == '\0');
+        CHECK(!file_exists(json));
+        snprintf(args, sizeof args, "verify '%s' '%s/tiny_tanh.safetensors' --json '%s'", path, fixtures, json);
+        CHECK(run(args) == 2);
+        CHECK_CONTAINS(err_text, cases[i][1]);
+        CHECK(!file_exists(json));
+    }
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/nope.safetensors'", fixtures, dir);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "nope.safetensors: cannot open");
+}
+
+/* A small model of our own, with expected outputs from the double reference. */
+static void write_case(const char *name, float w_scale, float b_scale, int poison) {
+    enum { D = 16, H = 64, T = 6 };
+    static float w1[D * H], b1[H], w2[H * D], b2[D], x[T * D], y[T * D];
+    uint64_t s = 42;
+    for (int i = 0; i < D * H; i++) w1[i] = rnd_unit(&s) * w_scale;
+    for (int i = 0; i < H; i++) b1[i] = rnd_unit(&s) * b_scale;
+    for (int i = 0; i < H * D; i++) w2[i] = rnd_unit(&s) * 0.2f;
+    for (int i = 0; i < D; i++) b2[i] = rnd_unit(&s) * 0.1f;
+    for (int i = 0; i < T * D; i++) x[i] = rnd_unit(&s) * 1.7f;
+    g2f_ffn_weights w = {D, H, G2F_LAYOUT_CONV1D, w1, b1, w2, b2};
+    g2f_ffn_forward_ref(&w, x, T, G2F_GELU_TANH, NULL, NULL, y, NULL);
+    if (poison) y[T * D - 3] = NAN;
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    mkdir(path, 0700);
+    st_entry m[4] = {{"h.0.mlp.c_fc.weight", "F32", 2, {D, H}, w1, sizeof w1},
+                     {"h.0.mlp.c_fc.bias", "F32", 1, {H}, b1, sizeof b1},
+                     {"h.0.mlp.c_proj.weight", "F32", 2, {H, D}, w2, sizeof w2},
+                     {"h.0.mlp.c_proj.bias", "F32", 1, {D}, b2, sizeof b2}};
+    snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, name);
+    st_write(path, NULL, m, 4, 1);
+    st_entry f[2] = {{"h.0.mlp.in", "F32", 2, {T, D}, x, sizeof x}, {"h.0.mlp.out", "F32", 2, {T, D}, y, sizeof y}};
+    snprintf(path, sizeof path, "%s/%s/fixture.safetensors", dir, name);
+    st_write(path, "{\"gelu\":\"tanh\"}", f, 2, 1);
+}
+
+static void verify_should_call_the_gelu_form_undetermined_for_tiny_preactivations(void) {
+    write_case("tinypre", 0.004f, 0.0f, 0); /* |pre| < 0.05: tanh and erf agree to 1e-8 */
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/tinypre' '%s/tinypre/fixture.safetensors' --json -", dir, dir);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"best_gelu\":\t\"indistinguishable\"");
+    CHECK_CONTAINS(out_text, "GELU form undetermined");
+    /* the same machinery with real magnitudes does tell them apart */
+    write_case("bigpre", 0.6f, 0.3f, 0);
+    snprintf(args, sizeof args, "verify '%s/bigpre' '%s/bigpre/fixture.safetensors' --json -", dir, dir);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"best_gelu\":\t\"tanh\"");
+}
+
+static void verify_should_never_pass_nan(void) {
+    write_case("nan", 0.6f, 0.3f, 1);
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/nan' '%s/nan/fixture.safetensors' --json - --atol 1e30", dir, dir);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "\"nonfinite\"");
+    CHECK_CONTAINS(out_text, "non-finite value in the reference at out[token 5, 13]");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || make_tmpdir(dir, sizeof dir, "cli") != 0) return 1;
+    fixtures = argv[1];
+    cli = argv[2];
+    RUN(verify_should_pass_the_tanh_fixture);
+    RUN(verify_should_flag_gelu_erf_on_every_layer_of_the_erf_fixture);
+    RUN(verify_should_pass_an_f16_fixture_with_its_own_rounding);
+    RUN(verify_should_skip_unselected_layers_and_honour_user_tolerances);
+    RUN(verify_should_reject_bad_usage_with_exit_2);
+    RUN(verify_should_reject_malformed_files_with_one_line_and_no_report);
+    RUN(verify_should_call_the_gelu_form_undetermined_for_tiny_preactivations);
+    RUN(verify_should_never_pass_nan);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    CHECK_EXIT();
+}

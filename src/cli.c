@@ -37,6 +37,7 @@ static const char usage_verify[] =
     "  --layers LIST     layers to check, e.g. 0,2-5 (default: all)\n"
     "  --rtol R          use |err| <= atol + rtol*|expected| instead of the derived tolerance\n"
     "  --atol A          (either one switches; the other then defaults to 0)\n"
+    "  --config FILE     config.json to cross-check (default: config.json beside CHECKPOINT)\n"
     "  --threads N       OpenMP threads (default: all cores); results do not depend on it\n"
     "  --json FILE|-     also write the JSON report (to stdout with '-', then no text report)\n"
     "  -h, --help        this help\n"
@@ -98,7 +99,7 @@ static int parse_layers(const char *spec, size_t n, unsigned char *flags, char *
 }
 
 typedef struct verify_opts {
-    const char *checkpoint, *fixtures, *gelu, *layers, *json;
+    const char *checkpoint, *fixtures, *gelu, *layers, *json, *config;
     int user_tol;
     double rtol, atol;
     int threads;
@@ -115,10 +116,10 @@ static int cmd_verify(int argc, char **argv) {
             return 0;
         }
         if (a[0] == '-' && a[1] == '-') {
-            const char *names[] = {"--gelu", "--layers", "--rtol", "--atol", "--threads", "--json"};
+            const char *names[] = {"--gelu", "--layers", "--rtol", "--atol", "--threads", "--json", "--config"};
             const char *val = NULL;
             int which = -1;
-            for (int k = 0; k < 6; k++) {
+            for (int k = 0; k < 7; k++) {
                 size_t n = strlen(names[k]);
                 if (!strncmp(a, names[k], n) && (a[n] == '\0' || a[n] == '=')) {
                     which = k;
@@ -151,6 +152,7 @@ static int cmd_verify(int argc, char **argv) {
                 break;
             }
             case 5: o.json = val; break;
+            case 6: o.config = val; break;
             }
             continue;
         }
@@ -171,7 +173,7 @@ static int cmd_verify(int argc, char **argv) {
     g2f_verify_result res = {0};
     char *json = NULL;
     int rc = EXIT_BAD;
-    if (g2f_model_open(o.checkpoint, &model, &err) != G2F_OK || g2f_fixture_open(o.fixtures, &fx, &err) != G2F_OK) {
+    if (g2f_model_open(o.checkpoint, o.config, &model, &err) != G2F_OK || g2f_fixture_open(o.fixtures, &fx, &err) != G2F_OK) {
         fprintf(stderr, "gpt2ffn: %s\n", err.msg);
         goto done;
     }

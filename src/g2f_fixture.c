@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_probe.h"
 #include "g2f_safetensors.h"
 
 #define MAX_LAYERS 4096
@@ -55,7 +56,8 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         goto fail;
     }
     memcpy(f->path, path, n);
-    if ((s = g2f_safetensors_open(path, &f->st, err)) != G2F_OK) goto fail;
+    if ((s = g2f_probe_expect_safetensors(path, err)) != G2F_OK || (s = g2f_safetensors_open(path, &f->st, err)) != G2F_OK)
+        goto fail;
     const g2f_table *t = g2f_safetensors_table(f->st);
     size_t layer;
     for (size_t i = 0; i < t->count; i++) {

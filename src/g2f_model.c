@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "g2f_probe.h"
 #include "g2f_safetensors.h"
 
 #define MAX_LAYERS 4096
@@ -295,7 +296,7 @@ static g2f_status decide_shapes(g2f_model *m, const g2f_table *t, g2f_error *err
     return G2F_OK;
 }
 
-g2f_status g2f_model_open(const char *path, g2f_model **out, g2f_error *err) {
+g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model **out, g2f_error *err) {
     *out = NULL;
     g2f_model *m = calloc(1, sizeof *m);
     if (!m) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
@@ -318,16 +319,17 @@ g2f_status g2f_model_open(const char *path, g2f_model **out, g2f_error *err) {
     }
     m->info.path = m->path;
     m->info.format = "safetensors";
+    if ((s = g2f_probe_expect_safetensors(m->path, err)) != G2F_OK) goto fail;
     if ((s = g2f_safetensors_open(m->path, &m->st, err)) != G2F_OK) goto fail;
     const g2f_table *t = g2f_safetensors_table(m->st);
     if ((s = find_layers(m, t, err)) != G2F_OK || (s = decide_shapes(m, t, err)) != G2F_OK) goto fail;
     m->info.prefix = m->prefix;
-    char *cfg = join_path(dir, "config.json");
+    char *cfg = config_path ? dup_str(config_path) : join_path(dir, "config.json");
     if (!cfg) {
         s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (file_exists(cfg)) {
+    if (config_path || file_exists(cfg)) {
         m->config_path = cfg;
         m->info.config_path = cfg;
         if ((s = check_config(m, err)) != G2F_OK) goto fail;

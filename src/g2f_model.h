@@ -53,8 +53,10 @@ typedef struct g2f_layer {
     float *owned; /* converted or realigned tensors; NULL when all are views */
 } g2f_layer;
 
-/* path: a safetensors file, or a folder holding model.safetensors. */
-g2f_status g2f_model_open(const char *path, g2f_model **out, g2f_error *err);
+/* path: a safetensors file, or a folder holding model.safetensors.
+ * config_path: a config.json to cross-check, or NULL to use config.json
+ * beside the checkpoint when there is one. */
+g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model **out, g2f_error *err);
 /* Borrowed; valid until g2f_model_close. */
 const g2f_model_info *g2f_model_get_info(const g2f_model *m);
 /* FFN parameters per layer from the loaded shapes: 2 n_embd n_inner + biases. */

@@ -78,6 +78,20 @@ static void verify_should_flag_gelu_erf_on_every_layer_of_the_erf_fixture(void) 
     CHECK(count(out_text, "\"gelu_tanh\"") == 4);
 }
 
+static void verify_should_take_the_gelu_form_from_an_explicit_config(void) {
+    char cfg[400], args[1400];
+    snprintf(cfg, sizeof cfg, "%s/erf_config.json", dir);
+    const char *text = "{\"n_layer\": 4, \"n_embd\": 64, \"n_inner\": null, \"activation_function\": \"gelu\"}";
+    write_bytes(cfg, text, strlen(text));
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --config '%s'", fixtures, fixtures, cfg);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "gelu        erf (from config.json activation_function \"gelu\")");
+    text = "{\"n_layer\": 5}";
+    write_bytes(cfg, text, strlen(text));
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "n_layer is 5 but");
+}
+
 static void verify_should_pass_an_f16_fixture_with_its_own_rounding(void) {
     char args[1024];
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh_f16.safetensors' --json -", fixtures, fixtures);
@@ -142,6 +156,12 @@ static void verify_should_reject_malformed_files_with_one_line_and_no_report(voi
         CHECK_CONTAINS(err_text, cases[i][1]);
         CHECK(!file_exists(json));
     }
+    /* a file of another format is named as such */
+    snprintf(path, sizeof path, "%s/ckpt.pt", dir);
+    write_bytes(path, "PK\x03\x04\x14\0\0\0\x08\0", 10);
+    snprintf(args, sizeof args, "verify '%s' '%s/tiny_tanh.safetensors'", path, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "ckpt.pt: is a zip archive");
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/nope.safetensors'", fixtures, dir);
     CHECK(run(args) == 2);
     CHECK_CONTAINS(err_text, "nope.safetensors: cannot open");
@@ -203,6 +223,7 @@ int main(int argc, char **argv) {
     cli = argv[2];
     RUN(verify_should_pass_the_tanh_fixture);
     RUN(verify_should_flag_gelu_erf_on_every_layer_of_the_erf_fixture);
+    RUN(verify_should_take_the_gelu_form_from_an_explicit_config);
     RUN(verify_should_pass_an_f16_fixture_with_its_own_rounding);
     RUN(verify_should_skip_unselected_layers_and_honour_user_tolerances);
     RUN(verify_should_reject_bad_usage_with_exit_2);

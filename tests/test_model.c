@@ -65,7 +65,7 @@ static void write_text(const char *name, const char *text) {
 static g2f_status open_model(const char *name, g2f_model **m, g2f_error *err) {
     char path[400];
     path_in(path, sizeof path, name);
-    return g2f_model_open(path, m, err);
+    return g2f_model_open(path, NULL, m, err);
 }
 
 static void model_should_count_ffn_parameters_of_gpt2_small(void) {
@@ -186,27 +186,27 @@ static void model_should_name_missing_or_inconsistent_tensors(void) {
                      {"h.1.mlp.c_fc.weight", "F32", 2, {8, 32}, w, sizeof w}};
     path_in(path, sizeof path, "missing.safetensors");
     CHECK(st_write(path, NULL, e, 3, 1) == 0);
-    CHECK(g2f_model_open(path, &m, &err) == G2F_ERR_FORMAT);
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_ERR_FORMAT);
     CHECK_CONTAINS(err.msg, "'h.1.mlp.c_proj.weight' is missing");
     st_entry e2[3] = {{"h.0.mlp.c_fc.weight", "F32", 2, {8, 32}, w, sizeof w},
                       {"h.0.mlp.c_proj.weight", "F32", 2, {8, 32}, w, sizeof w},
                       {"h.0.mlp.c_fc.bias", "F32", 1, {32}, b, sizeof b}};
     CHECK(st_write(path, NULL, e2, 3, 1) == 0);
-    CHECK(g2f_model_open(path, &m, &err) == G2F_ERR_FORMAT);
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_ERR_FORMAT);
     CHECK_CONTAINS(err.msg, "not transposes of each other");
     st_entry e3[2] = {{"h.0.mlp.c_fc.weight", "I32", 2, {8, 32}, w, sizeof w},
                       {"h.0.mlp.c_proj.weight", "F32", 2, {32, 8}, w, sizeof w}};
     CHECK(st_write(path, NULL, e3, 2, 1) == 0);
-    CHECK(g2f_model_open(path, &m, &err) == G2F_ERR_FORMAT);
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_ERR_FORMAT);
     CHECK_CONTAINS(err.msg, "dtype I32");
     st_entry e4[1] = {{"wte.weight", "F32", 2, {8, 32}, w, sizeof w}};
     CHECK(st_write(path, NULL, e4, 1, 1) == 0);
-    CHECK(g2f_model_open(path, &m, &err) == G2F_ERR_FORMAT);
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_ERR_FORMAT);
     CHECK_CONTAINS(err.msg, "no GPT-2 FFN tensors");
     CHECK(m == NULL);
     path_in(path, sizeof path, "emptydir");
     mkdir(path, 0700);
-    CHECK(g2f_model_open(path, &m, &err) == G2F_ERR_IO);
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_ERR_IO);
     CHECK_CONTAINS(err.msg, "no model.safetensors");
 }
 

@@ -79,7 +79,7 @@ static void pack_b(const float *b, int b_trans, size_t k, size_t n, size_t k0, s
 
 /* c[r][0:NR] (+)= sum_kk a[r][kk] * tile[kk][0:NR] for r < mr, in kk order.
  * first: start from zero instead of the stored partial sums. */
-static void micro_tile(const float *a, size_t lda, size_t mr, const float *restrict tile, size_t kb,
+__attribute__((target_clones("avx2", "default"))) static void micro_tile(const float *a, size_t lda, size_t mr, const float *restrict tile, size_t kb,
                        float *c, size_t ldc, size_t nc, int first) {
     v8f acc[MR][2];
     for (size_t r = 0; r < MR; r++) {

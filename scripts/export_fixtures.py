@@ -13,12 +13,16 @@ Subcommands
   fixture  read a checkpoint, build a realistic FFN input per layer
            (layer_norm with that layer's ln_2) and run exactly HF GPT2MLP's
            float32 arithmetic; store h.L.mlp.in / h.L.mlp.out (and with
-           --pre-act h.L.mlp.pre / h.L.mlp.act).
+           --pre-act h.L.mlp.pre / h.L.mlp.act).  --mutate injects classic porting
+           bugs into that reference (missing biases, residual added, wrong layer's
+           weights, f16/bf16-rounded weights, Conv1D/Linear layout misread, NaN,
+           small act/out perturbations); see `fixture --help`.
   hf       capture the same tensors from a real HF model via forward hooks on
            every block's .mlp (needs `transformers`; exits 2 without it).
 
 Fixture metadata: {"gelu": "tanh"|"erf" (the claim; --claim can lie or omit it),
-"producer": "scripts/export_fixtures.py", "checkpoint": <basename>}.
+"producer": "scripts/export_fixtures.py", "checkpoint": <basename>}, plus
+"mutations" / "mutated_layers" when --mutate is used.
 
 Examples
   scripts/export_fixtures.py synth --out fixtures/tiny --layers 4 --n-embd 64
@@ -163,7 +167,7 @@ def layer_ids(weights):
     return sorted(ids)
 
 
-def parse_layers(spec, available):
+def parse_layers(spec, available, where="checkpoint"):
     if spec is None:
         return list(available)
     sel = []
@@ -176,7 +180,7 @@ def parse_layers(spec, available):
             sel.append(int(part))
     missing = [l for l in sel if l not in available]
     if missing:
-        sys.exit("error: layers %s not in checkpoint (has %s)" % (missing, available))
+        sys.exit("error: layers %s not in %s (has %s)" % (missing, where, available))
     return sel
 
 
@@ -204,11 +208,130 @@ def gpt2_mlp(x2d, w, gelu):
     return pre, act, out
 
 
-def mutate(pre, act, out, weights, args):
-    """Seam for future fault-injection flags (corrupt pre/act/out, swap weights...).
+# ---------------------------------------------------------------------------
+# Mutations: classic porting bugs injected into the *reference* (fixture --mutate)
+# ---------------------------------------------------------------------------
 
-    Returns (pre, act, out) to be stored. Currently the identity.
+MUTATIONS_HELP = """\
+mutations (fixture --mutate CODE[@LAYERS], repeatable, they compose):
+  fc_bias_missing        pre = x @ W_fc            (torch.mm, no c_fc.bias)
+  proj_bias_missing      out = act @ W_proj        (torch.mm, no c_proj.bias)
+  residual_included      stored out = x + FFN(x)   (x = the stored in; float32 add)
+  weights_from_layer:K   FFN weights+biases of checkpoint layer K (the input is
+                         still generated with the layer's own ln_2)
+  weights_f16_rounded    all four FFN tensors rounded to float16 (t.half().float())
+  weights_bf16_rounded   ... to bfloat16 (t.bfloat16().float()); both RNE
+  layout_misread:fc|proj|both
+                         Conv1D [in,out] bytes read as nn.Linear [out,in] without a
+                         transpose: c_fc M = W.view(n_inner, n_embd), pre = x @ M.T + b;
+                         c_proj P = Wp.view(n_embd, n_inner), out = act @ P.T + b
+  perturb_act:K          act[:, K] += 0.05 before c_proj (pre matches, act/out do not)
+  perturb_proj:J         out[:, J] += 0.01 after c_proj (pre/act match, out does not)
+  nonfinite              out[token 1, channel 3] = NaN (flattened token index)
+Order inside one layer: weights_from_layer, then f16/bf16 rounding, then
+layout_misread; bias drops; GELU (--gelu; erf is a mutation of its own);
+perturb_act; c_proj; perturb_proj; residual_included; nonfinite.
+Layers: CODE@LAYERS (e.g. perturb_proj:5@1, fc_bias_missing@0,2-3) applies CODE to
+those layers; a CODE without @ applies to --mutate-layers (default: all exported
+layers). Unmutated layers are computed exactly as without --mutate.  Metadata gets
+"mutations" ("code1,code2") and "mutated_layers" ("code1@0,1;code2@3") for humans.
+"""
+
+_PARAM_CODES = {"weights_from_layer", "layout_misread", "perturb_act", "perturb_proj"}
+_PLAIN_CODES = {"fc_bias_missing", "proj_bias_missing", "residual_included",
+                "weights_f16_rounded", "weights_bf16_rounded", "nonfinite"}
+PERTURB_ACT = 0.05
+PERTURB_PROJ = 0.01
+
+
+def parse_mutation(code):
+    """'name[:param]' -> (name, param) or exit with a usage error."""
+    name, _, param = code.partition(":")
+    if name in _PLAIN_CODES:
+        if param:
+            sys.exit("error: mutation %s takes no parameter" % name)
+        return name, None
+    if name not in _PARAM_CODES:
+        sys.exit("error: unknown mutation %r (see --help)" % code)
+    if name == "layout_misread":
+        if param not in ("fc", "proj", "both"):
+            sys.exit("error: layout_misread needs :fc, :proj or :both")
+        return name, param
+    try:
+        return name, int(param)
+    except ValueError:
+        sys.exit("error: mutation %s needs an integer parameter (%s:N)" % (name, name))
+
+
+def plan_mutations(a, layers):
+    """-> {layer: [(name, param, code)]} from --mutate / --mutate-layers."""
+    where = "the exported layers"
+    default = parse_layers(a.mutate_layers, layers, where) if a.mutate_layers else list(layers)
+    plan = {}
+    for spec in a.mutate or []:
+        code, at, lspec = spec.partition("@")
+        name, param = parse_mutation(code)
+        sel = parse_layers(lspec, layers, where) if at else default
+        for L in sel:
+            plan.setdefault(L, []).append((name, param, code))
+    return plan
+
+
+def _swap_weights(weights, K):
+    p = "h.%d.mlp." % K
+    try:
+        return {k: weights[p + k] for k in
+                ("c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias")}
+    except KeyError:
+        sys.exit("error: weights_from_layer:%d: checkpoint has no layer %d" % (K, K))
+
+
+def mutated_mlp(x2d, w, gelu, muts, weights):
+    """GPT2MLP with the porting bugs `muts` injected (see MUTATIONS_HELP).
+
+    Same float32 ops as gpt2_mlp (addmm), torch.mm where a bias is dropped.
     """
+    has = {}
+    for name, param, _ in muts:
+        has.setdefault(name, []).append(param)
+    if "weights_from_layer" in has:
+        w = _swap_weights(weights, has["weights_from_layer"][-1])
+    if "weights_f16_rounded" in has:
+        w = {k: v.half().float() for k, v in w.items()}
+    if "weights_bf16_rounded" in has:
+        w = {k: v.bfloat16().float() for k, v in w.items()}
+    d, ni = w["c_fc.weight"].shape
+    wfc, wproj = w["c_fc.weight"], w["c_proj.weight"]
+    lm = set(has.get("layout_misread", []))
+    if lm & {"fc", "both"}:
+        # same bytes, the other shape, then used as nn.Linear (x @ M.T)
+        wfc = wfc.contiguous().view(ni, d).t()
+    if lm & {"proj", "both"}:
+        wproj = wproj.contiguous().view(d, ni).t()
+    if "fc_bias_missing" in has:
+        pre = torch.mm(x2d, wfc)
+    else:
+        pre = torch.addmm(w["c_fc.bias"], x2d, wfc)
+    act = GELUS[gelu](pre)
+    for k in has.get("perturb_act", []):
+        if not 0 <= k < ni:
+            sys.exit("error: perturb_act:%d outside 0..%d" % (k, ni - 1))
+        act = act.clone()
+        act[:, k] += PERTURB_ACT
+    if "proj_bias_missing" in has:
+        out = torch.mm(act, wproj)
+    else:
+        out = torch.addmm(w["c_proj.bias"], act, wproj)
+    for j in has.get("perturb_proj", []):
+        if not 0 <= j < d:
+            sys.exit("error: perturb_proj:%d outside 0..%d" % (j, d - 1))
+        out[:, j] += PERTURB_PROJ
+    if "residual_included" in has:
+        out = x2d + out
+    if "nonfinite" in has:
+        if out.shape[0] < 2 or out.shape[1] < 4:
+            sys.exit("error: nonfinite needs at least 2 tokens and 4 channels")
+        out[1, 3] = float("nan")
     return pre, act, out
 
 
@@ -257,8 +380,12 @@ def cmd_synth(a):
         t[p + "ln_2.bias"] = N((d,), 0.0, 0.05)
         # LN output has rms ~1, so pre std ~= sqrt(d)*std(W) (+bias spread):
         # 2/sqrt(d) puts it near 2, the range where erf and tanh GELU differ most.
-        t[p + "mlp.c_fc.weight"] = N((d, ni), std=0.8 / math.sqrt(d) * 2.5)
-        t[p + "mlp.c_fc.bias"] = N((ni,), -0.3, 0.3)
+        # --fc-scale / --fc-bias-scale (default 1) shrink pre to make a checkpoint
+        # where erf and tanh GELU agree; the draws are the same for any scale.
+        t[p + "mlp.c_fc.weight"] = N((d, ni), std=0.8 / math.sqrt(d) * 2.5 * a.fc_scale)
+        t[p + "mlp.c_fc.bias"] = N((ni,), -0.3 * a.fc_bias_scale, 0.3 * a.fc_bias_scale)
+        if a.fc_bias_scale == 0:
+            t[p + "mlp.c_fc.bias"] = torch.zeros(ni)  # exact +0.0 (no -0.0 from -0.3*0)
         t[p + "mlp.c_proj.weight"] = N((ni, d), std=0.5 / math.sqrt(ni))
         t[p + "mlp.c_proj.bias"] = N((d,), std=0.02)
     t["ln_f.weight"] = N((d,), 1.0, 0.1)
@@ -296,6 +423,7 @@ def cmd_fixture(a):
         shape = tuple(int(s) for s in a.shape.split(",") if s.strip())
     else:
         shape = (a.tokens,)
+    plan = plan_mutations(a, layers)
     g = torch.Generator().manual_seed(a.seed)
     out = {}
     for L in layers:
@@ -310,8 +438,10 @@ def cmd_fixture(a):
             # Fresh draws per layer from one generator -> each layer gets its own input.
             h = realistic_hidden(shape, d, g)
             x = layer_norm(h, weights.get(p + "ln_2.weight"), weights.get(p + "ln_2.bias"))
-            pre, act, y = gpt2_mlp(x.reshape(-1, d), w, a.gelu)
-            pre, act, y = mutate(pre, act, y, w, a)
+            if L in plan:
+                pre, act, y = mutated_mlp(x.reshape(-1, d), w, a.gelu, plan[L], weights)
+            else:
+                pre, act, y = gpt2_mlp(x.reshape(-1, d), w, a.gelu)
         out[p + "mlp.in"] = x.reshape(*shape, d)
         out[p + "mlp.out"] = y.reshape(*shape, d)
         if a.pre_act:
@@ -322,9 +452,21 @@ def cmd_fixture(a):
             "checkpoint": os.path.basename(os.path.normpath(a.checkpoint))}
     if claim != "none":
         meta["gelu"] = claim
+    if plan:  # for humans only; the C tool does not read these
+        codes = []
+        for spec in a.mutate:
+            c = spec.partition("@")[0]
+            if c not in codes:
+                codes.append(c)
+        meta["mutations"] = ",".join(codes)
+        meta["mutated_layers"] = ";".join(
+            "%s@%s" % (c, ",".join(str(L) for L in sorted(plan) if
+                                   any(c == pc for _, _, pc in plan[L])))
+            for c in codes)
     write_safetensors(a.out, out, meta, a.dtype, pad=not a.unpadded_header)
-    print("wrote %s (layers %s, shape %s, gelu %s, claim %s, dtype %s)"
-          % (a.out, layers, list(shape), a.gelu, claim, a.dtype))
+    print("wrote %s (layers %s, shape %s, gelu %s, claim %s, dtype %s%s)"
+          % (a.out, layers, list(shape), a.gelu, claim, a.dtype,
+             ", mutated %s" % meta["mutated_layers"] if plan else ""))
 
 
 def cmd_hf(a):
@@ -379,6 +521,12 @@ def main(argv=None):
     s.add_argument("--n-head", type=int, default=4)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--activation", default="gelu_new", help="config activation_function")
+    s.add_argument("--fc-scale", type=float, default=1.0, metavar="S",
+                   help="multiply the c_fc.weight std by S (default 1)")
+    s.add_argument("--fc-bias-scale", type=float, default=1.0, metavar="S",
+                   help="multiply the c_fc.bias mean and std by S (default 1; 0 gives "
+                        "all-zero biases). E.g. --fc-scale 0.01 --fc-bias-scale 0 gives "
+                        "|pre| ~< 0.05, where erf and tanh GELU agree")
     s.add_argument("--dtype", choices=dtypes, default="F32")
     px = s.add_mutually_exclusive_group()
     px.add_argument("--no-prefix", action="store_true", help="bare keys (no transformer.)")
@@ -387,7 +535,9 @@ def main(argv=None):
                    help="do not space-pad the JSON header to a multiple of 8")
     s.set_defaults(fn=cmd_synth)
 
-    f = sub.add_parser("fixture", help="compute reference FFN activations from a checkpoint")
+    f = sub.add_parser("fixture", help="compute reference FFN activations from a checkpoint",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=MUTATIONS_HELP)
     f.add_argument("--checkpoint", required=True, help="model.safetensors or its folder")
     f.add_argument("--out", required=True)
     f.add_argument("--gelu", choices=sorted(GELUS), default="tanh")
@@ -401,6 +551,15 @@ def main(argv=None):
     f.add_argument("--claim", choices=["tanh", "erf", "none"],
                    help="metadata gelu claim (default: the --gelu used)")
     f.add_argument("--unpadded-header", action="store_true")
+    f.add_argument("--mutate", action="append", metavar="CODE[@LAYERS]",
+                   help="inject a porting bug into the reference (repeatable; codes "
+                        "below): fc_bias_missing, proj_bias_missing, residual_included, "
+                        "weights_from_layer:K, weights_f16_rounded, weights_bf16_rounded, "
+                        "layout_misread:fc|proj|both, perturb_act:K, perturb_proj:J, "
+                        "nonfinite")
+    f.add_argument("--mutate-layers", metavar="LIST",
+                   help="layers that --mutate codes without @LAYERS apply to, e.g. 1,3 "
+                        "(default: all exported layers); other layers stay clean")
     f.set_defaults(fn=cmd_fixture)
 
     h = sub.add_parser("hf", help="capture MLP in/out from a transformers GPT-2")

@@ -160,12 +160,12 @@ void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans,
 }
 
 void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads) {
-    g2f_matmul(x, n_tokens, w->n_embd, w->w_fc, w->layout == G2F_LAYOUT_LINEAR, w->n_inner, w->b_fc, pre,
+    g2f_matmul(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, w->b_fc, pre,
                n_threads);
 }
 
 void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, float *out, int n_threads) {
-    g2f_matmul(act, n_tokens, w->n_inner, w->w_proj, w->layout == G2F_LAYOUT_LINEAR, w->n_embd, w->b_proj,
+    g2f_matmul(act, n_tokens, w->n_inner, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, w->n_embd, w->b_proj,
                out, n_threads);
 }
 
@@ -195,14 +195,14 @@ void g2f_ffn_forward(const g2f_ffn_weights *w, const float *x, size_t n_tokens, 
 g2f_status g2f_ffn_forward_ref(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g,
                                float *pre, float *act, float *out, g2f_error *err) {
     size_t d = w->n_embd, h = w->n_inner;
-    int lin = w->layout == G2F_LAYOUT_LINEAR;
+    int lin_fc = w->layout_fc == G2F_LAYOUT_LINEAR, lin_proj = w->layout_proj == G2F_LAYOUT_LINEAR;
     double *hid = g2f_alloc_array(h ? h : 1, sizeof *hid);
     if (!hid) return g2f_error_set(err, G2F_ERR_NOMEM, "reference FFN: cannot allocate %zu hidden units", h);
     for (size_t t = 0; t < n_tokens; t++) {
         const float *xt = x + t * d;
         for (size_t u = 0; u < h; u++) {
             double s = w->b_fc ? w->b_fc[u] : 0.0;
-            for (size_t i = 0; i < d; i++) s += (double)xt[i] * (lin ? w->w_fc[u * d + i] : w->w_fc[i * h + u]);
+            for (size_t i = 0; i < d; i++) s += (double)xt[i] * (lin_fc ? w->w_fc[u * d + i] : w->w_fc[i * h + u]);
             double a = g == G2F_GELU_ERF ? g2f_gelu_erf_f64(s) : g2f_gelu_tanh_f64(s);
             if (pre) pre[t * h + u] = (float)s;
             if (act) act[t * h + u] = (float)a;
@@ -210,7 +210,7 @@ g2f_status g2f_ffn_forward_ref(const g2f_ffn_weights *w, const float *x, size_t 
         }
         for (size_t j = 0; j < d; j++) {
             double acc = w->b_proj ? w->b_proj[j] : 0.0;
-            for (size_t u = 0; u < h; u++) acc += hid[u] * (lin ? w->w_proj[j * h + u] : w->w_proj[u * d + j]);
+            for (size_t u = 0; u < h; u++) acc += hid[u] * (lin_proj ? w->w_proj[j * h + u] : w->w_proj[u * d + j]);
             out[t * d + j] = (float)acc;
         }
     }

@@ -43,10 +43,12 @@ typedef enum g2f_layout { G2F_LAYOUT_CONV1D, G2F_LAYOUT_LINEAR, G2F_LAYOUT_COUNT
 /* "Conv1D [in, out]" / "Linear [out, in]" */
 const char *g2f_layout_name(g2f_layout l);
 
-/* Borrowed views of one layer's FFN weights; biases may be NULL (no bias). */
+/* Borrowed views of one layer's FFN weights; biases may be NULL (no bias).
+ * Each matrix has its own layout so a diagnosis can model one of them being
+ * misread; a checkpoint's two are always the same. */
 typedef struct g2f_ffn_weights {
     size_t n_embd, n_inner;
-    g2f_layout layout;
+    g2f_layout layout_fc, layout_proj;
     const float *w_fc;   /* layout-dependent, see above */
     const float *b_fc;   /* (n_inner) or NULL */
     const float *w_proj; /* layout-dependent */

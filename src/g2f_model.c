@@ -383,8 +383,10 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
             cur += x[k]->numel;
         }
     }
-    out->w = (g2f_ffn_weights){m->info.n_embd, m->info.n_inner, m->info.layout,
-                               views[T_FC_W], views[T_FC_B], views[T_PROJ_W], views[T_PROJ_B]};
+    out->w = (g2f_ffn_weights){.n_embd = m->info.n_embd, .n_inner = m->info.n_inner,
+                               .layout_fc = m->info.layout, .layout_proj = m->info.layout,
+                               .w_fc = views[T_FC_W], .b_fc = views[T_FC_B],
+                               .w_proj = views[T_PROJ_W], .b_proj = views[T_PROJ_B]};
     return G2F_OK;
 }
 

@@ -31,11 +31,22 @@ static const char *claim_check(const g2f_report_ctx *c, char *buf, size_t n) {
     return buf;
 }
 
-static void diag_codes(unsigned mask, char *buf, size_t n) {
+/* The layer's codes with their details; alternatives (undetermined) are
+ * separated by " | ". */
+static void diag_codes(const g2f_layer_result *r, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
+    if (r->diag.n_causes) {
+        for (size_t i = 0; i < r->diag.n_causes && used < n; i++) {
+            char one[128];
+            g2f_cause_codes(&r->diag.causes[i], one, sizeof one);
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " | " : "", one);
+        }
+        return;
+    }
     for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++)
-        if (mask & (1u << d)) used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", g2f_diag_name(d));
+        if (r->diagnosis & (1u << d))
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", g2f_diag_name(d));
     if (!used) snprintf(buf, n, "-");
 }
 
@@ -84,9 +95,9 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         double margin = r->out.margin;
         if (r->has_pre && r->pre.margin > margin) margin = r->pre.margin;
         if (r->has_act && r->act.margin > margin) margin = r->act.margin;
-        char frac[40], codes[128];
+        char frac[40], codes[512];
         snprintf(frac, sizeof frac, "%zu/%zu", mism, total);
-        diag_codes(r->diagnosis, codes, sizeof codes);
+        diag_codes(r, codes, sizeof codes);
         fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %7s %17s  %s\n", r->layer, r->tokens, r->out.max_abs,
                 r->out.max_rel, margin, frac, r->status == G2F_LAYER_PASS ? "PASS" : "FAIL",
                 g2f_best_gelu_name(r->best_gelu), codes);
@@ -187,8 +198,25 @@ char *g2f_report_json(const g2f_report_ctx *c) {
         cJSON_AddStringToObject(l, "best_gelu", g2f_best_gelu_name(r->best_gelu));
         cJSON_AddNumberToObject(l, "gelu_separation", r->gelu_separation);
         cJSON *codes = cJSON_AddArrayToObject(l, "diagnosis");
-        for (int d = 0; codes && d < G2F_DIAG_COUNT; d++)
+        cJSON *causes = cJSON_AddArrayToObject(l, "causes");
+        for (size_t k = 0; codes && causes && k < r->diag.n_causes; k++) {
+            char one[128];
+            g2f_cause_codes(&r->diag.causes[k], one, sizeof one);
+            cJSON *cause = cJSON_CreateObject();
+            cJSON *list = cJSON_AddArrayToObject(cause, "codes");
+            for (char *save = NULL, *tok = strtok_r(one, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                cJSON_AddItemToArray(list, cJSON_CreateString(tok));
+                cJSON_AddItemToArray(codes, cJSON_CreateString(tok));
+            }
+            cJSON_AddNumberToObject(cause, "margin", r->diag.causes[k].margin);
+            cJSON_AddItemToArray(causes, cause);
+        }
+        for (int d = G2F_DIAG_NONFINITE; codes && d < G2F_DIAG_COUNT; d++)
             if (r->diagnosis & (1u << d)) cJSON_AddItemToArray(codes, cJSON_CreateString(g2f_diag_name(d)));
+        cJSON_AddBoolToObject(l, "undetermined", r->diag.undetermined);
+        if (r->diagnosis & (1u << G2F_DIAG_UNEXPLAINED)) cJSON_AddStringToObject(l, "where", r->diag.where);
+        if (r->status == G2F_LAYER_FAIL && !(r->diagnosis & (1u << G2F_DIAG_NONFINITE)))
+            cJSON_AddNumberToObject(l, "hypotheses_tried", (double)r->diag.hypotheses_tried);
         cJSON *cmp = cJSON_AddObjectToObject(l, "compared");
         if (cmp) {
             cJSON_AddItemToObject(cmp, "out", cmp_json(&r->out, mi->n_embd));

@@ -26,6 +26,7 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
     }
     const double u = ldexp(1.0, -24), lambda = p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA;
     const double uin = input_roundoff(r->dtype_in) / u; /* in units of u */
+    const double uw = r->weight_roundoff / u;
     float *x2 = g2f_alloc_array(T * d, sizeof(float));
     float *w1 = g2f_alloc_array(d * h, sizeof(float));
     float *w2 = g2f_alloc_array(d * h, sizeof(float));
@@ -39,19 +40,18 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
         w1[i] = w->w_fc[i] * w->w_fc[i];
         w2[i] = w->w_proj[i] * w->w_proj[i];
     }
-    int lin = w->layout == G2F_LAYOUT_LINEAR;
-    g2f_matmul(x2, T, d, w1, lin, h, NULL, q, n_threads); /* q = sum_i x_i^2 W_fc[i,k]^2 */
+    g2f_matmul(x2, T, d, w1, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, q, n_threads); /* q = sum_i x_i^2 W_fc[i,k]^2 */
     double upre = g2f_dtype_store_roundoff(r->dtype_pre), uact = g2f_dtype_store_roundoff(r->dtype_act);
     for (size_t i = 0; i < T * h; i++) {
         double hk = r->pre[i], ak = r->act[i];
-        double v1 = (double)d / 2 * q[i] + (double)d / 3 * hk * hk + uin * uin * q[i]; /* / u^2 */
+        double v1 = (double)d / 2 * q[i] + (double)d / 3 * hk * hk + (uin * uin + uw * uw) * q[i]; /* / u^2 */
         double g = g2f_gelu_deriv(hk), ge = 2.0 * (fabs(ak) + fabs(hk));
         double vact = g * g * v1 + ge * ge;
         if (tol_pre && r->exp_pre) tol_pre[i] = (float)(lambda * u * sqrt(v1) + upre * fabs(r->exp_pre[i]));
         if (tol_act && r->exp_act) tol_act[i] = (float)(lambda * u * sqrt(vact) + uact * fabs(r->exp_act[i]));
-        q[i] = (float)((double)h / 2 * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
+        q[i] = (float)(((double)h / 2 + uw * uw) * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
     }
-    g2f_matmul(q, T, h, w2, lin, d, NULL, x2, n_threads); /* reuse x2 (T, d) */
+    g2f_matmul(q, T, h, w2, w->layout_proj == G2F_LAYOUT_LINEAR, d, NULL, x2, n_threads); /* reuse x2 (T, d) */
     double uout = g2f_dtype_store_roundoff(r->dtype_out);
     for (size_t i = 0; i < T * d; i++) {
         double y = r->out[i];

@@ -18,6 +18,11 @@
  *   V_out[j]  = sum_k W_proj[k,j]^2 (u^2 n_inner/2 act_k^2 + V_act[k]) + u^2 n_inner/3 out_j^2
  *   tol       = lambda sqrt(V) + u_store |expected|     (the fixture dtype's own rounding)
  *
+ * When the weights themselves are uncertain by a relative u_w (a checkpoint
+ * rounded to F16/BF16 while the reference used the originals: a diagnosis
+ * hypothesis), u_w^2 sum_i x_i^2 W_fc[i,k]^2 joins V_pre and
+ * u_w^2 sum_k act_k^2 W_proj[k,j]^2 joins V_out.
+ *
  * u_in / u_store are 2^-11 for F16 and 2^-8 for BF16 fixture tensors, 0 for
  * F32 and F64 (an F64 input rounded to float adds u, folded into u_in). The
  * sums of squares are two extra matmuls (x^2 W_fc^2 and c W_proj^2).
@@ -50,6 +55,7 @@ typedef struct g2f_tol_request {
     const double *exp_out;          /* (T, n_embd) expected */
     const double *exp_pre, *exp_act;/* optional expected (T, n_inner) */
     g2f_dtype dtype_in, dtype_out, dtype_pre, dtype_act;
+    double weight_roundoff;         /* u_w, 0 normally */
 } g2f_tol_request;
 
 /* Fills tol_out (T, n_embd) and, when non-NULL, tol_pre / tol_act

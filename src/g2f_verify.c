@@ -6,14 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const diag_names[] = {"gelu_erf", "gelu_tanh", "nonfinite", "unexplained"};
-_Static_assert(sizeof diag_names / sizeof diag_names[0] == G2F_DIAG_COUNT, "one name per code");
 static const char *const status_names[] = {"pass", "fail", "skipped"};
 _Static_assert(sizeof status_names / sizeof status_names[0] == G2F_LAYER_STATUS_COUNT, "one name per status");
 static const char *const best_names[] = {"tanh", "erf", "indistinguishable", "neither"};
 _Static_assert(sizeof best_names / sizeof best_names[0] == G2F_BEST_COUNT, "one name per verdict");
 
-const char *g2f_diag_name(g2f_diag d) { return (unsigned)d < G2F_DIAG_COUNT ? diag_names[d] : "?"; }
 const char *g2f_layer_status_name(g2f_layer_status s) {
     return (unsigned)s < G2F_LAYER_STATUS_COUNT ? status_names[s] : "?";
 }
@@ -78,16 +75,9 @@ static void explain_nonfinite(g2f_layer_result *r, const g2f_fixture_layer *fx, 
              c->nonfinite);
 }
 
-static void explain(g2f_layer_result *r, g2f_gelu asked, size_t d) {
-    const char *erf_words = "exact erf GELU (torch F.gelu default, HF 'gelu')";
-    const char *tanh_words = "tanh GELU approximation (GPT-2's, HF 'gelu_new')";
-    if (r->diagnosis & (1u << G2F_DIAG_GELU_ERF)) {
-        snprintf(r->explanation, sizeof r->explanation,
-                 "layer %zu matches %s, not the tanh approximation GPT-2 uses ('gelu_new')", r->layer, erf_words);
-    } else if (r->diagnosis & (1u << G2F_DIAG_GELU_TANH)) {
-        snprintf(r->explanation, sizeof r->explanation, "layer %zu matches the %s, not exact erf GELU ('gelu')",
-                 r->layer, tanh_words);
-    } else if (r->status == G2F_LAYER_PASS) {
+static void explain(g2f_layer_result *r, g2f_gelu asked) {
+    const g2f_diag_result *dg = &r->diag;
+    if (r->status == G2F_LAYER_PASS) {
         if (r->best_gelu == G2F_BEST_INDISTINGUISHABLE)
             snprintf(r->explanation, sizeof r->explanation,
                      "layer %zu matches; GELU form undetermined: on these inputs tanh and erf differ by at most "
@@ -97,14 +87,35 @@ static void explain(g2f_layer_result *r, g2f_gelu asked, size_t d) {
             snprintf(r->explanation, sizeof r->explanation,
                      "layer %zu matches with %s GELU (the other form is off by up to %.3g x the tolerance)", r->layer,
                      g2f_gelu_name(asked), r->out_other.margin);
-    } else {
-        char where[96];
-        elem_name(where, sizeof where, "out", r->out.worst, d);
+        return;
+    }
+    if (dg->n_causes == 1 && dg->causes[0].codes == 1u << G2F_DIAG_GELU_ERF) {
         snprintf(r->explanation, sizeof r->explanation,
-                 "layer %zu does not match and neither GELU form explains it: worst at %s, expected %.6g, got %.6g "
-                 "(tolerance %.3g)%s",
-                 r->layer, where, r->out.worst_expected, r->out.worst_computed, r->out.worst_tol,
-                 r->gelu_separation <= 1 ? "; GELU form undetermined on these inputs" : "");
+                 "layer %zu matches exact erf GELU (torch F.gelu default, HF 'gelu'), not the tanh approximation "
+                 "GPT-2 uses ('gelu_new')",
+                 r->layer);
+    } else if (dg->n_causes == 1 && dg->causes[0].codes == 1u << G2F_DIAG_GELU_TANH) {
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %zu matches the tanh GELU approximation (GPT-2's, HF 'gelu_new'), not exact erf GELU ('gelu')",
+                 r->layer);
+    } else if (dg->n_causes == 1) {
+        char words[300];
+        g2f_cause_words(&dg->causes[0], words, sizeof words);
+        snprintf(r->explanation, sizeof r->explanation, "layer %zu is reproduced with %s (margin %.2g)", r->layer,
+                 words, dg->causes[0].margin);
+    } else if (dg->n_causes > 1) {
+        size_t used = (size_t)snprintf(r->explanation, sizeof r->explanation,
+                                       "layer %zu: cause undetermined, the data fits %zu explanations equally:",
+                                       r->layer, dg->n_causes);
+        for (size_t i = 0; i < dg->n_causes && used < sizeof r->explanation; i++) {
+            char codes[128];
+            g2f_cause_codes(&dg->causes[i], codes, sizeof codes);
+            used += (size_t)snprintf(r->explanation + used, sizeof r->explanation - used, "%s %s", i ? ";" : "",
+                                     codes);
+        }
+    } else {
+        snprintf(r->explanation, sizeof r->explanation, "layer %zu does not match and no known cause explains it: %s",
+                 r->layer, dg->where);
     }
 }
 
@@ -134,7 +145,7 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
     g2f_ffn_proj(w, s.act2, T, s.out2, p->n_threads);
 
     g2f_tol_request tr = {w, fx.in, T, s.pre, s.act, s.out, fx.out, fx.pre, fx.act,
-                          fx.dtype[G2F_FX_IN], fx.dtype[G2F_FX_OUT], fx.dtype[G2F_FX_PRE], fx.dtype[G2F_FX_ACT]};
+                          fx.dtype[G2F_FX_IN], fx.dtype[G2F_FX_OUT], fx.dtype[G2F_FX_PRE], fx.dtype[G2F_FX_ACT], 0.0};
     st = g2f_tol_compute(&tr, &p->tol, s.tol_out, s.tol_pre, s.tol_act, p->n_threads, err);
     if (st == G2F_OK) {
         r->tokens = T;
@@ -169,11 +180,15 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
             r->diagnosis = 1u << G2F_DIAG_NONFINITE;
             explain_nonfinite(r, &fx, bad_in, d, h);
         } else {
-            if (!ok && ok_other)
-                r->diagnosis = 1u << (other == G2F_GELU_ERF ? G2F_DIAG_GELU_ERF : G2F_DIAG_GELU_TANH);
-            else if (!ok)
-                r->diagnosis = 1u << G2F_DIAG_UNEXPLAINED;
-            explain(r, p->gelu, d);
+            if (!ok) {
+                /* diagnosis work happens only here, for failing layers */
+                g2f_diag_input di = {m, L, w, &fx, p->gelu, &p->tol, p->n_threads,
+                                     s.pre, s.act, s.out, s.tol_pre, s.tol_act, s.tol_out};
+                st = g2f_diagnose_layer(&di, &r->diag, err);
+                for (size_t i = 0; i < r->diag.n_causes; i++) r->diagnosis |= r->diag.causes[i].codes;
+                if (!r->diag.n_causes) r->diagnosis = 1u << G2F_DIAG_UNEXPLAINED;
+            }
+            explain(r, p->gelu);
         }
     }
     scratch_free(&s);

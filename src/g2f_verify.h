@@ -5,7 +5,8 @@
  * tolerances (g2f_tol), compare out (and pre / act when the fixture has
  * them), and run c_proj once more on the other GELU form of the same
  * pre-activations, so the report can say whether the data matches tanh, erf,
- * both (the inputs cannot tell them apart) or neither.
+ * both (the inputs cannot tell them apart) or neither. Failing layers then
+ * go to g2f_diagnose for the cause.
  *
  * One result structure flows to the reports (g2f_report); nothing here
  * prints.
@@ -16,22 +17,12 @@
 #include <stddef.h>
 
 #include "g2f_compare.h"
+#include "g2f_diagnose.h"
 #include "g2f_error.h"
 #include "g2f_ffn.h"
 #include "g2f_fixture.h"
 #include "g2f_model.h"
 #include "g2f_tol.h"
-
-/* Diagnosis codes, as they appear in reports. */
-typedef enum g2f_diag {
-    G2F_DIAG_GELU_ERF,    /* reference used exact erf GELU where tanh was asked */
-    G2F_DIAG_GELU_TANH,   /* reference used the tanh GELU where erf was asked */
-    G2F_DIAG_NONFINITE,   /* NaN or Inf in the reference or the computation */
-    G2F_DIAG_UNEXPLAINED, /* none of the hypotheses reproduces the reference */
-    G2F_DIAG_COUNT
-} g2f_diag;
-
-const char *g2f_diag_name(g2f_diag d);
 
 typedef enum g2f_layer_status { G2F_LAYER_PASS, G2F_LAYER_FAIL, G2F_LAYER_SKIPPED, G2F_LAYER_STATUS_COUNT } g2f_layer_status;
 const char *g2f_layer_status_name(g2f_layer_status s);
@@ -55,8 +46,9 @@ typedef struct g2f_layer_result {
     g2f_cmp pre, act, act_other;
     double gelu_separation; /* max |out_tanh - out_erf| / tol: > 1 means the data can tell */
     g2f_best_gelu best_gelu;
-    unsigned diagnosis;     /* bit (1u << g2f_diag) per code */
-    char explanation[512];  /* one sentence */
+    unsigned diagnosis;     /* bit (1u << g2f_diag) per code: the union of diag.causes */
+    g2f_diag_result diag;   /* failing layers: the explanations found, or where the error lives */
+    char explanation[1024]; /* one sentence */
 } g2f_layer_result;
 
 typedef struct g2f_verify_params {

@@ -177,7 +177,7 @@ static void write_case(const char *name, float w_scale, float b_scale, int poiso
     for (int i = 0; i < H * D; i++) w2[i] = rnd_unit(&s) * 0.2f;
     for (int i = 0; i < D; i++) b2[i] = rnd_unit(&s) * 0.1f;
     for (int i = 0; i < T * D; i++) x[i] = rnd_unit(&s) * 1.7f;
-    g2f_ffn_weights w = {D, H, G2F_LAYOUT_CONV1D, w1, b1, w2, b2};
+    g2f_ffn_weights w = {D, H, G2F_LAYOUT_CONV1D, G2F_LAYOUT_CONV1D, w1, b1, w2, b2};
     g2f_ffn_forward_ref(&w, x, T, G2F_GELU_TANH, NULL, NULL, y, NULL);
     if (poison) y[T * D - 3] = NAN;
     char path[400];

@@ -18,8 +18,8 @@ static void ffn_should_reproduce_worked_example(void) {
             w2_conv[k * 2 + i] = w2_lin[i * 4 + k];
         }
     const float x[2] = {1, -2};
-    g2f_ffn_weights ws[2] = {{2, 4, G2F_LAYOUT_LINEAR, w1_lin, NULL, w2_lin, NULL},
-                             {2, 4, G2F_LAYOUT_CONV1D, w1_conv, NULL, w2_conv, NULL}};
+    g2f_ffn_weights ws[2] = {{2, 4, G2F_LAYOUT_LINEAR, G2F_LAYOUT_LINEAR, w1_lin, NULL, w2_lin, NULL},
+                             {2, 4, G2F_LAYOUT_CONV1D, G2F_LAYOUT_CONV1D, w1_conv, NULL, w2_conv, NULL}};
     for (int l = 0; l < 2; l++) {
         float pre[4], act[4], out[2], out_ref[2];
         g2f_ffn_forward(&ws[l], x, 1, G2F_GELU_TANH, pre, act, out, 1);
@@ -50,7 +50,7 @@ static void rand_ffn_init(rand_ffn *r, size_t d, size_t h, g2f_layout layout, ui
     for (size_t i = 0; i < d * h; i++) r->w2[i] = rnd_unit(&seed) * 0.1f;
     for (size_t i = 0; i < h; i++) r->b1[i] = rnd_unit(&seed) * 0.3f;
     for (size_t i = 0; i < d; i++) r->b2[i] = rnd_unit(&seed) * 0.1f;
-    r->w = (g2f_ffn_weights){d, h, layout, r->w1, r->b1, r->w2, r->b2};
+    r->w = (g2f_ffn_weights){d, h, layout, layout, r->w1, r->b1, r->w2, r->b2};
 }
 
 static void rand_ffn_free(rand_ffn *r) {

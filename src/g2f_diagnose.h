@@ -1,0 +1,90 @@
+/* g2f_diagnose: why a layer does not match. Each hypothesis is a small
+ * transform of the computation (swap the GELU form, drop a bias, add the
+ * residual, round the weights, misread a Conv1D buffer as Linear, take
+ * another layer's weights), evaluated with the same FFN, tolerance and
+ * comparison as verify. A hypothesis is reported only when its recomputation
+ * matches the reference within tolerance.
+ *
+ * Search (runs only for failing layers):
+ *   1. single hypotheses on a sample of at most G2F_DIAG_SAMPLE tokens
+ *      spread over the fixture, survivors confirmed on every token;
+ *   2. if none explains: another layer's weights (screened on 4 tokens by
+ *      relative error, since a wrong layer is off by O(1)), alone or with
+ *      the other GELU form;
+ *   3. if still none: pairs of the cheap hypotheses (GELU, biases, residual,
+ *      rounding, layout).
+ * The smallest explanations win; when several of the same size match, all
+ * are reported and the layer is marked undetermined: the data cannot tell
+ * them apart. When none matches, the layer is unexplained and the report
+ * says where the error lives (tokens, output channels, first diverging
+ * stage and hidden units when the fixture has pre/act).
+ */
+#ifndef G2F_DIAGNOSE_H
+#define G2F_DIAGNOSE_H
+
+#include <stddef.h>
+
+#include "g2f_error.h"
+#include "g2f_ffn.h"
+#include "g2f_fixture.h"
+#include "g2f_model.h"
+#include "g2f_tol.h"
+
+/* Diagnosis codes, as they appear in reports (README: Diagnosis codes). */
+typedef enum g2f_diag {
+    G2F_DIAG_GELU_ERF,            /* reference used exact erf GELU where tanh was asked */
+    G2F_DIAG_GELU_TANH,           /* reference used the tanh GELU where erf was asked */
+    G2F_DIAG_FC_BIAS_MISSING,
+    G2F_DIAG_PROJ_BIAS_MISSING,
+    G2F_DIAG_RESIDUAL_INCLUDED,   /* expected = x + FFN(x) */
+    G2F_DIAG_WEIGHTS_FROM_LAYER,  /* "weights_from_layer:K" */
+    G2F_DIAG_WEIGHTS_F16_ROUNDED,
+    G2F_DIAG_WEIGHTS_BF16_ROUNDED,
+    G2F_DIAG_LAYOUT_MISREAD,      /* "layout_misread:c_fc" / ":c_proj" / ":both" */
+    G2F_DIAG_NONFINITE,           /* NaN or Inf in the reference or the computation */
+    G2F_DIAG_UNEXPLAINED,         /* none of the hypotheses reproduces the reference */
+    G2F_DIAG_COUNT
+} g2f_diag;
+
+const char *g2f_diag_name(g2f_diag d);
+
+#define G2F_DIAG_SAMPLE 16
+#define G2F_DIAG_MAX_CAUSES 8
+
+/* One explanation: a set of codes (bits 1u << g2f_diag) and their details. */
+typedef struct g2f_cause {
+    unsigned codes;
+    int misread;        /* with LAYOUT_MISREAD: 1 c_fc, 2 c_proj, 3 both */
+    long from_layer;    /* with WEIGHTS_FROM_LAYER */
+    double margin;      /* max err / tolerance of the recomputation (<= 1) */
+} g2f_cause;
+
+/* "gelu_erf,layout_misread:c_fc": the codes of a cause, comma-separated. */
+void g2f_cause_codes(const g2f_cause *c, char *buf, size_t n);
+/* The same in words: "exact erf GELU and no c_fc bias". */
+void g2f_cause_words(const g2f_cause *c, char *buf, size_t n);
+
+typedef struct g2f_diag_input {
+    const g2f_model *model;
+    size_t layer;
+    const g2f_ffn_weights *w;       /* the layer's weights */
+    const g2f_fixture_layer *fx;
+    g2f_gelu gelu;                  /* the form asked for */
+    const g2f_tol_params *tol;
+    int n_threads;
+    /* the failed base computation over all tokens, for locating errors */
+    const float *pre, *act, *out, *tol_pre, *tol_act, *tol_out;
+} g2f_diag_input;
+
+typedef struct g2f_diag_result {
+    g2f_cause causes[G2F_DIAG_MAX_CAUSES];
+    size_t n_causes;
+    int undetermined;            /* more than one explanation fits */
+    size_t sample_tokens;        /* tokens in the screening sample */
+    size_t hypotheses_tried;
+    char where[512];             /* for unexplained layers: where the error lives */
+} g2f_diag_result;
+
+g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2f_error *err);
+
+#endif

@@ -1,0 +1,248 @@
+/* Diagnosis: every code is reported on the fixture made with that mutation
+ * (fixtures/diag, made by scripts/export_fixtures.py), none on clean ones;
+ * pairs; undetermined and unexplained cases; the F16-checkpoint case. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "check.h"
+#include "g2f_safetensors.h"
+#include "g2f_verify.h"
+#include "test_util.h"
+
+static const char *fixtures;
+static char dir[256];
+
+typedef struct run_result {
+    g2f_status status;
+    g2f_verify_result res;
+    char err[G2F_ERROR_MSG_MAX];
+} run_result;
+
+static run_result verify(const char *model_path, const char *fixture_path, g2f_gelu gelu) {
+    run_result r;
+    memset(&r, 0, sizeof r);
+    g2f_error err = {0};
+    g2f_model *m = NULL;
+    g2f_fixture *f = NULL;
+    r.status = g2f_model_open(model_path, NULL, &m, &err);
+    if (r.status == G2F_OK) r.status = g2f_fixture_open(fixture_path, &f, &err);
+    if (r.status == G2F_OK) {
+        g2f_verify_params p = {gelu, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 2};
+        r.status = g2f_verify_run(m, f, &p, &r.res, &err);
+    }
+    if (r.status != G2F_OK) fprintf(stderr, "verify %s %s: %s\n", model_path, fixture_path, err.msg);
+    memcpy(r.err, err.msg, sizeof r.err);
+    g2f_fixture_close(f);
+    g2f_model_close(m);
+    return r;
+}
+
+static void codes_of(const g2f_layer_result *l, char *buf, size_t n) {
+    buf[0] = '\0';
+    size_t used = 0;
+    for (size_t i = 0; i < l->diag.n_causes && used < n; i++) {
+        char one[128];
+        g2f_cause_codes(&l->diag.causes[i], one, sizeof one);
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " | " : "", one);
+    }
+    if (!l->diag.n_causes && (l->diagnosis & (1u << G2F_DIAG_NONFINITE))) snprintf(buf, n, "nonfinite");
+    if (!l->diag.n_causes && (l->diagnosis & (1u << G2F_DIAG_UNEXPLAINED))) snprintf(buf, n, "unexplained");
+}
+
+/* Every layer in `layers` (bit mask) fails with exactly `want`; the others pass. */
+static void expect_codes(const char *fixture, unsigned layers, const char *want, int line) {
+    char model[400], fx[400];
+    snprintf(model, sizeof model, "%s/tiny", fixtures);
+    snprintf(fx, sizeof fx, "%s/diag/%s", fixtures, fixture);
+    run_result r = verify(model, fx, G2F_GELU_TANH);
+    if (r.status != G2F_OK) {
+        check_failures++;
+        return;
+    }
+    for (size_t L = 0; L < r.res.n_layers; L++) {
+        const g2f_layer_result *l = &r.res.layers[L];
+        char got[512];
+        codes_of(l, got, sizeof got);
+        int mutated = (layers >> L) & 1u;
+        int ok = mutated ? (l->status == G2F_LAYER_FAIL && !strcmp(got, want) && !l->diag.undetermined)
+                         : (l->status == G2F_LAYER_PASS && l->diagnosis == 0 && l->diag.hypotheses_tried == 0);
+        if (!ok) {
+            fprintf(stderr, "line %d: %s layer %zu: status %s, codes \"%s\", wanted %s\n", line, fixture, L,
+                    g2f_layer_status_name(l->status), got, mutated ? want : "a pass without diagnosis");
+            check_failures++;
+        } else if (mutated && l->diag.n_causes) {
+            CHECK(l->diag.causes[0].margin <= 1.0); /* a cause is reported only when it fits */
+        }
+    }
+    g2f_verify_result_free(&r.res);
+}
+#define EXPECT_CODES(f, layers, want) expect_codes(f, layers, want, __LINE__)
+
+static void diagnosis_should_name_each_single_mutation(void) {
+    EXPECT_CODES("erf.safetensors", 0xf, "gelu_erf");
+    EXPECT_CODES("fc_bias_missing.safetensors", 0xf, "fc_bias_missing");
+    EXPECT_CODES("proj_bias_missing.safetensors", 0xf, "proj_bias_missing");
+    EXPECT_CODES("residual_included.safetensors", 0xf, "residual_included");
+    EXPECT_CODES("weights_f16_rounded.safetensors", 0xf, "weights_f16_rounded");
+    EXPECT_CODES("weights_bf16_rounded.safetensors", 0xf, "weights_bf16_rounded");
+    EXPECT_CODES("layout_misread_fc.safetensors", 0xf, "layout_misread:c_fc");
+    EXPECT_CODES("layout_misread_proj.safetensors", 0xf, "layout_misread:c_proj");
+    EXPECT_CODES("layout_misread_both.safetensors", 0xf, "layout_misread:both");
+    EXPECT_CODES("weights_from_layer.safetensors", 0x4, "weights_from_layer:0");
+    EXPECT_CODES("nonfinite.safetensors", 0xf, "nonfinite");
+}
+
+static void diagnosis_should_name_pairs(void) {
+    EXPECT_CODES("erf_fc_bias_missing.safetensors", 0xf, "gelu_erf,fc_bias_missing");
+    EXPECT_CODES("erf_residual.safetensors", 0xf, "gelu_erf,residual_included");
+}
+
+static void diagnosis_should_stay_silent_on_clean_fixtures(void) {
+    char model[400], fx[400];
+    snprintf(model, sizeof model, "%s/tiny", fixtures);
+    const char *clean[] = {"tiny_tanh.safetensors", "tiny_tanh_f16.safetensors"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(fx, sizeof fx, "%s/%s", fixtures, clean[i]);
+        run_result r = verify(model, fx, G2F_GELU_TANH);
+        CHECK(r.status == G2F_OK && r.res.pass);
+        for (size_t L = 0; L < r.res.n_layers; L++) {
+            CHECK(r.res.layers[L].diagnosis == 0);
+            CHECK(r.res.layers[L].out.margin < 0.5); /* clean references pass with room */
+        }
+        g2f_verify_result_free(&r.res);
+    }
+}
+
+static void diagnosis_should_locate_unexplained_errors(void) {
+    char model[400], fx[400];
+    snprintf(model, sizeof model, "%s/tiny", fixtures);
+    snprintf(fx, sizeof fx, "%s/diag/unexplained.safetensors", fixtures);
+    run_result r = verify(model, fx, G2F_GELU_TANH);
+    CHECK(r.status == G2F_OK && r.res.n_layers == 4);
+    if (r.status != G2F_OK) return;
+    const g2f_layer_result *l1 = &r.res.layers[1], *l3 = &r.res.layers[3];
+    CHECK(l1->diagnosis == 1u << G2F_DIAG_UNEXPLAINED);
+    CHECK_CONTAINS(l1->diag.where, "1 of 64 output channels (5)");
+    CHECK_CONTAINS(l1->diag.where, "divergence is in c_proj");
+    CHECK(l3->diagnosis == 1u << G2F_DIAG_UNEXPLAINED);
+    CHECK_CONTAINS(l3->diag.where, "first divergence at the activation: 1 of 256 hidden units (17)");
+    CHECK(r.res.layers[0].status == G2F_LAYER_PASS && r.res.layers[2].status == G2F_LAYER_PASS);
+    g2f_verify_result_free(&r.res);
+}
+
+static void diagnosis_should_call_gelu_undetermined_for_tiny_preactivations(void) {
+    char model[400], fx[400];
+    snprintf(model, sizeof model, "%s/diag/tiny_pre", fixtures);
+    snprintf(fx, sizeof fx, "%s/diag/tiny_pre_erf.safetensors", fixtures);
+    run_result r = verify(model, fx, G2F_GELU_TANH); /* made with erf, checked as tanh */
+    CHECK(r.status == G2F_OK && r.res.pass);
+    if (r.status == G2F_OK) {
+        CHECK(r.res.layers[0].best_gelu == G2F_BEST_INDISTINGUISHABLE);
+        CHECK(r.res.layers[0].gelu_separation < 1.0);
+        CHECK_CONTAINS(r.res.layers[0].explanation, "GELU form undetermined");
+    }
+    g2f_verify_result_free(&r.res);
+}
+
+/* Layers 0 and 2 share weights; fixture layer 1 was computed with them: both
+ * weights_from_layer:0 and :2 fit, and the report must not pick one. */
+static void diagnosis_should_report_ties_as_undetermined(void) {
+    enum { D = 16, H = 64, T = 5 };
+    static float w[3][4][D * H], x[T * D], y[T * D];
+    uint64_t s = 9;
+    for (int L = 0; L < 2; L++)
+        for (int k = 0; k < 4; k++)
+            for (int i = 0; i < D * H; i++) w[L][k][i] = rnd_unit(&s) * (k == 0 ? 0.5f : k == 2 ? 0.2f : 0.3f);
+    memcpy(w[2], w[0], sizeof w[0]);
+    for (int i = 0; i < T * D; i++) x[i] = rnd_unit(&s) * 1.5f;
+    g2f_ffn_weights fw = {D, H, G2F_LAYOUT_CONV1D, G2F_LAYOUT_CONV1D, w[0][0], w[0][1], w[0][2], w[0][3]};
+    g2f_ffn_forward_ref(&fw, x, T, G2F_GELU_TANH, NULL, NULL, y, NULL);
+    st_entry e[12];
+    char names[12][48];
+    const char *suffix[4] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
+    for (int L = 0; L < 3; L++)
+        for (int k = 0; k < 4; k++) {
+            int n = L * 4 + k;
+            snprintf(names[n], sizeof names[n], "h.%d.mlp.%s", L, suffix[k]);
+            e[n] = (st_entry){names[n], "F32", k % 2 ? 1u : 2u, {0}, w[L][k], 0};
+            if (k == 0) { e[n].shape[0] = D; e[n].shape[1] = H; e[n].nbytes = D * H * 4; }
+            if (k == 1) { e[n].shape[0] = H; e[n].nbytes = H * 4; }
+            if (k == 2) { e[n].shape[0] = H; e[n].shape[1] = D; e[n].nbytes = D * H * 4; }
+            if (k == 3) { e[n].shape[0] = D; e[n].nbytes = D * 4; }
+        }
+    char mp[400], fp[400];
+    snprintf(mp, sizeof mp, "%s/tie.safetensors", dir);
+    snprintf(fp, sizeof fp, "%s/tie_fixture.safetensors", dir);
+    CHECK(st_write(mp, NULL, e, 12, 1) == 0);
+    st_entry f[2] = {{"h.1.mlp.in", "F32", 2, {T, D}, x, sizeof x}, {"h.1.mlp.out", "F32", 2, {T, D}, y, sizeof y}};
+    CHECK(st_write(fp, NULL, f, 2, 1) == 0);
+    run_result r = verify(mp, fp, G2F_GELU_TANH);
+    CHECK(r.status == G2F_OK);
+    if (r.status != G2F_OK) return;
+    const g2f_layer_result *l = &r.res.layers[1];
+    char got[512];
+    codes_of(l, got, sizeof got);
+    CHECK(l->diag.undetermined);
+    CHECK(!strcmp(got, "weights_from_layer:0 | weights_from_layer:2"));
+    CHECK_CONTAINS(l->explanation, "undetermined");
+    g2f_verify_result_free(&r.res);
+}
+
+/* The checkpoint was rounded to F16 while the reference used the F32
+ * originals: only a tolerance widened by the weights' rounding fits. */
+static void diagnosis_should_explain_a_rounded_checkpoint(void) {
+    char src[400], mp[400], fx[400];
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_safetensors_open(src, &st, &err) == G2F_OK);
+    if (!st) return;
+    const g2f_table *t = g2f_safetensors_table(st);
+    st_entry e[64] = {{0}};
+    uint16_t *bufs[64] = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 64; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        if (!strstr(x->name, ".mlp.c_")) continue;
+        float *f = malloc(x->numel * sizeof(float));
+        bufs[n] = malloc(x->numel * sizeof(uint16_t));
+        g2f_tensor_read_f32(x, 0, x->numel, f);
+        for (uint64_t k = 0; k < x->numel; k++) bufs[n][k] = g2f_f32_to_f16(f[k]);
+        free(f);
+        e[n] = (st_entry){x->name, "F16", x->ndim, {x->shape[0], x->ndim > 1 ? x->shape[1] : 0}, bufs[n],
+                          x->numel * 2};
+        n++;
+    }
+    snprintf(mp, sizeof mp, "%s/tiny_f16.safetensors", dir);
+    CHECK(st_write(mp, NULL, e, n, 1) == 0);
+    for (size_t i = 0; i < n; i++) free(bufs[i]);
+    g2f_safetensors_close(st);
+    snprintf(fx, sizeof fx, "%s/tiny_tanh.safetensors", fixtures);
+    run_result r = verify(mp, fx, G2F_GELU_TANH);
+    CHECK(r.status == G2F_OK);
+    if (r.status != G2F_OK) return;
+    for (size_t L = 0; L < r.res.n_layers; L++) {
+        char got[512];
+        codes_of(&r.res.layers[L], got, sizeof got);
+        CHECK(r.res.layers[L].status == G2F_LAYER_FAIL);
+        CHECK(!strcmp(got, "weights_f16_rounded"));
+    }
+    g2f_verify_result_free(&r.res);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || make_tmpdir(dir, sizeof dir, "diag") != 0) return 1;
+    fixtures = argv[1];
+    RUN(diagnosis_should_name_each_single_mutation);
+    RUN(diagnosis_should_name_pairs);
+    RUN(diagnosis_should_stay_silent_on_clean_fixtures);
+    RUN(diagnosis_should_locate_unexplained_errors);
+    RUN(diagnosis_should_call_gelu_undetermined_for_tiny_preactivations);
+    RUN(diagnosis_should_report_ties_as_undetermined);
+    RUN(diagnosis_should_explain_a_rounded_checkpoint);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    CHECK_EXIT();
+}

@@ -67,7 +67,7 @@ static void verify_should_flag_gelu_erf_on_every_layer_of_the_erf_fixture(void) 
     CHECK_CONTAINS(out_text, "first divergence at layer 0: layer 0 matches exact erf GELU");
     char rep[1 << 16];
     slurp(json, rep, sizeof rep);
-    CHECK(count(rep, "\"gelu_erf\"") == 4);
+    CHECK(count(rep, "\"diagnosis\":\t[\"gelu_erf\"]") == 4);
     CHECK(count(rep, "\"best_gelu\":\t\"erf\"") == 4);
     CHECK_CONTAINS(rep, "\"status\":\t\"fail\"");
     /* asking for erf makes the same fixture pass, and the tanh one fail with gelu_tanh */
@@ -75,7 +75,7 @@ static void verify_should_flag_gelu_erf_on_every_layer_of_the_erf_fixture(void) 
     CHECK(run(args) == 0);
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --gelu=erf --json -", fixtures, fixtures);
     CHECK(run(args) == 1);
-    CHECK(count(out_text, "\"gelu_tanh\"") == 4);
+    CHECK(count(out_text, "\"diagnosis\":\t[\"gelu_tanh\"]") == 4);
 }
 
 static void verify_should_take_the_gelu_form_from_an_explicit_config(void) {
@@ -104,7 +104,7 @@ static void verify_should_skip_unselected_layers_and_honour_user_tolerances(void
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --layers 1,3 --json -", fixtures, fixtures);
     CHECK(run(args) == 1);
     CHECK(count(out_text, "\"status\":\t\"skipped\"") == 2);
-    CHECK(count(out_text, "\"gelu_erf\"") == 2);
+    CHECK(count(out_text, "\"diagnosis\":\t[\"gelu_erf\"]") == 2);
     /* a loose user tolerance hides the GELU difference; the report says what was used */
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --atol 1e-2", fixtures, fixtures);
     CHECK(run(args) == 0);

@@ -123,7 +123,7 @@ g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd
             g2f_shape_format(t, sh, sizeof sh);
             if (!g2f_dtype_is_float(t->dtype))
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64",
-                                     f->path, t->name, g2f_dtype_name(t->dtype));
+                                     f->path, t->name, g2f_tensor_type_name(t));
             if (t->ndim == 0 || t->shape[t->ndim - 1] != want)
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected last dimension %zu (%s)",
                                      f->path, t->name, sh, want, k <= G2F_FX_OUT ? "n_embd" : "n_inner");

@@ -235,7 +235,7 @@ static g2f_status find_layers(g2f_model *m, const g2f_table *t, g2f_error *err) 
                                      tensor_suffix[k], x ? "present" : "missing", x ? "has no" : "has");
             if (x && !g2f_dtype_is_float(x->dtype))
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64",
-                                     file, x->name, g2f_dtype_name(x->dtype));
+                                     file, x->name, g2f_tensor_type_name(x));
             if (x && x->ndim != (is_bias ? 1u : 2u)) {
                 char sh[128];
                 g2f_shape_format(x, sh, sizeof sh);

@@ -23,7 +23,7 @@ static const struct {
 } dtype_info[] = {
     {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"BOOL", 1}, {"U8", 1},
     {"I8", 1},  {"I16", 2}, {"U16", 2},  {"I32", 4}, {"U32", 4},  {"I64", 8},
-    {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1},
+    {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"OPAQUE", 0},
 };
 _Static_assert(sizeof dtype_info / sizeof dtype_info[0] == G2F_DTYPE_COUNT, "one entry per dtype");
 
@@ -32,13 +32,17 @@ const char *g2f_dtype_name(g2f_dtype dtype) {
 }
 
 bool g2f_dtype_from_name(const char *name, g2f_dtype *out) {
-    for (int i = 0; i < G2F_DTYPE_COUNT; i++) {
+    for (int i = 0; i < G2F_DTYPE_OPAQUE; i++) { /* OPAQUE is never a file's name */
         if (strcmp(name, dtype_info[i].name) == 0) {
             *out = (g2f_dtype)i;
             return true;
         }
     }
     return false;
+}
+
+const char *g2f_tensor_type_name(const g2f_tensor *t) {
+    return t->dtype == G2F_DTYPE_OPAQUE && t->type_name ? t->type_name : g2f_dtype_name(t->dtype);
 }
 
 size_t g2f_dtype_size(g2f_dtype dtype) {

@@ -36,6 +36,9 @@ typedef enum g2f_dtype {
     G2F_DTYPE_U64,
     G2F_DTYPE_F8_E4M3,
     G2F_DTYPE_F8_E5M2,
+    /* A type the format knows but gpt2ffn cannot convert (a GGUF quantized
+     * type, ...): g2f_tensor.type_name names it; numel/nbytes still hold. */
+    G2F_DTYPE_OPAQUE,
     G2F_DTYPE_COUNT
 } g2f_dtype;
 
@@ -59,7 +62,8 @@ typedef struct g2f_tensor {
     uint64_t shape[G2F_MAX_DIMS];
     uint64_t numel;            /* product of shape, checked against overflow */
     const unsigned char *data; /* borrowed from the reader, maybe unaligned */
-    uint64_t nbytes;           /* numel * dtype size */
+    uint64_t nbytes;           /* numel * dtype size (OPAQUE: the format's size) */
+    const char *type_name;     /* OPAQUE only: the format's name for the type (static) */
 } g2f_tensor;
 
 typedef struct g2f_meta_entry {
@@ -82,6 +86,9 @@ void g2f_table_free(g2f_table *table);
 const g2f_tensor *g2f_table_find(const g2f_table *table, const char *name);
 /* Metadata value for key, or NULL. */
 const char *g2f_table_meta(const g2f_table *table, const char *key);
+
+/* The dtype's name, or the format's own type name for OPAQUE tensors. */
+const char *g2f_tensor_type_name(const g2f_tensor *t);
 
 /* Writes shape as "[a, b, c]" into buf (always NUL-terminated). */
 void g2f_shape_format(const g2f_tensor *t, char *buf, size_t size);

@@ -149,8 +149,8 @@ static g2f_layout flip(g2f_layout l) { return l == G2F_LAYOUT_CONV1D ? G2F_LAYOU
 /* Recomputes the layer under v on toks; *match is 1 when every compared
  * tensor is within tolerance. base: the weights v starts from (the layer's
  * own, or another layer's for from_layer). */
-static g2f_status evaluate(ctx *c, const tokens *toks, const variant *v, const g2f_ffn_weights *base, int *match,
-                           double *margin, g2f_error *err) {
+static g2f_status evaluate(ctx *c, const tokens *toks, const variant *v, const g2f_ffn_weights *base,
+                           const g2f_tol_squares *sq, int *match, double *margin, g2f_error *err) {
     const g2f_diag_input *in = c->in;
     const g2f_fixture_layer *fx = in->fx;
     size_t T = toks->T, d = c->d, h = c->h;
@@ -186,7 +186,7 @@ static g2f_status evaluate(ctx *c, const tokens *toks, const variant *v, const g
     g2f_ffn_forward(&w, toks->x, T, g, pre, act, out, in->n_threads);
     g2f_tol_request tr = {&w, toks->x, T, pre, act, out, toks->out, toks->pre, toks->act,
                           fx->dtype[G2F_FX_IN], fx->dtype[G2F_FX_OUT], fx->dtype[G2F_FX_PRE], fx->dtype[G2F_FX_ACT],
-                          weight_roundoff};
+                          weight_roundoff, sq};
     if ((st = g2f_tol_compute(&tr, in->tol, tout, tpre, tact, in->n_threads, err)) != G2F_OK) goto done;
     if (v->residual) {
         for (size_t i = 0; i < T * d; i++) {
@@ -255,12 +255,13 @@ typedef struct search {
 } search;
 
 /* Screens v on the sample, confirms it on every token, records a match. */
-static g2f_status try_variant(search *s, const variant *v, const g2f_ffn_weights *base, g2f_error *err) {
+static g2f_status try_variant(search *s, const variant *v, const g2f_ffn_weights *base, const g2f_tol_squares *sq,
+                              g2f_error *err) {
     int match;
     double margin;
-    g2f_status st = evaluate(s->c, s->screen, v, base, &match, &margin, err);
+    g2f_status st = evaluate(s->c, s->screen, v, base, sq, &match, &margin, err);
     if (st != G2F_OK || !match) return st;
-    if (s->screen->T < s->all->T && (st = evaluate(s->c, s->all, v, base, &match, &margin, err)) != G2F_OK)
+    if (s->screen->T < s->all->T && (st = evaluate(s->c, s->all, v, base, sq, &match, &margin, err)) != G2F_OK)
         return st;
     if (match && s->res->n_causes < G2F_DIAG_MAX_CAUSES)
         s->res->causes[s->res->n_causes++] = variant_cause(v, s->c->in->gelu, margin);
@@ -321,14 +322,17 @@ static g2f_status layer_search(search *s, g2f_error *err) {
         c->tried++;
         /* another layer's weights give outputs off by O(1); 5% keeps any
          * candidate that the exact evaluation could accept */
-        if (rel_rms_error(s->screen->out, out, T4 * d) < 0.05) {
+        g2f_tol_squares sq = {0};
+        if (rel_rms_error(s->screen->out, out, T4 * d) < 0.05 &&
+            (st = g2f_tol_squares_init(&lk.w, &sq, in->n_threads, err)) == G2F_OK) {
             variant v = plain;
             v.from_layer = (long)K;
-            if ((st = try_variant(s, &v, &lk.w, err)) == G2F_OK) {
+            if ((st = try_variant(s, &v, &lk.w, &sq, err)) == G2F_OK) {
                 v.other_gelu = 1;
-                st = try_variant(s, &v, &lk.w, err);
+                st = try_variant(s, &v, &lk.w, &sq, err);
             }
         }
+        g2f_tol_squares_free(&sq);
         g2f_layer_free(&lk);
     }
 done:
@@ -422,13 +426,14 @@ g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2
     variant singles[16];
     size_t ns = cheap_singles(in->w, singles);
     g2f_status st = G2F_OK;
-    for (size_t i = 0; i < ns && st == G2F_OK; i++) st = try_variant(&s, &singles[i], in->w, err);
+    for (size_t i = 0; i < ns && st == G2F_OK; i++) st = try_variant(&s, &singles[i], in->w, in->squares, err);
     if (st == G2F_OK && out->n_causes == 0) st = layer_search(&s, err);
     int pairs = out->n_causes == 0;
     for (size_t i = 0; pairs && i < ns && st == G2F_OK; i++)
         for (size_t j = i + 1; j < ns && st == G2F_OK; j++) {
             variant v;
-            if (combine(&singles[i], &singles[j], &v) && variant_size(&v) == 2) st = try_variant(&s, &v, in->w, err);
+            if (combine(&singles[i], &singles[j], &v) && variant_size(&v) == 2)
+                st = try_variant(&s, &v, in->w, in->squares, err);
         }
     /* pairs only run when no single matched, so every cause found is minimal */
     out->undetermined = out->n_causes > 1;

@@ -68,6 +68,7 @@ typedef struct g2f_diag_input {
     const g2f_model *model;
     size_t layer;
     const g2f_ffn_weights *w;       /* the layer's weights */
+    const g2f_tol_squares *squares; /* of w, shared with verify */
     const g2f_fixture_layer *fx;
     g2f_gelu gelu;                  /* the form asked for */
     const g2f_tol_params *tol;

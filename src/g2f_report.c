@@ -86,8 +86,14 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
         if (r->status == G2F_LAYER_SKIPPED) {
-            fprintf(fp, "%5zu %7s %11s %11s %9s %17s %7s %17s  %s\n", r->layer, "-", "-", "-", "-", "-", "skipped", "-",
-                    "-");
+            /* a run of skipped layers takes one row */
+            size_t j = i;
+            while (j + 1 < res->n_layers && res->layers[j + 1].status == G2F_LAYER_SKIPPED) j++;
+            char span[48];
+            if (j > i) snprintf(span, sizeof span, "%zu-%zu", i, j);
+            else snprintf(span, sizeof span, "%zu", i);
+            fprintf(fp, "%5s %7s %11s %11s %9s %17s %7s %17s  %s\n", span, "-", "-", "-", "-", "-", "skipped", "-", "-");
+            i = j;
             continue;
         }
         size_t mism = r->out.mismatched + (r->has_pre ? r->pre.mismatched : 0) + (r->has_act ? r->act.mismatched : 0);

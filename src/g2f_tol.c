@@ -7,9 +7,40 @@
 #include <math.h>
 #include <stdlib.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 static double input_roundoff(g2f_dtype d) {
     double r = g2f_dtype_store_roundoff(d);
     return d == G2F_DTYPE_F64 ? ldexp(1.0, -24) : r; /* F64 input is rounded to float here */
+}
+
+g2f_status g2f_tol_squares_init(const g2f_ffn_weights *w, g2f_tol_squares *sq, int n_threads, g2f_error *err) {
+    size_t n = w->n_embd * w->n_inner;
+    sq->w_fc_sq = g2f_alloc_array(n, sizeof(float));
+    sq->w_proj_sq = g2f_alloc_array(n, sizeof(float));
+    if (!sq->w_fc_sq || !sq->w_proj_sq) {
+        g2f_tol_squares_free(sq);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "tolerance: cannot allocate squared weights (%zu floats)", n);
+    }
+    long count = (long)n;
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(n_threads > 0 ? n_threads : omp_get_max_threads())
+#endif
+    for (long i = 0; i < count; i++) {
+        sq->w_fc_sq[i] = w->w_fc[i] * w->w_fc[i];
+        sq->w_proj_sq[i] = w->w_proj[i] * w->w_proj[i];
+    }
+    return G2F_OK;
+}
+
+void g2f_tol_squares_free(g2f_tol_squares *sq) {
+    if (!sq) return;
+    free(sq->w_fc_sq);
+    free(sq->w_proj_sq);
+    sq->w_fc_sq = sq->w_proj_sq = NULL;
 }
 
 g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, float *tol_out, float *tol_pre,
@@ -27,20 +58,16 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
     const double u = ldexp(1.0, -24), lambda = p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA;
     const double uin = input_roundoff(r->dtype_in) / u; /* in units of u */
     const double uw = r->weight_roundoff / u;
+    const float *w1 = r->squares->w_fc_sq, *w2 = r->squares->w_proj_sq;
     float *x2 = g2f_alloc_array(T * d, sizeof(float));
-    float *w1 = g2f_alloc_array(d * h, sizeof(float));
-    float *w2 = g2f_alloc_array(d * h, sizeof(float));
     float *q = g2f_alloc_array(T * h, sizeof(float));
-    if (!x2 || !w1 || !w2 || !q) {
-        free(x2); free(w1); free(w2); free(q);
+    if (!x2 || !q) {
+        free(x2);
+        free(q);
         return g2f_error_set(err, G2F_ERR_NOMEM, "tolerance: cannot allocate buffers for %zu tokens", T);
     }
     for (size_t i = 0; i < T * d; i++) x2[i] = r->x[i] * r->x[i];
-    for (size_t i = 0; i < d * h; i++) {
-        w1[i] = w->w_fc[i] * w->w_fc[i];
-        w2[i] = w->w_proj[i] * w->w_proj[i];
-    }
-    g2f_matmul(x2, T, d, w1, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, q, n_threads); /* q = sum_i x_i^2 W_fc[i,k]^2 */
+    g2f_matmul(x2, T, d, w1, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, q, n_threads); /* sum_i x_i^2 W_fc[i,k]^2 */
     double upre = g2f_dtype_store_roundoff(r->dtype_pre), uact = g2f_dtype_store_roundoff(r->dtype_act);
     for (size_t i = 0; i < T * h; i++) {
         double hk = r->pre[i], ak = r->act[i];
@@ -58,6 +85,7 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
         double v = (double)x2[i] + (double)h / 3 * y * y;
         tol_out[i] = (float)(lambda * u * sqrt(v) + uout * fabs(r->exp_out[i]));
     }
-    free(x2); free(w1); free(w2); free(q);
+    free(x2);
+    free(q);
     return G2F_OK;
 }

@@ -25,7 +25,10 @@
  *
  * u_in / u_store are 2^-11 for F16 and 2^-8 for BF16 fixture tensors, 0 for
  * F32 and F64 (an F64 input rounded to float adds u, folded into u_in). The
- * sums of squares are two extra matmuls (x^2 W_fc^2 and c W_proj^2).
+ * sums of squares are two extra matmuls (x^2 W_fc^2 and c W_proj^2) over
+ * squared weights made once per layer (g2f_tol_squares). A hypothesis that
+ * rounds the weights to F16/BF16 reuses the unrounded squares: they are
+ * magnitudes, and rounding changes them by 2^-8 at most.
  *
  * With user rtol/atol the model is replaced by atol + rtol |expected|, like
  * torch.isclose.
@@ -47,6 +50,16 @@ typedef struct g2f_tol_params {
     double lambda;      /* standard deviations, G2F_TOL_LAMBDA by default */
 } g2f_tol_params;
 
+/* Element-wise squares of a layer's two weight matrices (same layouts), made
+ * once per layer and shared by every tolerance computed for it. */
+typedef struct g2f_tol_squares {
+    float *w_fc_sq, *w_proj_sq; /* owned */
+} g2f_tol_squares;
+
+/* Fills sq from w (OpenMP). Fails only on allocation. */
+g2f_status g2f_tol_squares_init(const g2f_ffn_weights *w, g2f_tol_squares *sq, int n_threads, g2f_error *err);
+void g2f_tol_squares_free(g2f_tol_squares *sq);
+
 typedef struct g2f_tol_request {
     const g2f_ffn_weights *w;
     const float *x;                 /* (T, n_embd) */
@@ -56,6 +69,7 @@ typedef struct g2f_tol_request {
     const double *exp_pre, *exp_act;/* optional expected (T, n_inner) */
     g2f_dtype dtype_in, dtype_out, dtype_pre, dtype_act;
     double weight_roundoff;         /* u_w, 0 normally */
+    const g2f_tol_squares *squares; /* of w's matrices (layouts follow w) */
 } g2f_tol_request;
 
 /* Fills tol_out (T, n_embd) and, when non-NULL, tol_pre / tol_act

@@ -144,9 +144,11 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
     g2f_ffn_gelu(other, s.pre, T * h, s.act2, p->n_threads);
     g2f_ffn_proj(w, s.act2, T, s.out2, p->n_threads);
 
+    g2f_tol_squares sq = {0};
     g2f_tol_request tr = {w, fx.in, T, s.pre, s.act, s.out, fx.out, fx.pre, fx.act,
-                          fx.dtype[G2F_FX_IN], fx.dtype[G2F_FX_OUT], fx.dtype[G2F_FX_PRE], fx.dtype[G2F_FX_ACT], 0.0};
-    st = g2f_tol_compute(&tr, &p->tol, s.tol_out, s.tol_pre, s.tol_act, p->n_threads, err);
+                          fx.dtype[G2F_FX_IN], fx.dtype[G2F_FX_OUT], fx.dtype[G2F_FX_PRE], fx.dtype[G2F_FX_ACT], 0.0, &sq};
+    if (!p->tol.user) st = g2f_tol_squares_init(w, &sq, p->n_threads, err); /* user tolerances need no squares */
+    if (st == G2F_OK) st = g2f_tol_compute(&tr, &p->tol, s.tol_out, s.tol_pre, s.tol_act, p->n_threads, err);
     if (st == G2F_OK) {
         r->tokens = T;
         r->has_pre = fx.pre != NULL;
@@ -182,7 +184,7 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
         } else {
             if (!ok) {
                 /* diagnosis work happens only here, for failing layers */
-                g2f_diag_input di = {m, L, w, &fx, p->gelu, &p->tol, p->n_threads,
+                g2f_diag_input di = {m, L, w, &sq, &fx, p->gelu, &p->tol, p->n_threads,
                                      s.pre, s.act, s.out, s.tol_pre, s.tol_act, s.tol_out};
                 st = g2f_diagnose_layer(&di, &r->diag, err);
                 for (size_t i = 0; i < r->diag.n_causes; i++) r->diagnosis |= r->diag.causes[i].codes;
@@ -191,6 +193,7 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
             explain(r, p->gelu);
         }
     }
+    g2f_tol_squares_free(&sq);
     scratch_free(&s);
     g2f_layer_free(&lw);
     g2f_fixture_layer_free(&fx);

@@ -372,6 +372,7 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
                                  (unsigned long long)need);
     }
     const float *views[T_COUNT] = {0};
+    for (int k = 0; k < T_COUNT; k++) out->src[k] = x[k];
     float *cur = out->owned;
     for (int k = 0; k < T_COUNT; k++) {
         if (!x[k]) continue;
@@ -392,6 +393,8 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
 
 void g2f_layer_free(g2f_layer *l) {
     if (!l) return;
+    for (int k = 0; k < T_COUNT; k++)
+        if (l->src[k]) g2f_mapping_release(l->src[k]->data, l->src[k]->nbytes);
     free(l->owned);
     memset(l, 0, sizeof *l);
 }

@@ -51,6 +51,7 @@ typedef struct g2f_model_info {
 typedef struct g2f_layer {
     g2f_ffn_weights w;
     float *owned; /* converted or realigned tensors; NULL when all are views */
+    const g2f_tensor *src[4]; /* the tensors read, for releasing their pages */
 } g2f_layer;
 
 /* path: a safetensors file, or a folder holding model.safetensors.
@@ -63,6 +64,8 @@ const g2f_model_info *g2f_model_get_info(const g2f_model *m);
 size_t g2f_model_ffn_params(const g2f_model *m);
 /* Views (or converts) layer's weights into out; free with g2f_layer_free. */
 g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out, g2f_error *err);
+/* Frees the conversions and drops the layer's mapped pages from the
+ * resident set (see g2f_mapping_release). */
 void g2f_layer_free(g2f_layer *l);
 /* NULL is a no-op. */
 void g2f_model_close(g2f_model *m);

@@ -1,6 +1,7 @@
 /* g2f_tensor: dtypes, tensor tables, conversions and the file mapping.
  * Conversions are per element with memcpy loads because data may be
  * unaligned; they run once per layer, not in the FFN's hot loop. */
+#define _DEFAULT_SOURCE /* madvise(MADV_DONTNEED): glibc makes posix_madvise's DONTNEED a no-op */
 #include "g2f_tensor.h"
 
 #include <errno.h>
@@ -230,6 +231,14 @@ g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err) 
     }
     close(fd); /* the mapping stays valid without the descriptor */
     return G2F_OK;
+}
+
+void g2f_mapping_release(const void *p, uint64_t len) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || len == 0) return;
+    uintptr_t a = (uintptr_t)p, e = a + (uintptr_t)len;
+    uintptr_t lo = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1), hi = e & ~((uintptr_t)page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* read-only private mapping: nothing is lost */
 }
 
 void g2f_mapping_close(g2f_mapping *m) {

@@ -119,6 +119,10 @@ typedef struct g2f_mapping {
 
 g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err);
 void g2f_mapping_close(g2f_mapping *m);
+/* Drops the whole pages inside [p, p + len) from this process's resident set
+ * (they stay in the page cache and fault back in on the next read), so a
+ * layer-by-layer walk over a mapped checkpoint keeps RSS near one layer. */
+void g2f_mapping_release(const void *p, uint64_t len);
 
 /* Reads a small file (at most max_bytes) into a NUL-terminated malloc'd
  * buffer the caller frees. G2F_ERR_IO when it cannot be read, G2F_ERR_FORMAT

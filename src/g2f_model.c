@@ -8,23 +8,48 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "g2f_probe.h"
-#include "g2f_safetensors.h"
+#include "g2f_source.h"
 
 #define MAX_LAYERS 4096
 #define CONFIG_MAX_BYTES (1u << 20)
 
 enum { T_FC_W, T_FC_B, T_PROJ_W, T_PROJ_B, T_COUNT };
-static const char *const tensor_suffix[] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
-_Static_assert(sizeof tensor_suffix / sizeof tensor_suffix[0] == T_COUNT, "one suffix per tensor");
+
+/* The naming schemes of GPT-2 FFN tensors in the wild. A tensor name is
+ * [containers.]<block>.<N>.<middle><suffix>, where containers are the
+ * wrappers training code adds (a checkpoint dict's "model.", torch.compile's
+ * "_orig_mod.", DDP's "module.", HF's "transformer."). */
+typedef struct scheme {
+    const char *name;      /* for reports */
+    const char *block;     /* "h", "blocks", "blk" */
+    const char *middle;    /* "mlp." or "" */
+    const char *suffix[T_COUNT];
+    const char *ln2;       /* ln_2 weight after "<block>.0.", gives n_embd */
+} scheme;
+
+enum { S_HF, S_MINGPT, S_TLENS, S_GGUF, S_COUNT };
+static const scheme schemes[] = {
+    {"HF GPT-2 (h.N.mlp.c_fc)", "h", "mlp.", {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"}, "ln_2.weight"},
+    {"minGPT (blocks.N.mlp.c_fc)", "blocks", "mlp.", {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"},
+     "ln_2.weight"},
+    {"TransformerLens (blocks.N.mlp.W_in)", "blocks", "mlp.", {"W_in", "b_in", "W_out", "b_out"}, "ln2.w"},
+    {"GGUF (blk.N.ffn_up)", "blk", "", {"ffn_up.weight", "ffn_up.bias", "ffn_down.weight", "ffn_down.bias"},
+     "ffn_norm.weight"},
+};
+_Static_assert(sizeof schemes / sizeof schemes[0] == S_COUNT, "one entry per scheme");
+
+static const char *const containers[] = {"model.", "model_state.", "state_dict.", "module.", "_orig_mod.",
+                                         "transformer."};
 
 struct g2f_model {
     g2f_model_info info;
-    g2f_safetensors *st;
+    g2f_source *src;
     char *path;
     char *config_path;
     char *prefix;
     char *activation;
+    int scheme;
+    char layout_why[160];
     const g2f_tensor *(*layers)[T_COUNT]; /* n_layer entries */
 };
 
@@ -79,26 +104,44 @@ static int file_exists(const char *p) {
     return stat(p, &st) == 0;
 }
 
-/* Parses "h.<L>.mlp.<suffix>" after the prefix; returns the tensor slot or -1. */
-static int match_ffn_name(const char *name, const char *prefix, size_t *layer) {
-    size_t pl = strlen(prefix);
-    if (strncmp(name, prefix, pl) != 0) return -1;
-    const char *p = name + pl;
-    if (strncmp(p, "h.", 2) != 0) return -1;
-    p += 2;
-    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
-    size_t v = 0;
-    while (*p >= '0' && *p <= '9') {
-        v = v * 10 + (size_t)(*p - '0');
-        if (v >= MAX_LAYERS) return -2;
-        p++;
+/* Matches name against the schemes: returns the tensor slot (T_*), or -1 when
+ * it is not an FFN tensor, -2 when its layer index is absurd. *prefix_len is
+ * the length of the container prefix. */
+static int match_ffn_name(const char *name, int *scheme_out, size_t *layer, size_t *prefix_len) {
+    const char *p = name;
+    for (int again = 1; again;) {
+        again = 0;
+        for (size_t c = 0; c < sizeof containers / sizeof containers[0]; c++) {
+            size_t n = strlen(containers[c]);
+            if (!strncmp(p, containers[c], n)) {
+                p += n;
+                again = 1;
+            }
+        }
     }
-    if (strncmp(p, ".mlp.", 5) != 0) return -1;
-    p += 5;
-    for (int i = 0; i < T_COUNT; i++) {
-        if (strcmp(p, tensor_suffix[i]) == 0) {
-            *layer = v;
-            return i;
+    for (int sc = 0; sc < S_COUNT; sc++) {
+        const scheme *S = &schemes[sc];
+        size_t bl = strlen(S->block);
+        if (strncmp(p, S->block, bl) || p[bl] != '.') continue;
+        const char *q = p + bl + 1;
+        if (*q < '0' || *q > '9' || (q[0] == '0' && q[1] >= '0' && q[1] <= '9')) continue;
+        size_t v = 0;
+        while (*q >= '0' && *q <= '9') {
+            v = v * 10 + (size_t)(*q - '0');
+            if (v >= MAX_LAYERS) return -2;
+            q++;
+        }
+        if (*q++ != '.') continue;
+        size_t ml = strlen(S->middle);
+        if (strncmp(q, S->middle, ml)) continue;
+        q += ml;
+        for (int k = 0; k < T_COUNT; k++) {
+            if (!strcmp(q, S->suffix[k])) {
+                *scheme_out = sc;
+                *layer = v;
+                *prefix_len = (size_t)(p - name);
+                return k;
+            }
         }
     }
     return -1;
@@ -180,62 +223,77 @@ done:
 }
 
 /* n_embd from tensors other than the FFN's, 0 when none says. */
-static size_t embd_hint(const g2f_table *t, const char *prefix) {
-    char name[64];
-    snprintf(name, sizeof name, "%sh.0.ln_2.weight", prefix);
+static size_t embd_hint(const g2f_model *m, const g2f_table *t) {
+    const scheme *S = &schemes[m->scheme];
+    char name[256];
+    snprintf(name, sizeof name, "%s%s.0.%s", m->prefix, S->block, S->ln2);
     const g2f_tensor *x = g2f_table_find(t, name);
     if (x && x->ndim == 1) return (size_t)x->shape[0];
-    snprintf(name, sizeof name, "%swte.weight", prefix);
-    x = g2f_table_find(t, name);
-    if (x && x->ndim == 2) return (size_t)x->shape[1];
+    static const char *const embeddings[] = {"wte.weight", "tok_emb.weight", "token_embd.weight", "embed.W_E"};
+    for (size_t i = 0; i < sizeof embeddings / sizeof embeddings[0]; i++) {
+        snprintf(name, sizeof name, "%s%s", m->prefix, embeddings[i]);
+        x = g2f_table_find(t, name);
+        if (x && x->ndim == 2) return (size_t)x->shape[1];
+    }
     return 0;
 }
 
 static g2f_status find_layers(g2f_model *m, const g2f_table *t, g2f_error *err) {
     const char *file = m->path;
-    size_t n_bare = 0, n_pref = 0, l;
+    size_t l, plen, first = (size_t)-1;
+    int sc;
     for (size_t i = 0; i < t->count; i++) {
-        if (match_ffn_name(t->tensors[i].name, "", &l) >= 0) n_bare++;
-        if (match_ffn_name(t->tensors[i].name, "transformer.", &l) >= 0) n_pref++;
-    }
-    if (n_bare && n_pref)
-        return g2f_error_set(err, G2F_ERR_FORMAT,
-                             "%s: holds FFN tensors both with and without the 'transformer.' prefix", file);
-    if (!n_bare && !n_pref)
-        return g2f_error_set(err, G2F_ERR_FORMAT,
-                             "%s: no GPT-2 FFN tensors ([transformer.]h.N.mlp.c_fc.weight) among its %zu tensors",
-                             file, t->count);
-    m->prefix = dup_str(n_pref ? "transformer." : "");
-    if (!m->prefix) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-    size_t n_layer = 0;
-    for (size_t i = 0; i < t->count; i++) {
-        int k = match_ffn_name(t->tensors[i].name, m->prefix, &l);
+        int k = match_ffn_name(t->tensors[i].name, &sc, &l, &plen);
         if (k == -2)
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': layer index is %d or more", file,
                                  t->tensors[i].name, MAX_LAYERS);
+        if (k < 0) continue;
+        if (first == (size_t)-1) {
+            first = i;
+            m->scheme = sc;
+            m->prefix = malloc(plen + 1);
+            if (!m->prefix) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            memcpy(m->prefix, t->tensors[i].name, plen);
+            m->prefix[plen] = '\0';
+        } else if (sc != m->scheme || plen != strlen(m->prefix) || strncmp(t->tensors[i].name, m->prefix, plen)) {
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: holds two sets of FFN tensors ('%s' and '%s')", file,
+                                 t->tensors[first].name, t->tensors[i].name);
+        }
+    }
+    if (first == (size_t)-1)
+        return g2f_error_set(err, G2F_ERR_FORMAT,
+                             "%s: no GPT-2 FFN tensors (h.N.mlp.c_fc.weight, blocks.N.mlp.c_fc.weight, "
+                             "blocks.N.mlp.W_in or blk.N.ffn_up.weight) among its %zu tensors",
+                             file, t->count);
+    size_t n_layer = 0;
+    for (size_t i = 0; i < t->count; i++) {
+        int k = match_ffn_name(t->tensors[i].name, &sc, &l, &plen);
         if (k >= 0 && l + 1 > n_layer) n_layer = l + 1;
     }
     m->layers = calloc(n_layer, sizeof *m->layers);
     if (!m->layers) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < t->count; i++) {
-        int k = match_ffn_name(t->tensors[i].name, m->prefix, &l);
+        int k = match_ffn_name(t->tensors[i].name, &sc, &l, &plen);
         if (k >= 0) m->layers[l][k] = &t->tensors[i];
     }
     m->info.n_layer = n_layer;
+    m->info.naming = schemes[m->scheme].name;
+    const scheme *S = &schemes[m->scheme];
     for (size_t L = 0; L < n_layer; L++) {
         for (int k = 0; k < T_COUNT; k++) {
             const g2f_tensor *x = m->layers[L][k];
             int is_bias = k == T_FC_B || k == T_PROJ_B;
             if (!x && !is_bias)
-                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%sh.%zu.mlp.%s' is missing", file, m->prefix,
-                                     L, tensor_suffix[k]);
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s%s.%zu.%s%s' is missing", file, m->prefix,
+                                     S->block, L, S->middle, S->suffix[k]);
             if (is_bias && (!x) != (!m->layers[0][k]))
-                return g2f_error_set(err, G2F_ERR_FORMAT,
-                                     "%s: tensor '%sh.%zu.mlp.%s' is %s but layer 0 %s one", file, m->prefix, L,
-                                     tensor_suffix[k], x ? "present" : "missing", x ? "has no" : "has");
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s%s.%zu.%s%s' is %s but layer 0 %s one", file,
+                                     m->prefix, S->block, L, S->middle, S->suffix[k], x ? "present" : "missing",
+                                     x ? "has no" : "has");
             if (x && !g2f_dtype_is_float(x->dtype))
-                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64",
-                                     file, x->name, g2f_tensor_type_name(x));
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64%s",
+                                     file, x->name, g2f_tensor_type_name(x),
+                                     x->dtype == G2F_DTYPE_OPAQUE ? " (quantized weights cannot be verified)" : "");
             if (x && x->ndim != (is_bias ? 1u : 2u)) {
                 char sh[128];
                 g2f_shape_format(x, sh, sizeof sh);
@@ -245,6 +303,20 @@ static g2f_status find_layers(g2f_model *m, const g2f_table *t, g2f_error *err) 
         }
     }
     return G2F_OK;
+}
+
+/* The layout a format and naming use by convention: nn.Linear [out, in] for
+ * training checkpoints (nanoGPT, minGPT), ggml and llm.c; HF Conv1D
+ * [in, out] for HF files and TransformerLens (W_in is (d_model, d_mlp)). */
+static g2f_layout conventional_layout(const g2f_model *m, const char **why) {
+    g2f_format f = g2f_source_format(m->src);
+    if (f == G2F_FORMAT_GGUF) return *why = "the GGUF convention (ffn_up is row-major [n_inner, n_embd])", G2F_LAYOUT_LINEAR;
+    if (f == G2F_FORMAT_LLMC) return *why = "the llm.c convention (Linear [out, in])", G2F_LAYOUT_LINEAR;
+    if (m->scheme == S_TLENS) return *why = "the TransformerLens convention (W_in is [d_model, d_mlp])", G2F_LAYOUT_CONV1D;
+    if (m->scheme == S_MINGPT) return *why = "the minGPT convention (nn.Linear [out, in])", G2F_LAYOUT_LINEAR;
+    if (f == G2F_FORMAT_ZIP && (strstr(m->prefix, "_orig_mod.") || !strncmp(m->prefix, "model.", 6)))
+        return *why = "the nanoGPT convention (nn.Linear [out, in])", G2F_LAYOUT_LINEAR;
+    return *why = "the HF convention (Conv1D [in, out])", G2F_LAYOUT_CONV1D;
 }
 
 static g2f_status decide_shapes(g2f_model *m, const g2f_table *t, g2f_error *err) {
@@ -258,13 +330,16 @@ static g2f_status decide_shapes(g2f_model *m, const g2f_table *t, g2f_error *err
         return g2f_error_set(err, G2F_ERR_FORMAT,
                              "%s: layer 0: c_fc.weight %s and c_proj.weight %s are not transposes of each other",
                              in->path, s1, s2);
-    size_t hint = embd_hint(t, m->prefix);
+    size_t hint = embd_hint(m, t);
     if (hint && hint != a && hint != b)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: c_fc.weight %s does not match n_embd %zu of ln_2/wte",
                              in->path, s1, hint);
+    const char *why;
+    g2f_layout conv = conventional_layout(m, &why);
     if (a == b) {
-        in->layout = G2F_LAYOUT_CONV1D;
-        in->layout_source = "n_inner == n_embd, so the shapes cannot tell: HF safetensors convention (Conv1D)";
+        in->layout = conv;
+        snprintf(m->layout_why, sizeof m->layout_why, "n_inner == n_embd, so the shapes cannot tell: %s", why);
+        in->layout_source = m->layout_why;
     } else if (hint) {
         in->layout = hint == a ? G2F_LAYOUT_CONV1D : G2F_LAYOUT_LINEAR;
         in->layout_source = "from c_fc.weight's shape and n_embd of ln_2.weight/wte.weight";
@@ -272,8 +347,9 @@ static g2f_status decide_shapes(g2f_model *m, const g2f_table *t, g2f_error *err
         in->layout = b == 4 * a ? G2F_LAYOUT_CONV1D : G2F_LAYOUT_LINEAR;
         in->layout_source = "from c_fc.weight's shape, taking n_inner = 4 n_embd";
     } else {
-        in->layout = G2F_LAYOUT_CONV1D;
-        in->layout_source = "shapes alone cannot tell: HF safetensors convention (Conv1D)";
+        in->layout = conv;
+        snprintf(m->layout_why, sizeof m->layout_why, "shapes alone cannot tell: %s", why);
+        in->layout_source = m->layout_why;
     }
     in->n_embd = (size_t)(in->layout == G2F_LAYOUT_CONV1D ? a : b);
     in->n_inner = (size_t)(in->layout == G2F_LAYOUT_CONV1D ? b : a);
@@ -302,26 +378,16 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
     if (!m) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     g2f_status s = G2F_OK;
     char *dir = NULL;
-    if (is_dir(path)) {
-        m->path = join_path(path, "model.safetensors");
-        dir = dup_str(path);
-        if (m->path && !file_exists(m->path)) {
-            s = g2f_error_set(err, G2F_ERR_IO, "%s: folder holds no model.safetensors", path);
-            goto fail;
-        }
-    } else {
-        m->path = dup_str(path);
-        dir = dir_of(path);
-    }
+    if ((s = g2f_source_open(path, &m->src, err)) != G2F_OK) goto fail;
+    m->path = dup_str(g2f_source_path(m->src));
+    dir = is_dir(path) ? dup_str(path) : dir_of(path);
     if (!m->path || !dir) {
         s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto fail;
     }
     m->info.path = m->path;
-    m->info.format = "safetensors";
-    if ((s = g2f_probe_expect_safetensors(m->path, err)) != G2F_OK) goto fail;
-    if ((s = g2f_safetensors_open(m->path, &m->st, err)) != G2F_OK) goto fail;
-    const g2f_table *t = g2f_safetensors_table(m->st);
+    m->info.format = g2f_source_description(m->src);
+    const g2f_table *t = g2f_source_table(m->src);
     if ((s = find_layers(m, t, err)) != G2F_OK || (s = decide_shapes(m, t, err)) != G2F_OK) goto fail;
     m->info.prefix = m->prefix;
     char *cfg = config_path ? dup_str(config_path) : join_path(dir, "config.json");
@@ -401,7 +467,7 @@ void g2f_layer_free(g2f_layer *l) {
 
 void g2f_model_close(g2f_model *m) {
     if (!m) return;
-    g2f_safetensors_close(m->st);
+    g2f_source_close(m->src);
     free(m->layers);
     free(m->path);
     free(m->config_path);

@@ -35,7 +35,8 @@ typedef struct g2f_model g2f_model;
 
 typedef struct g2f_model_info {
     const char *path;          /* the weights file */
-    const char *format;        /* "safetensors" */
+    const char *format;        /* "safetensors", "safetensors, 3 shards", ... */
+    const char *naming;        /* the naming scheme found, e.g. "HF GPT-2 (h.N.mlp.c_fc)" */
     const char *config_path;   /* NULL when there is no config.json */
     const char *prefix;        /* key prefix found: "" or "transformer." */
     size_t n_layer, n_embd, n_inner;

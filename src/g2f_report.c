@@ -58,6 +58,8 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
             mi->has_fc_bias && mi->has_proj_bias ? "with biases"
             : (mi->has_fc_bias || mi->has_proj_bias) ? "one bias missing"
                                                      : "no biases");
+    fprintf(fp, "naming      %s%s%s%s\n", mi->naming, *mi->prefix ? " under '" : "", mi->prefix,
+            *mi->prefix ? "'" : "");
     fprintf(fp, "layout      %s\n", mi->layout_source);
     if (mi->config_path)
         fprintf(fp, "config      %s%s%s%s\n", mi->config_path, mi->config_activation ? " (activation_function \"" : "",
@@ -154,6 +156,8 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     if (model) {
         cJSON_AddStringToObject(model, "path", mi->path);
         cJSON_AddStringToObject(model, "format", mi->format);
+        cJSON_AddStringToObject(model, "naming", mi->naming);
+        cJSON_AddStringToObject(model, "prefix", mi->prefix);
         cJSON_AddStringToObject(model, "dtype", g2f_dtype_name(mi->dtype));
         cJSON_AddStringToObject(model, "layout", mi->layout == G2F_LAYOUT_LINEAR ? "linear" : "conv1d");
         cJSON_AddStringToObject(model, "layout_source", mi->layout_source);

@@ -207,7 +207,104 @@ static void model_should_name_missing_or_inconsistent_tensors(void) {
     path_in(path, sizeof path, "emptydir");
     mkdir(path, 0700);
     CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_ERR_IO);
-    CHECK_CONTAINS(err.msg, "no model.safetensors");
+    CHECK_CONTAINS(err.msg, "holds none of model.safetensors");
+}
+
+/* Writes one layer named with a given scheme, Linear or Conv1D. */
+static int write_named(const char *file, const char *fmt_w1, const char *fmt_b1, const char *fmt_w2, const char *fmt_b2,
+                       int linear) {
+    static float w[8 * 32], b1[32], b2[8];
+    for (int i = 0; i < 8 * 32; i++) w[i] = (float)i;
+    st_entry e[4] = {{fmt_w1, "F32", 2, {linear ? 32u : 8u, linear ? 8u : 32u}, w, sizeof w},
+                     {fmt_b1, "F32", 1, {32}, b1, sizeof b1},
+                     {fmt_w2, "F32", 2, {linear ? 8u : 32u, linear ? 32u : 8u}, w, sizeof w},
+                     {fmt_b2, "F32", 1, {8}, b2, sizeof b2}};
+    char path[400];
+    path_in(path, sizeof path, file);
+    return st_write(path, NULL, e, 4, 1);
+}
+
+static void model_should_recognise_every_naming_scheme(void) {
+    struct {
+        const char *names[4];
+        int linear;
+        const char *naming, *prefix;
+    } cases[] = {
+        {{"model._orig_mod.transformer.h.0.mlp.c_fc.weight", "model._orig_mod.transformer.h.0.mlp.c_fc.bias",
+          "model._orig_mod.transformer.h.0.mlp.c_proj.weight", "model._orig_mod.transformer.h.0.mlp.c_proj.bias"},
+         1, "HF GPT-2", "model._orig_mod.transformer."},
+        {{"model_state.blocks.0.mlp.c_fc.weight", "model_state.blocks.0.mlp.c_fc.bias",
+          "model_state.blocks.0.mlp.c_proj.weight", "model_state.blocks.0.mlp.c_proj.bias"},
+         1, "minGPT", "model_state."},
+        {{"blocks.0.mlp.W_in", "blocks.0.mlp.b_in", "blocks.0.mlp.W_out", "blocks.0.mlp.b_out"}, 0, "TransformerLens", ""},
+        {{"blk.0.ffn_up.weight", "blk.0.ffn_up.bias", "blk.0.ffn_down.weight", "blk.0.ffn_down.bias"}, 1, "GGUF", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(write_named("named.safetensors", cases[i].names[0], cases[i].names[1], cases[i].names[2],
+                          cases[i].names[3], cases[i].linear) == 0);
+        g2f_model *m = NULL;
+        g2f_error err = {0};
+        CHECK(open_model("named.safetensors", &m, &err) == G2F_OK);
+        if (!m) { fprintf(stderr, "case %zu: %s\n", i, err.msg); continue; }
+        const g2f_model_info *in = g2f_model_get_info(m);
+        CHECK_CONTAINS(in->naming, cases[i].naming);
+        CHECK(strcmp(in->prefix, cases[i].prefix) == 0);
+        CHECK(in->layout == (cases[i].linear ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D));
+        CHECK(in->n_embd == 8 && in->n_inner == 32 && in->n_layer == 1);
+        g2f_model_close(m);
+    }
+    /* two different sets of FFN tensors in one file is an error, not a guess */
+    CHECK(write_named("two.safetensors", "h.0.mlp.c_fc.weight", "h.0.mlp.c_fc.bias", "blocks.0.mlp.c_proj.weight",
+                      "blocks.0.mlp.c_proj.bias", 0) == 0);
+    g2f_model *m = NULL;
+    g2f_error err = {0};
+    CHECK(open_model("two.safetensors", &m, &err) == G2F_ERR_FORMAT);
+    CHECK_CONTAINS(err.msg, "two sets of FFN tensors");
+}
+
+static void model_should_read_sharded_safetensors(void) {
+    char sub[400];
+    path_in(sub, sizeof sub, "sharded");
+    mkdir(sub, 0700);
+    static float w[8 * 32], b1[32], b2[8];
+    for (int i = 0; i < 8 * 32; i++) w[i] = (float)i * 0.5f;
+    st_entry s1[2] = {{"h.0.mlp.c_fc.weight", "F32", 2, {8, 32}, w, sizeof w}, {"h.0.mlp.c_fc.bias", "F32", 1, {32}, b1, sizeof b1}};
+    st_entry s2[2] = {{"h.0.mlp.c_proj.weight", "F32", 2, {32, 8}, w, sizeof w}, {"h.0.mlp.c_proj.bias", "F32", 1, {8}, b2, sizeof b2}};
+    char p[400];
+    path_in(p, sizeof p, "sharded/model-00001-of-00002.safetensors");
+    CHECK(st_write(p, NULL, s1, 2, 1) == 0);
+    path_in(p, sizeof p, "sharded/model-00002-of-00002.safetensors");
+    CHECK(st_write(p, NULL, s2, 2, 1) == 0);
+    const char *good = "{\"metadata\": {\"total_size\": 2208}, \"weight_map\": {"
+                       "\"h.0.mlp.c_fc.weight\": \"model-00001-of-00002.safetensors\","
+                       "\"h.0.mlp.c_fc.bias\": \"model-00001-of-00002.safetensors\","
+                       "\"h.0.mlp.c_proj.weight\": \"model-00002-of-00002.safetensors\","
+                       "\"h.0.mlp.c_proj.bias\": \"model-00002-of-00002.safetensors\"}}";
+    write_text("sharded/model.safetensors.index.json", good);
+    g2f_model *m = NULL;
+    g2f_error err = {0};
+    CHECK(open_model("sharded", &m, &err) == G2F_OK);
+    if (m) {
+        CHECK_CONTAINS(g2f_model_get_info(m)->format, "2 shards");
+        g2f_layer l;
+        CHECK(g2f_model_layer_load(m, 0, &l, &err) == G2F_OK);
+        CHECK(l.w.w_proj[3] == 1.5f);
+        g2f_layer_free(&l);
+        g2f_model_close(m);
+    }
+    struct { const char *json, *msg; } bad[] = {
+        {"{\"weight_map\": {\"h.0.mlp.c_fc.weight\": \"model-00002-of-00002.safetensors\"}}", "that shard does not hold it"},
+        {"{\"metadata\": {\"total_size\": 5}, \"weight_map\": {\"h.0.mlp.c_fc.weight\": \"model-00001-of-00002.safetensors\"}}", "total_size is 5"},
+        {"{\"weight_map\": {\"h.0.mlp.c_fc.weight\": \"../model-00001-of-00002.safetensors\"}}", "not a plain file name"},
+        {"{\"weight_map\": {\"h.0.mlp.c_fc.weight\": \"missing.safetensors\"}}", "missing.safetensors: cannot open"},
+        {"{\"weight_map\": [1]}", "not a shard index"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        write_text("sharded/model.safetensors.index.json", bad[i].json);
+        m = NULL;
+        CHECK(open_model("sharded/model.safetensors.index.json", &m, &err) != G2F_OK && !m);
+        CHECK_CONTAINS(err.msg, bad[i].msg);
+    }
 }
 
 int main(void) {
@@ -218,6 +315,8 @@ int main(void) {
     RUN(model_should_accept_missing_biases_everywhere_but_not_in_some_layers);
     RUN(model_should_cross_check_config);
     RUN(model_should_name_missing_or_inconsistent_tensors);
+    RUN(model_should_recognise_every_naming_scheme);
+    RUN(model_should_read_sharded_safetensors);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

@@ -1,0 +1,260 @@
+/* g2f_source: format dispatch and shard indexes; see g2f_source.h. */
+#include "g2f_source.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "g2f_safetensors.h"
+
+#define INDEX_MAX_BYTES (64u << 20)
+#define MAX_SHARDS 4096
+
+/* One opened data file, whatever its reader. */
+typedef struct part {
+    g2f_format format;
+    g2f_safetensors *st;
+} part;
+
+struct g2f_source {
+    char *path;
+    char description[96];
+    g2f_format format;
+    part *parts;
+    size_t n_parts;
+    g2f_table merged;          /* sharded: own copy of the entries */
+    const g2f_table *table;    /* the table handed out */
+};
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static int exists(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static char *join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    size_t n = a;
+    if (a && dir[a - 1] != '/') p[n++] = '/';
+    memcpy(p + n, name, b + 1);
+    return p;
+}
+
+static char *dir_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return dup_str(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+static g2f_status part_open(const char *path, part *p, g2f_error *err) {
+    g2f_mapping map;
+    g2f_status s = g2f_mapping_open(path, &map, err);
+    if (s != G2F_OK) return s;
+    p->format = g2f_format_probe(map.data, map.size);
+    g2f_mapping_close(&map);
+    switch (p->format) {
+    case G2F_FORMAT_SAFETENSORS:
+    case G2F_FORMAT_UNKNOWN: /* let the safetensors reader say what is wrong */
+        p->format = G2F_FORMAT_SAFETENSORS;
+        return g2f_safetensors_open(path, &p->st, err);
+    default:
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: is %s, which this version does not read", path,
+                             g2f_format_describe(p->format));
+    }
+}
+
+static const g2f_table *part_table(const part *p) { return g2f_safetensors_table(p->st); }
+
+static void part_close(part *p) { g2f_safetensors_close(p->st); }
+
+static int looks_like_index(const char *path) {
+    size_t n = strlen(path);
+    return n > 11 && strcmp(path + n - 11, ".index.json") == 0;
+}
+
+static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
+    char *text = NULL, *dir = NULL;
+    size_t len = 0;
+    cJSON *root = NULL;
+    char **shards = NULL;
+    size_t n_shards = 0, n_entries = 0;
+    g2f_status st = g2f_read_small_file(path, INDEX_MAX_BYTES, &text, &len, err);
+    if (st != G2F_OK) return st;
+    root = cJSON_ParseWithLength(text, len);
+    const cJSON *map = root ? cJSON_GetObjectItemCaseSensitive(root, "weight_map") : NULL;
+    if (!cJSON_IsObject(root) || !cJSON_IsObject(map)) {
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: not a shard index (a JSON object with a \"weight_map\" object)",
+                           path);
+        goto done;
+    }
+    dir = dir_of(path);
+    shards = calloc(MAX_SHARDS, sizeof *shards);
+    if (!dir || !shards) {
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (const cJSON *e = map->child; e; e = e->next) {
+        if (!cJSON_IsString(e)) {
+            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: weight_map[\"%.80s\"] is not a file name", path, e->string);
+            goto done;
+        }
+        const char *f = e->valuestring;
+        if (!*f || strchr(f, '/') || !strcmp(f, "..") || !strcmp(f, ".")) {
+            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: weight_map[\"%.80s\"] = \"%.80s\" is not a plain file name "
+                               "in the index's folder", path, e->string, f);
+            goto done;
+        }
+        size_t k = 0;
+        while (k < n_shards && strcmp(shards[k], f)) k++;
+        if (k == n_shards) {
+            if (n_shards == MAX_SHARDS) {
+                st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: more than %d shard files", path, MAX_SHARDS);
+                goto done;
+            }
+            shards[n_shards++] = e->valuestring;
+        }
+        n_entries++;
+    }
+    s->parts = calloc(n_shards ? n_shards : 1, sizeof *s->parts);
+    s->merged.tensors = calloc(n_entries ? n_entries : 1, sizeof *s->merged.tensors);
+    if (!s->parts || !s->merged.tensors) {
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t k = 0; k < n_shards; k++) {
+        char *sp = join(dir, shards[k]);
+        if (!sp) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        st = part_open(sp, &s->parts[k], err);
+        free(sp);
+        if (st != G2F_OK) goto done;
+        s->n_parts++;
+    }
+    uint64_t bytes = 0;
+    for (const cJSON *e = map->child; e; e = e->next) {
+        size_t k = 0;
+        while (strcmp(shards[k], e->valuestring)) k++;
+        const g2f_tensor *t = g2f_table_find(part_table(&s->parts[k]), e->string);
+        if (!t) {
+            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%.120s' is mapped to %s but that shard does not hold it",
+                               path, e->string, shards[k]);
+            goto done;
+        }
+        if (g2f_table_find(&s->merged, e->string)) {
+            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%.120s' appears twice in weight_map", path, e->string);
+            goto done;
+        }
+        g2f_tensor *m = &s->merged.tensors[s->merged.count];
+        *m = *t;
+        m->name = dup_str(t->name);
+        if (!m->name) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        s->merged.count++;
+        bytes += t->nbytes; /* each below the file size: no overflow */
+    }
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
+    const cJSON *total = meta ? cJSON_GetObjectItemCaseSensitive(meta, "total_size") : NULL;
+    if (cJSON_IsNumber(total) && total->valuedouble != (double)bytes) {
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: metadata.total_size is %.0f but the mapped tensors hold %llu bytes",
+                           path, total->valuedouble, (unsigned long long)bytes);
+        goto done;
+    }
+    s->format = s->n_parts ? s->parts[0].format : G2F_FORMAT_SAFETENSORS;
+    snprintf(s->description, sizeof s->description, "%s, %zu shard%s", g2f_format_describe(s->format), s->n_parts,
+             s->n_parts == 1 ? "" : "s");
+    s->table = &s->merged;
+done:
+    free(shards);
+    free(dir);
+    cJSON_Delete(root);
+    free(text);
+    return st;
+}
+
+g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err) {
+    static const char *const candidates[] = {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                                             "pytorch_model.bin.index.json"};
+    *out = NULL;
+    g2f_source *s = calloc(1, sizeof *s);
+    if (!s) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    g2f_status st;
+    if (is_dir(path)) {
+        for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !s->path; i++) {
+            char *p = join(path, candidates[i]);
+            if (p && exists(p)) s->path = p;
+            else free(p);
+        }
+        if (!s->path) {
+            st = g2f_error_set(err, G2F_ERR_IO,
+                               "%s: folder holds none of model.safetensors, model.safetensors.index.json, "
+                               "pytorch_model.bin, pytorch_model.bin.index.json",
+                               path);
+            goto fail;
+        }
+    } else {
+        s->path = dup_str(path);
+        if (!s->path) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+    }
+    if (looks_like_index(s->path)) {
+        if ((st = open_index(s, s->path, err)) != G2F_OK) goto fail;
+    } else {
+        s->parts = calloc(1, sizeof *s->parts);
+        if (!s->parts) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        if ((st = part_open(s->path, &s->parts[0], err)) != G2F_OK) goto fail;
+        s->n_parts = 1;
+        s->format = s->parts[0].format;
+        s->table = part_table(&s->parts[0]);
+        snprintf(s->description, sizeof s->description, "%s", g2f_format_describe(s->format));
+    }
+    *out = s;
+    return G2F_OK;
+fail:
+    g2f_source_close(s);
+    return st;
+}
+
+const g2f_table *g2f_source_table(const g2f_source *s) { return s->table; }
+g2f_format g2f_source_format(const g2f_source *s) { return s->format; }
+const char *g2f_source_description(const g2f_source *s) { return s->description; }
+const char *g2f_source_path(const g2f_source *s) { return s->path; }
+
+void g2f_source_close(g2f_source *s) {
+    if (!s) return;
+    for (size_t i = 0; i < s->n_parts; i++) part_close(&s->parts[i]);
+    free(s->parts);
+    g2f_table_free(&s->merged);
+    free(s->path);
+    free(s);
+}

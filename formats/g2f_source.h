@@ -1,0 +1,42 @@
+/* g2f_source: opens whatever checkpoint or fixture file (or folder) the user
+ * names, picks the reader from the bytes (g2f_probe), and exposes one tensor
+ * table. Sharded checkpoints (an HF *.index.json with a weight_map) become
+ * one table over all their shards.
+ *
+ * Folder: the first of model.safetensors, model.safetensors.index.json,
+ * pytorch_model.bin, pytorch_model.bin.index.json that exists.
+ *
+ * Shard index validation: a JSON object (at most 64 MiB) with "weight_map"
+ * an object of tensor name -> shard file name (a plain file name in the
+ * index's folder: no '/', no "..", at most 4096 shards); every shard is
+ * opened and validated by its own reader; every mapped tensor must be in
+ * its shard; a tensor name may not appear in two shards; when
+ * "metadata.total_size" is present it must equal the bytes of the mapped
+ * tensors.
+ *
+ * Ownership: the table and every data pointer in it are borrowed from the
+ * source, valid until g2f_source_close.
+ */
+#ifndef G2F_SOURCE_H
+#define G2F_SOURCE_H
+
+#include <stddef.h>
+
+#include "g2f_error.h"
+#include "g2f_probe.h"
+#include "g2f_tensor.h"
+
+typedef struct g2f_source g2f_source;
+
+g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err);
+const g2f_table *g2f_source_table(const g2f_source *s);
+/* The format of the (first) data file. */
+g2f_format g2f_source_format(const g2f_source *s);
+/* "safetensors", "safetensors, 3 shards", ... (borrowed). */
+const char *g2f_source_description(const g2f_source *s);
+/* The file opened (the index for sharded checkpoints). */
+const char *g2f_source_path(const g2f_source *s);
+/* NULL is a no-op. */
+void g2f_source_close(g2f_source *s);
+
+#endif

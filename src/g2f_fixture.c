@@ -21,24 +21,50 @@ struct g2f_fixture {
     const g2f_tensor *(*slots)[G2F_FX_COUNT];
 };
 
-static int match_name(const char *name, size_t *layer) {
-    const char *p = name;
-    if (strncmp(p, "transformer.", 12) == 0) p += 12;
-    if (strncmp(p, "h.", 2) != 0) return -1;
-    p += 2;
+/* Parses "<block>.<N>.<rest>" and returns the layer's number, or -1 / -2
+ * (absurd index); *rest points past the dot after N. */
+static long layer_of(const char *p, const char *block, const char **rest) {
+    size_t bl = strlen(block);
+    if (strncmp(p, block, bl) || p[bl] != '.') return -1;
+    p += bl + 1;
     if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
-    size_t v = 0;
+    long v = 0;
     while (*p >= '0' && *p <= '9') {
-        v = v * 10 + (size_t)(*p - '0');
+        v = v * 10 + (*p - '0');
         if (v >= MAX_LAYERS) return -2;
         p++;
     }
-    if (strncmp(p, ".mlp.", 5) != 0) return -1;
-    p += 5;
-    for (int k = 0; k < G2F_FX_COUNT; k++) {
-        if (strcmp(p, kind_names[k]) == 0) {
-            *layer = v;
-            return k;
+    if (*p != '.') return -1;
+    *rest = p + 1;
+    return v;
+}
+
+/* Canonical names h.N.mlp.{in,out,pre,act} (optionally under "transformer.")
+ * and TransformerLens activation-cache names. Returns the kind or -1/-2. */
+static int match_name(const char *name, size_t *layer) {
+    static const struct { const char *rest; g2f_fx_kind kind; } tlens[] = {
+        {"ln2.hook_normalized", G2F_FX_IN}, {"hook_mlp_out", G2F_FX_OUT},
+        {"mlp.hook_pre", G2F_FX_PRE},       {"mlp.hook_post", G2F_FX_ACT},
+    };
+    const char *p = name, *rest;
+    if (strncmp(p, "transformer.", 12) == 0) p += 12;
+    long v = layer_of(p, "h", &rest);
+    if (v == -2) return -2;
+    if (v >= 0 && strncmp(rest, "mlp.", 4) == 0) {
+        for (int k = 0; k < G2F_FX_COUNT; k++) {
+            if (strcmp(rest + 4, kind_names[k]) == 0) {
+                *layer = (size_t)v;
+                return k;
+            }
+        }
+        return -1;
+    }
+    v = layer_of(name, "blocks", &rest);
+    if (v == -2) return -2;
+    for (size_t i = 0; v >= 0 && i < sizeof tlens / sizeof tlens[0]; i++) {
+        if (strcmp(rest, tlens[i].rest) == 0) {
+            *layer = (size_t)v;
+            return (int)tlens[i].kind;
         }
     }
     return -1;
@@ -70,7 +96,9 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         if (k >= 0 && layer + 1 > f->n_slots) f->n_slots = layer + 1;
     }
     if (f->n_slots == 0) {
-        s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: no fixture tensors (h.N.mlp.in / h.N.mlp.out) among its %zu tensors",
+        s = g2f_error_set(err, G2F_ERR_FORMAT,
+                          "%s: no fixture tensors (h.N.mlp.in / h.N.mlp.out, or TransformerLens "
+                          "blocks.N.ln2.hook_normalized / blocks.N.hook_mlp_out) among its %zu tensors",
                           path, t->count);
         goto fail;
     }

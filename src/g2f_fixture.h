@@ -6,6 +6,9 @@
  *   h.L.mlp.out  (..., n_embd)   FFN output before the residual    required
  *   h.L.mlp.pre  (..., n_inner)  c_fc output before GELU           optional
  *   h.L.mlp.act  (..., n_inner)  after GELU                        optional
+ * TransformerLens activation-cache names work too: blocks.L.ln2.hook_normalized
+ * (in), blocks.L.hook_mlp_out (out), blocks.L.mlp.hook_pre (pre),
+ * blocks.L.mlp.hook_post (act).
  * Tokens are the flattened leading dimensions and must agree between the
  * tensors of a layer. Any float dtype; the dtype is kept for tolerances.
  * __metadata__ "gelu" ("tanh" / "erf") is the producer's claim, returned as

@@ -1,0 +1,126 @@
+/* Fixture mapping: canonical and TransformerLens names, and every shape or
+ * naming fault named in one message. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "g2f_fixture.h"
+#include "g2f_safetensors.h"
+#include "g2f_verify.h"
+#include "test_util.h"
+
+static const char *fixtures;
+static char dir[256];
+
+/* Copies tiny_tanh.safetensors' tensors to a new file, renaming them. */
+static int copy_renamed(const char *out, const char *(*rename)(const char *name, char *buf, size_t n)) {
+    char src[400];
+    snprintf(src, sizeof src, "%s/tiny_tanh.safetensors", fixtures);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) return -1;
+    const g2f_table *t = g2f_safetensors_table(st);
+    st_entry e[32];
+    char names[32][96];
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 32; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        const char *nm = rename(x->name, names[n], sizeof names[n]);
+        if (!nm) continue;
+        e[n] = (st_entry){nm, "F32", x->ndim, {0}, x->data, x->nbytes};
+        for (size_t d = 0; d < x->ndim; d++) e[n].shape[d] = x->shape[d];
+        n++;
+    }
+    int rc = st_write(out, NULL, e, n, 1);
+    g2f_safetensors_close(st);
+    return rc;
+}
+
+static const char *to_tlens(const char *name, char *buf, size_t n) {
+    int L;
+    char kind[8];
+    if (sscanf(name, "h.%d.mlp.%7s", &L, kind) != 2) return NULL;
+    const char *tl = !strcmp(kind, "in") ? "ln2.hook_normalized" : !strcmp(kind, "out") ? "hook_mlp_out"
+                   : !strcmp(kind, "pre") ? "mlp.hook_pre" : "mlp.hook_post";
+    snprintf(buf, n, "blocks.%d.%s", L, tl);
+    return buf;
+}
+
+static g2f_status verify_file(const char *fx_path, g2f_verify_result *res, g2f_error *err) {
+    char model_path[400];
+    snprintf(model_path, sizeof model_path, "%s/tiny", fixtures);
+    g2f_model *m = NULL;
+    g2f_fixture *f = NULL;
+    memset(res, 0, sizeof *res);
+    g2f_status s = g2f_model_open(model_path, NULL, &m, err);
+    if (s == G2F_OK) s = g2f_fixture_open(fx_path, &f, err);
+    if (s == G2F_OK) {
+        g2f_verify_params p = {G2F_GELU_TANH, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 1};
+        s = g2f_verify_run(m, f, &p, res, err);
+    }
+    g2f_fixture_close(f);
+    g2f_model_close(m);
+    return s;
+}
+
+static void fixture_should_accept_transformerlens_cache_names(void) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/tlens.safetensors", dir);
+    CHECK(copy_renamed(path, to_tlens) == 0);
+    g2f_verify_result res;
+    g2f_error err = {0};
+    CHECK(verify_file(path, &res, &err) == G2F_OK);
+    CHECK(res.pass && res.compared == 4);
+    CHECK(res.layers[0].has_pre && res.layers[0].has_act);
+    g2f_verify_result_free(&res);
+}
+
+static void fixture_should_name_each_fault(void) {
+    static float in[2 * 64], out[2 * 64], wide[2 * 65], pre[3 * 256];
+    static int32_t ints[2 * 64];
+    struct {
+        st_entry e[3];
+        size_t n;
+        const char *msg;
+    } cases[] = {
+        {{{"h.0.mlp.in", "F32", 2, {2, 64}, in, sizeof in}}, 1, "layer 0 has no 'h.0.mlp.out' tensor"},
+        {{{"h.0.mlp.in", "F32", 2, {2, 64}, in, sizeof in}, {"h.0.mlp.out", "F32", 2, {2, 65}, wide, sizeof wide}},
+         2, "expected last dimension 64 (n_embd)"},
+        {{{"h.0.mlp.in", "F32", 2, {2, 64}, in, sizeof in}, {"h.0.mlp.out", "F32", 2, {2, 64}, out, sizeof out},
+          {"h.0.mlp.pre", "F32", 2, {3, 256}, pre, sizeof pre}},
+         3, "has 3 tokens but 'in' has 2"},
+        {{{"h.7.mlp.in", "F32", 2, {2, 64}, in, sizeof in}, {"h.7.mlp.out", "F32", 2, {2, 64}, out, sizeof out}},
+         2, "layer 7 but the checkpoint has 4 layers"},
+        {{{"h.0.mlp.in", "I32", 2, {2, 64}, ints, sizeof ints}, {"h.0.mlp.out", "F32", 2, {2, 64}, out, sizeof out}},
+         2, "dtype I32"},
+        {{{"h.0.mlp.in", "F32", 2, {2, 64}, in, sizeof in}, {"transformer.h.0.mlp.in", "F32", 2, {2, 64}, in, sizeof in},
+          {"h.0.mlp.out", "F32", 2, {2, 64}, out, sizeof out}},
+         3, "name the same layer 0 in"},
+        {{{"h.0.mlp.in", "F32", 2, {0, 64}, in, 0}, {"h.0.mlp.out", "F32", 2, {0, 64}, out, 0}}, 2, "holds no tokens"},
+        {{{"wte.weight", "F32", 2, {2, 64}, in, sizeof in}}, 1, "no fixture tensors"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/bad%zu.safetensors", dir, i);
+        CHECK(st_write(path, NULL, cases[i].e, cases[i].n, 1) == 0);
+        g2f_verify_result res;
+        g2f_error err = {0};
+        g2f_status s = verify_file(path, &res, &err);
+        if (s != G2F_ERR_FORMAT || !strstr(err.msg, cases[i].msg) || !strstr(err.msg, path)) {
+            fprintf(stderr, "case %zu: status %d, \"%s\", wanted \"%s\"\n", i, s, err.msg, cases[i].msg);
+            check_failures++;
+        }
+        g2f_verify_result_free(&res);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || make_tmpdir(dir, sizeof dir, "fixture") != 0) return 1;
+    fixtures = argv[1];
+    RUN(fixture_should_accept_transformerlens_cache_names);
+    RUN(fixture_should_name_each_fault);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    CHECK_EXIT();
+}

@@ -1,13 +1,15 @@
 /* gpt2ffn command-line tool: argument parsing and subcommands. The only code
  * that prints to the terminal or chooses an exit code:
- *   0 every compared layer passes, 1 a mismatch, 2 usage error or bad input. */
+ *   0 pass / equivalent, 1 mismatch / different, 2 usage error or bad input. */
 #include <errno.h>
-#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_diff.h"
 #include "g2f_fixture.h"
+#include "g2f_inspect.h"
 #include "g2f_model.h"
 #include "g2f_report.h"
 #include "g2f_verify.h"
@@ -15,41 +17,108 @@
 #define EXIT_MISMATCH 1
 #define EXIT_BAD 2
 
-static const char usage_main[] =
-    "usage: gpt2ffn <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  verify CHECKPOINT FIXTURES   check every layer's FFN against reference activations\n"
-    "\n"
-    "Run 'gpt2ffn verify --help' for the options. Exit codes: 0 pass, 1 mismatch,\n"
-    "2 usage error or unreadable/malformed input.\n";
+typedef struct opt_spec {
+    const char *name; /* "--gelu" */
+    const char *value; /* metavariable, NULL for a flag */
+} opt_spec;
 
-static const char usage_verify[] =
-    "usage: gpt2ffn verify CHECKPOINT FIXTURES [options]\n"
-    "\n"
-    "CHECKPOINT  a GPT-2 safetensors file, or the folder holding model.safetensors\n"
-    "            (config.json beside it is read when present)\n"
-    "FIXTURES    safetensors with h.N.mlp.in / h.N.mlp.out (and optionally .pre / .act)\n"
-    "\n"
-    "options:\n"
-    "  --gelu tanh|erf   GELU form to compute (default: config.json's activation_function,\n"
-    "                    else tanh, GPT-2's)\n"
-    "  --layers LIST     layers to check, e.g. 0,2-5 (default: all)\n"
-    "  --rtol R          use |err| <= atol + rtol*|expected| instead of the derived tolerance\n"
-    "  --atol A          (either one switches; the other then defaults to 0)\n"
-    "  --config FILE     config.json to cross-check (default: config.json beside CHECKPOINT)\n"
-    "  --threads N       OpenMP threads (default: all cores); results do not depend on it\n"
-    "  --json FILE|-     also write the JSON report (to stdout with '-', then no text report)\n"
-    "  -h, --help        this help\n"
-    "\n"
-    "example:\n"
-    "  gpt2ffn verify fixtures/tiny fixtures/tiny_erf.safetensors --json report.json\n";
+typedef struct command {
+    const char *name;
+    const char *usage;  /* full help text */
+    int n_pos;          /* positional arguments required */
+    const opt_spec *opts;
+    int n_opts;
+    int (*run)(const char **pos, const char **vals);
+} command;
 
-static int bad(const char *fmt, const char *arg) {
-    fprintf(stderr, "gpt2ffn: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n");
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("gpt2ffn: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
     return EXIT_BAD;
+}
+
+/* Edit distance, for "did you mean" suggestions. */
+static size_t distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la >= 63 || lb >= 63) return 99;
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t best = prev + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+static const char *closest(const char *word, const char *const *names, size_t stride, size_t n) {
+    const char *best = NULL;
+    size_t bd = 4; /* farther than 3 edits is no suggestion */
+    for (size_t i = 0; i < n; i++) {
+        const char *cand = *(const char *const *)((const char *)names + i * stride);
+        size_t d = distance(word, cand);
+        if (d < bd) bd = d, best = cand;
+    }
+    return best;
+}
+
+/* Parses argv against c's options. Returns -1 to go on, else an exit code. */
+static int parse(const command *c, int argc, char **argv, const char **pos, const char **vals) {
+    int npos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(c->usage, stdout);
+            return 0;
+        }
+        if (a[0] == '-' && a[1] != '\0' && strcmp(a, "-") != 0) {
+            int which = -1;
+            const char *val = NULL;
+            for (int k = 0; k < c->n_opts; k++) {
+                size_t n = strlen(c->opts[k].name);
+                if (!strncmp(a, c->opts[k].name, n) && (a[n] == '\0' || a[n] == '=')) {
+                    which = k;
+                    val = a[n] == '=' ? a + n + 1 : NULL;
+                }
+            }
+            if (which < 0) {
+                char word[64];
+                snprintf(word, sizeof word, "%.*s", (int)strcspn(a, "="), a);
+                const char *s = closest(word, &c->opts[0].name, sizeof c->opts[0], (size_t)c->n_opts);
+                if (s) return bad("%s: unknown option '%s'; did you mean '%s'? (see gpt2ffn %s --help)", c->name, word, s, c->name);
+                return bad("%s: unknown option '%s' (see gpt2ffn %s --help)", c->name, word, c->name);
+            }
+            if (!c->opts[which].value) {
+                if (val) return bad("%s: option '%s' takes no value", c->name, c->opts[which].name);
+                vals[which] = "1";
+                continue;
+            }
+            if (!val) {
+                if (i + 1 >= argc) return bad("%s: option '%s' needs a value (%s)", c->name, a, c->opts[which].value);
+                val = argv[++i];
+            }
+            vals[which] = val;
+            continue;
+        }
+        if (npos == c->n_pos) return bad("%s: unexpected argument '%s' (see gpt2ffn %s --help)", c->name, a, c->name);
+        pos[npos++] = a;
+    }
+    if (npos != c->n_pos) {
+        fputs(c->usage, stderr);
+        return EXIT_BAD;
+    }
+    return -1;
 }
 
 static int parse_double(const char *s, double *out) {
@@ -98,103 +167,98 @@ static int parse_layers(const char *spec, size_t n, unsigned char *flags, char *
     return 1;
 }
 
-typedef struct verify_opts {
-    const char *checkpoint, *fixtures, *gelu, *layers, *json, *config;
-    int user_tol;
-    double rtol, atol;
-    int threads;
-} verify_opts;
+/* Writes json (taking ownership) to path, "-" meaning stdout; returns 0, or
+ * 1 after printing the error. */
+static int emit_json(const char *path, char *json) {
+    g2f_error err = {0};
+    int rc = 0;
+    if (!json) {
+        bad("out of memory writing the JSON report");
+        return 1;
+    }
+    if (!strcmp(path, "-")) {
+        puts(json);
+    } else if (g2f_write_file_atomic(path, json, &err) != G2F_OK) {
+        bad("%s", err.msg);
+        rc = 1;
+    }
+    free(json);
+    return rc;
+}
 
-static int cmd_verify(int argc, char **argv) {
-    verify_opts o = {0};
-    const char *pos[2];
-    int npos = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage_verify, stdout);
-            return 0;
-        }
-        if (a[0] == '-' && a[1] == '-') {
-            const char *names[] = {"--gelu", "--layers", "--rtol", "--atol", "--threads", "--json", "--config"};
-            const char *val = NULL;
-            int which = -1;
-            for (int k = 0; k < 7; k++) {
-                size_t n = strlen(names[k]);
-                if (!strncmp(a, names[k], n) && (a[n] == '\0' || a[n] == '=')) {
-                    which = k;
-                    val = a[n] == '=' ? a + n + 1 : NULL;
-                }
-            }
-            if (which < 0) return bad("verify: unknown option '%s' (see gpt2ffn verify --help)", a);
-            if (!val) {
-                if (i + 1 >= argc) return bad("verify: option '%s' needs a value", a);
-                val = argv[++i];
-            }
-            switch (which) {
-            case 0:
-                if (strcmp(val, "tanh") && strcmp(val, "erf")) return bad("verify: --gelu '%s': expected tanh or erf", val);
-                o.gelu = val;
-                break;
-            case 1: o.layers = val; break;
-            case 2:
-                if (!parse_double(val, &o.rtol)) return bad("verify: --rtol '%s': expected a non-negative number", val);
-                o.user_tol = 1;
-                break;
-            case 3:
-                if (!parse_double(val, &o.atol)) return bad("verify: --atol '%s': expected a non-negative number", val);
-                o.user_tol = 1;
-                break;
-            case 4: {
-                size_t t;
-                if (!parse_size(val, 1024, &t) || t == 0) return bad("verify: --threads '%s': expected 1 to 1024", val);
-                o.threads = (int)t;
-                break;
-            }
-            case 5: o.json = val; break;
-            case 6: o.config = val; break;
-            }
-            continue;
-        }
-        if (npos == 2) return bad("verify: unexpected argument '%s' (see gpt2ffn verify --help)", a);
-        pos[npos++] = a;
-    }
-    if (npos != 2) {
-        fputs(usage_verify, stderr);
-        return EXIT_BAD;
-    }
-    o.checkpoint = pos[0];
-    o.fixtures = pos[1];
+/* ---- verify ---------------------------------------------------------- */
+
+static const opt_spec verify_opts[] = {{"--gelu", "tanh|erf"}, {"--layers", "LIST"}, {"--rtol", "R"},
+                                       {"--atol", "A"},        {"--threads", "N"},   {"--json", "FILE|-"},
+                                       {"--config", "FILE"}};
+enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_COUNT };
+_Static_assert(sizeof verify_opts / sizeof verify_opts[0] == V_COUNT, "one spec per option");
+
+static const char usage_verify[] =
+    "usage: gpt2ffn verify CHECKPOINT FIXTURES [options]\n"
+    "\n"
+    "Runs every layer's FFN on the fixture's inputs and compares with its outputs;\n"
+    "a failing layer is diagnosed (wrong GELU form, missing bias, residual, rounded\n"
+    "weights, misread layout, swapped layers, ...).\n"
+    "\n"
+    "CHECKPOINT  a GPT-2 checkpoint file (safetensors, ...) or the folder holding it;\n"
+    "            config.json beside it is read when present\n"
+    "FIXTURES    safetensors with h.N.mlp.in / h.N.mlp.out (optionally .pre / .act)\n"
+    "\n"
+    "options:\n"
+    "  --gelu tanh|erf   GELU form to compute (default: config.json's activation_function,\n"
+    "                    else tanh, GPT-2's)\n"
+    "  --layers LIST     layers to check, e.g. 0,2-5 (default: all)\n"
+    "  --rtol R          use |err| <= atol + rtol*|expected| instead of the derived tolerance\n"
+    "  --atol A          (either one switches; the other then defaults to 0)\n"
+    "  --config FILE     config.json to cross-check (default: config.json beside CHECKPOINT)\n"
+    "  --threads N       OpenMP threads (default: all cores); results do not depend on it\n"
+    "  --json FILE|-     also write the JSON report (to stdout with '-', then no text report)\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "exit codes: 0 every compared layer matches, 1 a mismatch, 2 usage error or bad input\n"
+    "\n"
+    "examples:\n"
+    "  gpt2ffn verify fixtures/tiny fixtures/tiny_erf.safetensors\n"
+    "  gpt2ffn verify model.safetensors ref.safetensors --layers 0-3 --json report.json\n";
+
+static int run_verify(const char **pos, const char **v) {
+    double rtol = 0, atol = 0;
+    size_t threads = 0;
+    if (v[V_GELU] && strcmp(v[V_GELU], "tanh") && strcmp(v[V_GELU], "erf"))
+        return bad("verify: --gelu '%s': expected tanh or erf", v[V_GELU]);
+    if (v[V_RTOL] && !parse_double(v[V_RTOL], &rtol)) return bad("verify: --rtol '%s': expected a non-negative number", v[V_RTOL]);
+    if (v[V_ATOL] && !parse_double(v[V_ATOL], &atol)) return bad("verify: --atol '%s': expected a non-negative number", v[V_ATOL]);
+    if (v[V_THREADS] && (!parse_size(v[V_THREADS], 1024, &threads) || threads == 0))
+        return bad("verify: --threads '%s': expected 1 to 1024", v[V_THREADS]);
 
     g2f_error err = {0};
     g2f_model *model = NULL;
     g2f_fixture *fx = NULL;
     unsigned char *select = NULL;
     g2f_verify_result res = {0};
-    char *json = NULL;
     int rc = EXIT_BAD;
-    if (g2f_model_open(o.checkpoint, o.config, &model, &err) != G2F_OK || g2f_fixture_open(o.fixtures, &fx, &err) != G2F_OK) {
-        fprintf(stderr, "gpt2ffn: %s\n", err.msg);
+    if (g2f_model_open(pos[0], v[V_CONFIG], &model, &err) != G2F_OK || g2f_fixture_open(pos[1], &fx, &err) != G2F_OK) {
+        bad("%s", err.msg);
         goto done;
     }
     const g2f_model_info *mi = g2f_model_get_info(model);
-    if (o.layers) {
+    if (v[V_LAYERS]) {
         char msg[256];
         select = calloc(mi->n_layer ? mi->n_layer : 1, 1);
-        if (!select || !parse_layers(o.layers, mi->n_layer, select, msg, sizeof msg)) {
-            fprintf(stderr, "gpt2ffn: verify: %s\n", select ? msg : "out of memory");
+        if (!select || !parse_layers(v[V_LAYERS], mi->n_layer, select, msg, sizeof msg)) {
+            bad("verify: %s", select ? msg : "out of memory");
             goto done;
         }
     }
     char gelu_source[160];
     g2f_verify_params p = {0};
-    if (o.gelu) {
-        p.gelu = !strcmp(o.gelu, "erf") ? G2F_GELU_ERF : G2F_GELU_TANH;
+    if (v[V_GELU]) {
+        p.gelu = !strcmp(v[V_GELU], "erf") ? G2F_GELU_ERF : G2F_GELU_TANH;
         snprintf(gelu_source, sizeof gelu_source, "from --gelu");
     } else if (mi->config_has_gelu) {
         p.gelu = mi->config_gelu;
-        snprintf(gelu_source, sizeof gelu_source, "from config.json activation_function \"%.40s\"",
-                 mi->config_activation);
+        snprintf(gelu_source, sizeof gelu_source, "from config.json activation_function \"%.40s\"", mi->config_activation);
     } else {
         p.gelu = G2F_GELU_TANH;
         snprintf(gelu_source, sizeof gelu_source, "default: GPT-2's tanh approximation; %s",
@@ -202,42 +266,133 @@ static int cmd_verify(int argc, char **argv) {
     }
     p.gelu_source = gelu_source;
     p.select = select;
-    p.tol = (g2f_tol_params){o.user_tol, o.rtol, o.atol, G2F_TOL_LAMBDA};
-    p.n_threads = o.threads;
+    p.tol = (g2f_tol_params){v[V_RTOL] || v[V_ATOL], rtol, atol, G2F_TOL_LAMBDA};
+    p.n_threads = (int)threads;
     if (g2f_verify_run(model, fx, &p, &res, &err) != G2F_OK) {
-        fprintf(stderr, "gpt2ffn: %s\n", err.msg);
+        bad("%s", err.msg);
         goto done;
     }
     if (res.compared == 0) {
-        fprintf(stderr, "gpt2ffn: verify: no layer was compared: %s has none of the %s layers\n", o.fixtures,
-                o.layers ? "selected" : "checkpoint's");
+        bad("verify: no layer was compared: %s has none of the %s layers", pos[1], v[V_LAYERS] ? "selected" : "checkpoint's");
         goto done;
     }
-    g2f_report_ctx ctx = {o.checkpoint, o.fixtures, mi, gelu_source, g2f_fixture_gelu_claim(fx),
-                          g2f_fixture_dtype(fx), &p.tol, &res};
-    if (o.json) {
-        json = g2f_report_json(&ctx);
-        if (!json) {
-            fprintf(stderr, "gpt2ffn: out of memory writing the JSON report\n");
-            goto done;
-        }
-        if (strcmp(o.json, "-") == 0) {
-            puts(json);
-        } else if (g2f_write_file_atomic(o.json, json, &err) != G2F_OK) {
-            fprintf(stderr, "gpt2ffn: %s\n", err.msg);
-            goto done;
-        }
-    }
-    if (!o.json || strcmp(o.json, "-") != 0) g2f_report_text(stdout, &ctx);
+    g2f_report_ctx ctx = {pos[0], pos[1], mi, gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx), &p.tol, &res};
+    if (v[V_JSON] && emit_json(v[V_JSON], g2f_report_json(&ctx)) != 0) goto done;
+    if (!v[V_JSON] || strcmp(v[V_JSON], "-") != 0) g2f_report_text(stdout, &ctx);
     rc = res.pass ? 0 : EXIT_MISMATCH;
 done:
-    free(json);
     free(select);
     g2f_verify_result_free(&res);
     g2f_fixture_close(fx);
     g2f_model_close(model);
     return rc;
 }
+
+/* ---- inspect --------------------------------------------------------- */
+
+static const opt_spec inspect_opts[] = {{"--json", "FILE|-"}, {"--config", "FILE"}};
+enum { I_JSON, I_CONFIG, I_COUNT };
+_Static_assert(sizeof inspect_opts / sizeof inspect_opts[0] == I_COUNT, "one spec per option");
+
+static const char usage_inspect[] =
+    "usage: gpt2ffn inspect CHECKPOINT [options]\n"
+    "\n"
+    "Shows what gpt2ffn finds in a checkpoint: format, naming, layout (and how it was\n"
+    "decided), n_layer / n_embd / n_inner, config.json, and per layer the four FFN\n"
+    "tensors with shape, dtype, min, max, mean, std and NaN/Inf counts.\n"
+    "\n"
+    "options:\n"
+    "  --config FILE     config.json to cross-check (default: config.json beside CHECKPOINT)\n"
+    "  --json FILE|-     also write the JSON report (to stdout with '-', then no text)\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "example:\n"
+    "  gpt2ffn inspect fixtures/tiny\n";
+
+static int run_inspect(const char **pos, const char **v) {
+    g2f_error err = {0};
+    g2f_model *model = NULL;
+    g2f_inspect_result r = {0};
+    int rc = EXIT_BAD;
+    if (g2f_model_open(pos[0], v[I_CONFIG], &model, &err) != G2F_OK || g2f_inspect_run(model, &r, &err) != G2F_OK) {
+        bad("%s", err.msg);
+        goto done;
+    }
+    const g2f_model_info *mi = g2f_model_get_info(model);
+    if (v[I_JSON] && emit_json(v[I_JSON], g2f_report_inspect_json(pos[0], mi, &r)) != 0) goto done;
+    if (!v[I_JSON] || strcmp(v[I_JSON], "-") != 0) g2f_report_inspect_text(stdout, mi, &r);
+    rc = 0;
+done:
+    g2f_inspect_result_free(&r);
+    g2f_model_close(model);
+    return rc;
+}
+
+/* ---- diff ------------------------------------------------------------ */
+
+static const opt_spec diff_opts[] = {{"--json", "FILE|-"}};
+enum { D_JSON, D_COUNT };
+_Static_assert(sizeof diff_opts / sizeof diff_opts[0] == D_COUNT, "one spec per option");
+
+static const char usage_diff[] =
+    "usage: gpt2ffn diff A B [options]\n"
+    "\n"
+    "Validates ported FFN weights B against the original A, no fixture needed: the\n"
+    "same sizes, then per layer and tensor the largest differences (each file's layout\n"
+    "undone) and what they are: identical, rounded (within the lower dtype's rounding),\n"
+    "f16_rounded, bf16_rounded, transposed, from_layer:K, scaled:C, missing, different.\n"
+    "\n"
+    "options:\n"
+    "  --json FILE|-     also write the JSON report (to stdout with '-', then no text)\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "exit codes: 0 equivalent within the dtypes' rounding, 1 different, 2 bad input\n"
+    "\n"
+    "example:\n"
+    "  gpt2ffn diff original/model.safetensors port/model.gguf\n";
+
+static int run_diff(const char **pos, const char **v) {
+    g2f_error err = {0};
+    g2f_model *a = NULL, *b = NULL;
+    g2f_diff_result r = {0};
+    int rc = EXIT_BAD;
+    if (g2f_model_open(pos[0], NULL, &a, &err) != G2F_OK || g2f_model_open(pos[1], NULL, &b, &err) != G2F_OK ||
+        g2f_diff_run(a, b, &r, &err) != G2F_OK) {
+        bad("%s", err.msg);
+        goto done;
+    }
+    const g2f_model_info *ia = g2f_model_get_info(a), *ib = g2f_model_get_info(b);
+    if (v[D_JSON] && emit_json(v[D_JSON], g2f_report_diff_json(ia, ib, &r)) != 0) goto done;
+    if (!v[D_JSON] || strcmp(v[D_JSON], "-") != 0) g2f_report_diff_text(stdout, ia, ib, &r);
+    rc = r.equivalent ? 0 : EXIT_MISMATCH;
+done:
+    g2f_diff_result_free(&r);
+    g2f_model_close(b);
+    g2f_model_close(a);
+    return rc;
+}
+
+/* ---- main ------------------------------------------------------------ */
+
+static const command commands[] = {
+    {"verify", usage_verify, 2, verify_opts, V_COUNT, run_verify},
+    {"inspect", usage_inspect, 1, inspect_opts, I_COUNT, run_inspect},
+    {"diff", usage_diff, 2, diff_opts, D_COUNT, run_diff},
+};
+
+static const char usage_main[] =
+    "usage: gpt2ffn <command> [options]\n"
+    "\n"
+    "Checks the feed-forward blocks of a GPT-2 checkpoint against reference\n"
+    "activations, and says why a layer does not match.\n"
+    "\n"
+    "commands:\n"
+    "  verify CHECKPOINT FIXTURES   check every layer's FFN against reference activations\n"
+    "  inspect CHECKPOINT           show the FFN tensors gpt2ffn finds, with statistics\n"
+    "  diff A B                     compare ported FFN weights B with the original A\n"
+    "\n"
+    "Run 'gpt2ffn <command> --help' for options and examples.\n"
+    "Exit codes: 0 pass, 1 mismatch, 2 usage error or unreadable/malformed input.\n";
 
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -248,7 +403,14 @@ int main(int argc, char **argv) {
         printf("gpt2ffn %s\n", GPT2FFN_VERSION);
         return 0;
     }
-    if (!strcmp(argv[1], "verify")) return cmd_verify(argc - 2, argv + 2);
-    fprintf(stderr, "gpt2ffn: unknown command '%s' (commands: verify; see gpt2ffn --help)\n", argv[1]);
-    return EXIT_BAD;
+    size_t n = sizeof commands / sizeof commands[0];
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(argv[1], commands[i].name)) continue;
+        const char *pos[4] = {0}, *vals[16] = {0};
+        int rc = parse(&commands[i], argc - 2, argv + 2, pos, vals);
+        return rc >= 0 ? rc : commands[i].run(pos, vals);
+    }
+    const char *s = closest(argv[1], &commands[0].name, sizeof commands[0], n);
+    if (s) return bad("unknown command '%s'; did you mean '%s'? (see gpt2ffn --help)", argv[1], s);
+    return bad("unknown command '%s' (commands: verify, inspect, diff; see gpt2ffn --help)", argv[1]);
 }

@@ -52,7 +52,8 @@ typedef struct g2f_model_info {
 typedef struct g2f_layer {
     g2f_ffn_weights w;
     float *owned; /* converted or realigned tensors; NULL when all are views */
-    const g2f_tensor *src[4]; /* the tensors read, for releasing their pages */
+    const g2f_tensor *src[4]; /* c_fc.weight, c_fc.bias, c_proj.weight, c_proj.bias as found
+                               (bias NULL when absent); borrowed from the model */
 } g2f_layer;
 
 /* path: a safetensors file, or a folder holding model.safetensors.

@@ -50,10 +50,30 @@ static void diag_codes(const g2f_layer_result *r, char *buf, size_t n) {
     if (!used) snprintf(buf, n, "-");
 }
 
-void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
-    const g2f_model_info *mi = c->model;
-    const g2f_verify_result *res = c->result;
-    fprintf(fp, "checkpoint  %s (%s, %s, %zu layers, n_embd %zu, n_inner %zu, %s, %s)\n", mi->path, mi->format,
+/* The checkpoint's description, shared by every report. */
+static cJSON *model_json(const g2f_model_info *mi) {
+    cJSON *model = cJSON_CreateObject();
+    if (!model) return NULL;
+    cJSON_AddStringToObject(model, "path", mi->path);
+    cJSON_AddStringToObject(model, "format", mi->format);
+    cJSON_AddStringToObject(model, "naming", mi->naming);
+    cJSON_AddStringToObject(model, "prefix", mi->prefix);
+    cJSON_AddStringToObject(model, "dtype", g2f_dtype_name(mi->dtype));
+    cJSON_AddStringToObject(model, "layout", mi->layout == G2F_LAYOUT_LINEAR ? "linear" : "conv1d");
+    cJSON_AddStringToObject(model, "layout_source", mi->layout_source);
+    cJSON_AddNumberToObject(model, "n_layer", (double)mi->n_layer);
+    cJSON_AddNumberToObject(model, "n_embd", (double)mi->n_embd);
+    cJSON_AddNumberToObject(model, "n_inner", (double)mi->n_inner);
+    cJSON_AddBoolToObject(model, "fc_bias", mi->has_fc_bias);
+    cJSON_AddBoolToObject(model, "proj_bias", mi->has_proj_bias);
+    if (mi->config_path) cJSON_AddStringToObject(model, "config", mi->config_path);
+    else cJSON_AddNullToObject(model, "config");
+    if (mi->config_activation) cJSON_AddStringToObject(model, "activation_function", mi->config_activation);
+    return model;
+}
+
+static void model_text(FILE *fp, const char *label, const g2f_model_info *mi) {
+    fprintf(fp, "%-11s %s (%s, %s, %zu layers, n_embd %zu, n_inner %zu, %s, %s)\n", label, mi->path, mi->format,
             g2f_dtype_name(mi->dtype), mi->n_layer, mi->n_embd, mi->n_inner, g2f_layout_name(mi->layout),
             mi->has_fc_bias && mi->has_proj_bias ? "with biases"
             : (mi->has_fc_bias || mi->has_proj_bias) ? "one bias missing"
@@ -66,6 +86,12 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
                 mi->config_activation ? mi->config_activation : "", mi->config_activation ? "\")" : "");
     else
         fprintf(fp, "config      none beside the checkpoint\n");
+}
+
+void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
+    const g2f_model_info *mi = c->model;
+    const g2f_verify_result *res = c->result;
+    model_text(fp, "checkpoint", mi);
     fprintf(fp, "fixtures    %s (%s)\n", c->fixtures_arg, g2f_dtype_name(c->fixture_dtype));
     fprintf(fp, "gelu        %s (%s)\n", g2f_gelu_name(res->gelu), c->gelu_source);
     if (c->tol->user)
@@ -152,23 +178,7 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     cJSON_AddStringToObject(root, "gelu", g2f_gelu_name(res->gelu));
     cJSON_AddStringToObject(root, "gelu_source", c->gelu_source);
     cJSON_AddStringToObject(root, "status", res->pass ? "pass" : "fail");
-    cJSON *model = cJSON_AddObjectToObject(root, "model");
-    if (model) {
-        cJSON_AddStringToObject(model, "path", mi->path);
-        cJSON_AddStringToObject(model, "format", mi->format);
-        cJSON_AddStringToObject(model, "naming", mi->naming);
-        cJSON_AddStringToObject(model, "prefix", mi->prefix);
-        cJSON_AddStringToObject(model, "dtype", g2f_dtype_name(mi->dtype));
-        cJSON_AddStringToObject(model, "layout", mi->layout == G2F_LAYOUT_LINEAR ? "linear" : "conv1d");
-        cJSON_AddStringToObject(model, "layout_source", mi->layout_source);
-        cJSON_AddNumberToObject(model, "n_layer", (double)mi->n_layer);
-        cJSON_AddNumberToObject(model, "n_embd", (double)mi->n_embd);
-        cJSON_AddNumberToObject(model, "n_inner", (double)mi->n_inner);
-        cJSON_AddBoolToObject(model, "fc_bias", mi->has_fc_bias);
-        cJSON_AddBoolToObject(model, "proj_bias", mi->has_proj_bias);
-        if (mi->config_path) cJSON_AddStringToObject(model, "config", mi->config_path);
-        else cJSON_AddNullToObject(model, "config");
-    }
+    cJSON_AddItemToObject(root, "model", model_json(mi));
     cJSON *tol = cJSON_AddObjectToObject(root, "tolerance");
     if (tol) {
         cJSON_AddStringToObject(tol, "mode", c->tol->user ? "user" : "derived");
@@ -238,6 +248,129 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     char *s = cJSON_Print(root);
     cJSON_Delete(root);
     return s;
+}
+
+void g2f_report_inspect_text(FILE *fp, const g2f_model_info *mi, const g2f_inspect_result *r) {
+    model_text(fp, "checkpoint", mi);
+    fprintf(fp, "ffn params  %zu per layer, %zu in all\n\n", r->ffn_params, r->ffn_params * r->n_layers);
+    fprintf(fp, "%5s %-14s %-5s %-14s %11s %11s %11s %11s %5s %5s\n", "layer", "tensor", "dtype", "shape", "min", "max",
+            "mean", "std", "nan", "inf");
+    for (size_t L = 0; L < r->n_layers; L++) {
+        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+            const g2f_tensor *t = r->layers[L].tensor[k];
+            const g2f_stats *st = &r->layers[L].stats[k];
+            if (!t) {
+                fprintf(fp, "%5zu %-14s (absent)\n", L, g2f_diff_tensor_name(k));
+                continue;
+            }
+            char sh[64];
+            g2f_shape_format(t, sh, sizeof sh);
+            fprintf(fp, "%5zu %-14s %-5s %-14s %11.4g %11.4g %11.4g %11.4g %5llu %5llu\n", L, g2f_diff_tensor_name(k),
+                    g2f_tensor_type_name(t), sh, st->min, st->max, st->mean, st->std, (unsigned long long)st->nan,
+                    (unsigned long long)st->inf);
+        }
+    }
+}
+
+static cJSON *shape_json(const g2f_tensor *t) {
+    cJSON *a = cJSON_CreateArray();
+    for (size_t d = 0; a && d < t->ndim; d++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)t->shape[d]));
+    return a;
+}
+
+char *g2f_report_inspect_json(const char *checkpoint_arg, const g2f_model_info *mi, const g2f_inspect_result *r) {
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddStringToObject(root, "checkpoint", checkpoint_arg);
+    cJSON_AddItemToObject(root, "model", model_json(mi));
+    cJSON_AddNumberToObject(root, "ffn_params_per_layer", (double)r->ffn_params);
+    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+    for (size_t L = 0; layers && L < r->n_layers; L++) {
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddItemToArray(layers, l);
+        cJSON_AddNumberToObject(l, "layer", (double)L);
+        cJSON *ts = cJSON_AddArrayToObject(l, "tensors");
+        for (int k = 0; ts && k < G2F_FFN_TENSORS; k++) {
+            const g2f_tensor *t = r->layers[L].tensor[k];
+            if (!t) continue;
+            const g2f_stats *st = &r->layers[L].stats[k];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(ts, o);
+            cJSON_AddStringToObject(o, "role", g2f_diff_tensor_name(k));
+            cJSON_AddStringToObject(o, "name", t->name);
+            cJSON_AddStringToObject(o, "dtype", g2f_tensor_type_name(t));
+            cJSON_AddItemToObject(o, "shape", shape_json(t));
+            cJSON_AddNumberToObject(o, "min", st->min);
+            cJSON_AddNumberToObject(o, "max", st->max);
+            cJSON_AddNumberToObject(o, "mean", st->mean);
+            cJSON_AddNumberToObject(o, "std", st->std);
+            cJSON_AddNumberToObject(o, "nan", (double)st->nan);
+            cJSON_AddNumberToObject(o, "inf", (double)st->inf);
+        }
+    }
+    char *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    return out;
+}
+
+static void diff_verdict(const g2f_diff_tensor *t, char *buf, size_t n) {
+    if (t->kind == G2F_DIFF_FROM_LAYER) snprintf(buf, n, "from_layer:%ld", t->from_layer);
+    else if (t->kind == G2F_DIFF_SCALED) snprintf(buf, n, "scaled:%.6g", t->scale);
+    else snprintf(buf, n, "%s", g2f_diff_kind_name(t->kind));
+}
+
+void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r) {
+    model_text(fp, "A", a);
+    model_text(fp, "B", b);
+    fprintf(fp, "\n");
+    if (!r->same_sizes) {
+        fprintf(fp, "%s\nresult: DIFFERENT\n", r->sizes_msg);
+        return;
+    }
+    fprintf(fp, "%5s %-14s %11s %11s  %s\n", "layer", "tensor", "max_abs", "max_rel", "verdict");
+    for (size_t L = 0; L < r->n_layers; L++)
+        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+            const g2f_diff_tensor *t = &r->tensors[L][k];
+            char v[64];
+            diff_verdict(t, v, sizeof v);
+            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s\n", L, g2f_diff_tensor_name(k), t->max_abs, t->max_rel, v,
+                    t->equivalent ? "" : "  <-");
+        }
+    fprintf(fp, "\nresult: %s (%zu of %zu tensors differ; rounding allowed: %.3g relative)\n",
+            r->equivalent ? "EQUIVALENT" : "DIFFERENT", r->differing, r->n_layers * G2F_FFN_TENSORS, r->roundoff);
+}
+
+char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r) {
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddItemToObject(root, "a", model_json(a));
+    cJSON_AddItemToObject(root, "b", model_json(b));
+    cJSON_AddStringToObject(root, "status", r->equivalent ? "equivalent" : "different");
+    if (!r->same_sizes) cJSON_AddStringToObject(root, "sizes", r->sizes_msg);
+    cJSON_AddNumberToObject(root, "roundoff", r->roundoff);
+    cJSON_AddNumberToObject(root, "differing", (double)r->differing);
+    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+    for (size_t L = 0; layers && L < r->n_layers; L++) {
+        cJSON *l = cJSON_CreateObject();
+        cJSON_AddItemToArray(layers, l);
+        cJSON_AddNumberToObject(l, "layer", (double)L);
+        cJSON *ts = cJSON_AddArrayToObject(l, "tensors");
+        for (int k = 0; ts && k < G2F_FFN_TENSORS; k++) {
+            const g2f_diff_tensor *t = &r->tensors[L][k];
+            char v[64];
+            diff_verdict(t, v, sizeof v);
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddItemToArray(ts, o);
+            cJSON_AddStringToObject(o, "tensor", g2f_diff_tensor_name(k));
+            cJSON_AddStringToObject(o, "verdict", v);
+            cJSON_AddBoolToObject(o, "equivalent", t->equivalent);
+            cJSON_AddNumberToObject(o, "max_abs_err", isfinite(t->max_abs) ? t->max_abs : -1);
+            cJSON_AddNumberToObject(o, "max_rel_err", isfinite(t->max_rel) ? t->max_rel : -1);
+        }
+    }
+    char *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    return out;
 }
 
 g2f_status g2f_write_file_atomic(const char *path, const char *text, g2f_error *err) {

@@ -8,6 +8,8 @@
 #include "g2f_error.h"
 #include "g2f_fixture.h"
 #include "g2f_model.h"
+#include "g2f_diff.h"
+#include "g2f_inspect.h"
 #include "g2f_verify.h"
 
 typedef struct g2f_report_ctx {
@@ -27,6 +29,14 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c);
 /* JSON report as a malloc'd string the caller frees; NULL on allocation
  * failure. */
 char *g2f_report_json(const g2f_report_ctx *c);
+
+/* inspect: the checkpoint's description and per-layer tensor statistics. */
+void g2f_report_inspect_text(FILE *fp, const g2f_model_info *mi, const g2f_inspect_result *r);
+char *g2f_report_inspect_json(const char *checkpoint_arg, const g2f_model_info *mi, const g2f_inspect_result *r);
+
+/* diff: per layer and tensor, the difference of B against A and its kind. */
+void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r);
+char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r);
 
 /* Writes text to path atomically: a temporary file beside it, then rename,
  * so an interrupted run never leaves a half-written report. */

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "g2f_safetensors.h"
-#include "g2f_tensor.h"
 
 static const char *const descriptions[] = {
     "a file of unknown format",
@@ -13,7 +12,8 @@ static const char *const descriptions[] = {
     "a pickle (legacy PyTorch torch.save)",
     "a GGUF file",
     "an llm.c checkpoint",
-    "a NumPy .npy file",
+    "NumPy .npy",
+    "NumPy .npz",
 };
 _Static_assert(sizeof descriptions / sizeof descriptions[0] == G2F_FORMAT_COUNT, "one description per format");
 
@@ -29,16 +29,4 @@ g2f_format g2f_format_probe(const unsigned char *p, uint64_t n) {
     if (n >= 2 && p[0] == 0x80 && p[1] >= 2 && p[1] <= 5) return G2F_FORMAT_PICKLE;
     if (g2f_safetensors_probe(p, n)) return G2F_FORMAT_SAFETENSORS;
     return G2F_FORMAT_UNKNOWN;
-}
-
-g2f_status g2f_probe_expect_safetensors(const char *path, g2f_error *err) {
-    g2f_mapping map;
-    g2f_status s = g2f_mapping_open(path, &map, err);
-    if (s != G2F_OK) return s;
-    g2f_format f = g2f_format_probe(map.data, map.size);
-    g2f_mapping_close(&map);
-    if (f != G2F_FORMAT_SAFETENSORS && f != G2F_FORMAT_UNKNOWN)
-        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: is %s; this version reads safetensors files only", path,
-                             g2f_format_describe(f));
-    return G2F_OK;
 }

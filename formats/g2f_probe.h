@@ -6,7 +6,6 @@
 
 #include <stdint.h>
 
-#include "g2f_error.h"
 
 typedef enum g2f_format {
     G2F_FORMAT_UNKNOWN,
@@ -15,17 +14,13 @@ typedef enum g2f_format {
     G2F_FORMAT_PICKLE,       /* legacy torch.save */
     G2F_FORMAT_GGUF,
     G2F_FORMAT_LLMC,         /* llm.c gpt2_*.bin, magic 20240326 */
-    G2F_FORMAT_NPY,
+    G2F_FORMAT_NPY,          /* an .npy file, or a folder of them */
+    G2F_FORMAT_NPZ,          /* a zip of .npy members (told from ZIP by its members) */
     G2F_FORMAT_COUNT
 } g2f_format;
 
 /* Short description, e.g. "a zip archive (PyTorch torch.save or .npz)". */
 const char *g2f_format_describe(g2f_format f);
 g2f_format g2f_format_probe(const unsigned char *buf, uint64_t size);
-
-/* G2F_OK when path looks like safetensors (or nothing else we know: the
- * safetensors reader then says what is wrong); else a format error naming
- * the format found. */
-g2f_status g2f_probe_expect_safetensors(const char *path, g2f_error *err);
 
 #endif

@@ -2,11 +2,13 @@
 #include "g2f_source.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "g2f_npy.h"
 #include "g2f_safetensors.h"
 
 #define INDEX_MAX_BYTES (64u << 20)
@@ -16,6 +18,7 @@
 typedef struct part {
     g2f_format format;
     g2f_safetensors *st;
+    g2f_npz *npz;
 } part;
 
 struct g2f_source {
@@ -69,12 +72,19 @@ static char *dir_of(const char *path) {
 }
 
 static g2f_status part_open(const char *path, part *p, g2f_error *err) {
+    if (is_dir(path)) { /* a folder of .npy files */
+        p->format = G2F_FORMAT_NPY;
+        return g2f_npz_open(path, &p->npz, err);
+    }
     g2f_mapping map;
     g2f_status s = g2f_mapping_open(path, &map, err);
     if (s != G2F_OK) return s;
     p->format = g2f_format_probe(map.data, map.size);
+    if (p->format == G2F_FORMAT_ZIP && g2f_npz_probe_members(map.data, map.size)) p->format = G2F_FORMAT_NPZ;
     g2f_mapping_close(&map);
     switch (p->format) {
+    case G2F_FORMAT_NPZ:
+        return g2f_npz_open(path, &p->npz, err);
     case G2F_FORMAT_SAFETENSORS:
     case G2F_FORMAT_UNKNOWN: /* let the safetensors reader say what is wrong */
         p->format = G2F_FORMAT_SAFETENSORS;
@@ -85,9 +95,28 @@ static g2f_status part_open(const char *path, part *p, g2f_error *err) {
     }
 }
 
-static const g2f_table *part_table(const part *p) { return g2f_safetensors_table(p->st); }
+static const g2f_table *part_table(const part *p) {
+    return p->npz ? g2f_npz_table(p->npz) : g2f_safetensors_table(p->st);
+}
 
-static void part_close(part *p) { g2f_safetensors_close(p->st); }
+static void part_close(part *p) {
+    g2f_safetensors_close(p->st);
+    g2f_npz_close(p->npz);
+}
+
+/* A folder that is a fixture: .npy files and no checkpoint file. */
+static int has_npy(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        found = n > 4 && !strcmp(e->d_name + n - 4, ".npy");
+    }
+    closedir(d);
+    return found;
+}
 
 static int looks_like_index(const char *path) {
     size_t n = strlen(path);
@@ -210,10 +239,11 @@ g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err) {
             if (p && exists(p)) s->path = p;
             else free(p);
         }
+        if (!s->path && has_npy(path)) s->path = dup_str(path);
         if (!s->path) {
             st = g2f_error_set(err, G2F_ERR_IO,
                                "%s: folder holds none of model.safetensors, model.safetensors.index.json, "
-                               "pytorch_model.bin, pytorch_model.bin.index.json",
+                               "pytorch_model.bin, pytorch_model.bin.index.json, *.npy",
                                path);
             goto fail;
         }

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "g2f_probe.h"
-#include "g2f_safetensors.h"
+#include "g2f_source.h"
 
 #define MAX_LAYERS 4096
 
@@ -15,7 +14,7 @@ _Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_FX_COUNT, "one na
 const char *g2f_fx_kind_name(g2f_fx_kind k) { return (unsigned)k < G2F_FX_COUNT ? kind_names[k] : "?"; }
 
 struct g2f_fixture {
-    g2f_safetensors *st;
+    g2f_source *src;
     char *path;
     size_t n_slots;                       /* max layer index + 1 */
     const g2f_tensor *(*slots)[G2F_FX_COUNT];
@@ -82,9 +81,8 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         goto fail;
     }
     memcpy(f->path, path, n);
-    if ((s = g2f_probe_expect_safetensors(path, err)) != G2F_OK || (s = g2f_safetensors_open(path, &f->st, err)) != G2F_OK)
-        goto fail;
-    const g2f_table *t = g2f_safetensors_table(f->st);
+    if ((s = g2f_source_open(path, &f->src, err)) != G2F_OK) goto fail;
+    const g2f_table *t = g2f_source_table(f->src);
     size_t layer;
     for (size_t i = 0; i < t->count; i++) {
         int k = match_name(t->tensors[i].name, &layer);
@@ -170,7 +168,7 @@ int g2f_fixture_has_layer(const g2f_fixture *f, size_t layer) {
 }
 
 const char *g2f_fixture_gelu_claim(const g2f_fixture *f) {
-    return g2f_table_meta(g2f_safetensors_table(f->st), "gelu");
+    return g2f_table_meta(g2f_source_table(f->src), "gelu");
 }
 
 g2f_dtype g2f_fixture_dtype(const g2f_fixture *f) {
@@ -217,7 +215,7 @@ void g2f_fixture_layer_free(g2f_fixture_layer *l) {
 
 void g2f_fixture_close(g2f_fixture *f) {
     if (!f) return;
-    g2f_safetensors_close(f->st);
+    g2f_source_close(f->src);
     free(f->slots);
     free(f->path);
     free(f);

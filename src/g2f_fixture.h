@@ -1,6 +1,7 @@
 /* g2f_fixture: reference activations, mapped to layers.
  *
- * A fixture file (safetensors) holds per layer L, with or without a
+ * A fixture (safetensors, .npz, or a folder of .npy files named like the
+ * tensors; any format g2f_source reads) holds per layer L, with or without a
  * "transformer." prefix:
  *   h.L.mlp.in   (..., n_embd)   FFN input (the ln_2 output)       required
  *   h.L.mlp.out  (..., n_embd)   FFN output before the residual    required

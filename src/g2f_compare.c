@@ -12,6 +12,7 @@ void g2f_compare(const double *expected, const float *computed, const float *tol
     for (size_t i = 0; i < n; i++) {
         double e = expected[i], c = computed[i];
         if (!isfinite(e) || !isfinite(c)) {
+            if (tol) o->hist[G2F_HIST_BINS - 1]++;
             if (o->nonfinite++ == 0) {
                 o->first_nonfinite = i;
                 o->nonfinite_in_expected = !isfinite(e);
@@ -37,6 +38,14 @@ void g2f_compare(const double *expected, const float *computed, const float *tol
                 score = t > 0 ? diff / t : (diff > 0 ? INFINITY : 0.0);
                 if (diff > t) o->mismatched++;
             }
+        }
+        if (tol) {
+            int bin = 0;
+            if (score > 0) {
+                double b = floor((log10(score) - G2F_HIST_LO) / G2F_HIST_STEP) + 1;
+                bin = b < 0 ? 0 : b > G2F_HIST_BINS - 1 ? G2F_HIST_BINS - 1 : (int)b;
+            }
+            o->hist[bin]++;
         }
         if (score > worst_score) {
             worst_score = score;

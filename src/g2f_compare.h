@@ -11,6 +11,13 @@
 
 #include <stddef.h>
 
+/* Histogram of log10(|err| / tol): bin 0 holds everything below 10^-6
+ * (including exact matches), bins 1..24 half-decades from 10^-6 to 10^6,
+ * bin 25 everything above (and non-finite). */
+#define G2F_HIST_BINS 26
+#define G2F_HIST_LO (-6.0)
+#define G2F_HIST_STEP 0.5
+
 typedef struct g2f_cmp {
     size_t total, mismatched;
     size_t nonfinite;             /* elements with NaN/Inf on either side */
@@ -20,6 +27,7 @@ typedef struct g2f_cmp {
     size_t worst;                 /* flat index of the largest err/tol */
     double worst_expected, worst_computed, worst_tol;
     double cosine, sqnr_db;       /* of computed against expected */
+    size_t hist[G2F_HIST_BINS];   /* with a tolerance only */
 } g2f_cmp;
 
 /* Compares n elements. tol may be NULL for statistics only (nothing then

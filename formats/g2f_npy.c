@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "g2f_zip.h"
 
 
@@ -289,6 +291,36 @@ static g2f_status open_dir(g2f_npz *z, const char *path, g2f_error *err) {
     return s;
 }
 
+/* A "__metadata__" uint8 array holding a JSON object of strings (as gpt2ffn
+ * run writes) becomes the table's metadata; anything else there is ignored. */
+static g2f_status load_metadata(g2f_npz *z, g2f_error *err) {
+    const g2f_tensor *m = g2f_table_find(&z->table, "__metadata__");
+    if (!m || m->dtype != G2F_DTYPE_U8 || m->ndim != 1 || m->nbytes > (1u << 20)) return G2F_OK;
+    cJSON *root = cJSON_ParseWithLength((const char *)m->data, (size_t)m->nbytes);
+    g2f_status st = G2F_OK;
+    if (cJSON_IsObject(root)) {
+        size_t n = (size_t)cJSON_GetArraySize(root);
+        z->table.meta = calloc(n ? n : 1, sizeof *z->table.meta);
+        if (!z->table.meta) st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        for (const cJSON *e = root->child; e && st == G2F_OK; e = e->next) {
+            if (!cJSON_IsString(e)) continue;
+            size_t kl = strlen(e->string) + 1, vl = strlen(e->valuestring) + 1;
+            g2f_meta_entry *me = &z->table.meta[z->table.meta_count];
+            me->key = malloc(kl);
+            me->value = malloc(vl);
+            z->table.meta_count++;
+            if (!me->key || !me->value) {
+                st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+                break;
+            }
+            memcpy(me->key, e->string, kl);
+            memcpy(me->value, e->valuestring, vl);
+        }
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
 g2f_status g2f_npz_open(const char *path, g2f_npz **out, g2f_error *err) {
     *out = NULL;
     g2f_npz *z = calloc(1, sizeof *z);
@@ -297,6 +329,7 @@ g2f_status g2f_npz_open(const char *path, g2f_npz **out, g2f_error *err) {
     int is_dir = d != NULL;
     if (d) closedir(d);
     g2f_status s = is_dir ? open_dir(z, path, err) : open_zip(z, path, err);
+    if (s == G2F_OK) s = load_metadata(z, err);
     if (s != G2F_OK) {
         g2f_npz_close(z);
         return s;

@@ -12,6 +12,8 @@
 #include "g2f_inspect.h"
 #include "g2f_model.h"
 #include "g2f_report.h"
+#include "g2f_run.h"
+#include "g2f_sha256.h"
 #include "g2f_verify.h"
 
 #define EXIT_MISMATCH 1
@@ -186,6 +188,22 @@ static int emit_json(const char *path, char *json) {
     return rc;
 }
 
+/* The GELU form: --gelu, else config.json's activation_function, else tanh;
+ * source says which, for the reports. */
+static g2f_gelu choose_gelu(const char *opt, const g2f_model_info *mi, char *source, size_t n) {
+    if (opt) {
+        snprintf(source, n, "from --gelu");
+        return !strcmp(opt, "erf") ? G2F_GELU_ERF : G2F_GELU_TANH;
+    }
+    if (mi->config_has_gelu) {
+        snprintf(source, n, "from config.json activation_function \"%.40s\"", mi->config_activation);
+        return mi->config_gelu;
+    }
+    snprintf(source, n, "default: GPT-2's tanh approximation; %s",
+             mi->config_path ? "config.json names no activation_function" : "no config.json");
+    return G2F_GELU_TANH;
+}
+
 /* ---- verify ---------------------------------------------------------- */
 
 static const opt_spec verify_opts[] = {{"--gelu", "tanh|erf"}, {"--layers", "LIST"}, {"--rtol", "R"},
@@ -253,17 +271,7 @@ static int run_verify(const char **pos, const char **v) {
     }
     char gelu_source[160];
     g2f_verify_params p = {0};
-    if (v[V_GELU]) {
-        p.gelu = !strcmp(v[V_GELU], "erf") ? G2F_GELU_ERF : G2F_GELU_TANH;
-        snprintf(gelu_source, sizeof gelu_source, "from --gelu");
-    } else if (mi->config_has_gelu) {
-        p.gelu = mi->config_gelu;
-        snprintf(gelu_source, sizeof gelu_source, "from config.json activation_function \"%.40s\"", mi->config_activation);
-    } else {
-        p.gelu = G2F_GELU_TANH;
-        snprintf(gelu_source, sizeof gelu_source, "default: GPT-2's tanh approximation; %s",
-                 mi->config_path ? "config.json names no activation_function" : "no config.json");
-    }
+    p.gelu = choose_gelu(v[V_GELU], mi, gelu_source, sizeof gelu_source);
     p.gelu_source = gelu_source;
     p.select = select;
     p.tol = (g2f_tol_params){v[V_RTOL] || v[V_ATOL], rtol, atol, G2F_TOL_LAMBDA};
@@ -372,12 +380,110 @@ done:
     return rc;
 }
 
+/* ---- run ------------------------------------------------------------- */
+
+static const opt_spec run_opts[] = {{"-o", "OUT"}, {"--gelu", "tanh|erf"}, {"--layers", "LIST"},
+                                    {"--save", "pre,act"}, {"--threads", "N"}, {"--config", "FILE"}};
+enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_COUNT };
+_Static_assert(sizeof run_opts / sizeof run_opts[0] == R_COUNT, "one spec per option");
+
+static const char usage_run[] =
+    "usage: gpt2ffn run CHECKPOINT INPUTS -o OUT [options]\n"
+    "\n"
+    "Reproduces reference activations without Python: runs every layer's FFN on the\n"
+    "inputs (h.N.mlp.in, or TransformerLens blocks.N.ln2.hook_normalized; safetensors,\n"
+    ".npz or a folder of .npy) and writes in and out (and pre/act with --save) in the\n"
+    "same naming, as safetensors, or .npz when OUT ends in .npz. The metadata records\n"
+    "the GELU form, the checkpoint and its sha256, and the tool version. The output is\n"
+    "a fixture: gpt2ffn verify CHECKPOINT OUT passes.\n"
+    "\n"
+    "options:\n"
+    "  -o OUT            the file to write (atomically: no partial file on failure)\n"
+    "  --gelu tanh|erf   GELU form (default: config.json's activation_function, else tanh)\n"
+    "  --layers LIST     layers to run, e.g. 0,2-5 (default: every layer with inputs)\n"
+    "  --save pre,act    also write c_fc's output (pre) and/or the GELU's (act)\n"
+    "  --config FILE     config.json (default: config.json beside CHECKPOINT)\n"
+    "  --threads N       OpenMP threads; results do not depend on it\n"
+    "  -h, --help        this help\n"
+    "\n"
+    "example:\n"
+    "  gpt2ffn run fixtures/tiny fixtures/tiny_tanh.safetensors -o out.safetensors --save pre,act\n";
+
+static int run_run(const char **pos, const char **v) {
+    size_t threads = 0;
+    int save_pre = 0, save_act = 0;
+    if (!v[R_OUT]) return bad("run: -o OUT is required (see gpt2ffn run --help)");
+    if (v[R_GELU] && strcmp(v[R_GELU], "tanh") && strcmp(v[R_GELU], "erf"))
+        return bad("run: --gelu '%s': expected tanh or erf", v[R_GELU]);
+    if (v[R_THREADS] && (!parse_size(v[R_THREADS], 1024, &threads) || threads == 0))
+        return bad("run: --threads '%s': expected 1 to 1024", v[R_THREADS]);
+    if (v[R_SAVE]) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s", v[R_SAVE]);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            if (!strcmp(tok, "pre")) save_pre = 1;
+            else if (!strcmp(tok, "act")) save_act = 1;
+            else return bad("run: --save '%s': expected pre, act or pre,act", v[R_SAVE]);
+        }
+    }
+    size_t olen = strlen(v[R_OUT]);
+    g2f_out_format fmt = olen > 4 && !strcmp(v[R_OUT] + olen - 4, ".npz") ? G2F_OUT_NPZ : G2F_OUT_SAFETENSORS;
+    g2f_error err = {0};
+    g2f_model *model = NULL;
+    g2f_fixture *fx = NULL;
+    unsigned char *select = NULL;
+    int rc = EXIT_BAD;
+    char sha[65];
+    if (g2f_model_open(pos[0], v[R_CONFIG], &model, &err) != G2F_OK || g2f_fixture_open(pos[1], &fx, &err) != G2F_OK) {
+        bad("%s", err.msg);
+        goto done;
+    }
+    const g2f_model_info *mi = g2f_model_get_info(model);
+    if (v[R_LAYERS]) {
+        char msg[256];
+        select = calloc(mi->n_layer ? mi->n_layer : 1, 1);
+        if (!select || !parse_layers(v[R_LAYERS], mi->n_layer, select, msg, sizeof msg)) {
+            bad("run: %s", select ? msg : "out of memory");
+            goto done;
+        }
+    }
+    if (g2f_sha256_file(mi->path, sha, &err) != G2F_OK) {
+        bad("%s", err.msg);
+        goto done;
+    }
+    char gelu_source[160];
+    g2f_run_params p = {0};
+    p.gelu = choose_gelu(v[R_GELU], mi, gelu_source, sizeof gelu_source);
+    p.gelu_source = gelu_source;
+    p.select = select;
+    p.save_pre = save_pre;
+    p.save_act = save_act;
+    p.format = fmt;
+    p.checkpoint_label = pos[0];
+    p.checkpoint_sha256 = sha;
+    p.n_threads = (int)threads;
+    g2f_run_result r;
+    if (g2f_run(model, fx, v[R_OUT], &p, &r, &err) != G2F_OK) {
+        bad("%s", err.msg);
+        goto done;
+    }
+    printf("wrote %s: %zu layers, %zu tensors, %s GELU (%s), checkpoint sha256 %s\n", v[R_OUT], r.layers, r.tensors,
+           g2f_gelu_name(p.gelu), gelu_source, sha);
+    rc = 0;
+done:
+    free(select);
+    g2f_fixture_close(fx);
+    g2f_model_close(model);
+    return rc;
+}
+
 /* ---- main ------------------------------------------------------------ */
 
 static const command commands[] = {
     {"verify", usage_verify, 2, verify_opts, V_COUNT, run_verify},
     {"inspect", usage_inspect, 1, inspect_opts, I_COUNT, run_inspect},
     {"diff", usage_diff, 2, diff_opts, D_COUNT, run_diff},
+    {"run", usage_run, 2, run_opts, R_COUNT, run_run},
 };
 
 static const char usage_main[] =
@@ -390,6 +496,7 @@ static const char usage_main[] =
     "  verify CHECKPOINT FIXTURES   check every layer's FFN against reference activations\n"
     "  inspect CHECKPOINT           show the FFN tensors gpt2ffn finds, with statistics\n"
     "  diff A B                     compare ported FFN weights B with the original A\n"
+    "  run CHECKPOINT INPUTS -o OUT reproduce reference activations (a fixture) without Python\n"
     "\n"
     "Run 'gpt2ffn <command> --help' for options and examples.\n"
     "Exit codes: 0 pass, 1 mismatch, 2 usage error or unreadable/malformed input.\n";
@@ -412,5 +519,5 @@ int main(int argc, char **argv) {
     }
     const char *s = closest(argv[1], &commands[0].name, sizeof commands[0], n);
     if (s) return bad("unknown command '%s'; did you mean '%s'? (see gpt2ffn --help)", argv[1], s);
-    return bad("unknown command '%s' (commands: verify, inspect, diff; see gpt2ffn --help)", argv[1]);
+    return bad("unknown command '%s' (commands: verify, inspect, diff, run; see gpt2ffn --help)", argv[1]);
 }

@@ -1,6 +1,7 @@
 /* g2f_fixture: see g2f_fixture.h. */
 #include "g2f_fixture.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,6 +212,48 @@ void g2f_fixture_layer_free(g2f_fixture_layer *l) {
     free(l->pre);
     free(l->act);
     memset(l, 0, sizeof *l);
+}
+
+g2f_status g2f_fixture_check_inputs(const g2f_fixture *f, size_t n_layer, size_t n_embd, g2f_error *err) {
+    size_t found = 0;
+    for (size_t L = 0; L < f->n_slots; L++) {
+        const g2f_tensor *t = f->slots[L][G2F_FX_IN];
+        if (!t) continue;
+        found++;
+        char sh[128];
+        g2f_shape_format(t, sh, sizeof sh);
+        if (L >= n_layer)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: has inputs for layer %zu but the checkpoint has %zu layers",
+                                 f->path, L, n_layer);
+        if (!g2f_dtype_is_float(t->dtype))
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64", f->path,
+                                 t->name, g2f_tensor_type_name(t));
+        if (t->ndim == 0 || t->shape[t->ndim - 1] != n_embd)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected last dimension %zu (n_embd)",
+                                 f->path, t->name, sh, n_embd);
+        if (tokens_of(t) == 0) return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' holds no tokens", f->path, t->name);
+    }
+    if (!found) return g2f_error_set(err, G2F_ERR_FORMAT, "%s: no FFN inputs (h.N.mlp.in)", f->path);
+    return G2F_OK;
+}
+
+int g2f_fixture_has_input(const g2f_fixture *f, size_t layer) {
+    return layer < f->n_slots && f->slots[layer][G2F_FX_IN] != NULL;
+}
+
+const g2f_tensor *g2f_fixture_input(const g2f_fixture *f, size_t layer) {
+    return layer < f->n_slots ? f->slots[layer][G2F_FX_IN] : NULL;
+}
+
+void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_fx_kind kind, char *buf, size_t n) {
+    static const char *const tlens[] = {"ln2.hook_normalized", "hook_mlp_out", "mlp.hook_pre", "mlp.hook_post"};
+    _Static_assert(sizeof tlens / sizeof tlens[0] == G2F_FX_COUNT, "one name per kind");
+    const g2f_tensor *in = g2f_fixture_input(f, layer);
+    if (in && strncmp(in->name, "blocks.", 7) == 0)
+        snprintf(buf, n, "blocks.%zu.%s", layer, tlens[kind]);
+    else
+        snprintf(buf, n, "%sh.%zu.mlp.%s", in && !strncmp(in->name, "transformer.", 12) ? "transformer." : "", layer,
+                 kind_names[kind]);
 }
 
 void g2f_fixture_close(g2f_fixture *f) {

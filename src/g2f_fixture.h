@@ -56,6 +56,16 @@ const char *g2f_fixture_path(const g2f_fixture *f);
 g2f_status g2f_fixture_layer_load(const g2f_fixture *f, size_t layer, size_t n_embd, size_t n_inner,
                                   g2f_fixture_layer *out, g2f_error *err);
 void g2f_fixture_layer_free(g2f_fixture_layer *l);
+
+/* Inputs only (for `run`, which computes the outputs): checks every layer
+ * that has an 'in' tensor against the model's sizes. */
+g2f_status g2f_fixture_check_inputs(const g2f_fixture *f, size_t n_layer, size_t n_embd, g2f_error *err);
+int g2f_fixture_has_input(const g2f_fixture *f, size_t layer);
+/* The layer's 'in' tensor (borrowed), for its shape. */
+const g2f_tensor *g2f_fixture_input(const g2f_fixture *f, size_t layer);
+/* The name a tensor of this kind gets in the layer's own naming scheme
+ * (canonical, with the same prefix, or TransformerLens). */
+void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_fx_kind kind, char *buf, size_t n);
 /* NULL is a no-op. */
 void g2f_fixture_close(g2f_fixture *f);
 

@@ -1,0 +1,278 @@
+/* g2f_writer: see g2f_writer.h. */
+#include "g2f_writer.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+typedef struct member {
+    char *name;      /* npz member name */
+    uint32_t crc;
+    uint64_t size, offset;
+} member;
+
+struct g2f_writer {
+    g2f_out_format format;
+    char *path, *tmp;
+    FILE *fp;
+    g2f_out_spec *specs;
+    char **names;     /* owned copies of spec names */
+    size_t n, next;
+    member *members;  /* npz: n tensors + metadata */
+    size_t n_members;
+    char *meta_json;  /* npz metadata */
+    int failed;
+};
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static g2f_status io_fail(g2f_writer *w, g2f_error *err) {
+    w->failed = 1;
+    return g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", w->path, strerror(errno ? errno : EIO));
+}
+
+static uint64_t numel_of(const g2f_out_spec *s) {
+    uint64_t n = 1;
+    for (size_t d = 0; d < s->ndim; d++) n *= s->shape[d]; /* shapes come from validated inputs */
+    return n;
+}
+
+/* A .npy v1 header for a float32 array (or uint8 for metadata), padded so
+ * the data starts at a multiple of 64. */
+static size_t npy_header(unsigned char *buf, size_t cap, const char *descr, const uint64_t *shape, size_t ndim) {
+    char dict[512];
+    size_t n = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    for (size_t d = 0; d < ndim && n < sizeof dict; d++)
+        n += (size_t)snprintf(dict + n, sizeof dict - n, "%llu,%s", (unsigned long long)shape[d],
+                              d + 1 < ndim ? " " : "");
+    if (n < sizeof dict) n += (size_t)snprintf(dict + n, sizeof dict - n, "), }");
+    size_t total = 10 + n + 1, pad = (64 - total % 64) % 64, hl = n + pad + 1;
+    if (10 + hl > cap) return 0;
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    put_le(buf + 8, hl, 2);
+    memcpy(buf + 10, dict, n);
+    memset(buf + 10 + n, ' ', pad);
+    buf[10 + hl - 1] = '\n';
+    return 10 + hl;
+}
+
+/* npz: local header, then the member's bytes (header + data). */
+static g2f_status npz_member(g2f_writer *w, const char *name, const unsigned char *hdr, size_t hlen, const void *data,
+                             uint64_t dlen, g2f_error *err) {
+    member *m = &w->members[w->n_members];
+    uint64_t size = hlen + dlen;
+    if (size > 0xffffffffu)
+        return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: member %s is %llu bytes; .npz output is limited "
+                                            "to 4 GiB per array (use safetensors)", w->path, name, (unsigned long long)size);
+    m->name = dup_str(name);
+    if (!m->name) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    uLong crc = crc32(0L, Z_NULL, 0);
+    crc = crc32(crc, hdr, (uInt)hlen);
+    for (uint64_t off = 0; off < dlen;) { /* crc32 takes uInt lengths */
+        uInt chunk = dlen - off > (1u << 30) ? (1u << 30) : (uInt)(dlen - off);
+        crc = crc32(crc, (const Bytef *)data + off, chunk);
+        off += chunk;
+    }
+    long pos = ftell(w->fp);
+    if (pos < 0) return io_fail(w, err);
+    m->crc = (uint32_t)crc;
+    m->size = size;
+    m->offset = (uint64_t)pos;
+    if (m->offset > 0xffffffffu)
+        return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: .npz output larger than 4 GiB is not supported",
+                                            w->path);
+    size_t nl = strlen(name);
+    unsigned char lh[30] = {0};
+    put_le(lh, 0x04034b50, 4);
+    put_le(lh + 4, 20, 2);
+    put_le(lh + 14, m->crc, 4);
+    put_le(lh + 18, size, 4);
+    put_le(lh + 22, size, 4);
+    put_le(lh + 26, nl, 2);
+    if (fwrite(lh, 1, 30, w->fp) != 30 || fwrite(name, 1, nl, w->fp) != nl || fwrite(hdr, 1, hlen, w->fp) != hlen ||
+        (dlen && fwrite(data, 1, (size_t)dlen, w->fp) != dlen))
+        return io_fail(w, err);
+    w->n_members++;
+    return G2F_OK;
+}
+
+static g2f_status safetensors_header(g2f_writer *w, const g2f_meta_entry *meta, size_t n_meta, g2f_error *err) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *m = n_meta ? cJSON_AddObjectToObject(root, "__metadata__") : NULL;
+    for (size_t i = 0; m && i < n_meta; i++) cJSON_AddStringToObject(m, meta[i].key, meta[i].value);
+    uint64_t off = 0;
+    for (size_t i = 0; root && i < w->n; i++) {
+        cJSON *t = cJSON_AddObjectToObject(root, w->specs[i].name);
+        cJSON_AddStringToObject(t, "dtype", "F32");
+        cJSON *sh = cJSON_AddArrayToObject(t, "shape");
+        for (size_t d = 0; d < w->specs[i].ndim; d++)
+            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)w->specs[i].shape[d]));
+        uint64_t bytes = numel_of(&w->specs[i]) * 4;
+        cJSON *o = cJSON_AddArrayToObject(t, "data_offsets");
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
+        off += bytes;
+    }
+    char *text = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!text) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    size_t len = strlen(text), padded = (len + 7) / 8 * 8;
+    unsigned char lb[8];
+    put_le(lb, padded, 8);
+    int ok = fwrite(lb, 1, 8, w->fp) == 8 && fwrite(text, 1, len, w->fp) == len;
+    for (size_t i = len; ok && i < padded; i++) ok = fputc(' ', w->fp) != EOF;
+    free(text);
+    return ok ? G2F_OK : io_fail(w, err);
+}
+
+g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_out_spec *specs, size_t n,
+                           const g2f_meta_entry *meta, size_t n_meta, g2f_writer **out, g2f_error *err) {
+    *out = NULL;
+    g2f_writer *w = calloc(1, sizeof *w);
+    if (!w) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    w->format = format;
+    w->n = n;
+    w->path = dup_str(path);
+    size_t tl = strlen(path) + 32;
+    w->tmp = malloc(tl);
+    w->specs = calloc(n ? n : 1, sizeof *w->specs);
+    w->names = calloc(n ? n : 1, sizeof *w->names);
+    w->members = calloc(n + 1, sizeof *w->members);
+    g2f_status st = G2F_OK;
+    if (!w->path || !w->tmp || !w->specs || !w->names || !w->members) {
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < n; i++) {
+        w->specs[i] = specs[i];
+        w->names[i] = dup_str(specs[i].name);
+        if (!w->names[i]) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        w->specs[i].name = w->names[i];
+    }
+    snprintf(w->tmp, tl, "%s.tmp-%ld", path, (long)getpid());
+    w->fp = fopen(w->tmp, "wb");
+    if (!w->fp) {
+        st = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        goto fail;
+    }
+    if (format == G2F_OUT_SAFETENSORS) {
+        if ((st = safetensors_header(w, meta, n_meta, err)) != G2F_OK) goto fail;
+    } else if (n_meta) {
+        cJSON *root = cJSON_CreateObject();
+        for (size_t i = 0; root && i < n_meta; i++) cJSON_AddStringToObject(root, meta[i].key, meta[i].value);
+        w->meta_json = root ? cJSON_PrintUnformatted(root) : NULL;
+        cJSON_Delete(root);
+        if (!w->meta_json) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+    }
+    *out = w;
+    return G2F_OK;
+fail:
+    g2f_writer_close(w, 0, NULL);
+    return st;
+}
+
+g2f_status g2f_writer_put(g2f_writer *w, const float *data, g2f_error *err) {
+    if (w->failed || w->next >= w->n) {
+        w->failed = 1;
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: more tensors written than declared", w->path);
+    }
+    const g2f_out_spec *s = &w->specs[w->next++];
+    uint64_t bytes = numel_of(s) * 4;
+    if (w->format == G2F_OUT_SAFETENSORS) {
+        if (bytes && fwrite(data, 1, (size_t)bytes, w->fp) != bytes) return io_fail(w, err);
+        return G2F_OK;
+    }
+    unsigned char hdr[640];
+    size_t hl = npy_header(hdr, sizeof hdr, "<f4", s->shape, s->ndim);
+    size_t nl = strlen(s->name);
+    char *mname = malloc(nl + 5);
+    if (!mname) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    snprintf(mname, nl + 5, "%s.npy", s->name);
+    g2f_status st = npz_member(w, mname, hdr, hl, data, bytes, err);
+    free(mname);
+    return st;
+}
+
+static g2f_status npz_finish(g2f_writer *w, g2f_error *err) {
+    if (w->meta_json) {
+        unsigned char hdr[640];
+        uint64_t len = strlen(w->meta_json);
+        size_t hl = npy_header(hdr, sizeof hdr, "|u1", &len, 1);
+        g2f_status st = npz_member(w, "__metadata__.npy", hdr, hl, w->meta_json, len, err);
+        if (st != G2F_OK) return st;
+    }
+    long cd = ftell(w->fp);
+    if (cd < 0) return io_fail(w, err);
+    for (size_t i = 0; i < w->n_members; i++) {
+        const member *m = &w->members[i];
+        size_t nl = strlen(m->name);
+        unsigned char ch[46] = {0};
+        put_le(ch, 0x02014b50, 4);
+        put_le(ch + 4, 20, 2);
+        put_le(ch + 6, 20, 2);
+        put_le(ch + 16, m->crc, 4);
+        put_le(ch + 20, m->size, 4);
+        put_le(ch + 24, m->size, 4);
+        put_le(ch + 28, nl, 2);
+        put_le(ch + 42, m->offset, 4);
+        if (fwrite(ch, 1, 46, w->fp) != 46 || fwrite(m->name, 1, nl, w->fp) != nl) return io_fail(w, err);
+    }
+    long end = ftell(w->fp);
+    if (end < 0) return io_fail(w, err);
+    unsigned char eocd[22] = {0};
+    put_le(eocd, 0x06054b50, 4);
+    put_le(eocd + 8, w->n_members, 2);
+    put_le(eocd + 10, w->n_members, 2);
+    put_le(eocd + 12, (uint64_t)(end - cd), 4);
+    put_le(eocd + 16, (uint64_t)cd, 4);
+    if (w->n_members > 0xffff)
+        return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: more than 65535 arrays for one .npz", w->path);
+    return fwrite(eocd, 1, 22, w->fp) == 22 ? G2F_OK : io_fail(w, err);
+}
+
+g2f_status g2f_writer_close(g2f_writer *w, int commit, g2f_error *err) {
+    if (!w) return G2F_OK;
+    g2f_status st = G2F_OK;
+    if (commit && !w->failed && w->next != w->n)
+        st = g2f_error_set(err, G2F_ERR_USAGE, "%s: %zu of %zu tensors written", w->path, w->next, w->n);
+    if (commit && st == G2F_OK && !w->failed && w->format == G2F_OUT_NPZ) st = npz_finish(w, err);
+    if (w->fp) {
+        if (fclose(w->fp) != 0 && commit && st == G2F_OK && !w->failed) st = io_fail(w, err);
+        w->fp = NULL;
+    }
+    if (commit && st == G2F_OK && !w->failed) {
+        if (rename(w->tmp, w->path) != 0) st = io_fail(w, err);
+    } else if (commit && st == G2F_OK) {
+        st = g2f_error_set(err, G2F_ERR_IO, "%s: not written after an earlier error", w->path);
+    }
+    if (w->tmp && (!commit || st != G2F_OK)) remove(w->tmp);
+    for (size_t i = 0; w->names && i < w->n; i++) free(w->names[i]);
+    for (size_t i = 0; w->members && i < w->n_members; i++) free(w->members[i].name);
+    free(w->names);
+    free(w->members);
+    free(w->specs);
+    free(w->meta_json);
+    free(w->tmp);
+    free(w->path);
+    free(w);
+    return st;
+}

@@ -1,0 +1,42 @@
+/* g2f_writer: writes float32 tensors as safetensors or as a NumPy .npz
+ * (stored members), streaming one tensor at a time, atomically: everything
+ * goes to PATH.tmp-PID, which is renamed to PATH only by a successful
+ * g2f_writer_close(w, 1); an interrupted or failed write leaves no file
+ * under the requested name.
+ *
+ * safetensors: header with every tensor's dtype F32, shape and offsets
+ * (padded with spaces to 8 bytes), __metadata__ from meta, then the data.
+ * npz: one NAME.npy member per tensor (header version 1, '<f4', C order)
+ * plus, when meta is given, "__metadata__.npy": a uint8 array holding the
+ * metadata as a JSON object (np.load(f)["__metadata__"].tobytes()).
+ * Members above 4 GiB are refused (no ZIP64 writing).
+ */
+#ifndef G2F_WRITER_H
+#define G2F_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "g2f_error.h"
+#include "g2f_tensor.h"
+
+typedef enum g2f_out_format { G2F_OUT_SAFETENSORS, G2F_OUT_NPZ, G2F_OUT_FORMAT_COUNT } g2f_out_format;
+
+typedef struct g2f_out_spec {
+    const char *name;
+    size_t ndim;
+    uint64_t shape[G2F_MAX_DIMS];
+} g2f_out_spec;
+
+typedef struct g2f_writer g2f_writer;
+
+/* Starts the file; specs (copied) fix the order of g2f_writer_put calls. */
+g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_out_spec *specs, size_t n,
+                           const g2f_meta_entry *meta, size_t n_meta, g2f_writer **out, g2f_error *err);
+/* Writes the next tensor's data (numel floats, in spec order). */
+g2f_status g2f_writer_put(g2f_writer *w, const float *data, g2f_error *err);
+/* commit: finish and rename into place (every tensor must have been put);
+ * otherwise remove the temporary file. Frees w either way. */
+g2f_status g2f_writer_close(g2f_writer *w, int commit, g2f_error *err);
+
+#endif

@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "g2f_diff.h"
 #include "g2f_fixture.h"
+#include "g2f_html.h"
 #include "g2f_inspect.h"
 #include "g2f_model.h"
 #include "g2f_report.h"
@@ -188,6 +191,16 @@ static int emit_json(const char *path, char *json) {
     return rc;
 }
 
+/* Writes text (taking ownership) to path atomically; 0, or 1 after printing. */
+static int emit_file(const char *path, char *text) {
+    if (!strcmp(path, "-")) {
+        free(text);
+        bad("--html needs a file name");
+        return 1;
+    }
+    return emit_json(path, text);
+}
+
 /* The GELU form: --gelu, else config.json's activation_function, else tanh;
  * source says which, for the reports. */
 static g2f_gelu choose_gelu(const char *opt, const g2f_model_info *mi, char *source, size_t n) {
@@ -204,12 +217,37 @@ static g2f_gelu choose_gelu(const char *opt, const g2f_model_info *mi, char *sou
     return G2F_GELU_TANH;
 }
 
+/* A progress line on stderr, only when it is a terminal. */
+typedef struct progress {
+    double start;
+} progress;
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void show_progress(void *user, size_t done, size_t total, unsigned long long bytes) {
+    progress *pg = user;
+    double dt = now_seconds() - pg->start;
+    fprintf(stderr, "\rverify: %zu/%zu layers, %.0f MB of weights at %.0f MB/s\033[K", done, total, bytes / 1e6,
+            dt > 0 ? bytes / 1e6 / dt : 0.0);
+    if (done == total) fputs("\r\033[K", stderr);
+    fflush(stderr);
+}
+
+static int use_color(FILE *fp) {
+    const char *nc = getenv("NO_COLOR");
+    return isatty(fileno(fp)) && !(nc && *nc);
+}
+
 /* ---- verify ---------------------------------------------------------- */
 
 static const opt_spec verify_opts[] = {{"--gelu", "tanh|erf"}, {"--layers", "LIST"}, {"--rtol", "R"},
                                        {"--atol", "A"},        {"--threads", "N"},   {"--json", "FILE|-"},
-                                       {"--config", "FILE"}};
-enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_COUNT };
+                                       {"--config", "FILE"},   {"--html", "FILE"},   {"--quiet", NULL}};
+enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_COUNT };
 _Static_assert(sizeof verify_opts / sizeof verify_opts[0] == V_COUNT, "one spec per option");
 
 static const char usage_verify[] =
@@ -232,8 +270,11 @@ static const char usage_verify[] =
     "  --config FILE     config.json to cross-check (default: config.json beside CHECKPOINT)\n"
     "  --threads N       OpenMP threads (default: all cores); results do not depend on it\n"
     "  --json FILE|-     also write the JSON report (to stdout with '-', then no text report)\n"
+    "  --html FILE       also write a self-contained HTML report (charts, diagnosis)\n"
+    "  --quiet           no progress line on stderr (there is none unless stderr is a terminal)\n"
     "  -h, --help        this help\n"
     "\n"
+    "Colours are used only on a terminal and never when NO_COLOR is set.\n"
     "exit codes: 0 every compared layer matches, 1 a mismatch, 2 usage error or bad input\n"
     "\n"
     "examples:\n"
@@ -276,6 +317,11 @@ static int run_verify(const char **pos, const char **v) {
     p.select = select;
     p.tol = (g2f_tol_params){v[V_RTOL] || v[V_ATOL], rtol, atol, G2F_TOL_LAMBDA};
     p.n_threads = (int)threads;
+    progress pg = {now_seconds()};
+    if (!v[V_QUIET] && isatty(STDERR_FILENO)) {
+        p.progress = show_progress;
+        p.progress_user = &pg;
+    }
     if (g2f_verify_run(model, fx, &p, &res, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
@@ -284,8 +330,10 @@ static int run_verify(const char **pos, const char **v) {
         bad("verify: no layer was compared: %s has none of the %s layers", pos[1], v[V_LAYERS] ? "selected" : "checkpoint's");
         goto done;
     }
-    g2f_report_ctx ctx = {pos[0], pos[1], mi, gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx), &p.tol, &res};
+    g2f_report_ctx ctx = {pos[0], pos[1], mi, gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx), &p.tol, &res,
+                          use_color(stdout)};
     if (v[V_JSON] && emit_json(v[V_JSON], g2f_report_json(&ctx)) != 0) goto done;
+    if (v[V_HTML] && emit_file(v[V_HTML], g2f_report_html(&ctx)) != 0) goto done;
     if (!v[V_JSON] || strcmp(v[V_JSON], "-") != 0) g2f_report_text(stdout, &ctx);
     rc = res.pass ? 0 : EXIT_MISMATCH;
 done:

@@ -109,8 +109,8 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     else if (res->pass)
         fprintf(fp, "all %zu compared layers match the reference\n\n", res->compared);
 
-    fprintf(fp, "%5s %7s %11s %11s %9s %17s %7s %17s  %s\n", "layer", "tokens", "max_abs_err", "max_rel_err",
-            "margin", "mismatched/total", "verdict", "gelu", "diagnosis");
+    fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s  %s\n", "layer", "tokens", "max_abs_err", "max_rel_err",
+            "margin", "mismatched/total", "cosine", "sqnr_db", "verdict", "gelu", "diagnosis");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
         if (r->status == G2F_LAYER_SKIPPED) {
@@ -120,7 +120,8 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
             char span[48];
             if (j > i) snprintf(span, sizeof span, "%zu-%zu", i, j);
             else snprintf(span, sizeof span, "%zu", i);
-            fprintf(fp, "%5s %7s %11s %11s %9s %17s %7s %17s  %s\n", span, "-", "-", "-", "-", "-", "skipped", "-", "-");
+            fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s  %s\n", span, "-", "-", "-", "-", "-", "-", "-",
+                    "skipped", "-", "-");
             i = j;
             continue;
         }
@@ -132,17 +133,27 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         char frac[40], codes[512];
         snprintf(frac, sizeof frac, "%zu/%zu", mism, total);
         diag_codes(r, codes, sizeof codes);
-        fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %7s %17s  %s\n", r->layer, r->tokens, r->out.max_abs,
-                r->out.max_rel, margin, frac, r->status == G2F_LAYER_PASS ? "PASS" : "FAIL",
-                g2f_best_gelu_name(r->best_gelu), codes);
+        const char *on = !c->color ? "" : r->status == G2F_LAYER_PASS ? "\033[32m" : "\033[1;31m";
+        fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %10.8f %8.1f %s%7s%s %17s  %s\n", r->layer, r->tokens,
+                r->out.max_abs, r->out.max_rel, margin, frac, r->out.cosine, r->out.sqnr_db, on,
+                r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", c->color ? "\033[0m" : "", g2f_best_gelu_name(r->best_gelu),
+                codes);
+    }
+    fprintf(fp, "\nworst element per layer (token, channel: expected / computed, tolerance):\n");
+    for (size_t i = 0; i < res->n_layers; i++) {
+        const g2f_layer_result *r = &res->layers[i];
+        if (r->status == G2F_LAYER_SKIPPED) continue;
+        fprintf(fp, "  layer %zu: out[%zu, %zu] %.9g / %.9g, tol %.3g\n", r->layer, r->out.worst / c->model->n_embd,
+                r->out.worst % c->model->n_embd, r->out.worst_expected, r->out.worst_computed, r->out.worst_tol);
     }
     fprintf(fp, "\n");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
         if (r->status == G2F_LAYER_FAIL && (long)i != res->first_fail) fprintf(fp, "  %s\n", r->explanation);
     }
-    fprintf(fp, "result: %s (%zu compared, %zu failed, %zu skipped)\n", res->pass ? "PASS" : "FAIL", res->compared,
-            res->failed, res->n_layers - res->compared);
+    fprintf(fp, "result: %s%s%s (%zu compared, %zu failed, %zu skipped)\n",
+            !c->color ? "" : res->pass ? "\033[32m" : "\033[1;31m", res->pass ? "PASS" : "FAIL", c->color ? "\033[0m" : "",
+            res->compared, res->failed, res->n_layers - res->compared);
 }
 
 static cJSON *cmp_json(const g2f_cmp *c, size_t width) {

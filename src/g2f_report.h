@@ -21,6 +21,7 @@ typedef struct g2f_report_ctx {
     g2f_dtype fixture_dtype;
     const g2f_tol_params *tol;
     const g2f_verify_result *result;
+    int color;                   /* ANSI colours in the text report (a TTY without NO_COLOR) */
 } g2f_report_ctx;
 
 /* Human-readable report: a one-sentence verdict, then the per-layer table. */

@@ -211,6 +211,9 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
     out->n_layers = mi->n_layer;
     out->gelu = p->gelu;
     out->first_fail = -1;
+    size_t todo = 0, done = 0;
+    unsigned long long bytes = 0;
+    for (size_t L = 0; L < mi->n_layer; L++) todo += (!p->select || p->select[L]) && g2f_fixture_has_layer(f, L);
     for (size_t L = 0; L < mi->n_layer; L++) {
         g2f_layer_result *r = &out->layers[L];
         r->layer = L;
@@ -229,6 +232,8 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
             return st;
         }
         out->compared++;
+        bytes += (unsigned long long)(2 * mi->n_embd * mi->n_inner) * g2f_dtype_size(mi->dtype);
+        if (p->progress) p->progress(p->progress_user, ++done, todo, bytes);
         if (r->status == G2F_LAYER_FAIL) {
             out->failed++;
             if (out->first_fail < 0) out->first_fail = (long)L;

@@ -51,12 +51,18 @@ typedef struct g2f_layer_result {
     char explanation[1024]; /* one sentence */
 } g2f_layer_result;
 
+/* Called after each layer verified (done of total), with the bytes of weights
+ * read so far; for progress displays. */
+typedef void (*g2f_progress_fn)(void *user, size_t done, size_t total, unsigned long long bytes);
+
 typedef struct g2f_verify_params {
     g2f_gelu gelu;
     const char *gelu_source;     /* "--gelu", "config.json ...", "default" */
     const unsigned char *select; /* n_layer flags, NULL = every layer */
     g2f_tol_params tol;
     int n_threads;               /* <= 0: OpenMP default */
+    g2f_progress_fn progress;    /* may be NULL */
+    void *progress_user;
 } g2f_verify_params;
 
 typedef struct g2f_verify_result {

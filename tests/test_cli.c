@@ -217,6 +217,44 @@ static void verify_should_never_pass_nan(void) {
     CHECK_CONTAINS(out_text, "non-finite value in the reference at out[token 5, 13]");
 }
 
+/* Under `script`, stdout and stderr are a terminal. */
+static int run_tty(const char *env, const char *args) {
+    char inner[1500], cmd[2048];
+    snprintf(inner, sizeof inner, "%s '%s' %s", env, cli, args);
+    snprintf(cmd, sizeof cmd, "script -qec \"%s\" /dev/null > '%s/out.txt' 2>&1", inner, dir);
+    int st = system(cmd);
+    char p[400];
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    slurp(p, out_text, sizeof out_text);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void verify_should_colour_and_show_progress_only_on_a_terminal(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK(strstr(out_text, "\033[") == NULL && strstr(err_text, "verify: ") == NULL);
+    CHECK(run_tty("", args) == 1);
+    CHECK_CONTAINS(out_text, "\033[1;31m");
+    CHECK_CONTAINS(out_text, "verify: 4/4 layers");
+    CHECK(run_tty("NO_COLOR=1", args) == 1);
+    CHECK(strstr(out_text, "\033[1;31m") == NULL);
+    CHECK_CONTAINS(out_text, "verify: 4/4 layers");
+    char quiet[1100];
+    snprintf(quiet, sizeof quiet, "%s --quiet", args);
+    CHECK(run_tty("", quiet) == 1);
+    CHECK(strstr(out_text, "verify: 4/4") == NULL);
+}
+
+static void verify_should_show_cosine_sqnr_and_the_worst_element(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "cosine  sqnr_db");
+    CHECK_CONTAINS(out_text, "worst element per layer");
+    CHECK_CONTAINS(out_text, "  layer 3: out[");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "cli") != 0) return 1;
     fixtures = argv[1];
@@ -230,6 +268,8 @@ int main(int argc, char **argv) {
     RUN(verify_should_reject_malformed_files_with_one_line_and_no_report);
     RUN(verify_should_call_the_gelu_form_undetermined_for_tiny_preactivations);
     RUN(verify_should_never_pass_nan);
+    RUN(verify_should_colour_and_show_progress_only_on_a_terminal);
+    RUN(verify_should_show_cosine_sqnr_and_the_worst_element);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

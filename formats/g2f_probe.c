@@ -8,7 +8,7 @@
 static const char *const descriptions[] = {
     "a file of unknown format",
     "safetensors",
-    "a zip archive (PyTorch torch.save or NumPy .npz)",
+    "a torch.save zip",
     "a pickle (legacy PyTorch torch.save)",
     "a GGUF file",
     "an llm.c checkpoint",

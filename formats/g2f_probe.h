@@ -10,7 +10,7 @@
 typedef enum g2f_format {
     G2F_FORMAT_UNKNOWN,
     G2F_FORMAT_SAFETENSORS,
-    G2F_FORMAT_ZIP,          /* torch.save (>= 1.6) or .npz */
+    G2F_FORMAT_ZIP,          /* a zip: torch.save (>= 1.6) unless its members are all .npy (NPZ) */
     G2F_FORMAT_PICKLE,       /* legacy torch.save */
     G2F_FORMAT_GGUF,
     G2F_FORMAT_LLMC,         /* llm.c gpt2_*.bin, magic 20240326 */

@@ -8,8 +8,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "g2f_gguf.h"
+#include "g2f_llmc.h"
 #include "g2f_npy.h"
 #include "g2f_safetensors.h"
+#include "g2f_torch.h"
 
 #define INDEX_MAX_BYTES (64u << 20)
 #define MAX_SHARDS 4096
@@ -17,8 +20,11 @@
 /* One opened data file, whatever its reader. */
 typedef struct part {
     g2f_format format;
-    g2f_safetensors *st;
+    g2f_safetensors *st; /* exactly one reader handle is set */
     g2f_npz *npz;
+    g2f_torch *torch;
+    g2f_gguf *gguf;
+    g2f_llmc *llmc;
 } part;
 
 struct g2f_source {
@@ -81,27 +87,41 @@ static g2f_status part_open(const char *path, part *p, g2f_error *err) {
     if (s != G2F_OK) return s;
     p->format = g2f_format_probe(map.data, map.size);
     if (p->format == G2F_FORMAT_ZIP && g2f_npz_probe_members(map.data, map.size)) p->format = G2F_FORMAT_NPZ;
+    int legacy = p->format == G2F_FORMAT_PICKLE && g2f_torch_is_legacy(map.data, map.size);
     g2f_mapping_close(&map);
     switch (p->format) {
-    case G2F_FORMAT_NPZ:
-        return g2f_npz_open(path, &p->npz, err);
-    case G2F_FORMAT_SAFETENSORS:
-    case G2F_FORMAT_UNKNOWN: /* let the safetensors reader say what is wrong */
+    case G2F_FORMAT_NPZ: return g2f_npz_open(path, &p->npz, err);
+    case G2F_FORMAT_ZIP: return g2f_torch_open(path, &p->torch, err);
+    case G2F_FORMAT_GGUF: return g2f_gguf_open(path, &p->gguf, err);
+    case G2F_FORMAT_LLMC: return g2f_llmc_open(path, &p->llmc, err);
+    case G2F_FORMAT_PICKLE:
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: is %s; %s", path, g2f_format_describe(p->format),
+                             legacy ? "the legacy (pre-1.6) torch.save format is not supported; re-save it with "
+                                      "torch>=1.6 (the zip format)"
+                                    : "gpt2ffn reads torch.save zip files, safetensors, GGUF, llm.c and NumPy files");
+    case G2F_FORMAT_NPY:
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: is a single .npy array; put the arrays in an .npz or a folder",
+                             path);
+    default: /* safetensors, or nothing we know: the safetensors reader says what is wrong */
         p->format = G2F_FORMAT_SAFETENSORS;
         return g2f_safetensors_open(path, &p->st, err);
-    default:
-        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: is %s, which this version does not read", path,
-                             g2f_format_describe(p->format));
     }
 }
 
 static const g2f_table *part_table(const part *p) {
-    return p->npz ? g2f_npz_table(p->npz) : g2f_safetensors_table(p->st);
+    if (p->npz) return g2f_npz_table(p->npz);
+    if (p->torch) return g2f_torch_table(p->torch);
+    if (p->gguf) return g2f_gguf_table(p->gguf);
+    if (p->llmc) return g2f_llmc_table(p->llmc);
+    return g2f_safetensors_table(p->st);
 }
 
 static void part_close(part *p) {
     g2f_safetensors_close(p->st);
     g2f_npz_close(p->npz);
+    g2f_torch_close(p->torch);
+    g2f_gguf_close(p->gguf);
+    g2f_llmc_close(p->llmc);
 }
 
 /* A folder that is a fixture: .npy files and no checkpoint file. */

@@ -11,17 +11,20 @@
 #include "check.h"
 #include "test_util.h"
 
+#ifndef GPT2FFN_SANITIZED
 static int sh(const char *cmd) {
     int st = system(cmd);
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
     if (rc != 0) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
     return rc;
 }
+#endif
 
 int main(int argc, char **argv) {
 #ifdef GPT2FFN_SANITIZED
     (void)argc;
     (void)argv;
+    (void)check_failures;
     fprintf(stderr, "skipped: sanitizer build\n");
     return 77;
 #else

@@ -1,0 +1,441 @@
+/* HTML report: structure on passing and failing fixtures, escaping of
+ * strings from files (a checkpoint under a folder named with & < " '), the
+ * growable buffer, non-finite numbers as text, and a render in headless
+ * Chromium (DOM and screenshot). argv[1] = fixtures folder. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "g2f_html.h"
+#include "g2f_report.h"
+#include "g2f_verify.h"
+#include "test_util.h"
+
+#define CHROMIUM "/usr/bin/chromium"
+
+static const char *fixtures;
+static char dir[256];
+
+/* CHECK_CONTAINS for whole pages: names the missing needle, not the page. */
+#define CHECK_HAS(hay, needle)                                                                        \
+    do {                                                                                              \
+        const char *h_ = (hay);                                                                       \
+        if (!h_ || !strstr(h_, (needle))) {                                                           \
+            fprintf(stderr, "%s:%d: CHECK_HAS failed: \"%s\" not in the page\n", __FILE__, __LINE__, \
+                    (needle));                                                                        \
+            check_failures++;                                                                         \
+        }                                                                                             \
+    } while (0)
+
+/* Verifies model_path against fixture_path and renders the page (NULL on
+ * any failure, reported). */
+static char *render_select(const char *model_path, const char *fixture_path, const unsigned char *select,
+                           g2f_verify_result *res_out) {
+    g2f_error err = {0};
+    g2f_model *m = NULL;
+    g2f_fixture *f = NULL;
+    g2f_verify_result res = {0};
+    char *html = NULL;
+    g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
+    if (g2f_model_open(model_path, NULL, &m, &err) != G2F_OK || g2f_fixture_open(fixture_path, &f, &err) != G2F_OK) {
+        fprintf(stderr, "render %s %s: %s\n", model_path, fixture_path, err.msg);
+        goto done;
+    }
+    g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "from the test", .select = select, .tol = tol,
+                           .n_threads = 2};
+    if (g2f_verify_run(m, f, &p, &res, &err) != G2F_OK) {
+        fprintf(stderr, "render %s %s: %s\n", model_path, fixture_path, err.msg);
+        goto done;
+    }
+    g2f_report_ctx ctx = {.checkpoint_arg = model_path, .fixtures_arg = fixture_path, .model = g2f_model_get_info(m),
+                          .gelu_source = "from the test", .fixture_claim = g2f_fixture_gelu_claim(f),
+                          .fixture_dtype = g2f_fixture_dtype(f), .tol = &tol, .result = &res};
+    html = g2f_report_html(&ctx);
+done:
+    if (res_out) *res_out = res;
+    else g2f_verify_result_free(&res);
+    g2f_fixture_close(f);
+    g2f_model_close(m);
+    return html;
+}
+
+static char *render(const char *model_path, const char *fixture_path, g2f_verify_result *res_out) {
+    return render_select(model_path, fixture_path, NULL, res_out);
+}
+
+static size_t count_of(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* The page's invariants whatever the data: one document, no script, nothing
+ * from the network, a row per layer. */
+static void check_structure(const char *html, size_t n_layers) {
+    CHECK(html && !strncmp(html, "<!DOCTYPE html>\n", 16));
+    if (!html) return;
+    CHECK_HAS(html, "<meta charset=\"utf-8\">");
+    CHECK_HAS(html, "<title>");
+    CHECK(strstr(html, "<script") == NULL && strstr(html, "<SCRIPT") == NULL);
+    CHECK(strstr(html, "http://") == NULL && strstr(html, "https://") == NULL);
+    CHECK(!strstr(html, "onload=") && !strstr(html, "onerror=") && !strstr(html, "onclick=") &&
+          !strstr(html, "javascript:"));
+    CHECK(count_of(html, "<tr id=\"layer-") == n_layers);
+    for (size_t L = 0; L < n_layers; L++) {
+        char id[32];
+        snprintf(id, sizeof id, "id=\"layer-%zu\"", L);
+        CHECK(count_of(html, id) == 1);
+    }
+    CHECK_HAS(html, "<figure id=\"chart\">");
+    CHECK_HAS(html, ">tolerance</text>");
+    CHECK_HAS(html, "requested GELU (tanh)");
+    CHECK_HAS(html, "other GELU (erf)");
+    CHECK(count_of(html, "<svg") == count_of(html, "</svg>"));
+    CHECK(count_of(html, "<section") == count_of(html, "</section>"));
+    CHECK(strlen(html) > 1000 && html[strlen(html) - 1] == '\n');
+    CHECK_HAS(html, "</html>\n");
+}
+
+static int write_text(const char *path, const char *text) { return write_bytes(path, text, strlen(text)); }
+
+static void html_should_show_an_all_pass_report(void) {
+    char model[400], fx[400], path[400];
+    snprintf(model, sizeof model, "%s/tiny", fixtures);
+    snprintf(fx, sizeof fx, "%s/tiny_tanh.safetensors", fixtures);
+    char *html = render(model, fx, NULL);
+    check_structure(html, 4);
+    if (!html) return;
+    CHECK_HAS(html, "<span class=\"badge pass\">PASS</span>");
+    CHECK_HAS(html, "all 4 compared layers match the reference");
+    CHECK(count_of(html, "class=\"pass\"><td>") == 4);
+    CHECK(strstr(html, "class=\"fail\"") == NULL && strstr(html, "<section") == NULL);
+    CHECK(count_of(html, "<rect class=\"bar pass\"") == 4);
+    CHECK(count_of(html, "<path class=\"other\"") == 4);
+    CHECK_HAS(html, "<dt>GELU</dt><dd><strong>tanh</strong> (from the test)</dd>");
+    snprintf(path, sizeof path, "%s/pass.html", dir);
+    CHECK(write_text(path, html) == 0);
+    free(html);
+}
+
+static void html_should_show_the_failing_layer_with_its_histogram(void) {
+    char model[400], fx[400], path[400];
+    snprintf(model, sizeof model, "%s/tiny", fixtures);
+    snprintf(fx, sizeof fx, "%s/diag/weights_from_layer.safetensors", fixtures);
+    char *html = render(model, fx, NULL);
+    check_structure(html, 4);
+    if (!html) return;
+    CHECK_HAS(html, "<span class=\"badge fail\">FAIL</span>");
+    CHECK_HAS(html, "first divergence at layer <a href=\"#fail-2\">2</a>:");
+    CHECK_HAS(html, "<tr id=\"layer-2\" class=\"fail\">");
+    CHECK_HAS(html, "<tr id=\"layer-0\" class=\"pass\">");
+    CHECK(count_of(html, "<section class=\"layer\"") == 1);
+    CHECK_HAS(html, "<section class=\"layer\" id=\"fail-2\">");
+    CHECK_HAS(html, "<svg id=\"hist-2\"");
+    CHECK(strstr(html, "id=\"hist-0\"") == NULL);
+    CHECK_HAS(html, "weights_from_layer:0");   /* the code, in the table and the section */
+    CHECK_HAS(html, "worst element</dt><dd>token ");
+    CHECK(count_of(html, "<rect class=\"bar fail\"") == 1 && count_of(html, "<rect class=\"bar pass\"") == 3);
+    /* the histogram holds every element of out once */
+    const char *h = strstr(html, "<svg id=\"hist-2\""), *end = h ? strstr(h, "</svg>") : NULL;
+    size_t sum = 0;
+    for (const char *p = h; end && (p = strstr(p, " elements</title>")) != NULL && p < end; p++) {
+        const char *q = p;
+        while (q > h && q[-1] >= '0' && q[-1] <= '9') q--;
+        sum += strtoul(q, NULL, 10);
+    }
+    CHECK(sum == 768);
+    snprintf(path, sizeof path, "%s/fail.html", dir);
+    CHECK(write_text(path, html) == 0);
+    free(html);
+}
+
+static void html_should_show_skipped_layers_as_gaps(void) {
+    char model[400], fx[400];
+    snprintf(model, sizeof model, "%s/tiny", fixtures);
+    snprintf(fx, sizeof fx, "%s/diag/unexplained.safetensors", fixtures);
+    const unsigned char select[4] = {1, 1, 0, 0}; /* layer 1 fails, 2 and 3 skipped */
+    char *html = render_select(model, fx, select, NULL);
+    check_structure(html, 4);
+    if (!html) return;
+    CHECK_HAS(html, "<tr id=\"layer-2\" class=\"skipped\">");
+    CHECK_HAS(html, "<tr id=\"layer-3\" class=\"skipped\">");
+    CHECK_HAS(html, "<tr id=\"layer-1\" class=\"fail\">");
+    CHECK(count_of(html, "<rect class=\"bar ") == 2 && count_of(html, "<path class=\"other\"") == 2);
+    CHECK(strstr(html, "href=\"#layer-2\"") == NULL); /* no bar links to a skipped layer */
+    CHECK_HAS(html, "(2 compared, 1 failed, 2 skipped)");
+    CHECK(count_of(html, "<section class=\"layer\"") == 1 && strstr(html, "id=\"hist-1\""));
+    free(html);
+}
+
+static int copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    int ok = in && out;
+    char buf[65536];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = 0;
+    return ok ? 0 : -1;
+}
+
+static void html_should_escape_paths_from_the_filesystem(void) {
+    /* a checkpoint folder whose name holds every character that matters */
+    const char *weird = "a&b<i>\"c'd";
+    char folder[300], from[512], to[400], fx[400];
+    snprintf(folder, sizeof folder, "%s/%s", dir, weird);
+    if (mkdir(folder, 0755) != 0) {
+        fprintf(stderr, "skipping the folder case: mkdir %s: %s\n", folder, strerror(errno));
+        return;
+    }
+    const char *files[] = {"model.safetensors", "config.json"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(from, sizeof from, "%s/tiny/%s", fixtures, files[i]);
+        snprintf(to, sizeof to, "%s/%s", folder, files[i]);
+        CHECK(copy_file(from, to) == 0);
+    }
+    snprintf(from, sizeof from, "%s/tiny_tanh.safetensors", fixtures);
+    snprintf(fx, sizeof fx, "%s/fx<&>.safetensors", folder);
+    CHECK(copy_file(from, fx) == 0);
+    char *html = render(folder, fx, NULL);
+    check_structure(html, 4);
+    if (!html) return;
+    CHECK(strstr(html, weird) == NULL);
+    CHECK(strstr(html, "<i>") == NULL);
+    CHECK(strstr(html, "fx<&>") == NULL);
+    CHECK_HAS(html, "a&amp;b&lt;i&gt;&quot;c&#39;d/model.safetensors");
+    CHECK_HAS(html, "fx&lt;&amp;&gt;.safetensors");
+    free(html);
+}
+
+static void html_escape_should_cover_markup_controls_and_bad_utf8(void) {
+    g2f_html_buf b = {0};
+    CHECK(g2f_html_escape_append(&b, "<a href=\"x\">&'</a>") == 0);
+    CHECK(b.data && !strcmp(b.data, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"));
+    g2f_html_buf_free(&b);
+    CHECK(b.data == NULL && b.len == 0);
+    /* tab and newline kept; other control bytes, DEL and broken UTF-8 become U+FFFD; valid UTF-8 kept */
+    CHECK(g2f_html_escape_append(&b, "t\tn\nx\x01y\x7fz\xc3(\xe2\x82\xac\xc3\xa9\xed\xa0\x80!") == 0);
+    CHECK(b.data && !strcmp(b.data, "t\tn\nx\xEF\xBF\xBDy\xEF\xBF\xBDz\xEF\xBF\xBD(\xe2\x82\xac\xc3\xa9"
+                                    "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD!"));
+    g2f_html_buf_free(&b);
+    CHECK(g2f_html_escape_append(&b, NULL) == 0 && b.len == 0);
+    g2f_html_buf_free(NULL);
+}
+
+static void html_buf_should_grow_without_truncating(void) {
+    /* 3 MB of "<" becomes 12 MB of "&lt;", byte for byte */
+    size_t n = 3u << 20;
+    char *big = malloc(n + 1);
+    CHECK(big != NULL);
+    if (!big) return;
+    memset(big, '<', n);
+    big[n] = '\0';
+    g2f_html_buf b = {0};
+    CHECK(g2f_html_escape_append(&b, "x") == 0);
+    CHECK(g2f_html_escape_append(&b, big) == 0);
+    CHECK(!b.failed && b.len == 1 + 4 * n && b.data[b.len] == '\0');
+    CHECK(b.data && !strncmp(b.data + b.len - 8, "&lt;&lt;", 8) && b.data[0] == 'x');
+    g2f_html_buf_free(&b);
+    /* a failed buffer stays failed */
+    g2f_html_buf f = {0};
+    f.failed = 1;
+    CHECK(g2f_html_escape_append(&f, "a") == -1 && f.data == NULL);
+
+    /* a long checkpoint argument reaches the page whole */
+    char model[400], fx[400];
+    snprintf(model, sizeof model, "%s/tiny", fixtures);
+    snprintf(fx, sizeof fx, "%s/tiny_tanh.safetensors", fixtures);
+    g2f_verify_result res = {0};
+    char *html = render(model, fx, &res);
+    free(html);
+    g2f_error err = {0};
+    g2f_model *m = NULL;
+    if (g2f_model_open(model, NULL, &m, &err) == G2F_OK && res.layers) {
+        memset(big, 'q', 100000);
+        big[100000] = '\0';
+        g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
+        g2f_report_ctx ctx = {.checkpoint_arg = big, .fixtures_arg = fx, .model = g2f_model_get_info(m),
+                              .gelu_source = "x", .fixture_dtype = G2F_DTYPE_F32, .tol = &tol, .result = &res};
+        html = g2f_report_html(&ctx);
+        CHECK(html && count_of(html, big) == 2); /* title and heading */
+        free(html);
+    }
+    g2f_model_close(m);
+    g2f_verify_result_free(&res);
+    free(big);
+}
+
+static void html_should_print_nonfinite_numbers_as_text(void) {
+    char model[400], fx[400];
+    snprintf(model, sizeof model, "%s/tiny", fixtures);
+    snprintf(fx, sizeof fx, "%s/diag/nonfinite.safetensors", fixtures);
+    g2f_verify_result res = {0};
+    char *html = render(model, fx, &res);
+    check_structure(html, 4);
+    CHECK_HAS(html, "nonfinite");
+    CHECK_HAS(html, "<dt>non-finite</dt>");
+    free(html);
+    /* a crafted result: NaN and Inf statistics are words, never printf's spellings */
+    if (res.layers) {
+        g2f_error err = {0};
+        g2f_model *m = NULL;
+        if (g2f_model_open(model, NULL, &m, &err) == G2F_OK) {
+            res.layers[0].out.max_abs = NAN;
+            res.layers[0].out.sqnr_db = INFINITY;
+            res.layers[0].out.cosine = -INFINITY;
+            res.layers[0].out.margin = NAN;
+            g2f_tol_params tol = {1, 1e-5, 1e-6, 0};
+            g2f_report_ctx ctx = {.checkpoint_arg = model, .fixtures_arg = fx, .model = g2f_model_get_info(m),
+                                  .gelu_source = "x", .fixture_claim = "gelu\"<x>", .fixture_dtype = G2F_DTYPE_F32,
+                                  .tol = &tol, .result = &res};
+            html = g2f_report_html(&ctx);
+            check_structure(html, 4);
+            CHECK_HAS(html, "<td>nan</td>");
+            CHECK_HAS(html, "<td>inf</td>");
+            CHECK_HAS(html, "<td>-inf</td>");
+            CHECK(strstr(html, ">NaN<") == NULL && strstr(html, ">-nan<") == NULL);
+            CHECK_HAS(html, "claims gelu=&quot;gelu&quot;&lt;x&gt;&quot;, which is neither");
+            CHECK_HAS(html, "atol 1e-06, rtol 1e-05");
+            free(html);
+        }
+        g2f_model_close(m);
+    }
+    g2f_verify_result_free(&res);
+}
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Runs argv with stdout to out_path and stderr to err_path; the exit code,
+ * or -1 when it could not run. */
+static int run(char *const argv[], const char *out_path, const char *err_path) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (o < 0 || e < 0) _exit(126);
+        dup2(o, 1);
+        dup2(e, 2);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *path, size_t *n_out) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s) {
+        size_t got = fread(s, 1, (size_t)n, fp);
+        s[got] = '\0';
+        if (n_out) *n_out = got;
+    }
+    fclose(fp);
+    return s;
+}
+
+static void dump_tail(const char *path) {
+    char *s = slurp(path, NULL);
+    if (s) fprintf(stderr, "--- %s (tail) ---\n%s\n", path, strlen(s) > 2000 ? s + strlen(s) - 2000 : s);
+    free(s);
+}
+
+static void html_should_render_in_headless_chromium(void) {
+    if (access(CHROMIUM, X_OK) != 0) {
+        fprintf(stderr, "%s is not installed: run scripts/setup (it installs chromium) to render the HTML report\n",
+                CHROMIUM);
+        check_failures++;
+        return;
+    }
+    char report[400], url[420], profile[400], shot[400], out[400], errlog[400], shot_arg[420], prof_arg[420];
+    snprintf(report, sizeof report, "%s/fail.html", dir);
+    snprintf(url, sizeof url, "file://%s", report);
+    snprintf(profile, sizeof profile, "%s/chromium-profile", dir);
+    snprintf(prof_arg, sizeof prof_arg, "--user-data-dir=%s", profile);
+    snprintf(shot, sizeof shot, "%s/shot.png", dir);
+    snprintf(shot_arg, sizeof shot_arg, "--screenshot=%s", shot);
+    snprintf(out, sizeof out, "%s/dom.html", dir);
+    snprintf(errlog, sizeof errlog, "%s/chromium.log", dir);
+    CHECK(access(report, R_OK) == 0); /* written by html_should_show_the_failing_layer_with_its_histogram */
+
+    double t0 = now_s();
+    char *dom_argv[] = {"timeout", "60", CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                        "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                        "--disable-sync", prof_arg, "--dump-dom", url, NULL};
+    int rc = run(dom_argv, out, errlog);
+    double t1 = now_s();
+    CHECK(rc == 0);
+    if (rc != 0) dump_tail(errlog);
+    char *dom = slurp(out, NULL);
+    CHECK(dom != NULL);
+    if (dom) {
+        for (int L = 0; L < 4; L++) {
+            char id[32];
+            snprintf(id, sizeof id, "id=\"layer-%d\"", L);
+            CHECK_HAS(dom, id);
+        }
+        CHECK_HAS(dom, "<figure id=\"chart\">");
+        CHECK_HAS(dom, "<svg id=\"hist-2\"");
+        CHECK_HAS(dom, "class=\"bar fail\"");
+        CHECK(strstr(dom, "<script") == NULL);
+    }
+    free(dom);
+
+    char *shot_argv[] = {"timeout", "60", CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                         "--disable-sync", prof_arg, "--hide-scrollbars", "--window-size=1200,1600", shot_arg, url,
+                         NULL};
+    rc = run(shot_argv, out, errlog);
+    double t2 = now_s();
+    CHECK(rc == 0);
+    if (rc != 0) dump_tail(errlog);
+    size_t n = 0;
+    char *png = slurp(shot, &n);
+    CHECK(png && n > 1000 && !memcmp(png, "\x89PNG\r\n\x1a\n", 8));
+    free(png);
+    fprintf(stderr, "chromium: --dump-dom %.1f s, --screenshot %.1f s\n", t1 - t0, t2 - t1);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s FIXTURES_DIR [CLI]\n", argv[0]);
+        return 2;
+    }
+    fixtures = argv[1];
+    if (make_tmpdir(dir, sizeof dir, "html") != 0) {
+        fprintf(stderr, "cannot make a scratch directory\n");
+        return 1;
+    }
+    RUN(html_should_show_an_all_pass_report);
+    RUN(html_should_show_the_failing_layer_with_its_histogram);
+    RUN(html_should_show_skipped_layers_as_gaps);
+    RUN(html_should_escape_paths_from_the_filesystem);
+    RUN(html_escape_should_cover_markup_controls_and_bad_utf8);
+    RUN(html_buf_should_grow_without_truncating);
+    RUN(html_should_print_nonfinite_numbers_as_text);
+    RUN(html_should_render_in_headless_chromium);
+    if (!check_failures) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        if (!strchr(dir, '\'')) CHECK(system(cmd) == 0);
+    } else {
+        fprintf(stderr, "scratch files kept in %s\n", dir);
+    }
+    CHECK_EXIT();
+}

@@ -1,29 +1,45 @@
-/* g2f_ffn: FFN kernels. The fast matmul packs a (KB x NB) panel of B into a
- * per-thread buffer and runs a 4-row x 16-column register-tiled micro-kernel
- * over it; tasks are (row block, column block) pairs, so no thread ever splits
- * the k sum of an element: bitwise identical results for any thread count.
- * Blocking: a packed panel is KB*NB*4 = 64 KiB (L2-resident on any current
- * x86-64 or ARM core), the 4x16 accumulator tile lives in 8 vector registers
- * and one 16-float row of the panel (64 B, one cache line) is read per k. */
+/* g2f_ffn: FFN kernels.
+ *
+ * The fast matmul packs blocks of A and B and runs a 6 x 16 register-tiled
+ * micro-kernel over them (AVX2 + FMA when the CPU has them, selected at run
+ * time; a portable C tile otherwise). Work is split into tasks of
+ * (MB rows, NB columns); k is never split between threads, and the blocking
+ * does not depend on the thread count, so every output element is summed in
+ * the same order whatever the number of threads: bitwise identical results.
+ *
+ * Blocking, for current x86-64 cores (32-48 KiB L1d, 512 KiB-2 MiB L2):
+ *   KC = 256: a B micro-panel (KC x 16 floats, 16 KiB) plus an A micro-panel
+ *             (KC x 6, 6 KiB) stay in L1 while a tile's 12 accumulators
+ *             live in registers;
+ *   MB = 96:  the packed A block (96 x 256, 96 KiB) stays in L2 while the
+ *             task walks its B micro-panels;
+ *   NB = 128: the packed B block (256 x 128, 128 KiB) stays in L2 as well;
+ *             2 * 96 flops per packed element keep packing under 1%, and
+ *             c_proj (n = 768 for GPT-2 small) still makes 6 column blocks.
+ * The c_fc epilogue (bias, then GELU into act) runs per task block right
+ * after its last k block, while the block is still in L2.
+ * One token (m = 1) is a matrix-vector product limited by memory bandwidth:
+ * it streams the weights once (g2f_simd_gemv_*), split by output columns.
+ */
 #include "g2f_ffn.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_gelu_math.h"
+#include "g2f_simd.h"
 #include "g2f_tensor.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-#define KB 256 /* k per packed panel */
-#define NB 64  /* columns per task and panel */
-#define NR 16  /* columns per micro-tile */
-#define MR 4   /* rows per micro-tile */
-#define MB 64  /* rows per task */
-
-typedef float v8f __attribute__((vector_size(32)));
+#define KC 256
+#define MB 96
+#define NB 128
+#define MR G2F_MR
+#define NR G2F_NR
 
 static int thread_count(int n_threads) {
 #ifdef _OPENMP
@@ -34,6 +50,13 @@ static int thread_count(int n_threads) {
 #endif
 }
 
+/* Decided once per process: the CPU does not change. */
+static int simd_ok(void) {
+    static int cached = -1;
+    if (cached < 0) cached = g2f_simd_available();
+    return cached;
+}
+
 const char *g2f_gelu_name(g2f_gelu g) { return g == G2F_GELU_ERF ? "erf" : "tanh"; }
 g2f_gelu g2f_gelu_other(g2f_gelu g) { return g == G2F_GELU_ERF ? G2F_GELU_TANH : G2F_GELU_ERF; }
 
@@ -41,15 +64,13 @@ const char *g2f_layout_name(g2f_layout l) {
     return l == G2F_LAYOUT_LINEAR ? "Linear [out, in]" : "Conv1D [in, out]";
 }
 
-/* Written exactly as HF NewGELUActivation so that float rounding follows the
- * reference's: 0.5*x*(1+tanh(c*(x+0.044715*x^3))). */
-float g2f_gelu_tanh(float x) {
-    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * (x * x * x))));
-}
+/* Double precision, rounded once: within 1 ulp of the correctly rounded GELU
+ * (test_gelu measures it), where float formulas lose tens of ulp to the
+ * cancellation in 1 + tanh(u) for negative x. */
+float g2f_gelu_tanh(float x) { return x != x ? x : (float)g2f_gelu_tanh_d(x); }
+float g2f_gelu_erf(float x) { return x != x ? x : (float)g2f_gelu_erf_d(x); }
 
-float g2f_gelu_erf(float x) { return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); }
-
+/* The textbook formulas in double, for the reference kernel and tests. */
 double g2f_gelu_tanh_f64(double x) {
     return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
@@ -60,103 +81,146 @@ double g2f_gelu_deriv(double x) {
     return 0.5 * (1.0 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x);
 }
 
-/* Packs B[k0 : k0+kb, j0 : j0+NB] as NB/NR consecutive (kb x NR) tiles,
- * zero-filling columns past n so the micro-kernel never branches on edges. */
-static void pack_b(const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kb, size_t j0,
+static void gelu_span(g2f_gelu g, const float *in, float *out, size_t n) {
+    if (simd_ok()) {
+        g2f_simd_gelu(g == G2F_GELU_ERF, in, out, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) out[i] = g == G2F_GELU_ERF ? g2f_gelu_erf(in[i]) : g2f_gelu_tanh(in[i]);
+}
+
+/* Packs B[k0 : k0+kc, j0 : j0+nb] as ceil(nb/NR) micro-panels of (kc x NR),
+ * zero-filling columns past n. */
+static void pack_b(const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kc, size_t j0, size_t nb,
                    float *restrict buf) {
-    for (size_t s = 0; s < NB / NR; s++) {
-        float *tile = buf + s * KB * NR;
-        for (size_t kk = 0; kk < kb; kk++) {
+    for (size_t s = 0; s * NR < nb; s++) {
+        float *panel = buf + s * KC * NR;
+        size_t jb = j0 + s * NR;
+        for (size_t kk = 0; kk < kc; kk++) {
+            float *dst = panel + kk * NR;
+            if (!b_trans && jb + NR <= n) {
+                memcpy(dst, b + (k0 + kk) * n + jb, NR * sizeof(float));
+                continue;
+            }
             for (size_t jj = 0; jj < NR; jj++) {
-                size_t j = j0 + s * NR + jj;
-                float v = 0.0f;
-                if (j < n) v = b_trans ? b[j * k + k0 + kk] : b[(k0 + kk) * n + j];
-                tile[kk * NR + jj] = v;
+                size_t j = jb + jj;
+                dst[jj] = j < n ? (b_trans ? b[j * k + k0 + kk] : b[(k0 + kk) * n + j]) : 0.0f;
             }
         }
     }
 }
 
-/* c[r][0:NR] (+)= sum_kk a[r][kk] * tile[kk][0:NR] for r < mr, in kk order.
- * first: start from zero instead of the stored partial sums. */
-__attribute__((target_clones("avx2", "default"))) static void micro_tile(const float *a, size_t lda, size_t mr, const float *restrict tile, size_t kb,
-                       float *c, size_t ldc, size_t nc, int first) {
-    v8f acc[MR][2];
-    for (size_t r = 0; r < MR; r++) {
-        float tmp[NR] = {0};
-        if (!first && r < mr) memcpy(tmp, c + r * ldc, nc * sizeof(float));
-        memcpy(&acc[r][0], tmp, sizeof(v8f));
-        memcpy(&acc[r][1], tmp + 8, sizeof(v8f));
-    }
-    if (mr == MR) {
-        for (size_t kk = 0; kk < kb; kk++) {
-            v8f b0, b1;
-            memcpy(&b0, tile + kk * NR, sizeof b0);
-            memcpy(&b1, tile + kk * NR + 8, sizeof b1);
-            for (size_t r = 0; r < MR; r++) {
-                float av = a[r * lda + kk];
-                acc[r][0] += av * b0;
-                acc[r][1] += av * b1;
-            }
+/* Packs A[i0 : i0+mb, k0 : k0+kc] as ceil(mb/MR) micro-panels of (kc x MR). */
+static void pack_a(const float *a, size_t k, size_t i0, size_t mb, size_t k0, size_t kc, float *restrict buf) {
+    for (size_t p = 0; p * MR < mb; p++) {
+        float *panel = buf + p * KC * MR;
+        for (size_t r = 0; r < MR; r++) {
+            size_t i = p * MR + r;
+            const float *src = a + (i0 + i) * k + k0;
+            for (size_t kk = 0; kk < kc; kk++) panel[kk * MR + r] = i < mb ? src[kk] : 0.0f;
         }
-    } else {
-        for (size_t kk = 0; kk < kb; kk++) {
-            v8f b0, b1;
-            memcpy(&b0, tile + kk * NR, sizeof b0);
-            memcpy(&b1, tile + kk * NR + 8, sizeof b1);
-            for (size_t r = 0; r < mr; r++) {
-                float av = a[r * lda + kk];
-                acc[r][0] += av * b0;
-                acc[r][1] += av * b1;
-            }
-        }
-    }
-    for (size_t r = 0; r < mr; r++) {
-        float tmp[NR];
-        memcpy(tmp, &acc[r][0], sizeof(v8f));
-        memcpy(tmp + 8, &acc[r][1], sizeof(v8f));
-        memcpy(c + r * ldc, tmp, nc * sizeof(float));
     }
 }
 
-void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n,
-                const float *bias, float *c, int n_threads) {
+/* The portable micro-kernel: the same tile, multiply then add. */
+static void tile_c(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                   int first) {
+    float acc[MR][NR] = {{0}};
+    for (size_t kk = 0; kk < kc; kk++)
+        for (size_t r = 0; r < MR; r++) {
+            float av = ap[kk * MR + r];
+            for (size_t j = 0; j < NR; j++) acc[r][j] += av * bp[kk * NR + j];
+        }
+    for (size_t r = 0; r < mr; r++)
+        for (size_t j = 0; j < nr; j++) c[r * ldc + j] = first ? acc[r][j] : c[r * ldc + j] + acc[r][j];
+}
+
+typedef struct epilogue {
+    const float *bias;  /* (n) or NULL */
+    int gelu;           /* 0: none; else 1 + g2f_gelu */
+    float *act;         /* (m, n) when gelu */
+} epilogue;
+
+static void finish_block(float *c, size_t n, size_t i0, size_t mb, size_t j0, size_t nb, const epilogue *ep) {
+    for (size_t i = 0; i < mb; i++) {
+        float *row = c + (i0 + i) * n + j0;
+        if (ep->bias)
+            for (size_t j = 0; j < nb; j++) row[j] += ep->bias[j0 + j];
+        if (ep->gelu) gelu_span((g2f_gelu)(ep->gelu - 1), row, ep->act + (i0 + i) * n + j0, nb);
+    }
+}
+
+static void gemv(const float *a, size_t k, const float *b, int b_trans, size_t n, float *c, int n_threads) {
+    const size_t chunk = 256; /* columns per task: whole 64-column vector steps */
+    long tasks = (long)((n + chunk - 1) / chunk);
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(thread_count(n_threads))
+#endif
+    for (long t = 0; t < tasks; t++) {
+        size_t j0 = (size_t)t * chunk, j1 = j0 + chunk < n ? j0 + chunk : n;
+        if (b_trans) g2f_simd_gemv_dots(a, k, b, j0, j1, c);
+        else g2f_simd_gemv_rows(a, k, b, n, j0, j1, c);
+    }
+}
+
+static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
+                      const epilogue *ep, int n_threads) {
+    if (m == 0 || n == 0) return;
+    int simd = simd_ok();
+    if (m == 1 && simd && k > 0) {
+        gemv(a, k, b, b_trans, n, c, n_threads);
+        finish_block(c, n, 0, 1, 0, n, ep);
+        return;
+    }
     size_t row_blocks = (m + MB - 1) / MB, col_blocks = (n + NB - 1) / NB;
     long tasks = (long)(row_blocks * col_blocks);
-    if (m == 0 || n == 0) return;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(thread_count(n_threads))
 #else
     (void)n_threads;
 #endif
     {
-        _Alignas(64) float buf[KB * NB];
+        /* per-thread packing buffers, sized by the blocks (224 KiB of stack) */
+        _Alignas(64) float bp[KC * NB];
+        _Alignas(64) float ap[KC * MB];
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
         for (long t = 0; t < tasks; t++) {
             size_t i0 = (size_t)t / col_blocks * MB, j0 = (size_t)t % col_blocks * NB;
-            size_t mb = m - i0 < MB ? m - i0 : MB;
-            size_t nb = n - j0 < NB ? n - j0 : NB;
+            size_t mb = m - i0 < MB ? m - i0 : MB, nb = n - j0 < NB ? n - j0 : NB;
             if (k == 0)
                 for (size_t i = 0; i < mb; i++) memset(c + (i0 + i) * n + j0, 0, nb * sizeof(float));
-            for (size_t k0 = 0; k0 < k; k0 += KB) {
-                size_t kb = k - k0 < KB ? k - k0 : KB;
-                pack_b(b, b_trans, k, n, k0, kb, j0, buf);
-                for (size_t s = 0; s * NR < nb; s++) {
-                    size_t nc = nb - s * NR < NR ? nb - s * NR : NR;
-                    for (size_t i = 0; i < mb; i += MR) {
-                        size_t mr = mb - i < MR ? mb - i : MR;
-                        micro_tile(a + (i0 + i) * k + k0, k, mr, buf + s * KB * NR, kb,
-                                   c + (i0 + i) * n + j0 + s * NR, n, nc, k0 == 0);
+            for (size_t k0 = 0; k0 < k; k0 += KC) {
+                size_t kc = k - k0 < KC ? k - k0 : KC;
+                pack_b(b, b_trans, k, n, k0, kc, j0, nb, bp);
+                pack_a(a, k, i0, mb, k0, kc, ap);
+                for (size_t s = 0; s * NR < nb; s++) { /* a B micro-panel stays in L1 across the A panels */
+                    size_t nr = nb - s * NR < NR ? nb - s * NR : NR;
+                    for (size_t p = 0; p * MR < mb; p++) {
+                        size_t mr = mb - p * MR < MR ? mb - p * MR : MR;
+                        float *ct = c + (i0 + p * MR) * n + j0 + s * NR;
+                        if (simd) g2f_simd_tile(ap + p * KC * MR, bp + s * KC * NR, kc, ct, n, mr, nr, k0 == 0);
+                        else tile_c(ap + p * KC * MR, bp + s * KC * NR, kc, ct, n, mr, nr, k0 == 0);
                     }
                 }
             }
-            if (bias)
-                for (size_t i = 0; i < mb; i++)
-                    for (size_t j = 0; j < nb; j++) c[(i0 + i) * n + j0 + j] += bias[j0 + j];
+            finish_block(c, n, i0, mb, j0, nb, ep);
         }
     }
+}
+
+void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, const float *bias,
+                float *c, int n_threads) {
+    epilogue ep = {bias, 0, NULL};
+    matmul_ex(a, m, k, b, b_trans, n, c, &ep, n_threads);
+}
+
+void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre, float *act,
+                     int n_threads) {
+    epilogue ep = {w->b_fc, 1 + (int)g, act};
+    matmul_ex(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, pre, &ep, n_threads);
 }
 
 void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads) {
@@ -170,25 +234,21 @@ void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, f
 }
 
 void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads) {
-    long n = (long)count;
+    const size_t chunk = 4096;
+    long tasks = (long)((count + chunk - 1) / chunk);
     (void)n_threads;
-    if (g == G2F_GELU_ERF) {
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(thread_count(n_threads))
 #endif
-        for (long i = 0; i < n; i++) act[i] = g2f_gelu_erf(pre[i]);
-    } else {
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(thread_count(n_threads))
-#endif
-        for (long i = 0; i < n; i++) act[i] = g2f_gelu_tanh(pre[i]);
+    for (long t = 0; t < tasks; t++) {
+        size_t i0 = (size_t)t * chunk, n = count - i0 < chunk ? count - i0 : chunk;
+        gelu_span(g, pre + i0, act + i0, n);
     }
 }
 
 void g2f_ffn_forward(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre,
                      float *act, float *out, int n_threads) {
-    g2f_ffn_fc(w, x, n_tokens, pre, n_threads);
-    g2f_ffn_gelu(g, pre, n_tokens * w->n_inner, act, n_threads);
+    g2f_ffn_fc_gelu(w, x, n_tokens, g, pre, act, n_threads);
     g2f_ffn_proj(w, act, n_tokens, out, n_threads);
 }
 

@@ -12,10 +12,11 @@
  *   G2F_LAYOUT_LINEAR  nn.Linear [out, in]:  W_fc (n_inner, n_embd), W_proj (n_embd, n_inner)
  *
  * Kernels come in pairs: g2f_ffn_forward (float32, OpenMP, packed and
- * blocked) and g2f_ffn_forward_ref (plain loops, double accumulation, the
- * oracle in tests). Every output element of the fast kernel is accumulated by
- * one thread in a fixed k order, so results are bitwise identical for any
- * thread count.
+ * blocked, AVX2 + FMA when the CPU has them) and g2f_ffn_forward_ref (plain
+ * loops, double accumulation, the oracle in tests). Every output element of
+ * the fast kernel is accumulated by one thread in a fixed k order, so results
+ * are bitwise identical for any thread count (on a given CPU: with FMA the
+ * roundings differ from the portable kernel's).
  */
 #ifndef G2F_FFN_H
 #define G2F_FFN_H
@@ -64,7 +65,12 @@ void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans,
 
 /* pre (n_tokens, n_inner) = x (n_tokens, n_embd) W_fc + b_fc */
 void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads);
-/* act[i] = GELU(pre[i]) for count elements (act may equal pre). */
+/* pre = x W_fc + b_fc and act = GELU(pre) in one pass: the GELU is applied
+ * to each block of pre right after it is computed (fused epilogue). */
+void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre, float *act,
+                     int n_threads);
+/* act[i] = GELU(pre[i]) for count elements (act may equal pre), in double
+ * precision rounded once (within 1 ulp of the correctly rounded value). */
 void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads);
 /* out (n_tokens, n_embd) = act (n_tokens, n_inner) W_proj + b_proj */
 void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, float *out, int n_threads);

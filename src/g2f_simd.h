@@ -1,0 +1,38 @@
+/* g2f_simd: the x86-64 AVX2 + FMA kernels, in their own translation unit
+ * compiled with -mavx2 -mfma (the rest of the build stays baseline x86-64)
+ * and called only when the CPU has both (g2f_simd_available). Internal to
+ * g2f_ffn.
+ *
+ * Packed layouts (made by g2f_ffn.c):
+ *   A panel: kc x G2F_MR floats, a[kk * MR + r] = A[row r, col kk]
+ *   B panel: kc x G2F_NR floats, b[kk * NR + j] = B[row kk, col j]
+ */
+#ifndef G2F_SIMD_H
+#define G2F_SIMD_H
+
+#include <stddef.h>
+
+#define G2F_MR 6
+#define G2F_NR 16
+
+/* 1 when the CPU runs the AVX2 + FMA kernels (checked once, at run time). */
+int g2f_simd_available(void);
+
+/* C tile (mr <= MR rows, nr <= NR cols, row stride ldc) (+)= A panel x B
+ * panel over kc: first starts from zero instead of C; sums in kk order with
+ * one FMA per term. */
+void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                   int first);
+
+/* out[i] = GELU(in[i]) in double precision (see g2f_gelu_math.h); erf != 0
+ * for the exact form. in and out may be the same. */
+void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
+
+/* y (n) = x (k) B, B (k, n) row-major, for columns [j0, j1): each y[j]
+ * summed in k order. Streams B once. */
+void g2f_simd_gemv_rows(const float *x, size_t k, const float *b, size_t n, size_t j0, size_t j1, float *y);
+/* y[j] = dot(x, B[j, :]) for j in [j0, j1), B (n, k) row-major: eight lanes
+ * of partial sums combined in a fixed order. */
+void g2f_simd_gemv_dots(const float *x, size_t k, const float *b, size_t j0, size_t j1, float *y);
+
+#endif

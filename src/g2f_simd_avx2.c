@@ -1,0 +1,169 @@
+/* g2f_simd_avx2: AVX2 + FMA kernels; see g2f_simd.h. Compiled with
+ * -mavx2 -mfma; never called on CPUs without them. */
+#include "g2f_simd.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "g2f_gelu_math.h"
+
+int g2f_simd_available(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                   int first) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (size_t kk = 0; kk < kc; kk++) {
+        __m256 b0 = _mm256_load_ps(bp + kk * G2F_NR), b1 = _mm256_load_ps(bp + kk * G2F_NR + 8);
+        const float *a = ap + kk * G2F_MR;
+        __m256 a0 = _mm256_broadcast_ss(a + 0), a1 = _mm256_broadcast_ss(a + 1);
+        c00 = _mm256_fmadd_ps(a0, b0, c00);
+        c01 = _mm256_fmadd_ps(a0, b1, c01);
+        c10 = _mm256_fmadd_ps(a1, b0, c10);
+        c11 = _mm256_fmadd_ps(a1, b1, c11);
+        __m256 a2 = _mm256_broadcast_ss(a + 2), a3 = _mm256_broadcast_ss(a + 3);
+        c20 = _mm256_fmadd_ps(a2, b0, c20);
+        c21 = _mm256_fmadd_ps(a2, b1, c21);
+        c30 = _mm256_fmadd_ps(a3, b0, c30);
+        c31 = _mm256_fmadd_ps(a3, b1, c31);
+        __m256 a4 = _mm256_broadcast_ss(a + 4), a5 = _mm256_broadcast_ss(a + 5);
+        c40 = _mm256_fmadd_ps(a4, b0, c40);
+        c41 = _mm256_fmadd_ps(a4, b1, c41);
+        c50 = _mm256_fmadd_ps(a5, b0, c50);
+        c51 = _mm256_fmadd_ps(a5, b1, c51);
+    }
+    __m256 acc[G2F_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    if (mr == G2F_MR && nr == G2F_NR) {
+        for (size_t r = 0; r < G2F_MR; r++) {
+            float *row = c + r * ldc;
+            if (!first) {
+                acc[r][0] = _mm256_add_ps(_mm256_loadu_ps(row), acc[r][0]);
+                acc[r][1] = _mm256_add_ps(_mm256_loadu_ps(row + 8), acc[r][1]);
+            }
+            _mm256_storeu_ps(row, acc[r][0]);
+            _mm256_storeu_ps(row + 8, acc[r][1]);
+        }
+        return;
+    }
+    for (size_t r = 0; r < mr; r++) { /* an edge tile: the same sums, partly stored */
+        float tmp[G2F_NR];
+        _mm256_storeu_ps(tmp, acc[r][0]);
+        _mm256_storeu_ps(tmp + 8, acc[r][1]);
+        float *row = c + r * ldc;
+        for (size_t j = 0; j < nr; j++) row[j] = first ? tmp[j] : row[j] + tmp[j];
+    }
+}
+
+/* ---- GELU in double, 4 lanes: the algorithm of g2f_gelu_math.h ---- */
+
+static inline __m256d exp_pd(__m256d x) {
+    x = _mm256_max_pd(_mm256_set1_pd(-700.0), _mm256_min_pd(_mm256_set1_pd(700.0), x));
+    __m256d n = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(G2F_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256d r = _mm256_sub_pd(_mm256_sub_pd(x, _mm256_mul_pd(n, _mm256_set1_pd(G2F_LN2_HI))),
+                              _mm256_mul_pd(n, _mm256_set1_pd(G2F_LN2_LO)));
+    static const double inv_fact[13] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
+                                        1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,     1.0 / 120.0,
+                                        1.0 / 24.0,        1.0 / 6.0,        0.5,             1.0,
+                                        1.0};
+    __m256d p = _mm256_set1_pd(1.0 / 6227020800.0);
+    for (int i = 0; i < 13; i++) p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(inv_fact[i]));
+    __m256i e = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(n));
+    e = _mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52);
+    return _mm256_mul_pd(p, _mm256_castsi256_pd(e));
+}
+
+static inline __m256d erfcx_pd(__m256d z) {
+    const __m256d k = _mm256_set1_pd(G2F_ERFCX_K);
+    z = _mm256_min_pd(z, _mm256_set1_pd(12.0));
+    __m256d t = _mm256_div_pd(_mm256_sub_pd(z, k), _mm256_add_pd(z, k));
+    __m256d u = _mm256_div_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(2.0), t), _mm256_set1_pd(G2F_ERFCX_TSUM)),
+                              _mm256_set1_pd(G2F_ERFCX_TSPAN));
+    __m256d b1 = _mm256_setzero_pd(), b2 = b1, two_u = _mm256_mul_pd(_mm256_set1_pd(2.0), u);
+    for (int i = G2F_ERFCX_N - 1; i >= 1; i--) {
+        __m256d b0 = _mm256_add_pd(_mm256_sub_pd(_mm256_mul_pd(two_u, b1), b2), _mm256_set1_pd(g2f_erfcx_cheb[i]));
+        b2 = b1;
+        b1 = b0;
+    }
+    return _mm256_add_pd(_mm256_sub_pd(_mm256_mul_pd(u, b1), b2), _mm256_set1_pd(g2f_erfcx_cheb[0]));
+}
+
+static inline __m256d erf_small_pd(__m256d z) {
+    static const double c[12] = {-1.0 / (39916800.0 * 23), 1.0 / (3628800.0 * 21), -1.0 / (362880.0 * 19),
+                                 1.0 / (40320.0 * 17),     -1.0 / (5040.0 * 15),   1.0 / (720.0 * 13),
+                                 -1.0 / (120.0 * 11),      1.0 / (24.0 * 9),       -1.0 / (6.0 * 7),
+                                 1.0 / (2.0 * 5),          -1.0 / 3.0,             1.0};
+    __m256d z2 = _mm256_mul_pd(z, z), s = _mm256_setzero_pd();
+    for (int i = 0; i < 12; i++) s = _mm256_add_pd(_mm256_mul_pd(s, z2), _mm256_set1_pd(c[i]));
+    return _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(G2F_TWO_OVER_SQRT_PI), z), s);
+}
+
+static inline __m256d gelu_tanh_pd(__m256d x) {
+    __m256d x3 = _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(0.044715), x), x), x);
+    __m256d u = _mm256_mul_pd(_mm256_set1_pd(G2F_SQRT_2_OVER_PI), _mm256_add_pd(x, x3));
+    __m256d e = exp_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), u));
+    return _mm256_div_pd(x, _mm256_add_pd(_mm256_set1_pd(1.0), e));
+}
+
+static inline __m256d gelu_erf_pd(__m256d x) {
+    __m256d z = _mm256_mul_pd(_mm256_sub_pd(_mm256_setzero_pd(), x), _mm256_set1_pd(G2F_INV_SQRT2));
+    __m256d az = _mm256_andnot_pd(_mm256_set1_pd(-0.0), z);
+    __m256d tail = _mm256_mul_pd(erfcx_pd(_mm256_max_pd(az, _mm256_set1_pd(0.5))),
+                                 exp_pd(_mm256_sub_pd(_mm256_setzero_pd(), _mm256_mul_pd(z, z))));
+    __m256d small = _mm256_sub_pd(_mm256_set1_pd(1.0), erf_small_pd(z));
+    __m256d neg = _mm256_sub_pd(_mm256_set1_pd(2.0), tail);
+    __m256d erfc = _mm256_blendv_pd(small, tail, _mm256_cmp_pd(z, _mm256_set1_pd(0.5), _CMP_GE_OQ));
+    erfc = _mm256_blendv_pd(erfc, neg, _mm256_cmp_pd(z, _mm256_set1_pd(-0.5), _CMP_LE_OQ));
+    return _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(0.5), x), erfc);
+}
+
+void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) {
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(in + i));
+        __m256d y = erf ? gelu_erf_pd(x) : gelu_tanh_pd(x);
+        __m128 f = _mm256_cvtpd_ps(y);
+        /* NaN in, NaN out: the blends and clamps above would hide it */
+        f = _mm_blendv_ps(f, _mm_loadu_ps(in + i), _mm_cmpunord_ps(_mm_loadu_ps(in + i), _mm_loadu_ps(in + i)));
+        _mm_storeu_ps(out + i, f);
+    }
+    for (; i < n; i++) {
+        float x = in[i];
+        out[i] = x != x ? x : (float)(erf ? g2f_gelu_erf_d(x) : g2f_gelu_tanh_d(x));
+    }
+}
+
+void g2f_simd_gemv_rows(const float *x, size_t k, const float *b, size_t n, size_t j0, size_t j1, float *y) {
+    size_t j = j0;
+    for (; j + 64 <= j1; j += 64) {
+        __m256 acc[8];
+        for (int v = 0; v < 8; v++) acc[v] = _mm256_setzero_ps();
+        for (size_t kk = 0; kk < k; kk++) {
+            __m256 xv = _mm256_broadcast_ss(x + kk);
+            const float *row = b + kk * n + j;
+            for (int v = 0; v < 8; v++) acc[v] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + 8 * v), acc[v]);
+        }
+        for (int v = 0; v < 8; v++) _mm256_storeu_ps(y + j + 8 * v, acc[v]);
+    }
+    for (; j < j1; j++) { /* remaining columns: the same sum, one lane */
+        float s = 0;
+        for (size_t kk = 0; kk < k; kk++) s = __builtin_fmaf(x[kk], b[kk * n + j], s);
+        y[j] = s;
+    }
+}
+
+void g2f_simd_gemv_dots(const float *x, size_t k, const float *b, size_t j0, size_t j1, float *y) {
+    for (size_t j = j0; j < j1; j++) {
+        const float *row = b + j * k;
+        __m256 acc = _mm256_setzero_ps();
+        size_t kk = 0;
+        for (; kk + 8 <= k; kk += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), _mm256_loadu_ps(row + kk), acc);
+        float lanes[8], s = 0;
+        _mm256_storeu_ps(lanes, acc);
+        for (int v = 0; v < 8; v++) s += lanes[v];
+        for (; kk < k; kk++) s = __builtin_fmaf(x[kk], row[kk], s);
+        y[j] = s;
+    }
+}

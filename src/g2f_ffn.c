@@ -2,22 +2,26 @@
  *
  * The fast matmul packs blocks of A and B and runs a 6 x 16 register-tiled
  * micro-kernel over them (AVX2 + FMA when the CPU has them, selected at run
- * time; a portable C tile otherwise). Work is split into tasks of
- * (MB rows, NB columns); k is never split between threads, and the blocking
- * does not depend on the thread count, so every output element is summed in
- * the same order whatever the number of threads: bitwise identical results.
+ * time; a portable C tile otherwise), in Goto's loop order: for each block of
+ * NC columns and KC depth the threads pack B together once, then take MC-row
+ * blocks of A each. k is never split between threads and the blocking does
+ * not depend on the thread count, so every output element is summed in the
+ * same order whatever the number of threads: bitwise identical results.
  *
- * Blocking, for current x86-64 cores (32-48 KiB L1d, 512 KiB-2 MiB L2):
- *   KC = 256: a B micro-panel (KC x 16 floats, 16 KiB) plus an A micro-panel
- *             (KC x 6, 6 KiB) stay in L1 while a tile's 12 accumulators
- *             live in registers;
- *   MB = 96:  the packed A block (96 x 256, 96 KiB) stays in L2 while the
- *             task walks its B micro-panels;
- *   NB = 128: the packed B block (256 x 128, 128 KiB) stays in L2 as well;
- *             2 * 96 flops per packed element keep packing under 1%, and
- *             c_proj (n = 768 for GPT-2 small) still makes 6 column blocks.
- * The c_fc epilogue (bias, then GELU into act) runs per task block right
- * after its last k block, while the block is still in L2.
+ * Blocking, for current x86-64 cores (32-48 KiB L1d, 512 KiB-2 MiB L2,
+ * a shared L3 of several MiB):
+ *   KC = 256:  a B micro-panel (KC x 16 floats, 16 KiB) plus an A micro-panel
+ *              (KC x 6, 6 KiB) stay in L1 while a tile's 12 accumulators
+ *              live in registers;
+ *   MC = 64:   a thread's packed A block (64 x 256, 64 KiB) stays in L2
+ *              while it walks all the B micro-panels; 1024 tokens make 16
+ *              row blocks, an even split for 2 threads;
+ *   NC = 1024: the shared packed B block (256 x 1024, 1 MiB) stays in L3
+ *              (GPT-2 small's c_fc takes 3 of them, c_proj one).
+ * The c_fc epilogue (bias, then GELU into act) runs per row block right after
+ * its last depth block, while the block is still in L2. When the shared B
+ * buffer cannot be allocated, independent (MB x NB) tasks with their own
+ * packing give the same results.
  * One token (m = 1) is a matrix-vector product limited by memory bandwidth:
  * it streams the weights once (g2f_simd_gemv_*), split by output columns.
  */
@@ -36,6 +40,8 @@
 #endif
 
 #define KC 256
+#define NC 1024
+#define MC 64
 #define MB 96
 #define NB 128
 #define MR G2F_MR
@@ -164,15 +170,69 @@ static void gemv(const float *a, size_t k, const float *b, int b_trans, size_t n
     }
 }
 
-static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
-                      const epilogue *ep, int n_threads) {
-    if (m == 0 || n == 0) return;
-    int simd = simd_ok();
-    if (m == 1 && simd && k > 0) {
-        gemv(a, k, b, b_trans, n, c, n_threads);
-        finish_block(c, n, 0, 1, 0, n, ep);
-        return;
+static void tile(int simd, const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                 int first) {
+    if (simd) g2f_simd_tile(ap, bp, kc, c, ldc, mr, nr, first);
+    else tile_c(ap, bp, kc, c, ldc, mr, nr, first);
+}
+
+/* The main path (Goto's loop order): for each (NC columns, KC depth) block,
+ * the threads pack B once together, then split the rows in MC blocks, each
+ * packing its own A block. B is packed once, A n/NC times. Returns 0 when the
+ * shared B buffer cannot be allocated (the caller then uses matmul_tasks,
+ * which gives bitwise the same results: the same tiles sum the same terms). */
+static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
+                       const epilogue *ep, int simd, int n_threads) {
+    size_t ncap = (n < NC ? n : NC) + NR - 1;
+    float *bp = aligned_alloc(64, ((KC * (ncap / NR) * NR * sizeof(float)) + 63) / 64 * 64);
+    if (!bp) return 0;
+    long row_blocks = (long)((m + MC - 1) / MC);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(thread_count(n_threads))
+#else
+    (void)n_threads;
+#endif
+    {
+        _Alignas(64) float ap[KC * ((MC + MR - 1) / MR) * MR]; /* per-thread A block, 66 KiB */
+        for (size_t jc = 0; jc < n; jc += NC) {
+            size_t nc = n - jc < NC ? n - jc : NC;
+            long panels = (long)((nc + NR - 1) / NR);
+            for (size_t pc = 0; pc < k; pc += KC) {
+                size_t kc = k - pc < KC ? k - pc : KC;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+                for (long s = 0; s < panels; s++) {
+                    size_t j = (size_t)s * NR, w = nc - j < NR ? nc - j : NR;
+                    pack_b(b, b_trans, k, n, pc, kc, jc + j, w, bp + (size_t)s * KC * NR);
+                }
+                /* the loop's implicit barrier: B is packed before anyone uses it */
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+                for (long ib = 0; ib < row_blocks; ib++) {
+                    size_t i0 = (size_t)ib * MC, mc = m - i0 < MC ? m - i0 : MC;
+                    pack_a(a, k, i0, mc, pc, kc, ap);
+                    for (long s = 0; s < panels; s++) { /* a B micro-panel stays in L1 across the A panels */
+                        size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
+                        for (size_t p = 0; p * MR < mc; p++) {
+                            size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
+                            tile(simd, ap + p * KC * MR, bp + (size_t)s * KC * NR, kc, c + (i0 + p * MR) * n + jc + j,
+                                 n, mr, nr, pc == 0);
+                        }
+                    }
+                    if (pc + kc >= k) finish_block(c, n, i0, mc, jc, nc, ep); /* while the block is in L2 */
+                }
+            }
+        }
     }
+    free(bp);
+    return 1;
+}
+
+/* The fallback: independent (MB x NB) tasks, each packing its own blocks. */
+static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
+                         const epilogue *ep, int simd, int n_threads) {
     size_t row_blocks = (m + MB - 1) / MB, col_blocks = (n + NB - 1) / NB;
     long tasks = (long)(row_blocks * col_blocks);
 #ifdef _OPENMP
@@ -200,15 +260,27 @@ static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_
                     size_t nr = nb - s * NR < NR ? nb - s * NR : NR;
                     for (size_t p = 0; p * MR < mb; p++) {
                         size_t mr = mb - p * MR < MR ? mb - p * MR : MR;
-                        float *ct = c + (i0 + p * MR) * n + j0 + s * NR;
-                        if (simd) g2f_simd_tile(ap + p * KC * MR, bp + s * KC * NR, kc, ct, n, mr, nr, k0 == 0);
-                        else tile_c(ap + p * KC * MR, bp + s * KC * NR, kc, ct, n, mr, nr, k0 == 0);
+                        tile(simd, ap + p * KC * MR, bp + s * KC * NR, kc, c + (i0 + p * MR) * n + j0 + s * NR, n,
+                             mr, nr, k0 == 0);
                     }
                 }
             }
             finish_block(c, n, i0, mb, j0, nb, ep);
         }
     }
+}
+
+static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
+                      const epilogue *ep, int n_threads) {
+    if (m == 0 || n == 0) return;
+    int simd = simd_ok();
+    if (m == 1 && simd && k > 0) {
+        gemv(a, k, b, b_trans, n, c, n_threads);
+        finish_block(c, n, 0, 1, 0, n, ep);
+        return;
+    }
+    if (k == 0 || !matmul_goto(a, m, k, b, b_trans, n, c, ep, simd, n_threads))
+        matmul_tasks(a, m, k, b, b_trans, n, c, ep, simd, n_threads);
 }
 
 void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, const float *bias,

@@ -17,6 +17,10 @@
 
 /* 1 when the CPU runs the AVX2 + FMA kernels (checked once, at run time). */
 int g2f_simd_available(void);
+/* 1 when it also has F16C (hardware half -> float conversion). */
+int g2f_simd_f16c_available(void);
+/* dst[i] = float of the IEEE half at src + 2 i (src may be unaligned). */
+void g2f_simd_f16_to_f32(const unsigned char *src, float *dst, size_t n);
 
 /* C tile (mr <= MR rows, nr <= NR cols, row stride ldc) (+)= A panel x B
  * panel over kc: first starts from zero instead of C; sums in kk order with

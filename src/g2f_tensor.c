@@ -4,6 +4,8 @@
 #define _DEFAULT_SOURCE /* madvise(MADV_DONTNEED): glibc makes posix_madvise's DONTNEED a no-op */
 #include "g2f_tensor.h"
 
+#include "g2f_simd.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -158,6 +160,13 @@ uint16_t g2f_f32_to_f16(float f) {
     return (uint16_t)(sign | h);
 }
 
+/* Decided once per process: the CPU does not change. */
+static int f16c_ok(void) {
+    static int cached = -1;
+    if (cached < 0) cached = g2f_simd_f16c_available();
+    return cached;
+}
+
 static float load_f32(const unsigned char *p) { float v; memcpy(&v, p, 4); return v; }
 static double load_f64(const unsigned char *p) { double v; memcpy(&v, p, 8); return v; }
 static uint16_t load_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
@@ -166,7 +175,13 @@ void g2f_tensor_read_f32(const g2f_tensor *t, uint64_t start, uint64_t count, fl
     const unsigned char *p = t->data + start * g2f_dtype_size(t->dtype);
     switch (t->dtype) {
     case G2F_DTYPE_F32: memcpy(dst, p, count * sizeof(float)); break;
-    case G2F_DTYPE_F16: for (uint64_t i = 0; i < count; i++) dst[i] = g2f_f16_to_f32(load_u16(p + 2 * i)); break;
+    case G2F_DTYPE_F16:
+        if (f16c_ok()) { /* hardware conversion, exact like the software one */
+            g2f_simd_f16_to_f32(p, dst, (size_t)count);
+            break;
+        }
+        for (uint64_t i = 0; i < count; i++) dst[i] = g2f_f16_to_f32(load_u16(p + 2 * i));
+        break;
     case G2F_DTYPE_BF16: for (uint64_t i = 0; i < count; i++) dst[i] = g2f_bf16_to_f32(load_u16(p + 2 * i)); break;
     case G2F_DTYPE_F64: for (uint64_t i = 0; i < count; i++) dst[i] = (float)load_f64(p + 8 * i); break;
     default: for (uint64_t i = 0; i < count; i++) dst[i] = NAN; break;

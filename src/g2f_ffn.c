@@ -187,16 +187,22 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
     float *bp = aligned_alloc(64, ((KC * (ncap / NR) * NR * sizeof(float)) + 63) / 64 * 64);
     if (!bp) return 0;
     long row_blocks = (long)((m + MC - 1) / MC);
+    int threads = thread_count(n_threads);
 #ifdef _OPENMP
-#pragma omp parallel num_threads(thread_count(n_threads))
+#pragma omp parallel num_threads(threads)
 #else
-    (void)n_threads;
+    (void)threads;
 #endif
     {
         _Alignas(64) float ap[KC * ((MC + MR - 1) / MR) * MR]; /* per-thread A block, 66 KiB */
         for (size_t jc = 0; jc < n; jc += NC) {
             size_t nc = n - jc < NC ? n - jc : NC;
             long panels = (long)((nc + NR - 1) / NR);
+            /* Few rows (few tokens) would leave threads idle: then the columns
+             * are split too. Which thread does what never changes a sum. */
+            long groups = row_blocks >= 4L * threads ? 1 : (4L * threads + row_blocks - 1) / row_blocks;
+            if (groups > panels) groups = panels;
+            long per_group = (panels + groups - 1) / groups;
             for (size_t pc = 0; pc < k; pc += KC) {
                 size_t kc = k - pc < KC ? k - pc : KC;
 #ifdef _OPENMP
@@ -210,10 +216,12 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-                for (long ib = 0; ib < row_blocks; ib++) {
+                for (long t = 0; t < row_blocks * groups; t++) {
+                    long ib = t / groups, s0 = t % groups * per_group, s1 = s0 + per_group < panels ? s0 + per_group : panels;
                     size_t i0 = (size_t)ib * MC, mc = m - i0 < MC ? m - i0 : MC;
+                    if (s0 >= s1) continue;
                     pack_a(a, k, i0, mc, pc, kc, ap);
-                    for (long s = 0; s < panels; s++) { /* a B micro-panel stays in L1 across the A panels */
+                    for (long s = s0; s < s1; s++) { /* a B micro-panel stays in L1 across the A panels */
                         size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
                         for (size_t p = 0; p * MR < mc; p++) {
                             size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
@@ -221,7 +229,10 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
                                  n, mr, nr, pc == 0);
                         }
                     }
-                    if (pc + kc >= k) finish_block(c, n, i0, mc, jc, nc, ep); /* while the block is in L2 */
+                    if (pc + kc >= k) { /* while the block is in L2 */
+                        size_t j0 = (size_t)s0 * NR, j1 = (size_t)s1 * NR < nc ? (size_t)s1 * NR : nc;
+                        finish_block(c, n, i0, mc, jc + j0, j1 - j0, ep);
+                    }
                 }
             }
         }

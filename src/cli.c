@@ -242,6 +242,42 @@ static int use_color(FILE *fp) {
     return isatty(fileno(fp)) && !(nc && *nc);
 }
 
+/* Opens the checkpoint and the fixture/inputs file and parses --layers:
+ * the start both verify and run share. Returns 0, or prints and returns 1. */
+typedef struct opened {
+    g2f_model *model;
+    g2f_fixture *fx;
+    unsigned char *select; /* NULL: every layer */
+} opened;
+
+static void opened_close(opened *o) {
+    free(o->select);
+    g2f_fixture_close(o->fx);
+    g2f_model_close(o->model);
+    memset(o, 0, sizeof *o);
+}
+
+static int open_inputs(const char *cmd, const char *checkpoint, const char *config, const char *fixture,
+                       const char *layers, opened *o) {
+    g2f_error err = {0};
+    memset(o, 0, sizeof *o);
+    if (g2f_model_open(checkpoint, config, &o->model, &err) != G2F_OK ||
+        g2f_fixture_open(fixture, &o->fx, &err) != G2F_OK) {
+        bad("%s", err.msg);
+        return 1;
+    }
+    size_t n = g2f_model_get_info(o->model)->n_layer;
+    if (layers) {
+        char msg[256];
+        o->select = calloc(n ? n : 1, 1);
+        if (!o->select || !parse_layers(layers, n, o->select, msg, sizeof msg)) {
+            bad("%s: %s", cmd, o->select ? msg : "out of memory");
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* ---- verify ---------------------------------------------------------- */
 
 static const opt_spec verify_opts[] = {{"--gelu", "tanh|erf"}, {"--layers", "LIST"}, {"--rtol", "R"},
@@ -292,24 +328,14 @@ static int run_verify(const char **pos, const char **v) {
         return bad("verify: --threads '%s': expected 1 to 1024", v[V_THREADS]);
 
     g2f_error err = {0};
-    g2f_model *model = NULL;
-    g2f_fixture *fx = NULL;
-    unsigned char *select = NULL;
     g2f_verify_result res = {0};
     int rc = EXIT_BAD;
-    if (g2f_model_open(pos[0], v[V_CONFIG], &model, &err) != G2F_OK || g2f_fixture_open(pos[1], &fx, &err) != G2F_OK) {
-        bad("%s", err.msg);
-        goto done;
-    }
+    opened o;
+    if (open_inputs("verify", pos[0], v[V_CONFIG], pos[1], v[V_LAYERS], &o) != 0) goto done;
+    g2f_model *model = o.model;
+    g2f_fixture *fx = o.fx;
+    unsigned char *select = o.select;
     const g2f_model_info *mi = g2f_model_get_info(model);
-    if (v[V_LAYERS]) {
-        char msg[256];
-        select = calloc(mi->n_layer ? mi->n_layer : 1, 1);
-        if (!select || !parse_layers(v[V_LAYERS], mi->n_layer, select, msg, sizeof msg)) {
-            bad("verify: %s", select ? msg : "out of memory");
-            goto done;
-        }
-    }
     char gelu_source[160];
     g2f_verify_params p = {0};
     p.gelu = choose_gelu(v[V_GELU], mi, gelu_source, sizeof gelu_source);
@@ -337,10 +363,8 @@ static int run_verify(const char **pos, const char **v) {
     if (!v[V_JSON] || strcmp(v[V_JSON], "-") != 0) g2f_report_text(stdout, &ctx);
     rc = res.pass ? 0 : EXIT_MISMATCH;
 done:
-    free(select);
     g2f_verify_result_free(&res);
-    g2f_fixture_close(fx);
-    g2f_model_close(model);
+    opened_close(&o);
     return rc;
 }
 
@@ -477,24 +501,14 @@ static int run_run(const char **pos, const char **v) {
     size_t olen = strlen(v[R_OUT]);
     g2f_out_format fmt = olen > 4 && !strcmp(v[R_OUT] + olen - 4, ".npz") ? G2F_OUT_NPZ : G2F_OUT_SAFETENSORS;
     g2f_error err = {0};
-    g2f_model *model = NULL;
-    g2f_fixture *fx = NULL;
-    unsigned char *select = NULL;
     int rc = EXIT_BAD;
     char sha[65];
-    if (g2f_model_open(pos[0], v[R_CONFIG], &model, &err) != G2F_OK || g2f_fixture_open(pos[1], &fx, &err) != G2F_OK) {
-        bad("%s", err.msg);
-        goto done;
-    }
+    opened o;
+    if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], &o) != 0) goto done;
+    g2f_model *model = o.model;
+    g2f_fixture *fx = o.fx;
+    unsigned char *select = o.select;
     const g2f_model_info *mi = g2f_model_get_info(model);
-    if (v[R_LAYERS]) {
-        char msg[256];
-        select = calloc(mi->n_layer ? mi->n_layer : 1, 1);
-        if (!select || !parse_layers(v[R_LAYERS], mi->n_layer, select, msg, sizeof msg)) {
-            bad("run: %s", select ? msg : "out of memory");
-            goto done;
-        }
-    }
     if (g2f_sha256_file(mi->path, sha, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
@@ -519,9 +533,7 @@ static int run_run(const char **pos, const char **v) {
            g2f_gelu_name(p.gelu), gelu_source, sha);
     rc = 0;
 done:
-    free(select);
-    g2f_fixture_close(fx);
-    g2f_model_close(model);
+    opened_close(&o);
     return rc;
 }
 

@@ -76,77 +76,112 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
     }
 }
 
-/* ---- GELU in double, 4 lanes: the algorithm of g2f_gelu_math.h ---- */
+/* ---- GELU in double: the algorithm of g2f_gelu_math.h, on two vectors of 4
+ * lanes at a time: the Horner and Clenshaw recurrences are chains of
+ * dependent operations, and two independent chains keep the FP units busy. */
 
-static inline __m256d exp_pd(__m256d x) {
-    x = _mm256_max_pd(_mm256_set1_pd(-700.0), _mm256_min_pd(_mm256_set1_pd(700.0), x));
-    __m256d n = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(G2F_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256d r = _mm256_sub_pd(_mm256_sub_pd(x, _mm256_mul_pd(n, _mm256_set1_pd(G2F_LN2_HI))),
-                              _mm256_mul_pd(n, _mm256_set1_pd(G2F_LN2_LO)));
+#define LANES2 for (int v = 0; v < 2; v++)
+
+static inline void exp_pd2(__m256d x[2]) {
     static const double inv_fact[13] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
                                         1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,     1.0 / 120.0,
                                         1.0 / 24.0,        1.0 / 6.0,        0.5,             1.0,
                                         1.0};
-    __m256d p = _mm256_set1_pd(1.0 / 6227020800.0);
-    for (int i = 0; i < 13; i++) p = _mm256_add_pd(_mm256_mul_pd(p, r), _mm256_set1_pd(inv_fact[i]));
-    __m256i e = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(n));
-    e = _mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52);
-    return _mm256_mul_pd(p, _mm256_castsi256_pd(e));
-}
-
-static inline __m256d erfcx_pd(__m256d z) {
-    const __m256d k = _mm256_set1_pd(G2F_ERFCX_K);
-    z = _mm256_min_pd(z, _mm256_set1_pd(12.0));
-    __m256d t = _mm256_div_pd(_mm256_sub_pd(z, k), _mm256_add_pd(z, k));
-    __m256d u = _mm256_div_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(2.0), t), _mm256_set1_pd(G2F_ERFCX_TSUM)),
-                              _mm256_set1_pd(G2F_ERFCX_TSPAN));
-    __m256d b1 = _mm256_setzero_pd(), b2 = b1, two_u = _mm256_mul_pd(_mm256_set1_pd(2.0), u);
-    for (int i = G2F_ERFCX_N - 1; i >= 1; i--) {
-        __m256d b0 = _mm256_add_pd(_mm256_sub_pd(_mm256_mul_pd(two_u, b1), b2), _mm256_set1_pd(g2f_erfcx_cheb[i]));
-        b2 = b1;
-        b1 = b0;
+    __m256d n[2], r[2], p[2];
+    LANES2 {
+        x[v] = _mm256_max_pd(_mm256_set1_pd(-700.0), _mm256_min_pd(_mm256_set1_pd(700.0), x[v]));
+        n[v] = _mm256_round_pd(_mm256_mul_pd(x[v], _mm256_set1_pd(G2F_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r[v] = _mm256_sub_pd(_mm256_sub_pd(x[v], _mm256_mul_pd(n[v], _mm256_set1_pd(G2F_LN2_HI))),
+                             _mm256_mul_pd(n[v], _mm256_set1_pd(G2F_LN2_LO)));
+        p[v] = _mm256_set1_pd(1.0 / 6227020800.0);
     }
-    return _mm256_add_pd(_mm256_sub_pd(_mm256_mul_pd(u, b1), b2), _mm256_set1_pd(g2f_erfcx_cheb[0]));
+    for (int i = 0; i < 13; i++) LANES2 p[v] = _mm256_add_pd(_mm256_mul_pd(p[v], r[v]), _mm256_set1_pd(inv_fact[i]));
+    LANES2 {
+        __m256i e = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(n[v]));
+        e = _mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52);
+        x[v] = _mm256_mul_pd(p[v], _mm256_castsi256_pd(e));
+    }
 }
 
-static inline __m256d erf_small_pd(__m256d z) {
+static inline void erfcx_pd2(__m256d z[2]) {
+    const __m256d k = _mm256_set1_pd(G2F_ERFCX_K);
+    __m256d u[2], two_u[2], b1[2], b2[2];
+    LANES2 {
+        __m256d zz = _mm256_min_pd(z[v], _mm256_set1_pd(12.0));
+        __m256d t = _mm256_div_pd(_mm256_sub_pd(zz, k), _mm256_add_pd(zz, k));
+        u[v] = _mm256_div_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(2.0), t), _mm256_set1_pd(G2F_ERFCX_TSUM)),
+                             _mm256_set1_pd(G2F_ERFCX_TSPAN));
+        two_u[v] = _mm256_mul_pd(_mm256_set1_pd(2.0), u[v]);
+        b1[v] = b2[v] = _mm256_setzero_pd();
+    }
+    for (int i = G2F_ERFCX_N - 1; i >= 1; i--) {
+        LANES2 {
+            __m256d b0 = _mm256_add_pd(_mm256_sub_pd(_mm256_mul_pd(two_u[v], b1[v]), b2[v]),
+                                       _mm256_set1_pd(g2f_erfcx_cheb[i]));
+            b2[v] = b1[v];
+            b1[v] = b0;
+        }
+    }
+    LANES2 z[v] = _mm256_add_pd(_mm256_sub_pd(_mm256_mul_pd(u[v], b1[v]), b2[v]), _mm256_set1_pd(g2f_erfcx_cheb[0]));
+}
+
+static inline void erf_small_pd2(const __m256d z[2], __m256d out[2]) {
     static const double c[12] = {-1.0 / (39916800.0 * 23), 1.0 / (3628800.0 * 21), -1.0 / (362880.0 * 19),
                                  1.0 / (40320.0 * 17),     -1.0 / (5040.0 * 15),   1.0 / (720.0 * 13),
                                  -1.0 / (120.0 * 11),      1.0 / (24.0 * 9),       -1.0 / (6.0 * 7),
                                  1.0 / (2.0 * 5),          -1.0 / 3.0,             1.0};
-    __m256d z2 = _mm256_mul_pd(z, z), s = _mm256_setzero_pd();
-    for (int i = 0; i < 12; i++) s = _mm256_add_pd(_mm256_mul_pd(s, z2), _mm256_set1_pd(c[i]));
-    return _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(G2F_TWO_OVER_SQRT_PI), z), s);
+    __m256d z2[2], s[2];
+    LANES2 {
+        z2[v] = _mm256_mul_pd(z[v], z[v]);
+        s[v] = _mm256_setzero_pd();
+    }
+    for (int i = 0; i < 12; i++) LANES2 s[v] = _mm256_add_pd(_mm256_mul_pd(s[v], z2[v]), _mm256_set1_pd(c[i]));
+    LANES2 out[v] = _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(G2F_TWO_OVER_SQRT_PI), z[v]), s[v]);
 }
 
-static inline __m256d gelu_tanh_pd(__m256d x) {
-    __m256d x3 = _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(0.044715), x), x), x);
-    __m256d u = _mm256_mul_pd(_mm256_set1_pd(G2F_SQRT_2_OVER_PI), _mm256_add_pd(x, x3));
-    __m256d e = exp_pd(_mm256_mul_pd(_mm256_set1_pd(-2.0), u));
-    return _mm256_div_pd(x, _mm256_add_pd(_mm256_set1_pd(1.0), e));
+static inline void gelu_tanh_pd2(const __m256d x[2], __m256d y[2]) {
+    __m256d e[2];
+    LANES2 {
+        __m256d x3 = _mm256_mul_pd(_mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(0.044715), x[v]), x[v]), x[v]);
+        __m256d u = _mm256_mul_pd(_mm256_set1_pd(G2F_SQRT_2_OVER_PI), _mm256_add_pd(x[v], x3));
+        e[v] = _mm256_mul_pd(_mm256_set1_pd(-2.0), u);
+    }
+    exp_pd2(e);
+    LANES2 y[v] = _mm256_div_pd(x[v], _mm256_add_pd(_mm256_set1_pd(1.0), e[v]));
 }
 
-static inline __m256d gelu_erf_pd(__m256d x) {
-    __m256d z = _mm256_mul_pd(_mm256_sub_pd(_mm256_setzero_pd(), x), _mm256_set1_pd(G2F_INV_SQRT2));
-    __m256d az = _mm256_andnot_pd(_mm256_set1_pd(-0.0), z);
-    __m256d tail = _mm256_mul_pd(erfcx_pd(_mm256_max_pd(az, _mm256_set1_pd(0.5))),
-                                 exp_pd(_mm256_sub_pd(_mm256_setzero_pd(), _mm256_mul_pd(z, z))));
-    __m256d small = _mm256_sub_pd(_mm256_set1_pd(1.0), erf_small_pd(z));
-    __m256d neg = _mm256_sub_pd(_mm256_set1_pd(2.0), tail);
-    __m256d erfc = _mm256_blendv_pd(small, tail, _mm256_cmp_pd(z, _mm256_set1_pd(0.5), _CMP_GE_OQ));
-    erfc = _mm256_blendv_pd(erfc, neg, _mm256_cmp_pd(z, _mm256_set1_pd(-0.5), _CMP_LE_OQ));
-    return _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(0.5), x), erfc);
+static inline void gelu_erf_pd2(const __m256d x[2], __m256d y[2]) {
+    __m256d z[2], tail[2], e[2], small[2];
+    LANES2 {
+        z[v] = _mm256_mul_pd(_mm256_sub_pd(_mm256_setzero_pd(), x[v]), _mm256_set1_pd(G2F_INV_SQRT2));
+        tail[v] = _mm256_max_pd(_mm256_andnot_pd(_mm256_set1_pd(-0.0), z[v]), _mm256_set1_pd(0.5));
+        e[v] = _mm256_sub_pd(_mm256_setzero_pd(), _mm256_mul_pd(z[v], z[v]));
+    }
+    erfcx_pd2(tail);
+    exp_pd2(e);
+    erf_small_pd2(z, small);
+    LANES2 {
+        __m256d t = _mm256_mul_pd(tail[v], e[v]);
+        __m256d sm = _mm256_sub_pd(_mm256_set1_pd(1.0), small[v]);
+        __m256d neg = _mm256_sub_pd(_mm256_set1_pd(2.0), t);
+        __m256d erfc = _mm256_blendv_pd(sm, t, _mm256_cmp_pd(z[v], _mm256_set1_pd(0.5), _CMP_GE_OQ));
+        erfc = _mm256_blendv_pd(erfc, neg, _mm256_cmp_pd(z[v], _mm256_set1_pd(-0.5), _CMP_LE_OQ));
+        y[v] = _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(0.5), x[v]), erfc);
+    }
 }
 
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) {
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        __m256d x = _mm256_cvtps_pd(_mm_loadu_ps(in + i));
-        __m256d y = erf ? gelu_erf_pd(x) : gelu_tanh_pd(x);
-        __m128 f = _mm256_cvtpd_ps(y);
-        /* NaN in, NaN out: the blends and clamps above would hide it */
-        f = _mm_blendv_ps(f, _mm_loadu_ps(in + i), _mm_cmpunord_ps(_mm_loadu_ps(in + i), _mm_loadu_ps(in + i)));
-        _mm_storeu_ps(out + i, f);
+    for (; i + 8 <= n; i += 8) {
+        __m128 f0 = _mm_loadu_ps(in + i), f1 = _mm_loadu_ps(in + i + 4);
+        __m256d x[2] = {_mm256_cvtps_pd(f0), _mm256_cvtps_pd(f1)}, y[2];
+        if (erf) gelu_erf_pd2(x, y);
+        else gelu_tanh_pd2(x, y);
+        /* NaN in, NaN out: the clamps above would hide it */
+        __m128 r0 = _mm_blendv_ps(_mm256_cvtpd_ps(y[0]), f0, _mm_cmpunord_ps(f0, f0));
+        __m128 r1 = _mm_blendv_ps(_mm256_cvtpd_ps(y[1]), f1, _mm_cmpunord_ps(f1, f1));
+        _mm_storeu_ps(out + i, r0);
+        _mm_storeu_ps(out + i + 4, r1);
     }
     for (; i < n; i++) {
         float x = in[i];

@@ -16,8 +16,10 @@
  *   MC = 64:   a thread's packed A block (64 x 256, 64 KiB) stays in L2
  *              while it walks all the B micro-panels; 1024 tokens make 16
  *              row blocks, an even split for 2 threads;
- *   NC = 1024: the shared packed B block (256 x 1024, 1 MiB) stays in L3
- *              (GPT-2 small's c_fc takes 3 of them, c_proj one).
+ *   NC = 1024: the shared packed B column block is k x 1024 floats (3 MiB
+ *              for GPT-2 small's c_fc, 25 MiB for XL's c_proj), packed at
+ *              once so that a column block costs two barriers; each depth
+ *              step reads 1 MiB of it (KC x NC) from L3.
  * The c_fc epilogue (bias, then GELU into act) runs per row block right after
  * its last depth block, while the block is still in L2. When the shared B
  * buffer cannot be allocated, independent (MB x NB) tasks with their own
@@ -176,15 +178,19 @@ static void tile(int simd, const float *ap, const float *bp, size_t kc, float *c
     else tile_c(ap, bp, kc, c, ldc, mr, nr, first);
 }
 
-/* The main path (Goto's loop order): for each (NC columns, KC depth) block,
- * the threads pack B once together, then split the rows in MC blocks, each
- * packing its own A block. B is packed once, A n/NC times. Returns 0 when the
- * shared B buffer cannot be allocated (the caller then uses matmul_tasks,
- * which gives bitwise the same results: the same tiles sum the same terms). */
+/* The main path (Goto's loop order): for each block of NC columns the threads
+ * first pack all of B's rows for it together (k x NC, in KC-deep micro-panel
+ * blocks), then split the rows in MC blocks (and the columns too when there
+ * are few rows), each packing its own A block per depth step. Two barriers
+ * per column block: a thread that the OS puts aside costs the others little.
+ * B is packed once, A n/NC times. Returns 0 when the shared B buffer cannot
+ * be allocated (the caller then uses matmul_tasks, which gives bitwise the
+ * same results: the same tiles sum the same terms in the same order). */
 static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
                        const epilogue *ep, int simd, int n_threads) {
-    size_t ncap = (n < NC ? n : NC) + NR - 1;
-    float *bp = aligned_alloc(64, ((KC * (ncap / NR) * NR * sizeof(float)) + 63) / 64 * 64);
+    size_t ncap = n < NC ? n : NC, max_panels = (ncap + NR - 1) / NR, depth_blocks = (k + KC - 1) / KC;
+    size_t block_floats = max_panels * KC * NR; /* one depth block of the column block */
+    float *bp = aligned_alloc(64, (depth_blocks * block_floats * sizeof(float) + 63) / 64 * 64);
     if (!bp) return 0;
     long row_blocks = (long)((m + MC - 1) / MC);
     int threads = thread_count(n_threads);
@@ -203,38 +209,41 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
             long groups = row_blocks >= 4L * threads ? 1 : (4L * threads + row_blocks - 1) / row_blocks;
             if (groups > panels) groups = panels;
             long per_group = (panels + groups - 1) / groups;
-            for (size_t pc = 0; pc < k; pc += KC) {
-                size_t kc = k - pc < KC ? k - pc : KC;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-                for (long s = 0; s < panels; s++) {
-                    size_t j = (size_t)s * NR, w = nc - j < NR ? nc - j : NR;
-                    pack_b(b, b_trans, k, n, pc, kc, jc + j, w, bp + (size_t)s * KC * NR);
-                }
-                /* the loop's implicit barrier: B is packed before anyone uses it */
+            for (long q = 0; q < (long)depth_blocks * panels; q++) {
+                size_t pb = (size_t)q / (size_t)panels, s = (size_t)q % (size_t)panels;
+                size_t pc = pb * KC, kc = k - pc < KC ? k - pc : KC;
+                size_t j = s * NR, w = nc - j < NR ? nc - j : NR;
+                pack_b(b, b_trans, k, n, pc, kc, jc + j, w, bp + pb * block_floats + s * KC * NR);
+            }
+            /* the loop's implicit barrier: B is packed before anyone uses it */
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-                for (long t = 0; t < row_blocks * groups; t++) {
-                    long ib = t / groups, s0 = t % groups * per_group, s1 = s0 + per_group < panels ? s0 + per_group : panels;
-                    size_t i0 = (size_t)ib * MC, mc = m - i0 < MC ? m - i0 : MC;
-                    if (s0 >= s1) continue;
+            for (long t = 0; t < row_blocks * groups; t++) {
+                long ib = t / groups, s0 = t % groups * per_group, s1 = s0 + per_group < panels ? s0 + per_group : panels;
+                size_t i0 = (size_t)ib * MC, mc = m - i0 < MC ? m - i0 : MC;
+                if (s0 >= s1) continue;
+                for (size_t pb = 0; pb < depth_blocks; pb++) {
+                    size_t pc = pb * KC, kc = k - pc < KC ? k - pc : KC;
+                    const float *bblock = bp + pb * block_floats;
                     pack_a(a, k, i0, mc, pc, kc, ap);
                     for (long s = s0; s < s1; s++) { /* a B micro-panel stays in L1 across the A panels */
                         size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
                         for (size_t p = 0; p * MR < mc; p++) {
                             size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
-                            tile(simd, ap + p * KC * MR, bp + (size_t)s * KC * NR, kc, c + (i0 + p * MR) * n + jc + j,
-                                 n, mr, nr, pc == 0);
+                            tile(simd, ap + p * KC * MR, bblock + (size_t)s * KC * NR, kc,
+                                 c + (i0 + p * MR) * n + jc + j, n, mr, nr, pc == 0);
                         }
                     }
-                    if (pc + kc >= k) { /* while the block is in L2 */
-                        size_t j0 = (size_t)s0 * NR, j1 = (size_t)s1 * NR < nc ? (size_t)s1 * NR : nc;
-                        finish_block(c, n, i0, mc, jc + j0, j1 - j0, ep);
-                    }
                 }
+                size_t j0 = (size_t)s0 * NR, j1 = (size_t)s1 * NR < nc ? (size_t)s1 * NR : nc;
+                finish_block(c, n, i0, mc, jc + j0, j1 - j0, ep); /* while the block is in L2 */
             }
+            /* and this loop's barrier keeps the next column block's packing
+             * from overwriting B while it is still in use */
         }
     }
     free(bp);

@@ -211,11 +211,7 @@ static g2f_status add_tensor(g2f_npz *z, const char *name, size_t stem, const un
     if (!nm) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     memcpy(nm, name, stem);
     nm[stem] = '\0';
-    if (g2f_table_find(&z->table, nm)) {
-        free(nm);
-        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: array '%s' appears twice", label, name);
-    }
-    t->name = nm;
+    t->name = nm; /* uniqueness: check_unique, once all are in */
     z->table.count++;
     return G2F_OK;
 }
@@ -291,6 +287,28 @@ static g2f_status open_dir(g2f_npz *z, const char *path, g2f_error *err) {
     return s;
 }
 
+static int tensor_name_cmp(const void *a, const void *b) {
+    return strcmp((*(const g2f_tensor *const *)a)->name, (*(const g2f_tensor *const *)b)->name);
+}
+
+/* Array names are unique (zip member and file names are, so this is a
+ * safeguard). Sorted: a million members cost n log n comparisons; the linear
+ * search per member it replaces cost n^2. */
+static g2f_status check_unique(const g2f_npz *z, const char *path, g2f_error *err) {
+    size_t n = z->table.count;
+    if (n < 2) return G2F_OK;
+    const g2f_tensor **byname = g2f_alloc_array(n, sizeof *byname);
+    if (!byname) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
+    for (size_t i = 0; i < n; i++) byname[i] = &z->table.tensors[i];
+    qsort(byname, n, sizeof *byname, tensor_name_cmp);
+    g2f_status st = G2F_OK;
+    for (size_t i = 1; i < n && st == G2F_OK; i++)
+        if (strcmp(byname[i - 1]->name, byname[i]->name) == 0)
+            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: array '%s' appears twice", path, byname[i]->name);
+    free(byname);
+    return st;
+}
+
 /* A "__metadata__" uint8 array holding a JSON object of strings (as gpt2ffn
  * run writes) becomes the table's metadata; anything else there is ignored. */
 static g2f_status load_metadata(g2f_npz *z, g2f_error *err) {
@@ -329,6 +347,7 @@ g2f_status g2f_npz_open(const char *path, g2f_npz **out, g2f_error *err) {
     int is_dir = d != NULL;
     if (d) closedir(d);
     g2f_status s = is_dir ? open_dir(z, path, err) : open_zip(z, path, err);
+    if (s == G2F_OK) s = check_unique(z, path, err);
     if (s == G2F_OK) s = load_metadata(z, err);
     if (s != G2F_OK) {
         g2f_npz_close(z);

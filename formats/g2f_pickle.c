@@ -527,6 +527,14 @@ static g2f_status run_op(g2f_pickle *p) {
 
 g2f_status g2f_pickle_parse(const unsigned char *buf, size_t size, const char *label, g2f_pickle **out,
                             g2f_error *err) {
+    uint64_t cap;
+    if (!g2f_mul_u64(size, G2F_PICKLE_ALLOC_FACTOR, &cap) || !g2f_add_u64(cap, G2F_PICKLE_ALLOC_SLACK, &cap))
+        cap = UINT64_MAX;
+    return g2f_pickle_parse_capped(buf, size, cap, label, out, err);
+}
+
+g2f_status g2f_pickle_parse_capped(const unsigned char *buf, size_t size, uint64_t alloc_cap, const char *label,
+                                   g2f_pickle **out, g2f_error *err) {
     *out = NULL;
     g2f_pickle *p = calloc(1, sizeof *p);
     if (!p) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
@@ -535,12 +543,11 @@ g2f_status g2f_pickle_parse(const unsigned char *buf, size_t size, const char *l
     p->label = label;
     p->buf = buf;
     p->size = size;
-    uint64_t cap;
-    if (!g2f_mul_u64(size, G2F_PICKLE_ALLOC_FACTOR, &cap) || !g2f_add_u64(cap, G2F_PICKLE_ALLOC_SLACK, &cap))
-        cap = UINT64_MAX;
-    p->alloc_cap = cap;
+    p->alloc_cap = alloc_cap;
     g2f_status st = G2F_OK;
-    while (!p->root) {
+    /* The stack is never NULL, so p->stack + k is defined even when empty. */
+    if (!grow(p, (void **)&p->stack, &p->stack_cap, 1, sizeof *p->stack)) st = p->err->status;
+    while (st == G2F_OK && !p->root) {
         if (p->pos >= p->size) {
             st = FAIL("%s: ends at offset %zu without STOP", label, p->pos);
             break;

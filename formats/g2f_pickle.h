@@ -133,6 +133,12 @@ typedef struct g2f_pickle g2f_pickle;
  * *out is set only on success. */
 g2f_status g2f_pickle_parse(const unsigned char *buf, size_t size, const char *label, g2f_pickle **out,
                             g2f_error *err);
+/* Same, with all allocations together capped at alloc_cap bytes instead of
+ * G2F_PICKLE_ALLOC_FACTOR x size + G2F_PICKLE_ALLOC_SLACK. For a pickle that
+ * was inflated from a smaller file (a deflated data.pkl), so the cap can
+ * follow the size of the file the user gave rather than the inflated size. */
+g2f_status g2f_pickle_parse_capped(const unsigned char *buf, size_t size, uint64_t alloc_cap, const char *label,
+                                   g2f_pickle **out, g2f_error *err);
 /* The value STOP returned; borrowed until g2f_pickle_free. */
 const g2f_pickle_value *g2f_pickle_root(const g2f_pickle *p);
 /* Number of values created (a bound for walkers' visit budgets). */

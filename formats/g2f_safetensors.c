@@ -60,6 +60,10 @@ typedef struct span {
     size_t index;
 } span;
 
+static int tensor_name_cmp(const void *a, const void *b) {
+    return strcmp((*(const g2f_tensor *const *)a)->name, (*(const g2f_tensor *const *)b)->name);
+}
+
 static int span_cmp(const void *a, const void *b) {
     const span *x = a, *y = b;
     if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
@@ -214,13 +218,6 @@ g2f_status g2f_safetensors_parse(const unsigned char *buf, uint64_t size, const 
             if ((st = parse_metadata(e, label, &t, err)) != G2F_OK) goto fail;
             continue;
         }
-        for (size_t i = 0; i < t.count; i++) {
-            if (strcmp(t.tensors[i].name, e->string) == 0) {
-                st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", label,
-                                   e->string);
-                goto fail;
-            }
-        }
         g2f_tensor *tt = &t.tensors[t.count];
         if ((st = parse_tensor(e, label, tt, err)) != G2F_OK) goto fail;
         tt->name = dup_str(e->string);
@@ -229,6 +226,28 @@ g2f_status g2f_safetensors_parse(const unsigned char *buf, uint64_t size, const 
             goto fail;
         }
         t.count++;
+    }
+
+    /* Names unique: sorted, so a header of a million tensors costs
+     * n log n comparisons, not n^2 (a linear scan per tensor hung for minutes
+     * on a 17 MB header). */
+    if (t.count > 1) {
+        const g2f_tensor **byname = g2f_alloc_array(t.count, sizeof *byname);
+        if (!byname) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory for %zu header entries", label, t.count);
+            goto fail;
+        }
+        for (size_t i = 0; i < t.count; i++) byname[i] = &t.tensors[i];
+        qsort(byname, t.count, sizeof *byname, tensor_name_cmp);
+        for (size_t i = 1; i < t.count; i++) {
+            if (strcmp(byname[i - 1]->name, byname[i]->name) == 0) {
+                st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", label,
+                                   byname[i]->name);
+                free(byname);
+                goto fail;
+            }
+        }
+        free(byname);
     }
 
     uint64_t data_size = size - 8 - n;

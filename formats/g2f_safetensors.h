@@ -19,8 +19,8 @@
  *   5. every other member is an object with a known "dtype" string, a
  *      "shape" array of at most G2F_MAX_DIMS non-negative integers and a
  *      "data_offsets" array of two non-negative integers begin <= end;
- *      names are unique;
  *   6. element count x dtype size == end - begin, computed without overflow;
+ *      then, over all tensors, names are unique (checked by sorting);
  *   7. end <= data buffer size;
  *   8. sorted by begin, the tensors tile the data buffer exactly: the first
  *      starts at 0, each starts where the previous ended (no overlap, no gap),

@@ -16,6 +16,8 @@
 
 #define INDEX_MAX_BYTES (64u << 20)
 #define MAX_SHARDS 4096
+/* Real indexes map hundreds to a few thousand tensors. */
+#define MAX_INDEX_ENTRIES 1000000
 
 /* One opened data file, whatever its reader. */
 typedef struct part {
@@ -143,11 +145,39 @@ static int looks_like_index(const char *path) {
     return n > 11 && strcmp(path + n - 11, ".index.json") == 0;
 }
 
+static int str_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static int tensor_ptr_cmp(const void *a, const void *b) {
+    return strcmp((*(const g2f_tensor *const *)a)->name, (*(const g2f_tensor *const *)b)->name);
+}
+
+/* A part's tensors sorted by name, for bsearch: the index may map a million
+ * names into shards of a million tensors, where a linear search per entry
+ * (g2f_table_find) would never finish. */
+static const g2f_tensor **sorted_tensors(const g2f_table *t) {
+    const g2f_tensor **v = g2f_alloc_array(t->count ? t->count : 1, sizeof *v);
+    if (!v) return NULL;
+    for (size_t i = 0; i < t->count; i++) v[i] = &t->tensors[i];
+    qsort(v, t->count, sizeof *v, tensor_ptr_cmp);
+    return v;
+}
+
+static const g2f_tensor *find_sorted(const g2f_tensor *const *v, size_t n, const char *name) {
+    g2f_tensor key;
+    memset(&key, 0, sizeof key);
+    key.name = name;
+    const g2f_tensor *kp = &key;
+    const g2f_tensor *const *hit = bsearch(&kp, v, n, sizeof *v, tensor_ptr_cmp);
+    return hit ? *hit : NULL;
+}
+
 static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
     char *text = NULL, *dir = NULL;
     size_t len = 0;
     cJSON *root = NULL;
-    char **shards = NULL;
+    const char **shards = NULL;
+    const g2f_tensor ***sorted = NULL; /* per shard, its tensors by name */
+    const g2f_tensor **merged_sorted = NULL;
     size_t n_shards = 0, n_entries = 0;
     g2f_status st = g2f_read_small_file(path, INDEX_MAX_BYTES, &text, &len, err);
     if (st != G2F_OK) return st;
@@ -156,12 +186,6 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
     if (!cJSON_IsObject(root) || !cJSON_IsObject(map)) {
         st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: not a shard index (a JSON object with a \"weight_map\" object)",
                            path);
-        goto done;
-    }
-    dir = dir_of(path);
-    shards = calloc(MAX_SHARDS, sizeof *shards);
-    if (!dir || !shards) {
-        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (const cJSON *e = map->child; e; e = e->next) {
@@ -175,20 +199,33 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
                                "in the index's folder", path, e->string, f);
             goto done;
         }
-        size_t k = 0;
-        while (k < n_shards && strcmp(shards[k], f)) k++;
-        if (k == n_shards) {
-            if (n_shards == MAX_SHARDS) {
-                st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: more than %d shard files", path, MAX_SHARDS);
-                goto done;
-            }
-            shards[n_shards++] = e->valuestring;
+        if (++n_entries > MAX_INDEX_ENTRIES) {
+            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: weight_map has more than %d entries", path,
+                               MAX_INDEX_ENTRIES);
+            goto done;
         }
-        n_entries++;
+    }
+    /* The distinct shard names, sorted (n log n, whatever the counts). */
+    dir = dir_of(path);
+    shards = g2f_alloc_array(n_entries ? n_entries : 1, sizeof *shards);
+    if (!dir || !shards) {
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (const cJSON *e = map->child; e; e = e->next) shards[n_shards++] = e->valuestring;
+    qsort(shards, n_shards, sizeof *shards, str_cmp);
+    size_t u = 0;
+    for (size_t i = 0; i < n_shards; i++)
+        if (!u || strcmp(shards[u - 1], shards[i])) shards[u++] = shards[i];
+    n_shards = u;
+    if (n_shards > MAX_SHARDS) {
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: more than %d shard files", path, MAX_SHARDS);
+        goto done;
     }
     s->parts = calloc(n_shards ? n_shards : 1, sizeof *s->parts);
+    sorted = calloc(n_shards ? n_shards : 1, sizeof *sorted);
     s->merged.tensors = calloc(n_entries ? n_entries : 1, sizeof *s->merged.tensors);
-    if (!s->parts || !s->merged.tensors) {
+    if (!s->parts || !sorted || !s->merged.tensors) {
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -202,19 +239,19 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
         free(sp);
         if (st != G2F_OK) goto done;
         s->n_parts++;
+        if (!(sorted[k] = sorted_tensors(part_table(&s->parts[k])))) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto done;
+        }
     }
     uint64_t bytes = 0;
     for (const cJSON *e = map->child; e; e = e->next) {
-        size_t k = 0;
-        while (strcmp(shards[k], e->valuestring)) k++;
-        const g2f_tensor *t = g2f_table_find(part_table(&s->parts[k]), e->string);
+        const char *const *sk = bsearch(&e->valuestring, shards, n_shards, sizeof *shards, str_cmp);
+        size_t k = (size_t)(sk - shards);
+        const g2f_tensor *t = find_sorted(sorted[k], part_table(&s->parts[k])->count, e->string);
         if (!t) {
             st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%.120s' is mapped to %s but that shard does not hold it",
                                path, e->string, shards[k]);
-            goto done;
-        }
-        if (g2f_table_find(&s->merged, e->string)) {
-            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%.120s' appears twice in weight_map", path, e->string);
             goto done;
         }
         g2f_tensor *m = &s->merged.tensors[s->merged.count];
@@ -226,6 +263,17 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
         }
         s->merged.count++;
         bytes += t->nbytes; /* each below the file size: no overflow */
+    }
+    if (!(merged_sorted = sorted_tensors(&s->merged))) {
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 1; i < s->merged.count; i++) {
+        if (strcmp(merged_sorted[i - 1]->name, merged_sorted[i]->name) == 0) {
+            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%.120s' appears twice in weight_map", path,
+                               merged_sorted[i]->name);
+            goto done;
+        }
     }
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
     const cJSON *total = meta ? cJSON_GetObjectItemCaseSensitive(meta, "total_size") : NULL;
@@ -239,6 +287,9 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
              s->n_parts == 1 ? "" : "s");
     s->table = &s->merged;
 done:
+    for (size_t k = 0; sorted && k < n_shards; k++) free(sorted[k]);
+    free(sorted);
+    free(merged_sorted);
     free(shards);
     free(dir);
     cJSON_Delete(root);

@@ -8,7 +8,8 @@
  *
  * Shard index validation: a JSON object (at most 64 MiB) with "weight_map"
  * an object of tensor name -> shard file name (a plain file name in the
- * index's folder: no '/', no "..", at most 4096 shards); every shard is
+ * index's folder: no '/', no "..", at most 4096 shards, at most 1,000,000
+ * entries; lookups sorted, n log n); every shard is
  * opened and validated by its own reader; every mapped tensor must be in
  * its shard; a tensor name may not appear in two shards; when
  * "metadata.total_size" is present it must equal the bytes of the mapped

@@ -286,7 +286,14 @@ g2f_status g2f_torch_parse(const unsigned char *buf, uint64_t size, const char *
     }
     if (st != G2F_OK) goto done;
     snprintf(pklabel, sizeof pklabel, "%s: %s", label, m->name);
-    if ((st = g2f_pickle_parse(pkl, (size_t)m->size, pklabel, &pk, err)) != G2F_OK) goto done;
+    /* The machine's memory follows the archive's size, not data.pkl's: a
+     * deflated data.pkl may inflate 1000:1, and 64 x that would be far more
+     * than a small multiple of the file. Stored: the same cap as usual. */
+    uint64_t cap;
+    if (!g2f_mul_u64(m->method == G2F_ZIP_STORED ? m->size : m->compressed_size, G2F_PICKLE_ALLOC_FACTOR, &cap) ||
+        !g2f_add_u64(cap, G2F_PICKLE_ALLOC_SLACK, &cap))
+        cap = UINT64_MAX;
+    if ((st = g2f_pickle_parse_capped(pkl, (size_t)m->size, cap, pklabel, &pk, err)) != G2F_OK) goto done;
     w.zip = z;
     w.root = root;
     w.budget = (uint64_t)g2f_pickle_value_count(pk) * G2F_TORCH_VISITS_PER_VALUE + 1024;

@@ -16,6 +16,11 @@ g2f_status g2f_error_set(g2f_error *err, g2f_status status, const char *fmt, ...
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* Messages quote names and values from untrusted files: a newline
+         * would break the one-line promise, an escape byte could drive the
+         * user's terminal. Control bytes become '?'. */
+        for (char *c = err->msg; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
         err->status = status;
     }
     return status;

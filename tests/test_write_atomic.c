@@ -1,0 +1,103 @@
+/* Write-safety: every file gpt2ffn writes goes to a temporary name and is
+ * renamed into place only when complete, so a failed or interrupted write
+ * never leaves a half-written file under the requested name, nor replaces a
+ * good one. Covers g2f_write_file_atomic (reports) and g2f_writer (run
+ * outputs) directly. */
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include "check.h"
+#include "g2f_report.h"
+#include "g2f_writer.h"
+#include "test_util.h"
+
+static char dir[256];
+
+static int tmp_leftovers(void) {
+    DIR *d = opendir(dir);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) n += strstr(e->d_name, ".tmp") != NULL;
+    if (d) closedir(d);
+    return n;
+}
+
+static char *read_all(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    char *b = calloc(1, 4096);
+    if (b) {
+        size_t r = fread(b, 1, 4095, fp);
+        (void)r;
+    }
+    fclose(fp);
+    return b;
+}
+
+static void report_write_should_replace_whole_or_not_at_all(void) {
+    char path[400];
+    g2f_error err = {0};
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    CHECK(g2f_write_file_atomic(path, "{\"a\": 1}", &err) == G2F_OK);
+    char *t = read_all(path);
+    CHECK(t && strcmp(t, "{\"a\": 1}\n") == 0);
+    free(t);
+    CHECK(g2f_write_file_atomic(path, "{\"b\": 2}", &err) == G2F_OK);
+    t = read_all(path);
+    CHECK(t && strcmp(t, "{\"b\": 2}\n") == 0);
+    free(t);
+    /* the rename fails (the target is a folder): the folder is untouched and
+     * the temporary file is gone */
+    char sub[400];
+    snprintf(sub, sizeof sub, "%s/folder", dir);
+    CHECK(mkdir(sub, 0700) == 0);
+    CHECK(g2f_write_file_atomic(sub, "{}", &err) == G2F_ERR_IO);
+    CHECK_CONTAINS(err.msg, "cannot write");
+    struct stat st;
+    CHECK(stat(sub, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK(tmp_leftovers() == 0);
+    rmdir(sub);
+    unlink(path);
+}
+
+static void writer_should_show_nothing_until_commit(void) {
+    char path[400];
+    g2f_error err = {0};
+    snprintf(path, sizeof path, "%s/out.safetensors", dir);
+    CHECK(write_bytes(path, "old", 3) == 0);
+    for (int f = 0; f < G2F_OUT_FORMAT_COUNT; f++) {
+        g2f_out_spec spec = {"h.0.mlp.out", 2, {2, 3}};
+        float data[6] = {1, 2, 3, 4, 5, 6};
+        g2f_writer *w = NULL;
+        /* abandoned: the old file stays as it was, no temporary is left */
+        CHECK(g2f_writer_open(path, (g2f_out_format)f, &spec, 1, NULL, 0, &w, &err) == G2F_OK);
+        if (!w) continue;
+        CHECK(g2f_writer_put(w, data, &err) == G2F_OK);
+        char *t = read_all(path);
+        CHECK(t && strcmp(t, "old") == 0);
+        free(t);
+        CHECK(g2f_writer_close(w, 0, &err) == G2F_OK);
+        t = read_all(path);
+        CHECK(t && strcmp(t, "old") == 0);
+        free(t);
+        CHECK(tmp_leftovers() == 0);
+        /* committed: replaced in one rename */
+        CHECK(g2f_writer_open(path, (g2f_out_format)f, &spec, 1, NULL, 0, &w, &err) == G2F_OK);
+        if (!w) continue;
+        CHECK(g2f_writer_put(w, data, &err) == G2F_OK);
+        CHECK(g2f_writer_close(w, 1, &err) == G2F_OK);
+        struct stat st;
+        CHECK(stat(path, &st) == 0 && st.st_size > 24);
+        CHECK(tmp_leftovers() == 0);
+        CHECK(write_bytes(path, "old", 3) == 0);
+    }
+    unlink(path);
+}
+
+int main(void) {
+    if (make_tmpdir(dir, sizeof dir, "atomic") != 0) return 1;
+    RUN(report_write_should_replace_whole_or_not_at_all);
+    RUN(writer_should_show_nothing_until_commit);
+    rmdir(dir);
+    CHECK_EXIT();
+}

@@ -42,8 +42,8 @@
 #endif
 
 #define KC 256
-#define NC 1024
-#define MC 64
+#define NC 512
+#define MC 96
 #define MB 96
 #define NB 128
 #define MR G2F_MR
@@ -158,18 +158,56 @@ static void finish_block(float *c, size_t n, size_t i0, size_t mb, size_t j0, si
     }
 }
 
-static void gemv(const float *a, size_t k, const float *b, int b_trans, size_t n, float *c, int n_threads) {
-    const size_t chunk = 256; /* columns per task: whole 64-column vector steps */
-    long tasks = (long)((n + chunk - 1) / chunk);
+/* One token. Conv1D weights (B rows contiguous): the rows are cut into
+ * GEMV_SLICES fixed slices, each streamed front to back into its own partial
+ * sum vector, and the partial sums are added in slice order: a fixed order
+ * whatever the thread count, and every weight byte read once, sequentially.
+ * Linear weights (B (n, k)): one dot product per output, rows split in
+ * 64-row tasks. Returns 0 when the partial sums cannot be allocated. */
+#define GEMV_SLICES 8
+static int gemv(const float *a, size_t k, const float *b, int b_trans, size_t n, float *c, int n_threads) {
     (void)n_threads;
+    if (b_trans) {
+        long tasks = (long)((n + 63) / 64);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(thread_count(n_threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(n_threads))
 #endif
-    for (long t = 0; t < tasks; t++) {
-        size_t j0 = (size_t)t * chunk, j1 = j0 + chunk < n ? j0 + chunk : n;
-        if (b_trans) g2f_simd_gemv_dots(a, k, b, j0, j1, c);
-        else g2f_simd_gemv_rows(a, k, b, n, j0, j1, c);
+        for (long t = 0; t < tasks; t++) {
+            size_t j0 = (size_t)t * 64, j1 = j0 + 64 < n ? j0 + 64 : n;
+            g2f_simd_gemv_dots(a, k, b, j0, j1, c);
+        }
+        return 1;
     }
+    size_t slices = k < GEMV_SLICES ? k : GEMV_SLICES;
+    float *part = g2f_alloc_array(slices * n, sizeof(float));
+    if (!part) return 0;
+    long ls = (long)slices;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(thread_count(n_threads))
+#endif
+    {
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (long q = 0; q < ls; q++) {
+            size_t k0 = (size_t)q * k / slices, k1 = (size_t)(q + 1) * k / slices;
+            g2f_simd_axpy_rows(a + k0, k1 - k0, b + k0 * n, n, part + (size_t)q * n);
+        }
+        long chunks = (long)((n + 255) / 256);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (long t = 0; t < chunks; t++) {
+            size_t j0 = (size_t)t * 256, j1 = j0 + 256 < n ? j0 + 256 : n;
+            for (size_t j = j0; j < j1; j++) {
+                float sum = part[j];
+                for (size_t q = 1; q < slices; q++) sum += part[q * n + j];
+                c[j] = sum;
+            }
+        }
+    }
+    free(part);
+    return 1;
 }
 
 static void tile(int simd, const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
@@ -204,9 +242,10 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
         for (size_t jc = 0; jc < n; jc += NC) {
             size_t nc = n - jc < NC ? n - jc : NC;
             long panels = (long)((nc + NR - 1) / NR);
-            /* Few rows (few tokens) would leave threads idle: then the columns
-             * are split too. Which thread does what never changes a sum. */
-            long groups = row_blocks >= 4L * threads ? 1 : (4L * threads + row_blocks - 1) / row_blocks;
+            /* At least 8 tasks per thread, taken dynamically, so that uneven
+             * blocks still balance; with few rows (few tokens) the columns are
+             * split too. Which thread does what never changes a sum. */
+            long groups = row_blocks >= 8L * threads ? 1 : (8L * threads + row_blocks - 1) / row_blocks;
             if (groups > panels) groups = panels;
             long per_group = (panels + groups - 1) / groups;
 #ifdef _OPENMP
@@ -220,7 +259,7 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
             }
             /* the loop's implicit barrier: B is packed before anyone uses it */
 #ifdef _OPENMP
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
 #endif
             for (long t = 0; t < row_blocks * groups; t++) {
                 long ib = t / groups, s0 = t % groups * per_group, s1 = s0 + per_group < panels ? s0 + per_group : panels;
@@ -294,8 +333,7 @@ static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_
                       const epilogue *ep, int n_threads) {
     if (m == 0 || n == 0) return;
     int simd = simd_ok();
-    if (m == 1 && simd && k > 0) {
-        gemv(a, k, b, b_trans, n, c, n_threads);
+    if (m == 1 && simd && k > 0 && gemv(a, k, b, b_trans, n, c, n_threads)) {
         finish_block(c, n, 0, 1, 0, n, ep);
         return;
     }

@@ -32,11 +32,11 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
  * for the exact form. in and out may be the same. */
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
 
-/* y (n) = x (k) B, B (k, n) row-major, for columns [j0, j1): each y[j]
- * summed in k order. Streams B once. */
-void g2f_simd_gemv_rows(const float *x, size_t k, const float *b, size_t n, size_t j0, size_t j1, float *y);
-/* y[j] = dot(x, B[j, :]) for j in [j0, j1), B (n, k) row-major: eight lanes
- * of partial sums combined in a fixed order. */
+/* y (n) = x (k) B, B (k, n) row-major: y = 0, then y += x[kk] B[kk, :] for
+ * kk in order (one FMA per term). Streams the rows of B front to back. */
+void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y);
+/* y[j] = dot(x, B[j, :]) for j in [j0, j1), B (n, k) row-major: four times
+ * eight lanes of partial sums combined in a fixed order. */
 void g2f_simd_gemv_dots(const float *x, size_t k, const float *b, size_t j0, size_t j1, float *y);
 
 #endif

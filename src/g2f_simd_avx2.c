@@ -35,6 +35,7 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
                    int first) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#pragma GCC unroll 4
     for (size_t kk = 0; kk < kc; kk++) {
         __m256 b0 = _mm256_load_ps(bp + kk * G2F_NR), b1 = _mm256_load_ps(bp + kk * G2F_NR + 8);
         const float *a = ap + kk * G2F_MR;
@@ -54,19 +55,37 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
         c50 = _mm256_fmadd_ps(a5, b0, c50);
         c51 = _mm256_fmadd_ps(a5, b1, c51);
     }
-    __m256 acc[G2F_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-    if (mr == G2F_MR && nr == G2F_NR) {
-        for (size_t r = 0; r < G2F_MR; r++) {
-            float *row = c + r * ldc;
-            if (!first) {
-                acc[r][0] = _mm256_add_ps(_mm256_loadu_ps(row), acc[r][0]);
-                acc[r][1] = _mm256_add_ps(_mm256_loadu_ps(row + 8), acc[r][1]);
-            }
-            _mm256_storeu_ps(row, acc[r][0]);
-            _mm256_storeu_ps(row + 8, acc[r][1]);
+    if (mr == G2F_MR && nr == G2F_NR) { /* the common case: straight from the registers */
+        float *r0 = c, *r1 = c + ldc, *r2 = c + 2 * ldc, *r3 = c + 3 * ldc, *r4 = c + 4 * ldc, *r5 = c + 5 * ldc;
+        if (!first) {
+            c00 = _mm256_add_ps(_mm256_loadu_ps(r0), c00);
+            c01 = _mm256_add_ps(_mm256_loadu_ps(r0 + 8), c01);
+            c10 = _mm256_add_ps(_mm256_loadu_ps(r1), c10);
+            c11 = _mm256_add_ps(_mm256_loadu_ps(r1 + 8), c11);
+            c20 = _mm256_add_ps(_mm256_loadu_ps(r2), c20);
+            c21 = _mm256_add_ps(_mm256_loadu_ps(r2 + 8), c21);
+            c30 = _mm256_add_ps(_mm256_loadu_ps(r3), c30);
+            c31 = _mm256_add_ps(_mm256_loadu_ps(r3 + 8), c31);
+            c40 = _mm256_add_ps(_mm256_loadu_ps(r4), c40);
+            c41 = _mm256_add_ps(_mm256_loadu_ps(r4 + 8), c41);
+            c50 = _mm256_add_ps(_mm256_loadu_ps(r5), c50);
+            c51 = _mm256_add_ps(_mm256_loadu_ps(r5 + 8), c51);
         }
+        _mm256_storeu_ps(r0, c00);
+        _mm256_storeu_ps(r0 + 8, c01);
+        _mm256_storeu_ps(r1, c10);
+        _mm256_storeu_ps(r1 + 8, c11);
+        _mm256_storeu_ps(r2, c20);
+        _mm256_storeu_ps(r2 + 8, c21);
+        _mm256_storeu_ps(r3, c30);
+        _mm256_storeu_ps(r3 + 8, c31);
+        _mm256_storeu_ps(r4, c40);
+        _mm256_storeu_ps(r4 + 8, c41);
+        _mm256_storeu_ps(r5, c50);
+        _mm256_storeu_ps(r5 + 8, c51);
         return;
     }
+    __m256 acc[G2F_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
     for (size_t r = 0; r < mr; r++) { /* an edge tile: the same sums, partly stored */
         float tmp[G2F_NR];
         _mm256_storeu_ps(tmp, acc[r][0]);
@@ -189,33 +208,38 @@ void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) {
     }
 }
 
-void g2f_simd_gemv_rows(const float *x, size_t k, const float *b, size_t n, size_t j0, size_t j1, float *y) {
-    size_t j = j0;
-    for (; j + 64 <= j1; j += 64) {
-        __m256 acc[8];
-        for (int v = 0; v < 8; v++) acc[v] = _mm256_setzero_ps();
-        for (size_t kk = 0; kk < k; kk++) {
-            __m256 xv = _mm256_broadcast_ss(x + kk);
-            const float *row = b + kk * n + j;
-            for (int v = 0; v < 8; v++) acc[v] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + 8 * v), acc[v]);
+void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y) {
+    memset(y, 0, n * sizeof(float));
+    for (size_t kk = 0; kk < k; kk++) {
+        __m256 xv = _mm256_broadcast_ss(x + kk);
+        const float *row = b + kk * n;
+        size_t j = 0;
+        for (; j + 32 <= n; j += 32) {
+            __m256 y0 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + j), _mm256_loadu_ps(y + j));
+            __m256 y1 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + j + 8), _mm256_loadu_ps(y + j + 8));
+            __m256 y2 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + j + 16), _mm256_loadu_ps(y + j + 16));
+            __m256 y3 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + j + 24), _mm256_loadu_ps(y + j + 24));
+            _mm256_storeu_ps(y + j, y0);
+            _mm256_storeu_ps(y + j + 8, y1);
+            _mm256_storeu_ps(y + j + 16, y2);
+            _mm256_storeu_ps(y + j + 24, y3);
         }
-        for (int v = 0; v < 8; v++) _mm256_storeu_ps(y + j + 8 * v, acc[v]);
-    }
-    for (; j < j1; j++) { /* remaining columns: the same sum, one lane */
-        float s = 0;
-        for (size_t kk = 0; kk < k; kk++) s = __builtin_fmaf(x[kk], b[kk * n + j], s);
-        y[j] = s;
+        for (; j < n; j++) y[j] = __builtin_fmaf(x[kk], row[j], y[j]);
     }
 }
 
 void g2f_simd_gemv_dots(const float *x, size_t k, const float *b, size_t j0, size_t j1, float *y) {
     for (size_t j = j0; j < j1; j++) {
         const float *row = b + j * k;
-        __m256 acc = _mm256_setzero_ps();
+        __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
         size_t kk = 0;
-        for (; kk + 8 <= k; kk += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), _mm256_loadu_ps(row + kk), acc);
+        for (; kk + 32 <= k; kk += 32)
+            for (int v = 0; v < 4; v++)
+                acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk + 8 * v), _mm256_loadu_ps(row + kk + 8 * v), acc[v]);
+        for (; kk + 8 <= k; kk += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + kk), _mm256_loadu_ps(row + kk), acc[0]);
+        __m256 sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
         float lanes[8], s = 0;
-        _mm256_storeu_ps(lanes, acc);
+        _mm256_storeu_ps(lanes, sum);
         for (int v = 0; v < 8; v++) s += lanes[v];
         for (; kk < k; kk++) s = __builtin_fmaf(x[kk], row[kk], s);
         y[j] = s;

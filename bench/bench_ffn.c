@@ -1,0 +1,746 @@
+/* bench_ffn: gpt2ffn's FFN kernel against an OpenBLAS-built FFN, the
+ * machine's FMA peak and memory bandwidth, and g2f_model_open against cat.
+ * Benchmark only: the tool never needs OpenBLAS. Run through scripts/bench,
+ * which builds this file as
+ *   cc -O2 -fopenmp -Isrc -Iformats bench/bench_ffn.c build-bench/libgpt2ffn.a -lopenblas -lcjson -lz -lm
+ *
+ * Modes:
+ *   bench_ffn write FILE LAYERS D     a safetensors file of LAYERS GPT-2 FFN layers (F32, Conv1D)
+ *   bench_ffn open FILE REPS          median seconds of g2f_model_open + g2f_model_close
+ *   bench_ffn ffn [--torch FILE] [--open-s S --cat-s S --file-bytes N] [--quick]
+ *                                     the FFN tables (markdown) and the summary of targets
+ *
+ * Shapes are synthesized: GPT-2 124M (d 768), 355M (d 1024), 1.5B (d 1600),
+ * n_inner 4d, Conv1D layout, magnitudes as scripts/export_fixtures.py synth
+ * (c_fc std 2/sqrt(d), c_fc bias N(-0.3, 0.3), c_proj std 0.5/sqrt(4d), c_proj
+ * bias std 0.02; x ~ N(0, 1) like an ln_2 output), tanh GELU.
+ * Each shape is held in several copies (>= 256 MiB in all) and the timed calls
+ * rotate through them, as a model walks its layers: the weights are never
+ * warm in the 32 MiB L3 (GPT-2 small's 19 MB would otherwise fit).
+ */
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "g2f_ffn.h"
+#include "g2f_model.h"
+#include "g2f_tol.h"
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void *xalloc(size_t bytes) {
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) {
+        fprintf(stderr, "bench_ffn: cannot allocate %zu bytes\n", bytes);
+        exit(2);
+    }
+    return p;
+}
+
+/* ---- other load on the machine: CPU seconds used by everything but this
+ * process (from /proc/stat minus getrusage), and steal time (the hypervisor) ---- */
+typedef struct cpu_snap {
+    double busy, steal, own, wall;
+} cpu_snap;
+
+static cpu_snap cpu_snapshot(void) {
+    cpu_snap c = {0, 0, 0, now()};
+    double tick = (double)sysconf(_SC_CLK_TCK);
+    FILE *f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    if (f) {
+        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                   &v[7]) == 8) {
+            c.busy = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / tick;
+            c.steal = (double)v[7] / tick;
+        }
+        fclose(f);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    c.own = (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_sec +
+            1e-6 * (double)ru.ru_stime.tv_usec;
+    return c;
+}
+
+/* Fraction of the machine's CPUs used by other processes since snap,
+ * beyond the CPUs a run on `threads` threads leaves free (threads 0: all). */
+static double other_load_since_t(cpu_snap a, int threads) {
+    cpu_snap b = cpu_snapshot();
+    double wall = b.wall - a.wall, ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    double other = (b.busy - a.busy) - (b.own - a.own);
+    if (threads > 0 && threads < ncpu) other -= (ncpu - threads) * wall;
+    return wall > 0 && other > 0 ? other / (wall * ncpu) : 0.0;
+}
+static double other_load_since(cpu_snap a) { return other_load_since_t(a, 0); }
+
+/* Other processes (tests, builds of other sessions) share the 2 cores: a
+ * measurement they disturb is redone after waiting for quiet, within an
+ * overall waiting budget so the run still ends. */
+#define QUIET 0.05 /* other processes' share of the CPUs below which a measurement counts as undisturbed */
+static double wait_budget = 60.0;
+static void wait_quiet(void) {
+    for (;;) {
+        cpu_snap a = cpu_snapshot();
+        usleep(300000); /* also lets OpenBLAS's and libgomp's spinning workers go to sleep */
+        double l = other_load_since(a);
+        if (l < QUIET || wait_budget <= 0) return;
+        wait_budget -= 0.3;
+    }
+}
+
+/* ---- random numbers: splitmix64, Box-Muller ---- */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng_next(void) {
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double rng_unit(void) { return ((double)(rng_next() >> 11) + 0.5) * 0x1.0p-53; }
+static void fill_normal(float *v, size_t n, double mean, double std) {
+    for (size_t i = 0; i < n; i += 2) {
+        double r = sqrt(-2.0 * log(rng_unit())), t = 6.283185307179586 * rng_unit();
+        v[i] = (float)(mean + std * r * cos(t));
+        if (i + 1 < n) v[i + 1] = (float)(mean + std * r * sin(t));
+    }
+}
+
+/* ---- one GPT-2 FFN shape, in nl copies ---- */
+typedef struct shape {
+    const char *name;
+    size_t d, h, nl;
+    float *mem;            /* nl layers, each w_fc | b_fc | w_proj | b_proj */
+    g2f_ffn_weights *w;    /* nl views */
+} shape;
+
+static size_t layer_floats(size_t d, size_t h) { return d * h + h + h * d + d; }
+
+static void shape_make(shape *s, const char *name, size_t d, size_t min_bytes) {
+    s->name = name;
+    s->d = d;
+    s->h = 4 * d;
+    size_t lf = layer_floats(d, s->h);
+    s->nl = (min_bytes + lf * 4 - 1) / (lf * 4);
+    if (s->nl < 2) s->nl = 2;
+    s->mem = xalloc(s->nl * lf * sizeof(float));
+    s->w = calloc(s->nl, sizeof *s->w);
+    float *l0 = s->mem;
+    fill_normal(l0, d * s->h, 0.0, 2.0 / sqrt((double)d));
+    fill_normal(l0 + d * s->h, s->h, -0.3, 0.3);
+    fill_normal(l0 + d * s->h + s->h, s->h * d, 0.0, 0.5 / sqrt((double)s->h));
+    fill_normal(l0 + 2 * d * s->h + s->h, d, 0.0, 0.02);
+    for (size_t l = 0; l < s->nl; l++) {
+        float *p = s->mem + l * lf;
+        if (l) memcpy(p, l0, lf * sizeof(float));
+        s->w[l] = (g2f_ffn_weights){d, s->h, G2F_LAYOUT_CONV1D, G2F_LAYOUT_CONV1D, p, p + d * s->h,
+                                    p + d * s->h + s->h, p + 2 * d * s->h + s->h};
+    }
+}
+
+static void shape_free(shape *s) {
+    free(s->mem);
+    free(s->w);
+}
+
+/* ---- the two FFNs ---- */
+enum { IMPL_G2F, IMPL_BLAS };
+
+static void add_bias(float *c, size_t m, size_t n, const float *bias, int threads) {
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long i = 0; i < (long)m; i++)
+        for (size_t j = 0; j < n; j++) c[(size_t)i * n + j] += bias[j];
+}
+
+/* The FFN from OpenBLAS: c_fc GEMM (beta 0), bias, GELU (g2f_ffn_gelu: the
+ * same GELU code as gpt2ffn), c_proj GEMM, bias. One token uses sgemv. */
+static void blas_ffn(const g2f_ffn_weights *w, const float *x, size_t t, float *pre, float *act, float *out,
+                     int threads) {
+    int d = (int)w->n_embd, h = (int)w->n_inner;
+    if (t == 1)
+        cblas_sgemv(CblasRowMajor, CblasTrans, d, h, 1.0f, w->w_fc, h, x, 1, 0.0f, pre, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)t, h, d, 1.0f, x, d, w->w_fc, h, 0.0f, pre, h);
+    add_bias(pre, t, (size_t)h, w->b_fc, threads);
+    g2f_ffn_gelu(G2F_GELU_TANH, pre, t * (size_t)h, act, threads);
+    if (t == 1)
+        cblas_sgemv(CblasRowMajor, CblasTrans, h, d, 1.0f, w->w_proj, d, act, 1, 0.0f, out, 1);
+    else
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)t, d, h, 1.0f, act, h, w->w_proj, d, 0.0f, out,
+                    d);
+    add_bias(out, t, (size_t)d, w->b_proj, threads);
+}
+
+static void run_ffn(int impl, const g2f_ffn_weights *w, const float *x, size_t t, float *pre, float *act, float *out,
+                    int threads) {
+    if (impl == IMPL_G2F) g2f_ffn_forward(w, x, t, G2F_GELU_TANH, pre, act, out, threads);
+    else blas_ffn(w, x, t, pre, act, out, threads);
+}
+
+/* Median seconds per FFN call, rotating through the shape's layer copies;
+ * *disturbed: other processes' CPU share during the (last) attempt. */
+static double time_ffn_once(int impl, const shape *s, const float *x, size_t t, float *pre, float *act, float *out,
+                            int threads, double budget);
+static double time_ffn(int impl, const shape *s, const float *x, size_t t, float *pre, float *act, float *out,
+                       int threads, double budget, double *disturbed) {
+    double m = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        wait_quiet();
+        cpu_snap a = cpu_snapshot();
+        m = time_ffn_once(impl, s, x, t, pre, act, out, threads, budget);
+        *disturbed = other_load_since_t(a, threads);
+        if (*disturbed < QUIET || wait_budget <= 0) break;
+        fprintf(stderr, "bench_ffn: %s d %zu, %zu tokens, %d threads disturbed (%.0f%% of the CPUs busy elsewhere); again\n",
+                impl == IMPL_G2F ? "gpt2ffn" : "OpenBLAS", s->d, t, threads, 100.0 * *disturbed);
+    }
+    return m;
+}
+
+static double time_ffn_once(int impl, const shape *s, const float *x, size_t t, float *pre, float *act, float *out,
+                            int threads, double budget) {
+    openblas_set_num_threads(threads);
+    double t0 = now();
+    run_ffn(impl, &s->w[s->nl - 1], x, t, pre, act, out, threads); /* warm-up */
+    double est = now() - t0;
+    if (est < 0.02) /* short calls: warm up on every copy, and estimate again */
+        for (size_t l = 0, n = 0; l < s->nl; l++, n++) {
+            if (!n) t0 = now();
+            run_ffn(impl, &s->w[l], x, t, pre, act, out, threads);
+            if (l + 1 == s->nl) est = (now() - t0) / (double)s->nl;
+        }
+    int reps = (int)(budget / est);
+    if (reps < 5) reps = 5;
+    if (reps > 201) reps = 201;
+    double *v = malloc((size_t)reps * sizeof *v);
+    for (int r = 0; r < reps; r++) {
+        double a = now();
+        run_ffn(impl, &s->w[(size_t)r % s->nl], x, t, pre, act, out, threads);
+        v[r] = now() - a;
+    }
+    double m = median(v, reps);
+    free(v);
+    return m;
+}
+
+/* ---- FMA peak and memory bandwidth ---- */
+#define FMA_CHAINS 12
+/* Twelve named accumulators (not an array, which -O2 keeps in memory): each
+ * a chain of dependent FMAs, 12 chains hide the 4-cycle latency of 2 pipes. */
+__attribute__((target("avx2,fma"), noinline)) static float fma_loop(long iters, float seed) {
+    __m256 c0 = _mm256_set1_ps(seed), c1 = _mm256_set1_ps(seed + 1), c2 = _mm256_set1_ps(seed + 2);
+    __m256 c3 = _mm256_set1_ps(seed + 3), c4 = _mm256_set1_ps(seed + 4), c5 = _mm256_set1_ps(seed + 5);
+    __m256 c6 = _mm256_set1_ps(seed + 6), c7 = _mm256_set1_ps(seed + 7), c8 = _mm256_set1_ps(seed + 8);
+    __m256 c9 = _mm256_set1_ps(seed + 9), c10 = _mm256_set1_ps(seed + 10), c11 = _mm256_set1_ps(seed + 11);
+    const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+    for (long it = 0; it < iters; it++) {
+        c0 = _mm256_fmadd_ps(c0, m, a);
+        c1 = _mm256_fmadd_ps(c1, m, a);
+        c2 = _mm256_fmadd_ps(c2, m, a);
+        c3 = _mm256_fmadd_ps(c3, m, a);
+        c4 = _mm256_fmadd_ps(c4, m, a);
+        c5 = _mm256_fmadd_ps(c5, m, a);
+        c6 = _mm256_fmadd_ps(c6, m, a);
+        c7 = _mm256_fmadd_ps(c7, m, a);
+        c8 = _mm256_fmadd_ps(c8, m, a);
+        c9 = _mm256_fmadd_ps(c9, m, a);
+        c10 = _mm256_fmadd_ps(c10, m, a);
+        c11 = _mm256_fmadd_ps(c11, m, a);
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)),
+                             _mm256_add_ps(_mm256_add_ps(c4, c5), _mm256_add_ps(c6, c7)));
+    s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(c8, c9), _mm256_add_ps(c10, c11)));
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0];
+}
+
+static volatile float sink_f;
+static volatile double sink_d;
+
+/* GFLOP/s of FMA_CHAINS independent 8-wide FMA chains on each of threads
+ * threads (16 flops per FMA instruction); best of 5 runs of ~0.25 s. */
+static double fma_peak(int threads) {
+    const long iters = 20000000;
+    double best = 0;
+    for (int trial = 0; trial < 5; trial++) {
+        double t0 = now();
+#pragma omp parallel num_threads(threads)
+        {
+            float r = fma_loop(iters, (float)omp_get_thread_num());
+            if (r == 12345.0f) sink_f = r;
+        }
+        double dt = now() - t0;
+        double g = (double)threads * (double)iters * FMA_CHAINS * 16.0 / dt * 1e-9;
+        if (g > best) best = g;
+    }
+    return best;
+}
+
+__attribute__((target("avx2"))) static double read_sum(const float *p, size_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    for (size_t i = 0; i + 64 <= n; i += 64) {
+        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+        a4 = _mm256_add_ps(a4, _mm256_load_ps(p + i + 32));
+        a5 = _mm256_add_ps(a5, _mm256_load_ps(p + i + 40));
+        a6 = _mm256_add_ps(a6, _mm256_load_ps(p + i + 48));
+        a7 = _mm256_add_ps(a7, _mm256_load_ps(p + i + 56));
+    }
+    __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    float o[8];
+    _mm256_storeu_ps(o, s);
+    return (double)o[0] + o[1] + o[2] + o[3] + o[4] + o[5] + o[6] + o[7];
+}
+
+typedef struct bandwidth {
+    double read_gbs, copy_gbs;
+} bandwidth;
+
+/* Over a 1 GiB buffer (32x the L3): read = a streaming sum of all of it;
+ * copy = memcpy of one half into the other, counted as bytes read + written
+ * (STREAM's convention). Each thread takes a contiguous slice; best of 5. */
+static bandwidth measure_bandwidth(int threads) {
+    const size_t bytes = (size_t)1 << 30, n = bytes / sizeof(float);
+    float *buf = xalloc(bytes);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long i = 0; i < (long)n; i++) buf[i] = 1.0f;
+    bandwidth bw = {0, 0};
+    for (int trial = 0; trial < 5; trial++) {
+        double t0 = now(), total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+        {
+            int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+            size_t per = n / (size_t)nt / 64 * 64;
+            total += read_sum(buf + (size_t)tid * per, per);
+        }
+        double dt = now() - t0;
+        sink_d = total;
+        if (bytes / dt * 1e-9 > bw.read_gbs) bw.read_gbs = bytes / dt * 1e-9;
+        t0 = now();
+#pragma omp parallel num_threads(threads)
+        {
+            int tid = omp_get_thread_num(), nt = omp_get_num_threads();
+            size_t per = n / 2 / (size_t)nt;
+            memcpy(buf + n / 2 + (size_t)tid * per, buf + (size_t)tid * per, per * sizeof(float));
+        }
+        dt = now() - t0;
+        if (bytes / dt * 1e-9 > bw.copy_gbs) bw.copy_gbs = bytes / dt * 1e-9;
+    }
+    free(buf);
+    return bw;
+}
+
+/* ---- accuracy: max |err| and margin (max |err| / tolerance) against the float64 reference ---- */
+typedef struct accuracy {
+    double max_abs, margin;
+    int ok;
+} accuracy;
+
+static accuracy check(const g2f_ffn_weights *w, const float *xs, size_t ns, const float *pre, const float *act,
+                      const float *out, const float *ref, const g2f_tol_squares *sq) {
+    size_t d = w->n_embd;
+    accuracy a = {0, 0, 0};
+    double *exp_out = malloc(ns * d * sizeof *exp_out);
+    float *tol = malloc(ns * d * sizeof *tol);
+    for (size_t i = 0; i < ns * d; i++) exp_out[i] = ref[i];
+    g2f_tol_request rq = {.w = w, .x = xs, .n_tokens = ns, .pre = pre, .act = act, .out = out, .exp_out = exp_out,
+                          .dtype_in = G2F_DTYPE_F32, .dtype_out = G2F_DTYPE_F32, .dtype_pre = G2F_DTYPE_F32,
+                          .dtype_act = G2F_DTYPE_F32, .squares = sq};
+    g2f_tol_params tp = {.lambda = G2F_TOL_LAMBDA};
+    g2f_error err = {0};
+    if (g2f_tol_compute(&rq, &tp, tol, NULL, NULL, 2, &err) != G2F_OK) {
+        fprintf(stderr, "bench_ffn: %s\n", err.msg);
+        exit(2);
+    }
+    a.ok = 1;
+    for (size_t i = 0; i < ns * d; i++) {
+        double e = fabs((double)out[i] - exp_out[i]);
+        if (!(e <= a.max_abs)) a.max_abs = e; /* NaN sticks */
+        double m = e / tol[i];
+        if (!(m <= a.margin)) a.margin = m;
+    }
+    a.ok = a.margin <= 1.0;
+    free(exp_out);
+    free(tol);
+    return a;
+}
+
+/* ---- results ---- */
+#define MAX_ROWS 32
+typedef struct row {
+    const char *shape;
+    size_t d, tokens;
+    int threads;
+    double g2f_s, blas_s, torch_gflops; /* torch_gflops 0: not measured */
+    double weight_gbs;                  /* 1 token: bytes of both weight matrices / time */
+    double g2f_dist, blas_dist, torch_dist; /* other processes' CPU share while timing */
+} row;
+
+typedef struct accrow {
+    const char *shape;
+    size_t d, tokens, sampled;
+    accuracy g2f, blas;
+    int identical;
+} accrow;
+
+static row rows[MAX_ROWS];
+static int n_rows;
+static accrow accrows[MAX_ROWS];
+static int n_acc;
+
+static double torch_lookup(const char *file, size_t d, size_t tokens, int threads, double *dist) {
+    if (!file) return 0;
+    FILE *f = fopen(file, "r");
+    if (!f) return 0;
+    char line[512];
+    double found = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long dd, tt;
+        int th;
+        double g, ds = 0;
+        if (sscanf(line, "torch d=%lu tokens=%lu threads=%d %*s gflops=%lf disturbed=%lf", &dd, &tt, &th, &g, &ds) >=
+                4 &&
+            dd == d && tt == tokens && th == threads) {
+            found = g;
+            *dist = ds;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+static const char *met(int ok) { return ok ? "**met**" : "**not met**"; }
+static const char *met_d(int ok, int disturbed) {
+    if (!disturbed) return met(ok);
+    return ok ? "**met** (disturbed)" : "**not met** (disturbed)";
+}
+
+static int cmd_ffn(int argc, char **argv) {
+    const char *torch_file = NULL;
+    double open_s = 0, cat_s = 0, file_bytes = 0, budget = 0.6;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--torch") && i + 1 < argc) torch_file = argv[++i];
+        else if (!strcmp(argv[i], "--open-s") && i + 1 < argc) open_s = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--cat-s") && i + 1 < argc) cat_s = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--file-bytes") && i + 1 < argc) file_bytes = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--quick")) budget = 0.15;
+        else {
+            fprintf(stderr, "bench_ffn ffn: unknown argument %s\n", argv[i]);
+            return 2;
+        }
+    }
+    const int max_threads = 2;
+    cpu_snap snap0 = cpu_snapshot();
+    fprintf(stderr, "bench_ffn: FMA peak and memory bandwidth...\n");
+    double peak[3] = {0, 0, 0}, peak_dist = 0, bw_dist = 0;
+    bandwidth bw = {0, 0};
+    for (int attempt = 0; attempt < 3; attempt++) {
+        wait_quiet();
+        cpu_snap a = cpu_snapshot();
+        peak[1] = fma_peak(1);
+        peak[2] = fma_peak(2);
+        peak_dist = other_load_since(a);
+        if (peak_dist < QUIET || wait_budget <= 0) break;
+    }
+    for (int attempt = 0; attempt < 3; attempt++) {
+        wait_quiet();
+        cpu_snap a = cpu_snapshot();
+        bw = measure_bandwidth(max_threads);
+        bw_dist = other_load_since(a);
+        if (bw_dist < QUIET || wait_budget <= 0) break;
+    }
+
+    static const struct { const char *name; size_t d; } shapes[] = {{"124M", 768}, {"355M", 1024}, {"1.5B", 1600}};
+    static const size_t token_counts[] = {1, 64, 1024};
+    const size_t max_t = 1024;
+    for (size_t si = 0; si < 3; si++) {
+        shape s;
+        fprintf(stderr, "bench_ffn: shape %s (d %zu)...\n", shapes[si].name, shapes[si].d);
+        shape_make(&s, shapes[si].name, shapes[si].d, (size_t)256 << 20);
+        size_t d = s.d, h = s.h;
+        float *x = xalloc(max_t * d * sizeof(float));
+        fill_normal(x, max_t * d, 0.0, 1.0);
+        float *pre = xalloc(max_t * h * 4), *act = xalloc(max_t * h * 4), *out = xalloc(max_t * d * 4);
+        float *out1 = xalloc(max_t * d * 4), *act1 = xalloc(max_t * h * 4);
+        float *bpre = xalloc(max_t * h * 4), *bact = xalloc(max_t * h * 4), *bout = xalloc(max_t * d * 4);
+        g2f_tol_squares sq;
+        g2f_error err = {0};
+        if (g2f_tol_squares_init(&s.w[0], &sq, 2, &err) != G2F_OK) {
+            fprintf(stderr, "bench_ffn: %s\n", err.msg);
+            return 2;
+        }
+        for (size_t ti = 0; ti < 3; ti++) {
+            size_t t = token_counts[ti];
+            for (int threads = max_threads; threads >= 1; threads--) {
+                if (threads != max_threads && t != 1024) continue;
+                row *r = &rows[n_rows++];
+                r->shape = s.name;
+                r->d = d;
+                r->tokens = t;
+                r->threads = threads;
+                r->g2f_s = time_ffn(IMPL_G2F, &s, x, t, pre, act, out, threads, budget, &r->g2f_dist);
+                r->blas_s = time_ffn(IMPL_BLAS, &s, x, t, bpre, bact, bout, threads, budget, &r->blas_dist);
+                r->torch_gflops = torch_lookup(torch_file, d, t, threads, &r->torch_dist);
+                r->weight_gbs = 2.0 * (double)d * (double)h * 4.0 / r->g2f_s * 1e-9;
+            }
+            /* accuracy on layer 0, and 1 vs 2 threads bitwise */
+            openblas_set_num_threads(max_threads);
+            g2f_ffn_forward(&s.w[0], x, t, G2F_GELU_TANH, pre, act, out, max_threads);
+            g2f_ffn_forward(&s.w[0], x, t, G2F_GELU_TANH, pre, act1, out1, 1);
+            blas_ffn(&s.w[0], x, t, bpre, bact, bout, max_threads);
+            accrow *a = &accrows[n_acc++];
+            a->shape = s.name;
+            a->d = d;
+            a->tokens = t;
+            a->identical = !memcmp(out, out1, t * d * 4) && !memcmp(act, act1, t * h * 4);
+            size_t ns = t < 8 ? t : 8;
+            a->sampled = ns;
+            float *xs = xalloc(ns * d * 4), *ref = xalloc(ns * d * 4);
+            float *sp = xalloc(ns * h * 4), *sa = xalloc(ns * h * 4), *so = xalloc(ns * d * 4);
+            float *bp = xalloc(ns * h * 4), *ba = xalloc(ns * h * 4), *bo = xalloc(ns * d * 4);
+            for (size_t k = 0; k < ns; k++) {
+                size_t tok = ns == 1 ? 0 : k * (t - 1) / (ns - 1); /* spread, first and last included */
+                memcpy(xs + k * d, x + tok * d, d * 4);
+                memcpy(sp + k * h, pre + tok * h, h * 4);
+                memcpy(sa + k * h, act + tok * h, h * 4);
+                memcpy(so + k * d, out + tok * d, d * 4);
+                memcpy(bp + k * h, bpre + tok * h, h * 4);
+                memcpy(ba + k * h, bact + tok * h, h * 4);
+                memcpy(bo + k * d, bout + tok * d, d * 4);
+            }
+            if (g2f_ffn_forward_ref(&s.w[0], xs, ns, G2F_GELU_TANH, NULL, NULL, ref, &err) != G2F_OK) {
+                fprintf(stderr, "bench_ffn: %s\n", err.msg);
+                return 2;
+            }
+            a->g2f = check(&s.w[0], xs, ns, sp, sa, so, ref, &sq);
+            a->blas = check(&s.w[0], xs, ns, bp, ba, bo, ref, &sq);
+            free(xs), free(ref), free(sp), free(sa), free(so), free(bp), free(ba), free(bo);
+        }
+        g2f_tol_squares_free(&sq);
+        free(x), free(pre), free(act), free(out), free(out1), free(act1), free(bpre), free(bact), free(bout);
+        shape_free(&s);
+    }
+
+    cpu_snap snap1 = cpu_snapshot();
+    double wall = snap1.wall - snap0.wall, ncpu = (double)sysconf(_SC_NPROCESSORS_ONLN);
+    double other = (snap1.busy - snap0.busy) - (snap1.own - snap0.own);
+    if (other < 0) other = 0;
+
+    /* ---- tables ---- */
+    int n_disturbed = 0;
+    for (int i = 0; i < n_rows; i++)
+        n_disturbed += rows[i].g2f_dist >= QUIET || rows[i].blas_dist >= QUIET || rows[i].torch_dist >= QUIET;
+    n_disturbed += peak_dist >= QUIET || bw_dist >= QUIET;
+    printf("Other load during the FFN run (%.0f s, waits for quiet included): other processes used %.0f%% of the "
+           "%.0f CPUs, hypervisor steal %.0f%%. A measurement during which other processes used >= %.0f%% of the "
+           "CPUs (beyond the core a 1-thread row leaves free) is redone after waiting for quiet (up to 2 times, within 60 s of waiting in all); %d still disturbed%s.\n\n",
+           wall, 100.0 * other / (wall * ncpu), ncpu, 100.0 * (snap1.steal - snap0.steal) / (wall * ncpu),
+           100.0 * QUIET, n_disturbed,
+           n_disturbed ? " (marked *: other processes' CPU share while it ran in brackets; treat with care)" : "");
+    printf("Machine: FMA peak %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on 2 threads "
+           "(%d independent 8-wide FMA chains per thread, 16 flops per FMA, best of 5); "
+           "memory bandwidth on 2 threads, 1 GiB buffer, best of 5: read (streaming sum) %.1f GB/s, "
+           "copy (memcpy, read + write bytes) %.1f GB/s.%s%s\n\n",
+           peak[1], peak[2], FMA_CHAINS, bw.read_gbs, bw.copy_gbs, peak_dist >= QUIET ? " *peak disturbed" : "",
+           bw_dist >= QUIET ? " *bandwidth disturbed" : "");
+    printf("OpenBLAS %s, core %s.\n\n", openblas_get_config(), openblas_get_corename());
+    printf("FFN = c_fc GEMM + bias + tanh GELU + c_proj GEMM + bias, 16 d^2 flops per token; "
+           "median seconds per call after a warm-up, the calls rotating through copies of the weights "
+           "(>= 256 MiB, never warm in L3).\n\n");
+    printf("| shape | tokens | thr | gpt2ffn ms | gpt2ffn GFLOP/s | tokens/s | %% FMA peak | OpenBLAS GFLOP/s | "
+           "vs OpenBLAS | PyTorch GFLOP/s | vs PyTorch | weights GB/s (%% of read BW) |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < n_rows; i++) {
+        row *r = &rows[i];
+        double flops = 16.0 * (double)r->d * (double)r->d * (double)r->tokens;
+        double g = flops / r->g2f_s * 1e-9, gb = flops / r->blas_s * 1e-9;
+        char torch_g[32] = "n/a", torch_r[32] = "n/a", wbw[64] = "";
+        if (r->torch_gflops > 0) {
+            snprintf(torch_g, sizeof torch_g, "%.1f", r->torch_gflops);
+            if (r->torch_dist >= QUIET)
+                snprintf(torch_g + strlen(torch_g), sizeof torch_g - strlen(torch_g), " *(%.0f%%)",
+                         100.0 * r->torch_dist);
+            snprintf(torch_r, sizeof torch_r, "%.2fx", g / r->torch_gflops);
+        }
+        if (r->tokens == 1) snprintf(wbw, sizeof wbw, "%.1f (%.0f%%)", r->weight_gbs, 100.0 * r->weight_gbs / bw.read_gbs);
+        char gd[32] = "", bd[32] = "";
+        if (r->g2f_dist >= QUIET) snprintf(gd, sizeof gd, " *(%.0f%%)", 100.0 * r->g2f_dist);
+        if (r->blas_dist >= QUIET) snprintf(bd, sizeof bd, " *(%.0f%%)", 100.0 * r->blas_dist);
+        printf("| %s (d %zu) | %zu | %d | %.3f%s | %.1f | %.0f | %.0f%% | %.1f%s | %.2fx | %s | %s | %s |\n", r->shape,
+               r->d, r->tokens, r->threads, r->g2f_s * 1e3, gd, g, (double)r->tokens / r->g2f_s,
+               100.0 * g / peak[r->threads], gb, bd, g / gb, torch_g, torch_r, wbw);
+    }
+    printf("\nAccuracy on the first layer copy, against g2f_ffn_forward_ref (float64 accumulation and GELU): "
+           "max |out - ref| over the sampled tokens (spread over the batch, first and last included), and the "
+           "margin = max |out - ref| / tolerance, the tolerance being the one `gpt2ffn verify` derives per "
+           "element (6 sigma of float32 rounding, src/g2f_tol.h; within tolerance = margin <= 1). "
+           "Identical: gpt2ffn's act and out with 1 and 2 threads, memcmp over all tokens.\n\n");
+    printf("| shape | tokens | sampled | gpt2ffn max abs err | gpt2ffn margin | OpenBLAS max abs err | "
+           "OpenBLAS margin | 1 vs 2 threads identical |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---|\n");
+    int all_identical = 1, all_ok = 1;
+    double worst_margin = 0, worst_blas_margin = 0;
+    for (int i = 0; i < n_acc; i++) {
+        accrow *a = &accrows[i];
+        printf("| %s (d %zu) | %zu | %zu | %.3g | %.3f | %.3g | %.3f | %s |\n", a->shape, a->d, a->tokens, a->sampled,
+               a->g2f.max_abs, a->g2f.margin, a->blas.max_abs, a->blas.margin, a->identical ? "yes" : "no");
+        all_identical &= a->identical;
+        all_ok &= a->g2f.ok;
+        if (a->g2f.margin > worst_margin) worst_margin = a->g2f.margin;
+        if (a->blas.margin > worst_blas_margin) worst_blas_margin = a->blas.margin;
+    }
+    if (open_s > 0 && cat_s > 0) {
+        printf("\nOpening a %.2f GB safetensors checkpoint (F32 FFN tensors, page cache warm): g2f_model_open + "
+               "g2f_model_close %.3f ms (median, in process; validates the header and maps the file); "
+               "`cat FILE > /dev/null` %.1f ms (median, including the process start; %.1f GB/s); "
+               "open / cat = %.4f.\n",
+               file_bytes * 1e-9, open_s * 1e3, cat_s * 1e3, file_bytes / cat_s * 1e-9, open_s / cat_s);
+    }
+
+    /* ---- summary of targets ---- */
+    printf("\n### Targets\n\n");
+    printf("| target | measured | status |\n|---|---|---|\n");
+    for (int i = 0; i < n_rows; i++) {
+        row *r = &rows[i];
+        if (r->tokens != 1024 || r->threads != 2 || r->d == 1024) continue;
+        double flops = 16.0 * (double)r->d * (double)r->d * (double)r->tokens;
+        double g = flops / r->g2f_s * 1e-9, gb = flops / r->blas_s * 1e-9;
+        int dg = r->g2f_dist >= QUIET;
+        printf("| %s, 1024 tokens, 2 threads: >= 1.1x the OpenBLAS FFN | %.1f vs %.1f GFLOP/s = %.2fx | %s |\n",
+               r->shape, g, gb, g / gb, met_d(g / gb >= 1.1, dg || r->blas_dist >= QUIET));
+        printf("| %s, 1024 tokens, 2 threads: >= 80%% of measured FMA peak | %.1f of %.1f GFLOP/s = %.0f%% | %s |\n",
+               r->shape, g, peak[2], 100.0 * g / peak[2], met_d(g / peak[2] >= 0.8, dg || peak_dist >= QUIET));
+        if (r->torch_gflops > 0)
+            printf("| %s, 1024 tokens, 2 threads: >= 2x PyTorch | %.1f vs %.1f GFLOP/s = %.2fx | %s |\n", r->shape, g,
+                   r->torch_gflops, g / r->torch_gflops,
+                   met_d(g / r->torch_gflops >= 2.0, dg || r->torch_dist >= QUIET));
+        else
+            printf("| %s, 1024 tokens, 2 threads: >= 2x PyTorch | PyTorch not available | not measured |\n", r->shape);
+    }
+    for (int i = 0; i < n_rows; i++) {
+        row *r = &rows[i];
+        if (r->tokens != 1) continue;
+        printf("| %s, 1 token, 2 threads: >= 80%% of measured memory bandwidth | %.1f of %.1f GB/s = %.0f%% | %s |\n",
+               r->shape, r->weight_gbs, bw.read_gbs, 100.0 * r->weight_gbs / bw.read_gbs,
+               met_d(r->weight_gbs / bw.read_gbs >= 0.8, r->g2f_dist >= QUIET || bw_dist >= QUIET));
+    }
+    if (open_s > 0 && cat_s > 0)
+        printf("| open a %.1f GB checkpoint within 1.2x of cat | %.3f ms vs %.1f ms = %.4fx | %s |\n",
+               file_bytes * 1e-9, open_s * 1e3, cat_s * 1e3, open_s / cat_s, met(open_s <= 1.2 * cat_s));
+    else
+        printf("| open within 1.2x of cat | not measured | not measured |\n");
+    printf("| results identical for 1 and 2 threads | act and out memcmp-equal in all %d shape x token cases: %s | %s |\n",
+           n_acc, all_identical ? "yes" : "no", met(all_identical));
+    printf("| errors within the verify tolerance | gpt2ffn out vs float64 reference, worst margin %.3f "
+           "(OpenBLAS FFN: %.3f) | %s |\n",
+           worst_margin, worst_blas_margin, met(all_ok));
+    return 0;
+}
+
+/* ---- safetensors file for the open benchmark ---- */
+static int cmd_write(const char *path, int layers, size_t d) {
+    size_t h = 4 * d;
+    static const char *names[4] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
+    size_t count[4] = {d * h, h, h * d, d};
+    size_t cap = 256 + (size_t)layers * 4 * 160, len = 0;
+    char *hdr = malloc(cap);
+    len += (size_t)snprintf(hdr + len, cap - len, "{\"__metadata__\":{\"format\":\"pt\"}");
+    size_t off = 0;
+    for (int l = 0; l < layers; l++)
+        for (int k = 0; k < 4; k++) {
+            char shape[64];
+            if (k == 0) snprintf(shape, sizeof shape, "[%zu,%zu]", d, h);
+            else if (k == 2) snprintf(shape, sizeof shape, "[%zu,%zu]", h, d);
+            else snprintf(shape, sizeof shape, "[%zu]", count[k]);
+            len += (size_t)snprintf(hdr + len, cap - len,
+                                    ",\"h.%d.mlp.%s\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}", l,
+                                    names[k], shape, off, off + count[k] * 4);
+            off += count[k] * 4;
+        }
+    len += (size_t)snprintf(hdr + len, cap - len, "}");
+    while ((8 + len) % 8) hdr[len++] = ' '; /* data starts 8-aligned */
+    float *data = xalloc(count[0] * 4);
+    fill_normal(data, count[0], 0.0, 2.0 / sqrt((double)d));
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        perror(tmp);
+        return 2;
+    }
+    uint64_t hl = len;
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++) le[i] = (unsigned char)(hl >> (8 * i));
+    int ok = fwrite(le, 1, 8, f) == 8 && fwrite(hdr, 1, len, f) == len;
+    for (int l = 0; l < layers && ok; l++)
+        for (int k = 0; k < 4 && ok; k++) ok = fwrite(data, 4, count[k], f) == count[k];
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        perror(path);
+        return 2;
+    }
+    free(hdr);
+    free(data);
+    return 0;
+}
+
+static int cmd_open(const char *path, int reps) {
+    g2f_error err = {0};
+    g2f_model *m = NULL;
+    if (g2f_model_open(path, NULL, &m, &err) != G2F_OK) { /* warm-up, and the check that it opens */
+        fprintf(stderr, "bench_ffn: %s\n", err.msg);
+        return 2;
+    }
+    const g2f_model_info *info = g2f_model_get_info(m);
+    fprintf(stderr, "bench_ffn: %s: %zu layers, n_embd %zu, n_inner %zu, %s\n", path, info->n_layer, info->n_embd,
+            info->n_inner, g2f_layout_name(info->layout));
+    g2f_model_close(m);
+    double *v = malloc((size_t)reps * sizeof *v);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        if (g2f_model_open(path, NULL, &m, &err) != G2F_OK) {
+            fprintf(stderr, "bench_ffn: %s\n", err.msg);
+            return 2;
+        }
+        g2f_model_close(m);
+        v[r] = now() - t0;
+    }
+    printf("%.9f\n", median(v, reps));
+    free(v);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 5 && !strcmp(argv[1], "write")) return cmd_write(argv[2], atoi(argv[3]), (size_t)atol(argv[4]));
+    if (argc >= 4 && !strcmp(argv[1], "open")) return cmd_open(argv[2], atoi(argv[3]));
+    if (argc >= 2 && !strcmp(argv[1], "ffn")) return cmd_ffn(argc - 2, argv + 2);
+    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
+                    "--file-bytes N] [--quick]\n");
+    return 2;
+}

@@ -43,12 +43,6 @@ static int32_t load_i32(const unsigned char *p) {
     return v;
 }
 
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 /* Checks lo <= v <= hi for header field index idx. */
 static g2f_status check_range(const char *label, int idx, const char *field, int32_t v, long long lo, long long hi,
@@ -63,8 +57,8 @@ static g2f_status add_meta(g2f_table *t, const char *key, long long value) {
     char buf[32];
     snprintf(buf, sizeof buf, "%lld", value);
     g2f_meta_entry *m = &t->meta[t->meta_count];
-    m->key = dup_str(key);
-    m->value = dup_str(buf);
+    m->key = g2f_strdup(key);
+    m->value = g2f_strdup(buf);
     t->meta_count++;
     return m->key && m->value ? G2F_OK : G2F_ERR_NOMEM;
 }
@@ -170,7 +164,7 @@ g2f_status g2f_llmc_parse(const unsigned char *buf, uint64_t size, const char *l
 
     g2f_tensor *wte = &t.tensors[t.count++];
     set_view(wte, dtype, data + offset[LLMC_WTE] * esize, 2, (uint64_t)Vp, c);
-    if (!(wte->name = dup_str("wte.weight"))) goto nomem;
+    if (!(wte->name = g2f_strdup("wte.weight"))) goto nomem;
     for (int32_t layer = 0; layer < L; layer++) {
         for (size_t v = 0; v < LAYER_VIEWS; v++) {
             const uint64_t rows = layer_views[v].rows_c * c, cols = layer_views[v].cols_c * c;
@@ -180,13 +174,13 @@ g2f_status g2f_llmc_parse(const unsigned char *buf, uint64_t size, const char *l
             set_view(tt, dtype, data + elem * esize, cols ? 2 : 1, rows, cols);
             char name[64];
             snprintf(name, sizeof name, layer_views[v].pattern, (int)layer);
-            if (!(tt->name = dup_str(name))) goto nomem;
+            if (!(tt->name = g2f_strdup(name))) goto nomem;
         }
     }
 
     g2f_meta_entry *fm = &t.meta[t.meta_count];
-    fm->key = dup_str("format");
-    fm->value = dup_str("llm.c");
+    fm->key = g2f_strdup("format");
+    fm->value = g2f_strdup("llm.c");
     t.meta_count++;
     if (!fm->key || !fm->value) goto nomem;
     if (add_meta(&t, "version", version) != G2F_OK || add_meta(&t, "max_seq_len", maxT) != G2F_OK ||

@@ -71,12 +71,6 @@ static int span_cmp(const void *a, const void *b) {
     return x->index < y->index ? -1 : (x->index > y->index);
 }
 
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 static g2f_status parse_metadata(const cJSON *meta, const char *label, g2f_table *t, g2f_error *err) {
     if (!cJSON_IsObject(meta))
@@ -90,8 +84,8 @@ static g2f_status parse_metadata(const cJSON *meta, const char *label, g2f_table
                                  "%s: __metadata__ value for key '%s' is not a string", label,
                                  e->string);
         g2f_meta_entry *m = &t->meta[t->meta_count];
-        m->key = dup_str(e->string);
-        m->value = dup_str(e->valuestring);
+        m->key = g2f_strdup(e->string);
+        m->value = g2f_strdup(e->valuestring);
         t->meta_count++;
         if (!m->key || !m->value) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
     }
@@ -220,7 +214,7 @@ g2f_status g2f_safetensors_parse(const unsigned char *buf, uint64_t size, const 
         }
         g2f_tensor *tt = &t.tensors[t.count];
         if ((st = parse_tensor(e, label, tt, err)) != G2F_OK) goto fail;
-        tt->name = dup_str(e->string);
+        tt->name = g2f_strdup(e->string);
         if (!tt->name) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
             goto fail;

@@ -39,48 +39,13 @@ struct g2f_source {
     const g2f_table *table;    /* the table handed out */
 };
 
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
-static int exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
 
-static int is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
-static char *join(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    size_t n = a;
-    if (a && dir[a - 1] != '/') p[n++] = '/';
-    memcpy(p + n, name, b + 1);
-    return p;
-}
 
-static char *dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return dup_str(".");
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, path, n);
-        d[n] = '\0';
-    }
-    return d;
-}
 
 static g2f_status part_open(const char *path, part *p, g2f_error *err) {
-    if (is_dir(path)) { /* a folder of .npy files */
+    if (g2f_path_is_dir(path)) { /* a folder of .npy files */
         p->format = G2F_FORMAT_NPY;
         return g2f_npz_open(path, &p->npz, err);
     }
@@ -206,7 +171,7 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
         }
     }
     /* The distinct shard names, sorted (n log n, whatever the counts). */
-    dir = dir_of(path);
+    dir = g2f_path_dir(path);
     shards = g2f_alloc_array(n_entries ? n_entries : 1, sizeof *shards);
     if (!dir || !shards) {
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
@@ -230,7 +195,7 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
         goto done;
     }
     for (size_t k = 0; k < n_shards; k++) {
-        char *sp = join(dir, shards[k]);
+        char *sp = g2f_path_join(dir, shards[k]);
         if (!sp) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto done;
@@ -256,7 +221,7 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
         }
         g2f_tensor *m = &s->merged.tensors[s->merged.count];
         *m = *t;
-        m->name = dup_str(t->name);
+        m->name = g2f_strdup(t->name);
         if (!m->name) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto done;
@@ -304,13 +269,13 @@ g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err) {
     g2f_source *s = calloc(1, sizeof *s);
     if (!s) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     g2f_status st;
-    if (is_dir(path)) {
+    if (g2f_path_is_dir(path)) {
         for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !s->path; i++) {
-            char *p = join(path, candidates[i]);
-            if (p && exists(p)) s->path = p;
+            char *p = g2f_path_join(path, candidates[i]);
+            if (p && g2f_path_is_file(p)) s->path = p;
             else free(p);
         }
-        if (!s->path && has_npy(path)) s->path = dup_str(path);
+        if (!s->path && has_npy(path)) s->path = g2f_strdup(path);
         if (!s->path) {
             st = g2f_error_set(err, G2F_ERR_IO,
                                "%s: folder holds none of model.safetensors, model.safetensors.index.json, "
@@ -319,7 +284,7 @@ g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err) {
             goto fail;
         }
     } else {
-        s->path = dup_str(path);
+        s->path = g2f_strdup(path);
         if (!s->path) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto fail;

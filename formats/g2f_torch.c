@@ -37,12 +37,6 @@ typedef struct walker {
     g2f_error *err;
 } walker;
 
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 /* Checks the storage member once: stored, CRC-32, size of its typed storage. */
 static g2f_status check_storage(walker *w, const g2f_zip_member *m, const g2f_pickle_storage *s,
@@ -122,7 +116,7 @@ static g2f_status add_tensor(walker *w, const g2f_pickle_tensor *t) {
     }
     g2f_tensor *out = &w->table->tensors[w->table->count];
     memset(out, 0, sizeof *out);
-    if (!(out->name = dup_str(w->path))) return g2f_error_set(w->err, G2F_ERR_NOMEM, "%s: out of memory", w->label);
+    if (!(out->name = g2f_strdup(w->path))) return g2f_error_set(w->err, G2F_ERR_NOMEM, "%s: out of memory", w->label);
     w->table->count++;
     out->dtype = t->storage.dtype;
     out->ndim = t->ndim;

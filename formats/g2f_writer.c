@@ -28,12 +28,6 @@ struct g2f_writer {
     int failed;
 };
 
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 static void put_le(unsigned char *p, uint64_t v, int bytes) {
     for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
@@ -77,7 +71,7 @@ static g2f_status npz_member(g2f_writer *w, const char *name, const unsigned cha
     if (size > 0xffffffffu)
         return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: member %s is %llu bytes; .npz output is limited "
                                             "to 4 GiB per array (use safetensors)", w->path, name, (unsigned long long)size);
-    m->name = dup_str(name);
+    m->name = g2f_strdup(name);
     if (!m->name) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     uLong crc = crc32(0L, Z_NULL, 0);
     crc = crc32(crc, hdr, (uInt)hlen);
@@ -145,7 +139,7 @@ g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_ou
     if (!w) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     w->format = format;
     w->n = n;
-    w->path = dup_str(path);
+    w->path = g2f_strdup(path);
     size_t tl = strlen(path) + 32;
     w->tmp = malloc(tl);
     w->specs = calloc(n ? n : 1, sizeof *w->specs);
@@ -158,7 +152,7 @@ g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_ou
     }
     for (size_t i = 0; i < n; i++) {
         w->specs[i] = specs[i];
-        w->names[i] = dup_str(specs[i].name);
+        w->names[i] = g2f_strdup(specs[i].name);
         if (!w->names[i]) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto fail;

@@ -65,44 +65,10 @@ int g2f_activation_to_gelu(const char *a, g2f_gelu *out) {
     return 0;
 }
 
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
-static char *join_path(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    size_t n = a;
-    if (a && dir[a - 1] != '/') p[n++] = '/';
-    memcpy(p + n, name, b + 1);
-    return p;
-}
 
-static char *dir_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return dup_str(".");
-    size_t n = slash == path ? 1 : (size_t)(slash - path);
-    char *d = malloc(n + 1);
-    if (!d) return NULL;
-    memcpy(d, path, n);
-    d[n] = '\0';
-    return d;
-}
 
-static int is_dir(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
 
-static int file_exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
 
 /* Matches name against the schemes: returns the tensor slot (T_*), or -1 when
  * it is not an FFN tensor, -2 when its layer index is absurd. *prefix_len is
@@ -209,7 +175,7 @@ static g2f_status check_config(g2f_model *m, g2f_error *err) {
                               cfg, act->valuestring);
             goto done;
         }
-        m->activation = dup_str(act->valuestring);
+        m->activation = g2f_strdup(act->valuestring);
         if (!m->activation) {
             s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto done;
@@ -379,8 +345,8 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
     g2f_status s = G2F_OK;
     char *dir = NULL;
     if ((s = g2f_source_open(path, &m->src, err)) != G2F_OK) goto fail;
-    m->path = dup_str(g2f_source_path(m->src));
-    dir = is_dir(path) ? dup_str(path) : dir_of(path);
+    m->path = g2f_strdup(g2f_source_path(m->src));
+    dir = g2f_path_is_dir(path) ? g2f_strdup(path) : g2f_path_dir(path);
     if (!m->path || !dir) {
         s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto fail;
@@ -390,12 +356,12 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
     const g2f_table *t = g2f_source_table(m->src);
     if ((s = find_layers(m, t, err)) != G2F_OK || (s = decide_shapes(m, t, err)) != G2F_OK) goto fail;
     m->info.prefix = m->prefix;
-    char *cfg = config_path ? dup_str(config_path) : join_path(dir, "config.json");
+    char *cfg = config_path ? g2f_strdup(config_path) : g2f_path_join(dir, "config.json");
     if (!cfg) {
         s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (config_path || file_exists(cfg)) {
+    if (config_path || g2f_path_is_file(cfg)) {
         m->config_path = cfg;
         m->info.config_path = cfg;
         if ((s = check_config(m, err)) != G2F_OK) goto fail;

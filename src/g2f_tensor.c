@@ -263,6 +263,46 @@ void g2f_mapping_close(g2f_mapping *m) {
     m->size = 0;
 }
 
+char *g2f_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+char *g2f_path_join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    size_t n = a;
+    if (a && dir[a - 1] != '/') p[n++] = '/';
+    memcpy(p + n, name, b + 1);
+    return p;
+}
+
+char *g2f_path_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return g2f_strdup(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+int g2f_path_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int g2f_path_is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 g2f_status g2f_read_small_file(const char *path, size_t max_bytes, char **out, size_t *len, g2f_error *err) {
     *out = NULL;
     *len = 0;

@@ -124,6 +124,16 @@ void g2f_mapping_close(g2f_mapping *m);
  * layer-by-layer walk over a mapped checkpoint keeps RSS near one layer. */
 void g2f_mapping_release(const void *p, uint64_t len);
 
+/* Small string and path helpers shared by the readers. Each returns a
+ * malloc'd string the caller frees, or NULL when out of memory. */
+char *g2f_strdup(const char *s);
+/* dir + "/" + name (no doubled slash). */
+char *g2f_path_join(const char *dir, const char *name);
+/* The folder part of path ("." when it has none). */
+char *g2f_path_dir(const char *path);
+int g2f_path_is_dir(const char *path);
+int g2f_path_is_file(const char *path);
+
 /* Reads a small file (at most max_bytes) into a NUL-terminated malloc'd
  * buffer the caller frees. G2F_ERR_IO when it cannot be read, G2F_ERR_FORMAT
  * when it is larger than max_bytes. */

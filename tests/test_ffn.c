@@ -110,6 +110,27 @@ static void ffn_should_agree_with_reference_and_be_thread_count_independent(void
     }
 }
 
+/* A token's output does not depend on which other tokens share its batch
+ * (from 2 tokens up; one token takes the matrix-vector path). */
+static void ffn_should_not_depend_on_the_batch_size(void) {
+    rand_ffn r;
+    rand_ffn_init(&r, 96, 384, G2F_LAYOUT_CONV1D, 21);
+    size_t T = 200;
+    uint64_t s = 9;
+    float *x = malloc(T * 96 * sizeof(float)), *pre = malloc(T * 384 * sizeof(float)),
+          *act = malloc(T * 384 * sizeof(float)), *all = malloc(T * 96 * sizeof(float)),
+          *some = malloc(T * 96 * sizeof(float));
+    for (size_t i = 0; i < T * 96; i++) x[i] = rnd_unit(&s) * 1.5f;
+    g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, all, 2);
+    const size_t sizes[] = {2, 5, 96, 97, 199};
+    for (size_t i = 0; i < 5; i++) {
+        g2f_ffn_forward(&r.w, x, sizes[i], G2F_GELU_TANH, pre, act, some, 1);
+        CHECK(memcmp(all, some, sizes[i] * 96 * sizeof(float)) == 0);
+    }
+    free(x); free(pre); free(act); free(all); free(some);
+    rand_ffn_free(&r);
+}
+
 static void matmul_should_add_bias_after_the_sum(void) {
     const float a[2] = {1e8f, 1.0f};
     const float b[2] = {1.0f, 1.0f}; /* (k 2, n 1) */
@@ -124,6 +145,7 @@ int main(void) {
     RUN(ffn_should_reproduce_worked_example);
     RUN(ffn_should_be_position_wise);
     RUN(ffn_should_agree_with_reference_and_be_thread_count_independent);
+    RUN(ffn_should_not_depend_on_the_batch_size);
     RUN(matmul_should_add_bias_after_the_sum);
     CHECK_EXIT();
 }

@@ -1,0 +1,125 @@
+/* The comparison and the tolerance's sensitivity: non-finite values are
+ * always mismatches; clean references use 2-50% of the derived bound; a
+ * single element 5 tolerances off fails a layer while one half a tolerance
+ * off passes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "g2f_compare.h"
+#include "g2f_safetensors.h"
+#include "g2f_verify.h"
+#include "test_util.h"
+
+static const char *fixtures;
+static char dir[256];
+
+static void compare_should_count_every_nonfinite_value_as_a_mismatch(void) {
+    const double expected[6] = {1.0, NAN, 3.0, 4.0, 5.0, -2.0};
+    const float computed[6] = {1.0f, 2.0f, INFINITY, 4.5f, 5.0f, -2.0f};
+    const float tol[6] = {0.1f, 0.1f, 0.1f, 0.1f, INFINITY, 0.0f};
+    g2f_cmp c;
+    g2f_compare(expected, computed, tol, 6, &c);
+    CHECK(c.nonfinite == 2 && c.first_nonfinite == 1 && c.nonfinite_in_expected);
+    /* NaN, Inf, a 5x miss and an infinite tolerance; an exact match with tolerance 0 passes */
+    CHECK(c.mismatched == 4);
+    CHECK_NEAR(c.max_abs, 0.5, 1e-12);
+    CHECK(c.worst == 4); /* an infinite tolerance is the worst of all */
+    size_t in_hist = 0;
+    for (int b = 0; b < G2F_HIST_BINS; b++) in_hist += c.hist[b];
+    CHECK(in_hist == 6);
+    CHECK(c.hist[G2F_HIST_BINS - 1] >= 3); /* non-finite and infinite-score elements land in the top bin */
+    const double e2[3] = {1, 2, 3};
+    const float c2[3] = {1, 2, 3};
+    g2f_compare(e2, c2, NULL, 3, &c);
+    CHECK(c.mismatched == 0 && c.cosine == 1.0 && isinf(c.sqnr_db));
+}
+
+/* Writes tiny_tanh.safetensors again with out[worst] of layer 1 moved by
+ * factor x its tolerance (away from the computed value). */
+static g2f_status verify_with_one_element_moved(double factor, g2f_verify_result *res, const g2f_layer_result *clean,
+                                                g2f_error *err) {
+    char src[400], dst[400], model_path[400];
+    snprintf(src, sizeof src, "%s/tiny_tanh.safetensors", fixtures);
+    snprintf(dst, sizeof dst, "%s/moved.safetensors", dir);
+    snprintf(model_path, sizeof model_path, "%s/tiny", fixtures);
+    g2f_safetensors *st = NULL;
+    g2f_status s = g2f_safetensors_open(src, &st, err);
+    if (s != G2F_OK) return s;
+    const g2f_table *t = g2f_safetensors_table(st);
+    st_entry e[32];
+    float *bufs[32] = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 32; i++, n++) {
+        const g2f_tensor *x = &t->tensors[i];
+        bufs[n] = malloc(x->numel * sizeof(float));
+        g2f_tensor_read_f32(x, 0, x->numel, bufs[n]);
+        if (!strcmp(x->name, "h.1.mlp.out")) {
+            float *v = &bufs[n][clean->out.worst];
+            double dir_sign = clean->out.worst_expected >= clean->out.worst_computed ? 1.0 : -1.0;
+            *v = (float)(clean->out.worst_computed + dir_sign * factor * clean->out.worst_tol);
+        }
+        e[n] = (st_entry){x->name, "F32", x->ndim, {0}, bufs[n], x->numel * 4};
+        for (size_t d = 0; d < x->ndim; d++) e[n].shape[d] = x->shape[d];
+    }
+    int w = st_write(dst, NULL, e, n, 1);
+    for (size_t i = 0; i < n; i++) free(bufs[i]);
+    g2f_safetensors_close(st);
+    if (w != 0) return g2f_error_set(err, G2F_ERR_IO, "cannot write %s", dst);
+    g2f_model *m = NULL;
+    g2f_fixture *f = NULL;
+    memset(res, 0, sizeof *res);
+    s = g2f_model_open(model_path, NULL, &m, err);
+    if (s == G2F_OK) s = g2f_fixture_open(dst, &f, err);
+    if (s == G2F_OK) {
+        g2f_verify_params p = {G2F_GELU_TANH, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 1, NULL, NULL};
+        s = g2f_verify_run(m, f, &p, res, err);
+    }
+    g2f_fixture_close(f);
+    g2f_model_close(m);
+    return s;
+}
+
+static void tolerance_should_catch_five_tolerances_and_accept_half_of_one(void) {
+    g2f_verify_result clean, res;
+    g2f_error err = {0};
+    char src[400], model_path[400];
+    snprintf(src, sizeof src, "%s/tiny_tanh.safetensors", fixtures);
+    snprintf(model_path, sizeof model_path, "%s/tiny", fixtures);
+    g2f_model *m = NULL;
+    g2f_fixture *f = NULL;
+    g2f_verify_params p = {G2F_GELU_TANH, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 1, NULL, NULL};
+    CHECK(g2f_model_open(model_path, NULL, &m, &err) == G2F_OK && g2f_fixture_open(src, &f, &err) == G2F_OK &&
+          g2f_verify_run(m, f, &p, &clean, &err) == G2F_OK);
+    g2f_fixture_close(f);
+    g2f_model_close(m);
+    if (clean.n_layers < 2) {
+        check_failures++;
+        return;
+    }
+    /* PyTorch's fp32 reference differs from ours by rounding only: its margin
+     * (largest err / tolerance) must sit well inside the bound, but not so
+     * far inside that the bound would hide errors 50x the real rounding. */
+    for (size_t L = 0; L < clean.n_layers; L++)
+        CHECK(clean.layers[L].out.margin > 0.02 && clean.layers[L].out.margin < 0.5);
+    const g2f_layer_result *l1 = &clean.layers[1];
+    CHECK(l1->status == G2F_LAYER_PASS && l1->out.worst_tol > 0);
+    CHECK(verify_with_one_element_moved(5.0, &res, l1, &err) == G2F_OK);
+    CHECK(res.n_layers == 4 && res.layers[1].status == G2F_LAYER_FAIL && res.layers[1].out.mismatched == 1);
+    g2f_verify_result_free(&res);
+    CHECK(verify_with_one_element_moved(0.5, &res, l1, &err) == G2F_OK);
+    CHECK(res.n_layers == 4 && res.layers[1].status == G2F_LAYER_PASS);
+    g2f_verify_result_free(&res);
+    g2f_verify_result_free(&clean);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || make_tmpdir(dir, sizeof dir, "compare") != 0) return 1;
+    fixtures = argv[1];
+    RUN(compare_should_count_every_nonfinite_value_as_a_mismatch);
+    RUN(tolerance_should_catch_five_tolerances_and_accept_half_of_one);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    CHECK_EXIT();
+}

@@ -27,7 +27,10 @@
  * One token (m = 1) is a matrix-vector product limited by memory bandwidth:
  * it streams the weights once (g2f_simd_gemv_*), split by output columns.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include "g2f_ffn.h"
+
+#include <sys/mman.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -101,18 +104,28 @@ static void gelu_span(g2f_gelu g, const float *in, float *out, size_t n) {
  * zero-filling columns past n. */
 static void pack_b(const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kc, size_t j0, size_t nb,
                    float *restrict buf) {
-    for (size_t s = 0; s * NR < nb; s++) {
-        float *panel = buf + s * KC * NR;
-        size_t jb = j0 + s * NR;
+    size_t panels = (nb + NR - 1) / NR;
+    if (!b_trans) { /* row by row: each row of B is read once, front to back */
         for (size_t kk = 0; kk < kc; kk++) {
-            float *dst = panel + kk * NR;
-            if (!b_trans && jb + NR <= n) {
-                memcpy(dst, b + (k0 + kk) * n + jb, NR * sizeof(float));
-                continue;
+            const float *row = b + (k0 + kk) * n + j0;
+            for (size_t s = 0; s < panels; s++) {
+                float *dst = buf + s * KC * NR + kk * NR;
+                size_t w = nb - s * NR < NR ? nb - s * NR : NR;
+                memcpy(dst, row + s * NR, w * sizeof(float));
+                for (size_t jj = w; jj < NR; jj++) dst[jj] = 0.0f;
             }
-            for (size_t jj = 0; jj < NR; jj++) {
-                size_t j = jb + jj;
-                dst[jj] = j < n ? (b_trans ? b[j * k + k0 + kk] : b[(k0 + kk) * n + j]) : 0.0f;
+        }
+        return;
+    }
+    for (size_t s = 0; s < panels; s++) { /* Linear: column j of B is row j of the buffer */
+        float *panel = buf + s * KC * NR;
+        for (size_t jj = 0; jj < NR; jj++) {
+            size_t j = j0 + s * NR + jj;
+            if (j < j0 + nb) {
+                const float *src = b + j * k + k0;
+                for (size_t kk = 0; kk < kc; kk++) panel[kk * NR + jj] = src[kk];
+            } else {
+                for (size_t kk = 0; kk < kc; kk++) panel[kk * NR + jj] = 0.0f;
             }
         }
     }
@@ -122,10 +135,15 @@ static void pack_b(const float *b, int b_trans, size_t k, size_t n, size_t k0, s
 static void pack_a(const float *a, size_t k, size_t i0, size_t mb, size_t k0, size_t kc, float *restrict buf) {
     for (size_t p = 0; p * MR < mb; p++) {
         float *panel = buf + p * KC * MR;
-        for (size_t r = 0; r < MR; r++) {
-            size_t i = p * MR + r;
-            const float *src = a + (i0 + i) * k + k0;
-            for (size_t kk = 0; kk < kc; kk++) panel[kk * MR + r] = i < mb ? src[kk] : 0.0f;
+        size_t rows = mb - p * MR < MR ? mb - p * MR : MR;
+        const float *src[MR];
+        for (size_t r = 0; r < MR; r++) src[r] = a + (i0 + p * MR + (r < rows ? r : 0)) * k + k0;
+        if (rows == MR) { /* six read streams, one sequential write stream */
+            for (size_t kk = 0; kk < kc; kk++)
+                for (size_t r = 0; r < MR; r++) panel[kk * MR + r] = src[r][kk];
+        } else {
+            for (size_t kk = 0; kk < kc; kk++)
+                for (size_t r = 0; r < MR; r++) panel[kk * MR + r] = r < rows ? src[r][kk] : 0.0f;
         }
     }
 }
@@ -228,8 +246,12 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
                        const epilogue *ep, int simd, int n_threads) {
     size_t ncap = n < NC ? n : NC, max_panels = (ncap + NR - 1) / NR, depth_blocks = (k + KC - 1) / KC;
     size_t block_floats = max_panels * KC * NR; /* one depth block of the column block */
-    float *bp = aligned_alloc(64, (depth_blocks * block_floats * sizeof(float) + 63) / 64 * 64);
+    size_t bytes = (depth_blocks * block_floats * sizeof(float) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+    float *bp = aligned_alloc(2u << 20, bytes);
     if (!bp) return 0;
+    /* 2 MiB pages where the kernel allows them (a hint): a fresh 10 MB buffer
+     * in 4 KiB pages costs 2,500 page faults per call, more than packing it */
+    madvise(bp, bytes, MADV_HUGEPAGE);
     long row_blocks = (long)((m + MC - 1) / MC);
     int threads = thread_count(n_threads);
 #ifdef _OPENMP
@@ -241,7 +263,7 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
         _Alignas(64) float ap[KC * ((MC + MR - 1) / MR) * MR]; /* per-thread A block, 66 KiB */
         for (size_t jc = 0; jc < n; jc += NC) {
             size_t nc = n - jc < NC ? n - jc : NC;
-            long panels = (long)((nc + NR - 1) / NR);
+            long panels = (long)((nc + NR - 1) / NR), groups8 = (panels + 7) / 8;
             /* At least 8 tasks per thread, taken dynamically, so that uneven
              * blocks still balance; with few rows (few tokens) the columns are
              * split too. Which thread does what never changes a sum. */
@@ -251,11 +273,11 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (long q = 0; q < (long)depth_blocks * panels; q++) {
-                size_t pb = (size_t)q / (size_t)panels, s = (size_t)q % (size_t)panels;
+            for (long q = 0; q < (long)depth_blocks * groups8; q++) {
+                size_t pb = (size_t)q / (size_t)groups8, g = (size_t)q % (size_t)groups8;
                 size_t pc = pb * KC, kc = k - pc < KC ? k - pc : KC;
-                size_t j = s * NR, w = nc - j < NR ? nc - j : NR;
-                pack_b(b, b_trans, k, n, pc, kc, jc + j, w, bp + pb * block_floats + s * KC * NR);
+                size_t j = g * 8 * NR, w = nc - j < 8 * NR ? nc - j : 8 * NR;
+                pack_b(b, b_trans, k, n, pc, kc, jc + j, w, bp + pb * block_floats + g * 8 * KC * NR);
             }
             /* the loop's implicit barrier: B is packed before anyone uses it */
 #ifdef _OPENMP

@@ -27,10 +27,7 @@
  * One token (m = 1) is a matrix-vector product limited by memory bandwidth:
  * it streams the weights once (g2f_simd_gemv_*), split by output columns.
  */
-#define _DEFAULT_SOURCE /* madvise */
 #include "g2f_ffn.h"
-
-#include <sys/mman.h>
 
 #include <math.h>
 #include <stdlib.h>
@@ -246,12 +243,8 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
                        const epilogue *ep, int simd, int n_threads) {
     size_t ncap = n < NC ? n : NC, max_panels = (ncap + NR - 1) / NR, depth_blocks = (k + KC - 1) / KC;
     size_t block_floats = max_panels * KC * NR; /* one depth block of the column block */
-    size_t bytes = (depth_blocks * block_floats * sizeof(float) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
-    float *bp = aligned_alloc(2u << 20, bytes);
+    float *bp = aligned_alloc(64, (depth_blocks * block_floats * sizeof(float) + 63) / 64 * 64);
     if (!bp) return 0;
-    /* 2 MiB pages where the kernel allows them (a hint): a fresh 10 MB buffer
-     * in 4 KiB pages costs 2,500 page faults per call, more than packing it */
-    madvise(bp, bytes, MADV_HUGEPAGE);
     long row_blocks = (long)((m + MC - 1) / MC);
     int threads = thread_count(n_threads);
 #ifdef _OPENMP

@@ -271,8 +271,6 @@ int main(int argc, char **argv) {
     RUN(verify_should_never_pass_nan);
     RUN(verify_should_colour_and_show_progress_only_on_a_terminal);
     RUN(verify_should_show_cosine_sqnr_and_the_worst_element);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -118,8 +118,6 @@ int main(int argc, char **argv) {
     fixtures = argv[1];
     RUN(compare_should_count_every_nonfinite_value_as_a_mismatch);
     RUN(tolerance_should_catch_five_tolerances_and_accept_half_of_one);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_tmpdir(dir);
     CHECK_EXIT();
 }

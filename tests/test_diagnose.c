@@ -241,8 +241,6 @@ int main(int argc, char **argv) {
     RUN(diagnosis_should_call_gelu_undetermined_for_tiny_preactivations);
     RUN(diagnosis_should_report_ties_as_undetermined);
     RUN(diagnosis_should_explain_a_rounded_checkpoint);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -189,8 +189,6 @@ int main(int argc, char **argv) {
     RUN(diff_should_classify_each_kind_of_port);
     RUN(diff_and_inspect_should_exit_with_documented_codes);
     RUN(inspect_should_report_statistics);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -121,8 +121,6 @@ int main(int argc, char **argv) {
     fixtures = argv[1];
     RUN(fixture_should_accept_transformerlens_cache_names);
     RUN(fixture_should_name_each_fault);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -110,8 +110,6 @@ int main(int argc, char **argv) {
     RUN(every_format_should_verify_its_reference);
     RUN(rounded_checkpoints_should_be_diagnosed_against_full_precision_references);
     RUN(unreadable_checkpoints_should_be_named);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_tmpdir(dir);
     CHECK_EXIT();
 }

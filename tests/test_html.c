@@ -431,9 +431,7 @@ int main(int argc, char **argv) {
     RUN(html_should_print_nonfinite_numbers_as_text);
     RUN(html_should_render_in_headless_chromium);
     if (!check_failures) {
-        char cmd[400];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        if (!strchr(dir, '\'')) CHECK(system(cmd) == 0);
+        remove_tmpdir(dir);
     } else {
         fprintf(stderr, "scratch files kept in %s\n", dir);
     }

@@ -50,8 +50,7 @@ int main(int argc, char **argv) {
              "'%s/pc_example' '%s/tiny' '%s/tiny_tanh.safetensors' 0 > /dev/null",
              dir, dir, src, dir, dir, argv[1], argv[1]);
     CHECK(sh(cmd) == 0);
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_tmpdir(dir);
     CHECK_EXIT();
 #endif
 }

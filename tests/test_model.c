@@ -317,8 +317,6 @@ int main(void) {
     RUN(model_should_name_missing_or_inconsistent_tensors);
     RUN(model_should_recognise_every_naming_scheme);
     RUN(model_should_read_sharded_safetensors);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -139,8 +139,6 @@ int main(int argc, char **argv) {
     RUN(run_should_write_a_fixture_that_verifies_and_matches_pytorch);
     RUN(run_should_keep_the_inputs_naming_and_honour_options);
     RUN(run_should_never_leave_a_partial_file);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -64,6 +64,13 @@ static inline int make_tmpdir(char *buf, size_t n, const char *tag) {
     return mkdtemp(buf) ? 0 : -1;
 }
 
+/* Removes a scratch directory made by make_tmpdir, with everything in it. */
+static inline void remove_tmpdir(const char *dir) {
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
 /* Deterministic pseudo-random floats in [-1, 1). */
 static inline float rnd_unit(uint64_t *s) {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;

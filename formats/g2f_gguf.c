@@ -12,11 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct g2f_gguf {
-    g2f_mapping map;
-    g2f_table table;
-};
-
 /* ---- ggml's type table (ggml.h enum ggml_type; ggml-common.h blocks) ---- */
 
 #define GGML_TYPE_COUNT_KNOWN 40 /* ids 0..39, up to MXFP4 */
@@ -563,24 +558,9 @@ fail:
 }
 
 g2f_status g2f_gguf_open(const char *path, g2f_gguf **out, g2f_error *err) {
-    *out = NULL;
-    g2f_gguf *gg = calloc(1, sizeof *gg);
-    if (!gg) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
-    g2f_status s = g2f_mapping_open(path, &gg->map, err);
-    if (s == G2F_OK) s = g2f_gguf_parse(gg->map.data, gg->map.size, path, &gg->table, err);
-    if (s != G2F_OK) {
-        g2f_gguf_close(gg);
-        return s;
-    }
-    *out = gg;
-    return G2F_OK;
+    return g2f_mapped_table_open(path, g2f_gguf_parse, out, err);
 }
 
 const g2f_table *g2f_gguf_table(const g2f_gguf *gg) { return &gg->table; }
 
-void g2f_gguf_close(g2f_gguf *gg) {
-    if (!gg) return;
-    g2f_table_free(&gg->table);
-    g2f_mapping_close(&gg->map);
-    free(gg);
-}
+void g2f_gguf_close(g2f_gguf *gg) { g2f_mapped_table_close(gg); }

@@ -94,7 +94,7 @@
 #define G2F_GGUF_DEFAULT_ALIGNMENT 32u
 #define G2F_GGUF_MAX_DIMS      4u              /* ggml's GGML_MAX_DIMS */
 
-typedef struct g2f_gguf g2f_gguf;
+typedef g2f_mapped_table g2f_gguf;
 
 /* Validates a complete GGUF image in memory and fills out with views into
  * buf. label names the file in messages. On failure out is empty. */

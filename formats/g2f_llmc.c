@@ -8,11 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct g2f_llmc {
-    g2f_mapping map;
-    g2f_table table;
-};
-
 /* llm.c's parameter order (train_gpt2.c ParameterTensors). */
 typedef enum llmc_param {
     LLMC_WTE, LLMC_WPE, LLMC_LN1W, LLMC_LN1B, LLMC_QKVW, LLMC_QKVB, LLMC_ATTPROJW, LLMC_ATTPROJB,
@@ -198,24 +193,9 @@ nomem:
 }
 
 g2f_status g2f_llmc_open(const char *path, g2f_llmc **out, g2f_error *err) {
-    *out = NULL;
-    g2f_llmc *m = calloc(1, sizeof *m);
-    if (!m) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
-    g2f_status s = g2f_mapping_open(path, &m->map, err);
-    if (s == G2F_OK) s = g2f_llmc_parse(m->map.data, m->map.size, path, &m->table, err);
-    if (s != G2F_OK) {
-        g2f_llmc_close(m);
-        return s;
-    }
-    *out = m;
-    return G2F_OK;
+    return g2f_mapped_table_open(path, g2f_llmc_parse, out, err);
 }
 
 const g2f_table *g2f_llmc_table(const g2f_llmc *m) { return &m->table; }
 
-void g2f_llmc_close(g2f_llmc *m) {
-    if (!m) return;
-    g2f_table_free(&m->table);
-    g2f_mapping_close(&m->map);
-    free(m);
-}
+void g2f_llmc_close(g2f_llmc *m) { g2f_mapped_table_close(m); }

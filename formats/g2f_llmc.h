@@ -77,7 +77,7 @@
 #define G2F_LLMC_MAX_LAYERS   1024
 #define G2F_LLMC_MAX_CHANNELS 65536
 
-typedef struct g2f_llmc g2f_llmc;
+typedef g2f_mapped_table g2f_llmc;
 
 /* Validates a complete llm.c checkpoint image in memory and fills out with
  * views into buf. label names the file in messages. On failure out is empty. */

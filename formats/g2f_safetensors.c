@@ -6,11 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct g2f_safetensors {
-    g2f_mapping map;
-    g2f_table table;
-};
-
 static uint64_t load_u64le(const unsigned char *p) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
@@ -297,24 +292,9 @@ fail:
 }
 
 g2f_status g2f_safetensors_open(const char *path, g2f_safetensors **out, g2f_error *err) {
-    *out = NULL;
-    g2f_safetensors *st = calloc(1, sizeof *st);
-    if (!st) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
-    g2f_status s = g2f_mapping_open(path, &st->map, err);
-    if (s == G2F_OK) s = g2f_safetensors_parse(st->map.data, st->map.size, path, &st->table, err);
-    if (s != G2F_OK) {
-        g2f_safetensors_close(st);
-        return s;
-    }
-    *out = st;
-    return G2F_OK;
+    return g2f_mapped_table_open(path, g2f_safetensors_parse, out, err);
 }
 
 const g2f_table *g2f_safetensors_table(const g2f_safetensors *st) { return &st->table; }
 
-void g2f_safetensors_close(g2f_safetensors *st) {
-    if (!st) return;
-    g2f_table_free(&st->table);
-    g2f_mapping_close(&st->map);
-    free(st);
-}
+void g2f_safetensors_close(g2f_safetensors *st) { g2f_mapped_table_close(st); }

@@ -42,7 +42,7 @@
 
 #define G2F_SAFETENSORS_MAX_HEADER 100000000ull
 
-typedef struct g2f_safetensors g2f_safetensors;
+typedef g2f_mapped_table g2f_safetensors;
 
 /* Validates a complete safetensors image in memory and fills out with views
  * into buf. label names the file in messages. On failure out is empty. */

@@ -10,11 +10,6 @@
 #include "g2f_pickle.h"
 #include "g2f_zip.h"
 
-struct g2f_torch {
-    g2f_mapping map;
-    g2f_table table;
-};
-
 /* Legacy torch.save begins by pickling its magic number as LONG1. */
 static const unsigned char legacy_magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
                                              0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
@@ -303,24 +298,9 @@ done:
 }
 
 g2f_status g2f_torch_open(const char *path, g2f_torch **out, g2f_error *err) {
-    *out = NULL;
-    g2f_torch *pt = calloc(1, sizeof *pt);
-    if (!pt) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
-    g2f_status s = g2f_mapping_open(path, &pt->map, err);
-    if (s == G2F_OK) s = g2f_torch_parse(pt->map.data, pt->map.size, path, &pt->table, err);
-    if (s != G2F_OK) {
-        g2f_torch_close(pt);
-        return s;
-    }
-    *out = pt;
-    return G2F_OK;
+    return g2f_mapped_table_open(path, g2f_torch_parse, out, err);
 }
 
 const g2f_table *g2f_torch_table(const g2f_torch *pt) { return &pt->table; }
 
-void g2f_torch_close(g2f_torch *pt) {
-    if (!pt) return;
-    g2f_table_free(&pt->table);
-    g2f_mapping_close(&pt->map);
-    free(pt);
-}
+void g2f_torch_close(g2f_torch *pt) { g2f_mapped_table_close(pt); }

@@ -73,7 +73,7 @@
 #define G2F_TORCH_MAX_NAME 4096u
 #define G2F_TORCH_VISITS_PER_VALUE 4u
 
-typedef struct g2f_torch g2f_torch;
+typedef g2f_mapped_table g2f_torch;
 
 /* True when the bytes are a legacy (pre-1.6) torch.save pickle. */
 int g2f_torch_is_legacy(const unsigned char *buf, uint64_t size);

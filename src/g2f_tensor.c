@@ -263,6 +263,27 @@ void g2f_mapping_close(g2f_mapping *m) {
     m->size = 0;
 }
 
+g2f_status g2f_mapped_table_open(const char *path, g2f_parse_fn parse, g2f_mapped_table **out, g2f_error *err) {
+    *out = NULL;
+    g2f_mapped_table *m = calloc(1, sizeof *m);
+    if (!m) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
+    g2f_status s = g2f_mapping_open(path, &m->map, err);
+    if (s == G2F_OK) s = parse(m->map.data, m->map.size, path, &m->table, err);
+    if (s != G2F_OK) {
+        g2f_mapped_table_close(m);
+        return s;
+    }
+    *out = m;
+    return G2F_OK;
+}
+
+void g2f_mapped_table_close(g2f_mapped_table *m) {
+    if (!m) return;
+    g2f_table_free(&m->table);
+    g2f_mapping_close(&m->map);
+    free(m);
+}
+
 char *g2f_strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *d = malloc(n);

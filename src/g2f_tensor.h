@@ -124,6 +124,21 @@ void g2f_mapping_close(g2f_mapping *m);
  * layer-by-layer walk over a mapped checkpoint keeps RSS near one layer. */
 void g2f_mapping_release(const void *p, uint64_t len);
 
+/* A file mapped read-only with the table a reader parsed from it: what the
+ * safetensors, torch, GGUF and llm.c readers hand out (their handle types
+ * are this struct). */
+typedef g2f_status (*g2f_parse_fn)(const unsigned char *buf, uint64_t size, const char *label, g2f_table *out,
+                                   g2f_error *err);
+typedef struct g2f_mapped_table {
+    g2f_mapping map;
+    g2f_table table; /* data pointers into map */
+} g2f_mapped_table;
+
+/* Maps path and runs parse over it; *out is set only on success. */
+g2f_status g2f_mapped_table_open(const char *path, g2f_parse_fn parse, g2f_mapped_table **out, g2f_error *err);
+/* NULL is a no-op. */
+void g2f_mapped_table_close(g2f_mapped_table *m);
+
 /* Small string and path helpers shared by the readers. Each returns a
  * malloc'd string the caller frees, or NULL when out of memory. */
 char *g2f_strdup(const char *s);

@@ -13,19 +13,25 @@
  *   KC = 256:  a B micro-panel (KC x 16 floats, 16 KiB) plus an A micro-panel
  *              (KC x 6, 6 KiB) stay in L1 while a tile's 12 accumulators
  *              live in registers;
- *   MC = 64:   a thread's packed A block (64 x 256, 64 KiB) stays in L2
- *              while it walks all the B micro-panels; 1024 tokens make 16
- *              row blocks, an even split for 2 threads;
- *   NC = 1024: the shared packed B column block is k x 1024 floats (3 MiB
- *              for GPT-2 small's c_fc, 25 MiB for XL's c_proj), packed at
+ *   MC = 96:   a thread's packed A block (96 x 256, 96 KiB) stays in L2
+ *              while it walks all the B micro-panels of its columns;
+ *   NC = 512:  the shared packed B column block is k x 512 floats (1.5 MiB
+ *              for GPT-2 small's c_fc, 13 MiB for XL's c_proj), packed at
  *              once so that a column block costs two barriers; each depth
- *              step reads 1 MiB of it (KC x NC) from L3.
+ *              step reads 512 KiB of it (KC x NC) from L2/L3. NC = 1024 was
+ *              1-2% faster on XL shapes, within the noise of a shared host,
+ *              for twice the buffer.
+ * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
+ * ahead (the weights come from memory, once per call); A and Linear B are
+ * transposed 8 x 8 in registers (g2f_simd_pack_cols).
  * The c_fc epilogue (bias, then GELU into act) runs per row block right after
  * its last depth block, while the block is still in L2. When the shared B
  * buffer cannot be allocated, independent (MB x NB) tasks with their own
  * packing give the same results.
  * One token (m = 1) is a matrix-vector product limited by memory bandwidth:
- * it streams the weights once (g2f_simd_gemv_*), split by output columns.
+ * it streams the weights once, front to back: Conv1D weights in 8 fixed
+ * slices of rows, four rows per pass over the partial sums
+ * (g2f_simd_axpy_rows); Linear weights as dot products (g2f_simd_gemv_dots).
  */
 #include "g2f_ffn.h"
 
@@ -41,9 +47,18 @@
 #include <omp.h>
 #endif
 
+#ifndef KC
 #define KC 256
+#endif
+#ifndef NC
 #define NC 512
+#endif
+#ifndef MC
 #define MC 96
+#endif
+#ifndef PREFETCH_ROWS
+#define PREFETCH_ROWS 4
+#endif
 #define MB 96
 #define NB 128
 #define MR G2F_MR
@@ -99,16 +114,21 @@ static void gelu_span(g2f_gelu g, const float *in, float *out, size_t n) {
 
 /* Packs B[k0 : k0+kc, j0 : j0+nb] as ceil(nb/NR) micro-panels of (kc x NR),
  * zero-filling columns past n. */
-static void pack_b(const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kc, size_t j0, size_t nb,
+static void pack_b(int simd, const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kc, size_t j0, size_t nb,
                    float *restrict buf) {
     size_t panels = (nb + NR - 1) / NR;
     if (!b_trans) { /* row by row: each row of B is read once, front to back */
         for (size_t kk = 0; kk < kc; kk++) {
             const float *row = b + (k0 + kk) * n + j0;
-            for (size_t s = 0; s < panels; s++) {
-                float *dst = buf + s * KC * NR + kk * NR;
-                size_t w = nb - s * NR < NR ? nb - s * NR : NR;
-                memcpy(dst, row + s * NR, w * sizeof(float));
+            if (kk + PREFETCH_ROWS < kc) /* the weights come from memory: ask early, a few rows ahead */
+                for (size_t j = 0; j < nb; j += 16) __builtin_prefetch(row + PREFETCH_ROWS * n + j, 0, 0);
+            size_t full = nb / NR;
+            for (size_t s = 0; s < full; s++) /* a constant size: inlined as vector moves */
+                memcpy(buf + s * KC * NR + kk * NR, row + s * NR, NR * sizeof(float));
+            if (full < panels) {
+                float *dst = buf + full * KC * NR + kk * NR;
+                size_t w = nb - full * NR;
+                memcpy(dst, row + full * NR, w * sizeof(float));
                 for (size_t jj = w; jj < NR; jj++) dst[jj] = 0.0f;
             }
         }
@@ -116,6 +136,13 @@ static void pack_b(const float *b, int b_trans, size_t k, size_t n, size_t k0, s
     }
     for (size_t s = 0; s < panels; s++) { /* Linear: column j of B is row j of the buffer */
         float *panel = buf + s * KC * NR;
+        if (simd) { /* two 8-row halves, 8 x 8 register transposes */
+            for (size_t h = 0; h < NR; h += 8) {
+                size_t j = s * NR + h, rows = j >= nb ? 0 : nb - j < 8 ? nb - j : 8;
+                g2f_simd_pack_cols(b + (j0 + (rows ? j : 0)) * k + k0, k, rows, kc, NR, panel + h);
+            }
+            continue;
+        }
         for (size_t jj = 0; jj < NR; jj++) {
             size_t j = j0 + s * NR + jj;
             if (j < j0 + nb) {
@@ -129,19 +156,18 @@ static void pack_b(const float *b, int b_trans, size_t k, size_t n, size_t k0, s
 }
 
 /* Packs A[i0 : i0+mb, k0 : k0+kc] as ceil(mb/MR) micro-panels of (kc x MR). */
-static void pack_a(const float *a, size_t k, size_t i0, size_t mb, size_t k0, size_t kc, float *restrict buf) {
+static void pack_a(int simd, const float *a, size_t k, size_t i0, size_t mb, size_t k0, size_t kc,
+                   float *restrict buf) {
     for (size_t p = 0; p * MR < mb; p++) {
         float *panel = buf + p * KC * MR;
         size_t rows = mb - p * MR < MR ? mb - p * MR : MR;
-        const float *src[MR];
-        for (size_t r = 0; r < MR; r++) src[r] = a + (i0 + p * MR + (r < rows ? r : 0)) * k + k0;
-        if (rows == MR) { /* six read streams, one sequential write stream */
-            for (size_t kk = 0; kk < kc; kk++)
-                for (size_t r = 0; r < MR; r++) panel[kk * MR + r] = src[r][kk];
-        } else {
-            for (size_t kk = 0; kk < kc; kk++)
-                for (size_t r = 0; r < MR; r++) panel[kk * MR + r] = r < rows ? src[r][kk] : 0.0f;
+        const float *src = a + (i0 + p * MR) * k + k0;
+        if (simd) { /* 8 x 8 register transposes */
+            g2f_simd_pack_cols(src, k, rows, kc, MR, panel);
+            continue;
         }
+        for (size_t kk = 0; kk < kc; kk++)
+            for (size_t r = 0; r < MR; r++) panel[kk * MR + r] = r < rows ? src[r * k + kk] : 0.0f;
     }
 }
 
@@ -270,7 +296,7 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
                 size_t pb = (size_t)q / (size_t)groups8, g = (size_t)q % (size_t)groups8;
                 size_t pc = pb * KC, kc = k - pc < KC ? k - pc : KC;
                 size_t j = g * 8 * NR, w = nc - j < 8 * NR ? nc - j : 8 * NR;
-                pack_b(b, b_trans, k, n, pc, kc, jc + j, w, bp + pb * block_floats + g * 8 * KC * NR);
+                pack_b(simd, b, b_trans, k, n, pc, kc, jc + j, w, bp + pb * block_floats + g * 8 * KC * NR);
             }
             /* the loop's implicit barrier: B is packed before anyone uses it */
 #ifdef _OPENMP
@@ -283,7 +309,7 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
                 for (size_t pb = 0; pb < depth_blocks; pb++) {
                     size_t pc = pb * KC, kc = k - pc < KC ? k - pc : KC;
                     const float *bblock = bp + pb * block_floats;
-                    pack_a(a, k, i0, mc, pc, kc, ap);
+                    pack_a(simd, a, k, i0, mc, pc, kc, ap);
                     for (long s = s0; s < s1; s++) { /* a B micro-panel stays in L1 across the A panels */
                         size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
                         for (size_t p = 0; p * MR < mc; p++) {
@@ -328,8 +354,8 @@ static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int
                 for (size_t i = 0; i < mb; i++) memset(c + (i0 + i) * n + j0, 0, nb * sizeof(float));
             for (size_t k0 = 0; k0 < k; k0 += KC) {
                 size_t kc = k - k0 < KC ? k - k0 : KC;
-                pack_b(b, b_trans, k, n, k0, kc, j0, nb, bp);
-                pack_a(a, k, i0, mb, k0, kc, ap);
+                pack_b(simd, b, b_trans, k, n, k0, kc, j0, nb, bp);
+                pack_a(simd, a, k, i0, mb, k0, kc, ap);
                 for (size_t s = 0; s * NR < nb; s++) { /* a B micro-panel stays in L1 across the A panels */
                     size_t nr = nb - s * NR < NR ? nb - s * NR : NR;
                     for (size_t p = 0; p * MR < mb; p++) {

@@ -28,6 +28,12 @@ void g2f_simd_f16_to_f32(const unsigned char *src, float *dst, size_t n);
 void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                    int first);
 
+/* Packs up to 8 rows of A (row r at a + r * lda, rows >= `rows` read as zero)
+ * column by column: dst[kk * width + r] = A[r, kk] for kk < kc, r < 8, where
+ * width is 6 (lanes 6 and 7 of each column are scratch that the next column
+ * overwrites; the last column writes only its 6) or >= 8. */
+void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst);
+
 /* out[i] = GELU(in[i]) in double precision (see g2f_gelu_math.h); erf != 0
  * for the exact form. in and out may be the same. */
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);

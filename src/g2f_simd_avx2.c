@@ -95,6 +95,39 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
     }
 }
 
+static inline void transpose8(__m256 r[8]) {
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst) {
+    size_t kk = 0;
+    /* 8 columns at a time, but the very last column is written by the tail
+     * (it must not spill lanes 6 and 7 past the panel) */
+    for (; kk + 8 < kc || (width >= 8 && kk + 8 <= kc); kk += 8) {
+        __m256 r[8];
+        for (size_t i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(a + i * lda + kk) : _mm256_setzero_ps();
+        transpose8(r);
+        for (size_t j = 0; j < 8; j++) _mm256_storeu_ps(dst + (kk + j) * width, r[j]);
+    }
+    for (; kk < kc; kk++)
+        for (size_t i = 0; i < 8 && i < width; i++) dst[kk * width + i] = i < rows ? a[i * lda + kk] : 0.0f;
+}
+
 /* ---- GELU in double: the algorithm of g2f_gelu_math.h, on two vectors of 4
  * lanes at a time: the Horner and Clenshaw recurrences are chains of
  * dependent operations, and two independent chains keep the FP units busy. */
@@ -208,22 +241,43 @@ void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) {
     }
 }
 
+/* Four rows per pass over y: each element still gets its FMAs in kk order
+ * (bitwise the same sums), y is loaded and stored a quarter as often, and
+ * four read streams keep more of the weights in flight. */
 void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y) {
     memset(y, 0, n * sizeof(float));
-    for (size_t kk = 0; kk < k; kk++) {
+    size_t kk = 0;
+    for (; kk + 4 <= k; kk += 4) {
+        __m256 x0 = _mm256_broadcast_ss(x + kk), x1 = _mm256_broadcast_ss(x + kk + 1);
+        __m256 x2 = _mm256_broadcast_ss(x + kk + 2), x3 = _mm256_broadcast_ss(x + kk + 3);
+        const float *r0 = b + kk * n, *r1 = r0 + n, *r2 = r1 + n, *r3 = r2 + n;
+        size_t j = 0;
+        for (; j + 16 <= n; j += 16) {
+            __m256 y0 = _mm256_loadu_ps(y + j), y1 = _mm256_loadu_ps(y + j + 8);
+            y0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(r0 + j), y0);
+            y1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(r0 + j + 8), y1);
+            y0 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(r1 + j), y0);
+            y1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(r1 + j + 8), y1);
+            y0 = _mm256_fmadd_ps(x2, _mm256_loadu_ps(r2 + j), y0);
+            y1 = _mm256_fmadd_ps(x2, _mm256_loadu_ps(r2 + j + 8), y1);
+            y0 = _mm256_fmadd_ps(x3, _mm256_loadu_ps(r3 + j), y0);
+            y1 = _mm256_fmadd_ps(x3, _mm256_loadu_ps(r3 + j + 8), y1);
+            _mm256_storeu_ps(y + j, y0);
+            _mm256_storeu_ps(y + j + 8, y1);
+        }
+        for (; j < n; j++) {
+            float v = __builtin_fmaf(x[kk], r0[j], y[j]);
+            v = __builtin_fmaf(x[kk + 1], r1[j], v);
+            v = __builtin_fmaf(x[kk + 2], r2[j], v);
+            y[j] = __builtin_fmaf(x[kk + 3], r3[j], v);
+        }
+    }
+    for (; kk < k; kk++) {
         __m256 xv = _mm256_broadcast_ss(x + kk);
         const float *row = b + kk * n;
         size_t j = 0;
-        for (; j + 32 <= n; j += 32) {
-            __m256 y0 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + j), _mm256_loadu_ps(y + j));
-            __m256 y1 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + j + 8), _mm256_loadu_ps(y + j + 8));
-            __m256 y2 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + j + 16), _mm256_loadu_ps(y + j + 16));
-            __m256 y3 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + j + 24), _mm256_loadu_ps(y + j + 24));
-            _mm256_storeu_ps(y + j, y0);
-            _mm256_storeu_ps(y + j + 8, y1);
-            _mm256_storeu_ps(y + j + 16, y2);
-            _mm256_storeu_ps(y + j + 24, y3);
-        }
+        for (; j + 8 <= n; j += 8)
+            _mm256_storeu_ps(y + j, _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + j), _mm256_loadu_ps(y + j)));
         for (; j < n; j++) y[j] = __builtin_fmaf(x[kk], row[j], y[j]);
     }
 }

@@ -75,7 +75,8 @@ static void ffn_should_be_position_wise(void) {
     rand_ffn_free(&r);
 }
 
-/* Odd sizes cross every block edge of the kernel (MR 4, NR 16, NB 64, KB 256, MB 64). */
+/* Odd sizes cross every block edge of the kernel: 6 x 16 tiles, the 8 x 8
+ * packing transposes and their tails, depth blocks of 256 (k 300, 384). */
 static void ffn_should_agree_with_reference_and_be_thread_count_independent(void) {
     const size_t shapes[][3] = {{1, 8, 32}, {37, 70, 300}, {130, 96, 384}, {5, 33, 17}};
     for (size_t si = 0; si < 4; si++) {

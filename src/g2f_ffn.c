@@ -47,18 +47,10 @@
 #include <omp.h>
 #endif
 
-#ifndef KC
 #define KC 256
-#endif
-#ifndef NC
 #define NC 512
-#endif
-#ifndef MC
 #define MC 96
-#endif
-#ifndef PREFETCH_ROWS
 #define PREFETCH_ROWS 4
-#endif
 #define MB 96
 #define NB 128
 #define MR G2F_MR

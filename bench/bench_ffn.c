@@ -200,15 +200,18 @@ static void run_ffn(int impl, const g2f_ffn_weights *w, const float *x, size_t t
     else blas_ffn(w, x, t, pre, act, out, threads);
 }
 
-/* Median seconds per FFN call of gpt2ffn and of the OpenBLAS FFN, their
- * calls interleaved (one of each per round, rotating through the shape's
- * layer copies, the two never on the same copy in a round): a shared host
- * drifts by 10-20% over minutes, and interleaving makes both see the same
- * machine. *disturbed: other processes' CPU share during the last attempt. */
+/* Median seconds per FFN call of gpt2ffn and of the OpenBLAS FFN, timed in
+ * alternating blocks (4 of each, rotating through the shape's layer copies):
+ * a shared host drifts by 10-20% over minutes, and alternating makes both see
+ * the same machine. Blocks rather than single calls because both libraries'
+ * idle workers spin for a while after a call (OpenBLAS for about 2^28 cycles)
+ * and would steal the other's cores: each block starts after a pause that
+ * lets them sleep, and with one untimed call. */
 typedef struct ffn_bufs {
     float *pre, *act, *out;
 } ffn_bufs;
 
+#define ROUNDS 4
 static void time_pair_once(const shape *s, const float *x, size_t t, ffn_bufs g, ffn_bufs b, int threads,
                            double budget, double *g2f_s, double *blas_s) {
     openblas_set_num_threads(threads);
@@ -220,25 +223,31 @@ static void time_pair_once(const shape *s, const float *x, size_t t, ffn_bufs g,
         for (size_t l = 0; l < s->nl; l++) {
             if (!l) t0 = now();
             run_ffn(IMPL_G2F, &s->w[l], x, t, g.pre, g.act, g.out, threads);
-            run_ffn(IMPL_BLAS, &s->w[(l + s->nl / 2) % s->nl], x, t, b.pre, b.act, b.out, threads);
+            run_ffn(IMPL_BLAS, &s->w[l], x, t, b.pre, b.act, b.out, threads);
             if (l + 1 == s->nl) est = (now() - t0) / (double)s->nl;
         }
-    int reps = (int)(2.0 * budget / est);
-    if (reps < 5) reps = 5;
-    if (reps > 201) reps = 201;
-    double *vg = malloc((size_t)reps * sizeof *vg), *vb = malloc((size_t)reps * sizeof *vb);
-    for (int r = 0; r < reps; r++) {
-        double a = now();
-        run_ffn(IMPL_G2F, &s->w[(size_t)r % s->nl], x, t, g.pre, g.act, g.out, threads);
-        double m = now();
-        run_ffn(IMPL_BLAS, &s->w[((size_t)r + s->nl / 2) % s->nl], x, t, b.pre, b.act, b.out, threads);
-        vg[r] = m - a;
-        vb[r] = now() - m;
-    }
-    *g2f_s = median(vg, reps);
-    *blas_s = median(vb, reps);
-    free(vg);
-    free(vb);
+    int per = (int)(2.0 * budget / est / ROUNDS);
+    if (per < 2) per = 2;
+    if (per > 50) per = 50;
+    double *v[2];
+    v[0] = malloc((size_t)(per * ROUNDS) * sizeof(double));
+    v[1] = malloc((size_t)(per * ROUNDS) * sizeof(double));
+    size_t copy = 0;
+    for (int round = 0; round < ROUNDS; round++)
+        for (int impl = 0; impl < 2; impl++) {
+            ffn_bufs f = impl == IMPL_G2F ? g : b;
+            usleep(150000); /* the other library's workers go to sleep */
+            run_ffn(impl, &s->w[copy++ % s->nl], x, t, f.pre, f.act, f.out, threads); /* wakes this one's */
+            for (int r = 0; r < per; r++) {
+                double a = now();
+                run_ffn(impl, &s->w[copy++ % s->nl], x, t, f.pre, f.act, f.out, threads);
+                v[impl][round * per + r] = now() - a;
+            }
+        }
+    *g2f_s = median(v[IMPL_G2F], per * ROUNDS);
+    *blas_s = median(v[IMPL_BLAS], per * ROUNDS);
+    free(v[0]);
+    free(v[1]);
 }
 
 static void time_pair(const shape *s, const float *x, size_t t, ffn_bufs g, ffn_bufs b, int threads, double budget,
@@ -600,8 +609,9 @@ static int cmd_ffn(int argc, char **argv) {
            bw_dist >= QUIET ? " *bandwidth disturbed" : "");
     printf("OpenBLAS %s, core %s.\n\n", openblas_get_config(), openblas_get_corename());
     printf("FFN = c_fc GEMM + bias + tanh GELU + c_proj GEMM + bias, 16 d^2 flops per token; "
-           "median seconds per call after a warm-up, gpt2ffn's and OpenBLAS's calls interleaved one by one (both "
-           "see the same machine: a shared host drifts by 10-20%% over minutes), rotating through copies of the "
+           "median seconds per call after a warm-up, gpt2ffn and OpenBLAS timed in 4 alternating blocks each, so "
+           "that both see the same machine (a shared host drifts by 10-20%% over minutes), each block after a 150 ms "
+           "pause that lets the other library's spinning workers sleep, rotating through copies of the "
            "weights (>= 256 MiB, never warm in L3). %% of FMA peak: against the best of the FMA loop run just before "
            "and just after the row (3 x 15 ms each, same thread count); the one-token rows against the read "
            "bandwidth measured again right after them (best of 3).\n\n");

@@ -106,8 +106,8 @@ static void gelu_span(g2f_gelu g, const float *in, float *out, size_t n) {
 
 /* Packs B[k0 : k0+kc, j0 : j0+nb] as ceil(nb/NR) micro-panels of (kc x NR),
  * zero-filling columns past n. */
-static void pack_b(int simd, const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kc, size_t j0, size_t nb,
-                   float *restrict buf) {
+static void pack_b(int simd, const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kc, size_t j0,
+                   size_t nb, float *restrict buf) {
     size_t panels = (nb + NR - 1) / NR;
     if (!b_trans) { /* row by row: each row of B is read once, front to back */
         for (size_t kk = 0; kk < kc; kk++) {

@@ -475,12 +475,14 @@ static const char *met_d(int ok, int disturbed) {
 static int cmd_ffn(int argc, char **argv) {
     const char *torch_file = NULL;
     double open_s = 0, cat_s = 0, file_bytes = 0, budget = 0.6;
+    size_t only_d = 0; /* --only D: one shape (for investigating a row) */
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--torch") && i + 1 < argc) torch_file = argv[++i];
         else if (!strcmp(argv[i], "--open-s") && i + 1 < argc) open_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--cat-s") && i + 1 < argc) cat_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--file-bytes") && i + 1 < argc) file_bytes = atof(argv[++i]);
         else if (!strcmp(argv[i], "--quick")) budget = 0.15;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only_d = (size_t)atol(argv[++i]);
         else {
             fprintf(stderr, "bench_ffn ffn: unknown argument %s\n", argv[i]);
             return 2;
@@ -512,6 +514,7 @@ static int cmd_ffn(int argc, char **argv) {
     static const size_t token_counts[] = {1, 64, 1024};
     const size_t max_t = 1024;
     for (size_t si = 0; si < 3; si++) {
+        if (only_d && shapes[si].d != only_d) continue;
         shape s;
         fprintf(stderr, "bench_ffn: shape %s (d %zu)...\n", shapes[si].name, shapes[si].d);
         shape_make(&s, shapes[si].name, shapes[si].d, (size_t)256 << 20);
@@ -786,6 +789,6 @@ int main(int argc, char **argv) {
     if (argc >= 4 && !strcmp(argv[1], "open")) return cmd_open(argv[2], atoi(argv[3]));
     if (argc >= 2 && !strcmp(argv[1], "ffn")) return cmd_ffn(argc - 2, argv + 2);
     fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
-                    "--file-bytes N] [--quick]\n");
+                    "--file-bytes N] [--quick] [--only D]\n");
     return 2;
 }

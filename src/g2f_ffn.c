@@ -3,7 +3,7 @@
  * The fast matmul packs blocks of A and B and runs a 6 x 16 register-tiled
  * micro-kernel over them (AVX2 + FMA when the CPU has them, selected at run
  * time; a portable C tile otherwise), in Goto's loop order: for each block of
- * NC columns and KC depth the threads pack B together once, then take MC-row
+ * columns and KC depth the threads pack B together once, then take MC-row
  * blocks of A each. k is never split between threads and the blocking does
  * not depend on the thread count, so every output element is summed in the
  * same order whatever the number of threads: bitwise identical results.
@@ -15,12 +15,15 @@
  *              live in registers;
  *   MC = 96:   a thread's packed A block (96 x 256, 96 KiB) stays in L2
  *              while it walks all the B micro-panels of its columns;
- *   NC = 512:  the shared packed B column block is k x 512 floats (1.5 MiB
- *              for GPT-2 small's c_fc, 13 MiB for XL's c_proj), packed at
- *              once so that a column block costs two barriers; each depth
- *              step reads 512 KiB of it (KC x NC) from L2/L3. NC = 1024 was
- *              1-2% faster on XL shapes, within the noise of a shared host,
- *              for twice the buffer.
+ *   NC:        the shared packed B column block is k x NC floats, packed at
+ *              once so that a column block costs two barriers, with NC as
+ *              wide as fits in 16 MiB (between 512 and 2048 columns, the
+ *              blocks of a matrix made equal): 1536 for GPT-2 small's c_fc,
+ *              544 for XL's c_proj (k 6400). Every column block repacks A,
+ *              so wider blocks pack A less often; measured against a fixed
+ *              NC of 512, calls alternating in one process, 4-7% faster on
+ *              2 threads (1024 tokens) and 5-12% at 64 tokens. Each depth
+ *              step reads KC x NC of it from L2/L3.
  * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
  * ahead (the weights come from memory, once per call); A and Linear B are
  * transposed 8 x 8 in registers (g2f_simd_pack_cols).
@@ -48,7 +51,9 @@
 #endif
 
 #define KC 256
-#define NC 512
+#define NC_MIN 512
+#define NC_MAX 2048
+#define NC_BYTES ((size_t)16 << 20)
 #define MC 96
 #define PREFETCH_ROWS 4
 #define MB 96
@@ -249,17 +254,21 @@ static void tile(int simd, const float *ap, const float *bp, size_t kc, float *c
     else tile_c(ap, bp, kc, c, ldc, mr, nr, first);
 }
 
-/* The main path (Goto's loop order): for each block of NC columns the threads
- * first pack all of B's rows for it together (k x NC, in KC-deep micro-panel
+/* The main path (Goto's loop order): for each block of ncb columns the threads
+ * first pack all of B's rows for it together (k x ncb, in KC-deep micro-panel
  * blocks), then split the rows in MC blocks (and the columns too when there
  * are few rows), each packing its own A block per depth step. Two barriers
  * per column block: a thread that the OS puts aside costs the others little.
- * B is packed once, A n/NC times. Returns 0 when the shared B buffer cannot
+ * B is packed once, A n/ncb times. Returns 0 when the shared B buffer cannot
  * be allocated (the caller then uses matmul_tasks, which gives bitwise the
  * same results: the same tiles sum the same terms in the same order). */
 static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
                        const epilogue *ep, int simd, int n_threads) {
-    size_t ncap = n < NC ? n : NC, max_panels = (ncap + NR - 1) / NR, depth_blocks = (k + KC - 1) / KC;
+    size_t ncb = NC_BYTES / (k * sizeof(float)) / NR * NR; /* k > 0 here */
+    ncb = ncb < NC_MIN ? NC_MIN : ncb > NC_MAX ? NC_MAX : ncb;
+    size_t col_blocks = (n + ncb - 1) / ncb;
+    ncb = ((n + col_blocks - 1) / col_blocks + NR - 1) / NR * NR; /* equal blocks, whole panels */
+    size_t ncap = n < ncb ? n : ncb, max_panels = (ncap + NR - 1) / NR, depth_blocks = (k + KC - 1) / KC;
     size_t block_floats = max_panels * KC * NR; /* one depth block of the column block */
     float *bp = aligned_alloc(64, (depth_blocks * block_floats * sizeof(float) + 63) / 64 * 64);
     if (!bp) return 0;
@@ -272,8 +281,8 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
 #endif
     {
         _Alignas(64) float ap[KC * ((MC + MR - 1) / MR) * MR]; /* per-thread A block, 66 KiB */
-        for (size_t jc = 0; jc < n; jc += NC) {
-            size_t nc = n - jc < NC ? n - jc : NC;
+        for (size_t jc = 0; jc < n; jc += ncb) {
+            size_t nc = n - jc < ncb ? n - jc : ncb;
             long panels = (long)((nc + NR - 1) / NR), groups8 = (panels + 7) / 8;
             /* At least 8 tasks per thread, taken dynamically, so that uneven
              * blocks still balance; with few rows (few tokens) the columns are

@@ -10,67 +10,11 @@
 #include "check.h"
 #include "g2f_safetensors.h"
 #include "g2f_torch.h"
+#include "pickle_writer.h"
 
 static const char *fixtures = "fixtures";
 
 /* ---- writers ------------------------------------------------------------ */
-
-static unsigned char pk[1 << 16];
-static size_t pn;
-
-static void op(unsigned c) { pk[pn++] = (unsigned char)c; }
-static void raw(const char *s) {
-    memcpy(pk + pn, s, strlen(s));
-    pn += strlen(s);
-}
-static void ustr(const char *s) {
-    size_t n = strlen(s);
-    op('X');
-    for (int i = 0; i < 4; i++) op((n >> (8 * i)) & 0xff);
-    raw(s);
-}
-static void global(const char *module, const char *name) {
-    op('c');
-    raw(module);
-    op('\n');
-    raw(name);
-    op('\n');
-}
-static void binint1(int v) {
-    op('K');
-    op((unsigned)v);
-}
-static void start(void) {
-    pn = 0;
-    op(0x80);
-    op(2);
-}
-/* A FloatStorage tensor, as torch.save writes it. */
-static void tensor(const char *key, int numel, int offset, int ndim, const int *shape, const int *stride) {
-    global("torch._utils", "_rebuild_tensor_v2");
-    op('(');
-    op('(');
-    ustr("storage");
-    global("torch", "FloatStorage");
-    ustr(key);
-    ustr("cpu");
-    binint1(numel);
-    op('t');
-    op('Q');
-    binint1(offset);
-    op('(');
-    for (int d = 0; d < ndim; d++) binint1(shape[d]);
-    op('t');
-    op('(');
-    for (int d = 0; d < ndim; d++) binint1(stride[d]);
-    op('t');
-    op(0x89);
-    global("collections", "OrderedDict");
-    op(')');
-    op('R');
-    op('t');
-    op('R');
-}
 
 typedef struct zent {
     const char *name;
@@ -295,7 +239,7 @@ static void torch_should_reject_noncontiguous_tensors(void) {
     start();
     op('}');
     ustr("t");
-    tensor("0", 6, 0, 2, shape, stride);
+    tensor("FloatStorage", "0", 6, 0, 2, shape, stride);
     op('s');
     op('.');
     EXPECT_ERROR(build_simple(24), "tensor 't' is not contiguous");
@@ -330,17 +274,17 @@ static void torch_should_read_any_root_and_shared_storages(void) {
     op('}');
     op('(');
     ustr("a");
-    tensor("0", 6, 0, 1, s2, u1);
+    tensor("FloatStorage", "0", 6, 0, 1, s2, u1);
     ustr("b");
-    tensor("0", 6, 2, 2, s22, st22);
+    tensor("FloatStorage", "0", 6, 2, 2, s22, st22);
     ustr("c");
-    tensor("0", 6, 4, 2, s12, st12);
+    tensor("FloatStorage", "0", 6, 4, 2, s12, st12);
     ustr("l");
     op(']');
-    tensor("0", 6, 5, 0, NULL, NULL);
+    tensor("FloatStorage", "0", 6, 5, 0, NULL, NULL);
     op('a');
-    binint1(7);
-    tensor("0", 6, 1, 0, NULL, NULL);
+    binint(7);
+    tensor("FloatStorage", "0", 6, 1, 0, NULL, NULL);
     op('u');
     op('.');
     zent e[3] = {{"my-model.v2/data.pkl", pk, pn, 0, 0}, {"my-model.v2/byteorder", "little", 6, 0, 0},
@@ -376,14 +320,14 @@ static void torch_should_reject_storage_problems(void) {
     start();
     op('}');
     ustr("w");
-    tensor("0", 6, 5, 1, s2, u1); /* elements 5 and 6 of a 6-element storage */
+    tensor("FloatStorage", "0", 6, 5, 1, s2, u1); /* elements 5 and 6 of a 6-element storage */
     op('s');
     op('.');
     EXPECT_ERROR(build_simple(24), "tensor 'w': storage offset 5 + 2 elements runs past the end of storage 'r/data/0' (6 elements)");
     start();
     op('}');
     ustr("w");
-    tensor("0", 6, 0, 1, s2, u1);
+    tensor("FloatStorage", "0", 6, 0, 1, s2, u1);
     op('s');
     op('.');
     EXPECT_ERROR(build_simple(20), "tensor 'w': storage 'r/data/0' holds 20 bytes but its FloatStorage of 6 elements needs 24");
@@ -414,10 +358,10 @@ static void torch_should_reject_bad_objects(void) {
     EXPECT_ERROR(build_simple(24), "bad.pt: r/data.pkl: GLOBAL 'os system' is not allowed (gpt2ffn reads state dicts only)");
     start();
     op('}');
-    binint1(1);
-    binint1(2);
+    binint(1);
+    binint(2);
     op(0x86); /* a tuple key */
-    tensor("0", 6, 0, 1, s2, u1);
+    tensor("FloatStorage", "0", 6, 0, 1, s2, u1);
     op('s');
     op('.');
     EXPECT_ERROR(build_simple(24), "tensor at '<tuple>' cannot be named: a dict key above it is not a str or int");
@@ -425,11 +369,11 @@ static void torch_should_reject_bad_objects(void) {
     op('}');
     op('(');
     ustr("a.b");
-    tensor("0", 6, 0, 1, s2, u1);
+    tensor("FloatStorage", "0", 6, 0, 1, s2, u1);
     ustr("a");
     op('}');
     ustr("b");
-    tensor("0", 6, 2, 1, s2, u1);
+    tensor("FloatStorage", "0", 6, 2, 1, s2, u1);
     op('s');
     op('u');
     op('.');

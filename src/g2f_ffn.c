@@ -33,7 +33,7 @@
  * packing give the same results.
  * One token (m = 1) is a matrix-vector product limited by memory bandwidth:
  * it streams the weights once, front to back: Conv1D weights in 8 fixed
- * slices of rows, four rows per pass over the partial sums
+ * slices of rows, eight rows per pass over the partial sums
  * (g2f_simd_axpy_rows); Linear weights as dot products (g2f_simd_gemv_dots).
  */
 #include "g2f_ffn.h"

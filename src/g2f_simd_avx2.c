@@ -241,35 +241,32 @@ void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) {
     }
 }
 
-/* Four rows per pass over y: each element still gets its FMAs in kk order
- * (bitwise the same sums), y is loaded and stored a quarter as often, and
- * four read streams keep more of the weights in flight. */
+/* Eight rows per pass over y: each element still gets its FMAs in kk order
+ * (bitwise the same sums), y is loaded and stored an eighth as often, and
+ * eight read streams keep more of the weights in flight (scripts/bench-ab,
+ * one token, 2 threads: 5-9% faster than one row per pass, 5-11% faster
+ * than four, 20% faster than two; sixteen measured the same as eight). */
 void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y) {
     memset(y, 0, n * sizeof(float));
     size_t kk = 0;
-    for (; kk + 4 <= k; kk += 4) {
-        __m256 x0 = _mm256_broadcast_ss(x + kk), x1 = _mm256_broadcast_ss(x + kk + 1);
-        __m256 x2 = _mm256_broadcast_ss(x + kk + 2), x3 = _mm256_broadcast_ss(x + kk + 3);
-        const float *r0 = b + kk * n, *r1 = r0 + n, *r2 = r1 + n, *r3 = r2 + n;
+    for (; kk + 8 <= k; kk += 8) {
+        __m256 xv[8];
+        const float *r[8];
+        for (int q = 0; q < 8; q++) xv[q] = _mm256_broadcast_ss(x + kk + q), r[q] = b + (kk + q) * n;
         size_t j = 0;
         for (; j + 16 <= n; j += 16) {
             __m256 y0 = _mm256_loadu_ps(y + j), y1 = _mm256_loadu_ps(y + j + 8);
-            y0 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(r0 + j), y0);
-            y1 = _mm256_fmadd_ps(x0, _mm256_loadu_ps(r0 + j + 8), y1);
-            y0 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(r1 + j), y0);
-            y1 = _mm256_fmadd_ps(x1, _mm256_loadu_ps(r1 + j + 8), y1);
-            y0 = _mm256_fmadd_ps(x2, _mm256_loadu_ps(r2 + j), y0);
-            y1 = _mm256_fmadd_ps(x2, _mm256_loadu_ps(r2 + j + 8), y1);
-            y0 = _mm256_fmadd_ps(x3, _mm256_loadu_ps(r3 + j), y0);
-            y1 = _mm256_fmadd_ps(x3, _mm256_loadu_ps(r3 + j + 8), y1);
+            for (int q = 0; q < 8; q++) {
+                y0 = _mm256_fmadd_ps(xv[q], _mm256_loadu_ps(r[q] + j), y0);
+                y1 = _mm256_fmadd_ps(xv[q], _mm256_loadu_ps(r[q] + j + 8), y1);
+            }
             _mm256_storeu_ps(y + j, y0);
             _mm256_storeu_ps(y + j + 8, y1);
         }
         for (; j < n; j++) {
-            float v = __builtin_fmaf(x[kk], r0[j], y[j]);
-            v = __builtin_fmaf(x[kk + 1], r1[j], v);
-            v = __builtin_fmaf(x[kk + 2], r2[j], v);
-            y[j] = __builtin_fmaf(x[kk + 3], r3[j], v);
+            float v = y[j];
+            for (int q = 0; q < 8; q++) v = __builtin_fmaf(x[kk + q], r[q][j], v);
+            y[j] = v;
         }
     }
     for (; kk < k; kk++) {

@@ -78,7 +78,7 @@ static void ffn_should_be_position_wise(void) {
 /* Odd sizes cross every block edge of the kernel: 6 x 16 tiles, the 8 x 8
  * packing transposes and their tails, depth blocks of 256 (k 300, 384). */
 static void ffn_should_agree_with_reference_and_be_thread_count_independent(void) {
-    /* {1, 70, 301}: one token (the GEMV path) with k and n off its 4-row and
+    /* {1, 70, 301}: one token (the GEMV path) with k and n off its 8-row and
      * 16-column steps */
     const size_t shapes[][3] = {{1, 8, 32}, {1, 70, 301}, {37, 70, 300}, {130, 96, 384}, {5, 33, 17}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {

@@ -22,11 +22,21 @@ int g2f_simd_f16c_available(void);
 /* dst[i] = float of the IEEE half at src + 2 i (src may be unaligned). */
 void g2f_simd_f16_to_f32(const unsigned char *src, float *dst, size_t n);
 
+/* What the last depth step of a tile does to it before it leaves the
+ * registers: add the bias (the tile's nr columns), then store GELU of the
+ * sums to act as well (gelu 1: tanh, 2: erf; row stride ld_act). */
+typedef struct g2f_simd_epilogue {
+    const float *bias; /* or NULL */
+    int gelu;          /* 0: none */
+    float *act;
+    size_t ld_act;
+} g2f_simd_epilogue;
 /* C tile (mr <= MR rows, nr <= NR cols, row stride ldc) (+)= A panel x B
  * panel over kc: first starts from zero instead of C; sums in kk order with
- * one FMA per term. */
+ * one FMA per term; then ep (or NULL): the same results as a separate pass
+ * of bias adds and g2f_simd_gelu over the stored tile. */
 void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
-                   int first);
+                   int first, const g2f_simd_epilogue *ep);
 
 /* Packs up to 8 rows of A (row r at a + r * lda, rows >= `rows` read as zero)
  * column by column: dst[kk * width + r] = A[r, kk] for kk < kc, r < 8, where

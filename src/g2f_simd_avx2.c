@@ -31,8 +31,10 @@ void g2f_simd_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
     }
 }
 
+static inline __m256 gelu8(int erf, __m256 f);
+
 void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
-                   int first) {
+                   int first, const g2f_simd_epilogue *ep) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
 #pragma GCC unroll 4
@@ -71,6 +73,21 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
             c50 = _mm256_add_ps(_mm256_loadu_ps(r5), c50);
             c51 = _mm256_add_ps(_mm256_loadu_ps(r5 + 8), c51);
         }
+        if (ep && ep->bias) { /* the same float add as a separate pass, done while in registers */
+            __m256 b0 = _mm256_loadu_ps(ep->bias), b1 = _mm256_loadu_ps(ep->bias + 8);
+            c00 = _mm256_add_ps(c00, b0);
+            c01 = _mm256_add_ps(c01, b1);
+            c10 = _mm256_add_ps(c10, b0);
+            c11 = _mm256_add_ps(c11, b1);
+            c20 = _mm256_add_ps(c20, b0);
+            c21 = _mm256_add_ps(c21, b1);
+            c30 = _mm256_add_ps(c30, b0);
+            c31 = _mm256_add_ps(c31, b1);
+            c40 = _mm256_add_ps(c40, b0);
+            c41 = _mm256_add_ps(c41, b1);
+            c50 = _mm256_add_ps(c50, b0);
+            c51 = _mm256_add_ps(c51, b1);
+        }
         _mm256_storeu_ps(r0, c00);
         _mm256_storeu_ps(r0 + 8, c01);
         _mm256_storeu_ps(r1, c10);
@@ -83,6 +100,11 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
         _mm256_storeu_ps(r4 + 8, c41);
         _mm256_storeu_ps(r5, c50);
         _mm256_storeu_ps(r5 + 8, c51);
+        if (ep && ep->gelu) { /* a loop, not twelve inlined copies of the GELU */
+            __m256 v[2 * G2F_MR] = {c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51};
+            for (size_t q = 0; q < 2 * G2F_MR; q++)
+                _mm256_storeu_ps(ep->act + q / 2 * ep->ld_act + q % 2 * 8, gelu8(ep->gelu == 2, v[q]));
+        }
         return;
     }
     __m256 acc[G2F_MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
@@ -92,6 +114,9 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
         _mm256_storeu_ps(tmp + 8, acc[r][1]);
         float *row = c + r * ldc;
         for (size_t j = 0; j < nr; j++) row[j] = first ? tmp[j] : row[j] + tmp[j];
+        if (ep && ep->bias)
+            for (size_t j = 0; j < nr; j++) row[j] += ep->bias[j];
+        if (ep && ep->gelu) g2f_simd_gelu(ep->gelu == 2, row, ep->act + r * ep->ld_act, nr);
     }
 }
 
@@ -222,19 +247,19 @@ static inline void gelu_erf_pd2(const __m256d x[2], __m256d y[2]) {
     }
 }
 
+/* GELU of eight floats, in double. */
+static inline __m256 gelu8(int erf, __m256 f) {
+    __m128 f0 = _mm256_castps256_ps128(f), f1 = _mm256_extractf128_ps(f, 1);
+    __m256d x[2] = {_mm256_cvtps_pd(f0), _mm256_cvtps_pd(f1)}, y[2];
+    if (erf) gelu_erf_pd2(x, y);
+    else gelu_tanh_pd2(x, y);
+    __m256 r = _mm256_set_m128(_mm256_cvtpd_ps(y[1]), _mm256_cvtpd_ps(y[0]));
+    return _mm256_blendv_ps(r, f, _mm256_cmp_ps(f, f, _CMP_UNORD_Q)); /* NaN in, NaN out: the clamps would hide it */
+}
+
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m128 f0 = _mm_loadu_ps(in + i), f1 = _mm_loadu_ps(in + i + 4);
-        __m256d x[2] = {_mm256_cvtps_pd(f0), _mm256_cvtps_pd(f1)}, y[2];
-        if (erf) gelu_erf_pd2(x, y);
-        else gelu_tanh_pd2(x, y);
-        /* NaN in, NaN out: the clamps above would hide it */
-        __m128 r0 = _mm_blendv_ps(_mm256_cvtpd_ps(y[0]), f0, _mm_cmpunord_ps(f0, f0));
-        __m128 r1 = _mm_blendv_ps(_mm256_cvtpd_ps(y[1]), f1, _mm_cmpunord_ps(f1, f1));
-        _mm_storeu_ps(out + i, r0);
-        _mm_storeu_ps(out + i + 4, r1);
-    }
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, gelu8(erf, _mm256_loadu_ps(in + i)));
     for (; i < n; i++) {
         float x = in[i];
         out[i] = x != x ? x : (float)(erf ? g2f_gelu_erf_d(x) : g2f_gelu_tanh_d(x));

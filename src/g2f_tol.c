@@ -18,8 +18,12 @@ static double input_roundoff(g2f_dtype d) {
 
 g2f_status g2f_tol_squares_init(const g2f_ffn_weights *w, g2f_tol_squares *sq, int n_threads, g2f_error *err) {
     size_t n = w->n_embd * w->n_inner;
-    sq->w_fc_sq = g2f_alloc_array(n, sizeof(float));
-    sq->w_proj_sq = g2f_alloc_array(n, sizeof(float));
+    if (sq->cap < n || !sq->w_fc_sq) {
+        g2f_tol_squares_free(sq);
+        sq->w_fc_sq = g2f_alloc_array(n, sizeof(float));
+        sq->w_proj_sq = g2f_alloc_array(n, sizeof(float));
+        sq->cap = n;
+    }
     if (!sq->w_fc_sq || !sq->w_proj_sq) {
         g2f_tol_squares_free(sq);
         return g2f_error_set(err, G2F_ERR_NOMEM, "tolerance: cannot allocate squared weights (%zu floats)", n);
@@ -41,6 +45,7 @@ void g2f_tol_squares_free(g2f_tol_squares *sq) {
     free(sq->w_fc_sq);
     free(sq->w_proj_sq);
     sq->w_fc_sq = sq->w_proj_sq = NULL;
+    sq->cap = 0;
 }
 
 g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, float *tol_out, float *tol_pre,

@@ -17,18 +17,29 @@ const char *g2f_layer_status_name(g2f_layer_status s) {
 const char *g2f_best_gelu_name(g2f_best_gelu b) { return (unsigned)b < G2F_BEST_COUNT ? best_names[b] : "?"; }
 
 /* Scratch for one layer, sized by its token count. */
+/* Buffers kept from layer to layer, grown when a layer needs more: fresh
+ * ones per layer cost a page fault per 4 KiB each time (on GPT-2 XL, most of
+ * verify's system time). */
 typedef struct scratch {
     float *pre, *act, *out, *act2, *out2, *tol_out, *tol_pre, *tol_act;
+    size_t cap_h, cap_d; /* floats in the (T, n_inner) and (T, n_embd) buffers */
+    g2f_tol_squares sq;
 } scratch;
 
 static void scratch_free(scratch *s) {
     free(s->pre); free(s->act); free(s->out); free(s->act2); free(s->out2);
     free(s->tol_out); free(s->tol_pre); free(s->tol_act);
+    g2f_tol_squares_free(&s->sq);
     memset(s, 0, sizeof *s);
 }
 
-static int scratch_alloc(scratch *s, size_t T, size_t d, size_t h) {
-    memset(s, 0, sizeof *s);
+/* Makes room for T tokens; 0 when out of memory (s is then empty). */
+static int scratch_reserve(scratch *s, size_t T, size_t d, size_t h) {
+    if (s->pre && s->cap_h >= T * h && s->cap_d >= T * d) return 1;
+    g2f_tol_squares sq = s->sq; /* sized by the layer, not by T: kept */
+    s->sq = (g2f_tol_squares){0};
+    scratch_free(s);
+    s->sq = sq;
     s->pre = g2f_alloc_array(T * h, sizeof(float));
     s->act = g2f_alloc_array(T * h, sizeof(float));
     s->act2 = g2f_alloc_array(T * h, sizeof(float));
@@ -37,6 +48,8 @@ static int scratch_alloc(scratch *s, size_t T, size_t d, size_t h) {
     s->out = g2f_alloc_array(T * d, sizeof(float));
     s->out2 = g2f_alloc_array(T * d, sizeof(float));
     s->tol_out = g2f_alloc_array(T * d, sizeof(float));
+    s->cap_h = T * h;
+    s->cap_d = T * d;
     if (s->pre && s->act && s->act2 && s->tol_pre && s->tol_act && s->out && s->out2 && s->tol_out) return 1;
     scratch_free(s);
     return 0;
@@ -120,12 +133,11 @@ static void explain(g2f_layer_result *r, g2f_gelu asked) {
 }
 
 static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p, size_t L,
-                               g2f_layer_result *r, g2f_error *err) {
+                               scratch *sp, g2f_layer_result *r, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
     size_t d = mi->n_embd, h = mi->n_inner;
     g2f_fixture_layer fx;
     g2f_layer lw;
-    scratch s;
     g2f_status st = g2f_fixture_layer_load(f, L, d, h, &fx, err);
     if (st != G2F_OK) return st;
     if ((st = g2f_model_layer_load(m, L, &lw, err)) != G2F_OK) {
@@ -133,21 +145,22 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
         return st;
     }
     size_t T = fx.n_tokens;
-    if (!scratch_alloc(&s, T, d, h)) {
+    if (!scratch_reserve(sp, T, d, h)) {
         g2f_layer_free(&lw);
         g2f_fixture_layer_free(&fx);
         return g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: cannot allocate buffers for %zu tokens", L, T);
     }
+    scratch s = *sp; /* the buffers, by value: the code below reads s.pre ... */
     const g2f_ffn_weights *w = &lw.w;
     g2f_gelu other = g2f_gelu_other(p->gelu);
     g2f_ffn_forward(w, fx.in, T, p->gelu, s.pre, s.act, s.out, p->n_threads);
     g2f_ffn_gelu(other, s.pre, T * h, s.act2, p->n_threads);
     g2f_ffn_proj(w, s.act2, T, s.out2, p->n_threads);
 
-    g2f_tol_squares sq = {0};
+    g2f_tol_squares *sq = &sp->sq;
     g2f_tol_request tr = {w, fx.in, T, s.pre, s.act, s.out, fx.out, fx.pre, fx.act,
-                          fx.dtype[G2F_FX_IN], fx.dtype[G2F_FX_OUT], fx.dtype[G2F_FX_PRE], fx.dtype[G2F_FX_ACT], 0.0, &sq};
-    if (!p->tol.user) st = g2f_tol_squares_init(w, &sq, p->n_threads, err); /* user tolerances need no squares */
+                          fx.dtype[G2F_FX_IN], fx.dtype[G2F_FX_OUT], fx.dtype[G2F_FX_PRE], fx.dtype[G2F_FX_ACT], 0.0, sq};
+    if (!p->tol.user) st = g2f_tol_squares_init(w, sq, p->n_threads, err); /* user tolerances need no squares */
     if (st == G2F_OK) st = g2f_tol_compute(&tr, &p->tol, s.tol_out, s.tol_pre, s.tol_act, p->n_threads, err);
     if (st == G2F_OK) {
         r->tokens = T;
@@ -184,7 +197,7 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
         } else {
             if (!ok) {
                 /* diagnosis work happens only here, for failing layers */
-                g2f_diag_input di = {m, L, w, &sq, &fx, p->gelu, &p->tol, p->n_threads,
+                g2f_diag_input di = {m, L, w, sq, &fx, p->gelu, &p->tol, p->n_threads,
                                      s.pre, s.act, s.out, s.tol_pre, s.tol_act, s.tol_out};
                 st = g2f_diagnose_layer(&di, &r->diag, err);
                 for (size_t i = 0; i < r->diag.n_causes; i++) r->diagnosis |= r->diag.causes[i].codes;
@@ -193,8 +206,6 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
             explain(r, p->gelu);
         }
     }
-    g2f_tol_squares_free(&sq);
-    scratch_free(&s);
     g2f_layer_free(&lw);
     g2f_fixture_layer_free(&fx);
     return st;
@@ -214,6 +225,7 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
     size_t todo = 0, done = 0;
     unsigned long long bytes = 0;
     for (size_t L = 0; L < mi->n_layer; L++) todo += (!p->select || p->select[L]) && g2f_fixture_has_layer(f, L);
+    scratch sc = {0};
     for (size_t L = 0; L < mi->n_layer; L++) {
         g2f_layer_result *r = &out->layers[L];
         r->layer = L;
@@ -227,7 +239,8 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
             snprintf(r->explanation, sizeof r->explanation, "layer %zu has no h.%zu.mlp.in/out in the fixture", L, L);
             continue;
         }
-        if ((st = verify_layer(m, f, p, L, r, err)) != G2F_OK) {
+        if ((st = verify_layer(m, f, p, L, &sc, r, err)) != G2F_OK) {
+            scratch_free(&sc);
             g2f_verify_result_free(out);
             return st;
         }
@@ -239,6 +252,7 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
             if (out->first_fail < 0) out->first_fail = (long)L;
         }
     }
+    scratch_free(&sc);
     out->pass = out->compared > 0 && out->failed == 0;
     return G2F_OK;
 }

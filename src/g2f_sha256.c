@@ -1,10 +1,12 @@
-/* g2f_sha256: see g2f_sha256.h; the compression function follows FIPS 180-4
- * section 6.2 with big-endian message words loaded byte by byte. */
+/* g2f_sha256: see g2f_sha256.h; the portable compression function follows
+ * FIPS 180-4 section 6.2 with big-endian message words loaded byte by byte;
+ * CPUs with the SHA extensions use g2f_sha256_ni instead. */
 #include "g2f_sha256.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "g2f_sha256_ni.h"
 #include "g2f_tensor.h"
 
 static const uint32_t K[64] = {
@@ -38,12 +40,21 @@ static void compress(uint32_t h[8], const unsigned char *p) {
     h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
 }
 
+static void blocks(g2f_sha256 *s, const unsigned char *p, size_t n) {
+    if (s->ni) {
+        g2f_sha256_ni_blocks(s->h, p, n);
+        return;
+    }
+    for (; n > 0; n--, p += 64) compress(s->h, p);
+}
+
 void g2f_sha256_init(g2f_sha256 *s) {
     static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     memcpy(s->h, iv, sizeof iv);
     s->bytes = 0;
     s->used = 0;
+    s->ni = g2f_sha256_ni_available();
 }
 
 void g2f_sha256_update(g2f_sha256 *s, const void *data, size_t len) {
@@ -56,10 +67,12 @@ void g2f_sha256_update(g2f_sha256 *s, const void *data, size_t len) {
         p += take;
         len -= take;
         if (s->used < 64) return;
-        compress(s->h, s->block);
+        blocks(s, s->block, 1);
         s->used = 0;
     }
-    for (; len >= 64; p += 64, len -= 64) compress(s->h, p);
+    blocks(s, p, len / 64);
+    p += len / 64 * 64;
+    len %= 64;
     memcpy(s->block, p, len);
     s->used = len;
 }

@@ -13,6 +13,7 @@ typedef struct g2f_sha256 {
     uint64_t bytes;
     unsigned char block[64];
     size_t used;
+    int ni; /* 1: the SHA-NI compression function; init sets it when the CPU has SHA-NI, 0 forces portable C */
 } g2f_sha256;
 
 void g2f_sha256_init(g2f_sha256 *s);

@@ -195,8 +195,8 @@ static void blas_ffn(const g2f_ffn_weights *w, const float *x, size_t t, float *
 }
 
 static void run_ffn(int impl, const g2f_ffn_weights *w, const float *x, size_t t, float *pre, float *act, float *out,
-                    int threads) {
-    if (impl == IMPL_G2F) g2f_ffn_forward(w, x, t, G2F_GELU_TANH, pre, act, out, threads);
+                    int threads, g2f_ffn_ws *ws) {
+    if (impl == IMPL_G2F) g2f_ffn_forward(w, x, t, G2F_GELU_TANH, pre, act, out, threads, ws);
     else blas_ffn(w, x, t, pre, act, out, threads);
 }
 
@@ -209,6 +209,7 @@ static void run_ffn(int impl, const g2f_ffn_weights *w, const float *x, size_t t
  * lets them sleep, and with one untimed call. */
 typedef struct ffn_bufs {
     float *pre, *act, *out;
+    g2f_ffn_ws *ws; /* gpt2ffn's scratch, kept across calls as verify keeps it */
 } ffn_bufs;
 
 #define ROUNDS 4
@@ -220,14 +221,14 @@ static void time_pair_once(const shape *s, const float *x, size_t t, ffn_bufs g,
                            double budget, double *g2f_s, double *blas_s, double *fma_med) {
     openblas_set_num_threads(threads);
     double t0 = now();
-    run_ffn(IMPL_G2F, &s->w[s->nl - 1], x, t, g.pre, g.act, g.out, threads); /* warm-up */
-    run_ffn(IMPL_BLAS, &s->w[0], x, t, b.pre, b.act, b.out, threads);
+    run_ffn(IMPL_G2F, &s->w[s->nl - 1], x, t, g.pre, g.act, g.out, threads, g.ws); /* warm-up */
+    run_ffn(IMPL_BLAS, &s->w[0], x, t, b.pre, b.act, b.out, threads, NULL);
     double est = now() - t0;
     if (est < 0.04) /* short calls: warm up on every copy, and estimate again */
         for (size_t l = 0; l < s->nl; l++) {
             if (!l) t0 = now();
-            run_ffn(IMPL_G2F, &s->w[l], x, t, g.pre, g.act, g.out, threads);
-            run_ffn(IMPL_BLAS, &s->w[l], x, t, b.pre, b.act, b.out, threads);
+            run_ffn(IMPL_G2F, &s->w[l], x, t, g.pre, g.act, g.out, threads, g.ws);
+            run_ffn(IMPL_BLAS, &s->w[l], x, t, b.pre, b.act, b.out, threads, NULL);
             if (l + 1 == s->nl) est = (now() - t0) / (double)s->nl;
         }
     int per = (int)(2.0 * budget / est / ROUNDS);
@@ -241,10 +242,10 @@ static void time_pair_once(const shape *s, const float *x, size_t t, ffn_bufs g,
         for (int impl = 0; impl < 2; impl++) {
             ffn_bufs f = impl == IMPL_G2F ? g : b;
             usleep(150000); /* the other library's workers go to sleep */
-            run_ffn(impl, &s->w[copy++ % s->nl], x, t, f.pre, f.act, f.out, threads); /* wakes this one's */
+            run_ffn(impl, &s->w[copy++ % s->nl], x, t, f.pre, f.act, f.out, threads, f.ws); /* wakes this one's */
             for (int r = 0; r < per; r++) {
                 double a = now();
-                run_ffn(impl, &s->w[copy++ % s->nl], x, t, f.pre, f.act, f.out, threads);
+                run_ffn(impl, &s->w[copy++ % s->nl], x, t, f.pre, f.act, f.out, threads, f.ws);
                 v[impl][round * per + r] = now() - a;
                 if (impl == IMPL_G2F && fma_med) vf[round * per + r] = fma_peak_n(threads, 10000000, 1);
             }
@@ -532,6 +533,7 @@ static int cmd_ffn(int argc, char **argv) {
         float *pre = xalloc(max_t * h * 4), *act = xalloc(max_t * h * 4), *out = xalloc(max_t * d * 4);
         float *out1 = xalloc(max_t * d * 4), *act1 = xalloc(max_t * h * 4);
         float *bpre = xalloc(max_t * h * 4), *bact = xalloc(max_t * h * 4), *bout = xalloc(max_t * d * 4);
+        g2f_ffn_ws ws = {0};
         g2f_tol_squares sq;
         g2f_error err = {0};
         if (g2f_tol_squares_init(&s.w[0], &sq, 2, &err) != G2F_OK) {
@@ -548,7 +550,7 @@ static int cmd_ffn(int argc, char **argv) {
                 r->tokens = t;
                 r->threads = threads;
                 double p0 = fma_peak_short(threads);
-                time_pair(&s, x, t, (ffn_bufs){pre, act, out}, (ffn_bufs){bpre, bact, bout}, threads, budget,
+                time_pair(&s, x, t, (ffn_bufs){pre, act, out, &ws}, (ffn_bufs){bpre, bact, bout, NULL}, threads, budget,
                           &r->g2f_s, &r->blas_s, t > 1 ? &r->peak_med : NULL, &r->g2f_dist);
                 r->blas_dist = r->g2f_dist;
                 double p1 = fma_peak_short(threads);
@@ -559,8 +561,8 @@ static int cmd_ffn(int argc, char **argv) {
             }
             /* accuracy on layer 0, and 1 vs 2 threads bitwise */
             openblas_set_num_threads(max_threads);
-            g2f_ffn_forward(&s.w[0], x, t, G2F_GELU_TANH, pre, act, out, max_threads);
-            g2f_ffn_forward(&s.w[0], x, t, G2F_GELU_TANH, pre, act1, out1, 1);
+            g2f_ffn_forward(&s.w[0], x, t, G2F_GELU_TANH, pre, act, out, max_threads, &ws);
+            g2f_ffn_forward(&s.w[0], x, t, G2F_GELU_TANH, pre, act1, out1, 1, &ws);
             blas_ffn(&s.w[0], x, t, bpre, bact, bout, max_threads);
             accrow *a = &accrows[n_acc++];
             a->shape = s.name;
@@ -592,6 +594,7 @@ static int cmd_ffn(int argc, char **argv) {
         }
         g2f_tol_squares_free(&sq);
         free(x), free(pre), free(act), free(out), free(out1), free(act1), free(bpre), free(bact), free(bout);
+        g2f_ffn_ws_free(&ws);
         shape_free(&s);
     }
     free(bw_buf);

@@ -183,10 +183,10 @@ static g2f_status evaluate(ctx *c, const tokens *toks, const variant *v, const g
         st = g2f_error_set(err, G2F_ERR_NOMEM, "diagnosis: cannot allocate buffers for %zu tokens", T);
         goto done;
     }
-    g2f_ffn_forward(&w, toks->x, T, g, pre, act, out, in->n_threads);
+    g2f_ffn_forward(&w, toks->x, T, g, pre, act, out, in->n_threads, in->ws);
     g2f_tol_request tr = {&w, toks->x, T, pre, act, out, toks->out, toks->pre, toks->act,
                           fx->dtype[G2F_FX_IN], fx->dtype[G2F_FX_OUT], fx->dtype[G2F_FX_PRE], fx->dtype[G2F_FX_ACT],
-                          weight_roundoff, sq};
+                          weight_roundoff, sq, in->ws};
     if ((st = g2f_tol_compute(&tr, in->tol, tout, tpre, tact, in->n_threads, err)) != G2F_OK) goto done;
     if (v->residual) {
         for (size_t i = 0; i < T * d; i++) {
@@ -318,7 +318,7 @@ static g2f_status layer_search(search *s, g2f_error *err) {
         if (K == in->layer) continue;
         g2f_layer lk;
         if ((st = g2f_model_layer_load(in->model, K, &lk, err)) != G2F_OK) break;
-        g2f_ffn_forward(&lk.w, s->screen->x, T4, in->gelu, pre, act, out, in->n_threads);
+        g2f_ffn_forward(&lk.w, s->screen->x, T4, in->gelu, pre, act, out, in->n_threads, in->ws);
         c->tried++;
         /* another layer's weights give outputs off by O(1); 5% keeps any
          * candidate that the exact evaluation could accept */

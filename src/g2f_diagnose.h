@@ -75,6 +75,7 @@ typedef struct g2f_diag_input {
     int n_threads;
     /* the failed base computation over all tokens, for locating errors */
     const float *pre, *act, *out, *tol_pre, *tol_act, *tol_out;
+    g2f_ffn_ws *ws; /* the kernels' scratch, or NULL */
 } g2f_diag_input;
 
 typedef struct g2f_diag_result {

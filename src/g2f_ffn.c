@@ -275,6 +275,26 @@ static void tile_last(int simd, const float *ap, const float *bp, size_t kc, flo
     finish_block(c, n, i, mr, j, nr, ep);
 }
 
+void g2f_ffn_ws_free(g2f_ffn_ws *ws) {
+    if (!ws) return;
+    free(ws->buf);
+    ws->buf = NULL;
+    ws->cap = 0;
+}
+
+/* A 64-byte aligned buffer of n floats: ws's, grown when too small, or
+ * without ws a fresh one that the caller frees. NULL when out of memory. */
+static float *ws_take(g2f_ffn_ws *ws, size_t n) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64; /* n <= k x NC_MAX: no overflow for a k that fits in memory */
+    if (!ws) return aligned_alloc(64, bytes);
+    if (ws->cap < n || !ws->buf) {
+        free(ws->buf);
+        ws->buf = aligned_alloc(64, bytes);
+        ws->cap = ws->buf ? n : 0;
+    }
+    return ws->buf;
+}
+
 /* The main path (Goto's loop order): for each block of ncb columns the threads
  * first pack all of B's rows for it together (k x ncb, in KC-deep micro-panel
  * blocks), then split the rows in MC blocks (and the columns too when there
@@ -284,14 +304,14 @@ static void tile_last(int simd, const float *ap, const float *bp, size_t kc, flo
  * be allocated (the caller then uses matmul_tasks, which gives bitwise the
  * same results: the same tiles sum the same terms in the same order). */
 static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
-                       const epilogue *ep, int simd, int n_threads) {
+                       const epilogue *ep, int simd, int n_threads, g2f_ffn_ws *ws) {
     size_t ncb = NC_BYTES / (k * sizeof(float)) / NR * NR; /* k > 0 here */
     ncb = ncb < NC_MIN ? NC_MIN : ncb > NC_MAX ? NC_MAX : ncb;
     size_t col_blocks = (n + ncb - 1) / ncb;
     ncb = ((n + col_blocks - 1) / col_blocks + NR - 1) / NR * NR; /* equal blocks, whole panels */
     size_t ncap = n < ncb ? n : ncb, max_panels = (ncap + NR - 1) / NR, depth_blocks = (k + KC - 1) / KC;
     size_t block_floats = max_panels * KC * NR; /* one depth block of the column block */
-    float *bp = aligned_alloc(64, (depth_blocks * block_floats * sizeof(float) + 63) / 64 * 64);
+    float *bp = ws_take(ws, depth_blocks * block_floats);
     if (!bp) return 0;
     long row_blocks = (long)((m + MC - 1) / MC);
     int threads = thread_count(n_threads);
@@ -346,7 +366,7 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
              * from overwriting B while it is still in use */
         }
     }
-    free(bp);
+    if (!ws) free(bp);
     return 1;
 }
 
@@ -391,37 +411,40 @@ static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int
 }
 
 static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
-                      const epilogue *ep, int n_threads) {
+                      const epilogue *ep, int n_threads, g2f_ffn_ws *ws) {
     if (m == 0 || n == 0) return;
     int simd = simd_ok();
     if (m == 1 && simd && k > 0 && gemv(a, k, b, b_trans, n, c, n_threads)) {
         finish_block(c, n, 0, 1, 0, n, ep);
         return;
     }
-    if (k == 0 || !matmul_goto(a, m, k, b, b_trans, n, c, ep, simd, n_threads))
+    if (k == 0 || !matmul_goto(a, m, k, b, b_trans, n, c, ep, simd, n_threads, ws))
         matmul_tasks(a, m, k, b, b_trans, n, c, ep, simd, n_threads);
 }
 
 void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, const float *bias,
-                float *c, int n_threads) {
+                float *c, int n_threads, g2f_ffn_ws *ws) {
     epilogue ep = {bias, 0, NULL};
-    matmul_ex(a, m, k, b, b_trans, n, c, &ep, n_threads);
+    matmul_ex(a, m, k, b, b_trans, n, c, &ep, n_threads, ws);
 }
 
 void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre, float *act,
-                     int n_threads) {
+                     int n_threads, g2f_ffn_ws *ws) {
     epilogue ep = {w->b_fc, 1 + (int)g, act};
-    matmul_ex(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, pre, &ep, n_threads);
+    matmul_ex(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, pre, &ep, n_threads,
+              ws);
 }
 
-void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads) {
+void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads,
+                g2f_ffn_ws *ws) {
     g2f_matmul(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, w->b_fc, pre,
-               n_threads);
+               n_threads, ws);
 }
 
-void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, float *out, int n_threads) {
+void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, float *out, int n_threads,
+                  g2f_ffn_ws *ws) {
     g2f_matmul(act, n_tokens, w->n_inner, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, w->n_embd, w->b_proj,
-               out, n_threads);
+               out, n_threads, ws);
 }
 
 void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads) {
@@ -438,9 +461,9 @@ void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_
 }
 
 void g2f_ffn_forward(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre,
-                     float *act, float *out, int n_threads) {
-    g2f_ffn_fc_gelu(w, x, n_tokens, g, pre, act, n_threads);
-    g2f_ffn_proj(w, act, n_tokens, out, n_threads);
+                     float *act, float *out, int n_threads, g2f_ffn_ws *ws) {
+    g2f_ffn_fc_gelu(w, x, n_tokens, g, pre, act, n_threads, ws);
+    g2f_ffn_proj(w, act, n_tokens, out, n_threads, ws);
 }
 
 g2f_status g2f_ffn_forward_ref(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g,

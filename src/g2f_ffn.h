@@ -56,29 +56,43 @@ typedef struct g2f_ffn_weights {
     const float *b_proj; /* (n_embd) or NULL */
 } g2f_ffn_weights;
 
+/* Scratch memory of the matmul kernels (the packed weight blocks, up to
+ * 16 MiB), owned by the caller and kept across calls: a fresh buffer per
+ * call costs a page fault per 4 KiB (2400 per GPT-2 small FFN call, which
+ * made 64-token calls up to 30% slower on the benchmark host). Start from
+ * {0} and release with g2f_ffn_ws_free; where a kernel takes ws, NULL means
+ * a buffer of its own for the call. Not to be shared by concurrent calls. */
+typedef struct g2f_ffn_ws {
+    float *buf; /* owned, 64-byte aligned */
+    size_t cap; /* floats */
+} g2f_ffn_ws;
+void g2f_ffn_ws_free(g2f_ffn_ws *ws);
+
 /* C (m, n) = A (m, k) B + bias, where B is (k, n) when b_trans is 0 and
  * stored as (n, k) when b_trans is 1; bias (n) may be NULL. Each C element is
  * sum_{k in order} A[i,k] B[k,j] in float32, then + bias[j].
  * n_threads <= 0 means the OpenMP default. */
 void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n,
-                const float *bias, float *c, int n_threads);
+                const float *bias, float *c, int n_threads, g2f_ffn_ws *ws);
 
 /* pre (n_tokens, n_inner) = x (n_tokens, n_embd) W_fc + b_fc */
-void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads);
+void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads,
+                g2f_ffn_ws *ws);
 /* pre = x W_fc + b_fc and act = GELU(pre) in one pass: the GELU is applied
  * to each block of pre right after it is computed (fused epilogue). */
 void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre, float *act,
-                     int n_threads);
+                     int n_threads, g2f_ffn_ws *ws);
 /* act[i] = GELU(pre[i]) for count elements (act may equal pre), in double
  * precision rounded once (within 1 ulp of the correctly rounded value). */
 void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads);
 /* out (n_tokens, n_embd) = act (n_tokens, n_inner) W_proj + b_proj */
-void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, float *out, int n_threads);
+void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, float *out, int n_threads,
+                  g2f_ffn_ws *ws);
 
 /* The whole FFN. pre and act (n_tokens, n_inner) are caller buffers that
  * receive the intermediates; out is (n_tokens, n_embd). */
 void g2f_ffn_forward(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre,
-                     float *act, float *out, int n_threads);
+                     float *act, float *out, int n_threads, g2f_ffn_ws *ws);
 
 /* Reference: double accumulation and double GELU, rounded to float at the
  * end; pre and act may be NULL. Single-threaded, for tests and oracles.

@@ -59,6 +59,7 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
     free(specs);
     free(names);
     if (st != G2F_OK) return st;
+    g2f_ffn_ws ws = {0}; /* kept across layers */
     for (size_t L = 0; L < mi->n_layer && st == G2F_OK; L++) {
         if (!selected(p, inputs, L)) continue;
         const g2f_tensor *in = g2f_fixture_input(inputs, L);
@@ -70,7 +71,7 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
             st = g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: cannot allocate buffers for %zu tokens", L, T);
         } else if ((st = g2f_model_layer_load(m, L, &lw, err)) == G2F_OK) {
             g2f_tensor_read_f32(in, 0, in->numel, x);
-            g2f_ffn_forward(&lw.w, x, T, p->gelu, pre, act, out, p->n_threads);
+            g2f_ffn_forward(&lw.w, x, T, p->gelu, pre, act, out, p->n_threads, &ws);
             g2f_layer_free(&lw);
             if ((st = g2f_writer_put(w, x, err)) == G2F_OK && (st = g2f_writer_put(w, out, err)) == G2F_OK &&
                 (!p->save_pre || (st = g2f_writer_put(w, pre, err)) == G2F_OK) && p->save_act)
@@ -81,6 +82,7 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
         }
         free(x); free(out); free(pre); free(act);
     }
+    g2f_ffn_ws_free(&ws);
     g2f_status cs = g2f_writer_close(w, st == G2F_OK, st == G2F_OK ? err : NULL);
     return st != G2F_OK ? st : cs;
 }

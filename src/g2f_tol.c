@@ -72,7 +72,7 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
         return g2f_error_set(err, G2F_ERR_NOMEM, "tolerance: cannot allocate buffers for %zu tokens", T);
     }
     for (size_t i = 0; i < T * d; i++) x2[i] = r->x[i] * r->x[i];
-    g2f_matmul(x2, T, d, w1, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, q, n_threads); /* sum_i x_i^2 W_fc[i,k]^2 */
+    g2f_matmul(x2, T, d, w1, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, q, n_threads, r->ws); /* sum_i x_i^2 W_fc[i,k]^2 */
     double upre = g2f_dtype_store_roundoff(r->dtype_pre), uact = g2f_dtype_store_roundoff(r->dtype_act);
     for (size_t i = 0; i < T * h; i++) {
         double hk = r->pre[i], ak = r->act[i];
@@ -83,7 +83,7 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
         if (tol_act && r->exp_act) tol_act[i] = (float)(lambda * u * sqrt(vact) + uact * fabs(r->exp_act[i]));
         q[i] = (float)(((double)h / 2 + uw * uw) * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
     }
-    g2f_matmul(q, T, h, w2, w->layout_proj == G2F_LAYOUT_LINEAR, d, NULL, x2, n_threads); /* reuse x2 (T, d) */
+    g2f_matmul(q, T, h, w2, w->layout_proj == G2F_LAYOUT_LINEAR, d, NULL, x2, n_threads, r->ws); /* reuse x2 (T, d) */
     double uout = g2f_dtype_store_roundoff(r->dtype_out);
     for (size_t i = 0; i < T * d; i++) {
         double y = r->out[i];

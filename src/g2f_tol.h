@@ -73,6 +73,7 @@ typedef struct g2f_tol_request {
     g2f_dtype dtype_in, dtype_out, dtype_pre, dtype_act;
     double weight_roundoff;         /* u_w, 0 normally */
     const g2f_tol_squares *squares; /* of w's matrices (layouts follow w) */
+    g2f_ffn_ws *ws;                 /* for the two matmuls; NULL: their own */
 } g2f_tol_request;
 
 /* Fills tol_out (T, n_embd) and, when non-NULL, tol_pre / tol_act

@@ -24,12 +24,14 @@ typedef struct scratch {
     float *pre, *act, *out, *act2, *out2, *tol_out, *tol_pre, *tol_act;
     size_t cap_h, cap_d; /* floats in the (T, n_inner) and (T, n_embd) buffers */
     g2f_tol_squares sq;
+    g2f_ffn_ws ffn;
 } scratch;
 
 static void scratch_free(scratch *s) {
     free(s->pre); free(s->act); free(s->out); free(s->act2); free(s->out2);
     free(s->tol_out); free(s->tol_pre); free(s->tol_act);
     g2f_tol_squares_free(&s->sq);
+    g2f_ffn_ws_free(&s->ffn);
     memset(s, 0, sizeof *s);
 }
 
@@ -37,9 +39,12 @@ static void scratch_free(scratch *s) {
 static int scratch_reserve(scratch *s, size_t T, size_t d, size_t h) {
     if (s->pre && s->cap_h >= T * h && s->cap_d >= T * d) return 1;
     g2f_tol_squares sq = s->sq; /* sized by the layer, not by T: kept */
+    g2f_ffn_ws ffn = s->ffn;
     s->sq = (g2f_tol_squares){0};
+    s->ffn = (g2f_ffn_ws){0};
     scratch_free(s);
     s->sq = sq;
+    s->ffn = ffn;
     s->pre = g2f_alloc_array(T * h, sizeof(float));
     s->act = g2f_alloc_array(T * h, sizeof(float));
     s->act2 = g2f_alloc_array(T * h, sizeof(float));
@@ -153,13 +158,13 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
     scratch s = *sp; /* the buffers, by value: the code below reads s.pre ... */
     const g2f_ffn_weights *w = &lw.w;
     g2f_gelu other = g2f_gelu_other(p->gelu);
-    g2f_ffn_forward(w, fx.in, T, p->gelu, s.pre, s.act, s.out, p->n_threads);
+    g2f_ffn_forward(w, fx.in, T, p->gelu, s.pre, s.act, s.out, p->n_threads, &sp->ffn);
     g2f_ffn_gelu(other, s.pre, T * h, s.act2, p->n_threads);
-    g2f_ffn_proj(w, s.act2, T, s.out2, p->n_threads);
+    g2f_ffn_proj(w, s.act2, T, s.out2, p->n_threads, &sp->ffn);
 
     g2f_tol_squares *sq = &sp->sq;
     g2f_tol_request tr = {w, fx.in, T, s.pre, s.act, s.out, fx.out, fx.pre, fx.act,
-                          fx.dtype[G2F_FX_IN], fx.dtype[G2F_FX_OUT], fx.dtype[G2F_FX_PRE], fx.dtype[G2F_FX_ACT], 0.0, sq};
+                          fx.dtype[G2F_FX_IN], fx.dtype[G2F_FX_OUT], fx.dtype[G2F_FX_PRE], fx.dtype[G2F_FX_ACT], 0.0, sq, &sp->ffn};
     if (!p->tol.user) st = g2f_tol_squares_init(w, sq, p->n_threads, err); /* user tolerances need no squares */
     if (st == G2F_OK) st = g2f_tol_compute(&tr, &p->tol, s.tol_out, s.tol_pre, s.tol_act, p->n_threads, err);
     if (st == G2F_OK) {
@@ -198,7 +203,7 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
             if (!ok) {
                 /* diagnosis work happens only here, for failing layers */
                 g2f_diag_input di = {m, L, w, sq, &fx, p->gelu, &p->tol, p->n_threads,
-                                     s.pre, s.act, s.out, s.tol_pre, s.tol_act, s.tol_out};
+                                     s.pre, s.act, s.out, s.tol_pre, s.tol_act, s.tol_out, &sp->ffn};
                 st = g2f_diagnose_layer(&di, &r->diag, err);
                 for (size_t i = 0; i < r->diag.n_causes; i++) r->diagnosis |= r->diag.causes[i].codes;
                 if (!r->diag.n_causes) r->diagnosis = 1u << G2F_DIAG_UNEXPLAINED;

@@ -22,7 +22,7 @@ static void ffn_should_reproduce_worked_example(void) {
                              {2, 4, G2F_LAYOUT_CONV1D, G2F_LAYOUT_CONV1D, w1_conv, NULL, w2_conv, NULL}};
     for (int l = 0; l < 2; l++) {
         float pre[4], act[4], out[2], out_ref[2];
-        g2f_ffn_forward(&ws[l], x, 1, G2F_GELU_TANH, pre, act, out, 1);
+        g2f_ffn_forward(&ws[l], x, 1, G2F_GELU_TANH, pre, act, out, 1, NULL);
         CHECK_NEAR(out[0], 0.8412, 5e-5);
         CHECK_NEAR(out[1], -0.0454, 5e-5);
         CHECK_NEAR(pre[2], -1.0, 0);
@@ -66,9 +66,9 @@ static void ffn_should_be_position_wise(void) {
           *act = malloc(T * 192 * sizeof(float)), *o1 = malloc(T * 48 * sizeof(float)),
           *o2 = malloc(T * 48 * sizeof(float));
     for (size_t i = 0; i < T * 48; i++) x[i] = rnd_unit(&s) * 2;
-    g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, o1, 2);
+    g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, o1, 2, NULL);
     for (size_t i = 0; i < 48; i++) x[i] += 1.0f; /* change token 0 only */
-    g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, o2, 2);
+    g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, o2, 2, NULL);
     CHECK(memcmp(o1 + 48, o2 + 48, (T - 1) * 48 * sizeof(float)) == 0);
     CHECK(memcmp(o1, o2, 48 * sizeof(float)) != 0);
     free(x); free(pre); free(act); free(o1); free(o2);
@@ -94,8 +94,8 @@ static void ffn_should_agree_with_reference_and_be_thread_count_independent(void
             float *p2 = malloc(T * h * sizeof(float)), *a2 = malloc(T * h * sizeof(float));
             for (size_t i = 0; i < T * d; i++) x[i] = rnd_unit(&s) * 1.5f;
             for (int g = 0; g < G2F_GELU_COUNT; g++) {
-                g2f_ffn_forward(&r.w, x, T, (g2f_gelu)g, pre, act, o1, 1);
-                g2f_ffn_forward(&r.w, x, T, (g2f_gelu)g, p2, a2, o2, 2);
+                g2f_ffn_forward(&r.w, x, T, (g2f_gelu)g, pre, act, o1, 1, NULL);
+                g2f_ffn_forward(&r.w, x, T, (g2f_gelu)g, p2, a2, o2, 2, NULL);
                 CHECK(memcmp(o1, o2, T * d * sizeof(float)) == 0);
                 CHECK(memcmp(pre, p2, T * h * sizeof(float)) == 0);
                 CHECK(g2f_ffn_forward_ref(&r.w, x, T, (g2f_gelu)g, NULL, NULL, oref, NULL) == G2F_OK);
@@ -124,10 +124,10 @@ static void ffn_should_not_depend_on_the_batch_size(void) {
           *act = malloc(T * 384 * sizeof(float)), *all = malloc(T * 96 * sizeof(float)),
           *some = malloc(T * 96 * sizeof(float));
     for (size_t i = 0; i < T * 96; i++) x[i] = rnd_unit(&s) * 1.5f;
-    g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, all, 2);
+    g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, all, 2, NULL);
     const size_t sizes[] = {2, 5, 96, 97, 199};
     for (size_t i = 0; i < 5; i++) {
-        g2f_ffn_forward(&r.w, x, sizes[i], G2F_GELU_TANH, pre, act, some, 1);
+        g2f_ffn_forward(&r.w, x, sizes[i], G2F_GELU_TANH, pre, act, some, 1, NULL);
         CHECK(memcmp(all, some, sizes[i] * 96 * sizeof(float)) == 0);
     }
     free(x); free(pre); free(act); free(all); free(some);
@@ -139,9 +139,36 @@ static void matmul_should_add_bias_after_the_sum(void) {
     const float b[2] = {1.0f, 1.0f}; /* (k 2, n 1) */
     const float bias[1] = {-1e8f};
     float c[1];
-    g2f_matmul(a, 1, 2, b, 0, 1, bias, c, 1);
+    g2f_matmul(a, 1, 2, b, 0, 1, bias, c, 1, NULL);
     /* (1e8 + 1) rounds to 1e8 in float, then + bias = 0: the order of addmm */
     CHECK(c[0] == 0.0f);
+}
+
+/* A workspace kept across calls of growing and shrinking shapes (its buffer
+ * reallocated, then reused) gives bitwise the results of a call without one. */
+static void workspace_reuse_should_not_change_results(void) {
+    const size_t shapes[][3] = {{48, 192, 9}, {300, 1200, 70}, {64, 256, 13}, {300, 1200, 1}};
+    g2f_ffn_ws ws = {0};
+    for (int rep = 0; rep < 2; rep++)
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            size_t d = shapes[i][0], h = shapes[i][1], T = shapes[i][2];
+            rand_ffn r;
+            rand_ffn_init(&r, d, h, i % 2 ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D, 11 + i);
+            uint64_t s = 5 + i;
+            float *x = malloc(T * d * sizeof(float)), *pre = malloc(T * h * sizeof(float)),
+                  *act = malloc(T * h * sizeof(float)), *o1 = malloc(T * d * sizeof(float)),
+                  *o2 = malloc(T * d * sizeof(float)), *a2 = malloc(T * h * sizeof(float));
+            for (size_t j = 0; j < T * d; j++) x[j] = rnd_unit(&s) * 2;
+            g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, o1, 2, NULL);
+            g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, a2, o2, 2, &ws);
+            CHECK(memcmp(o1, o2, T * d * sizeof(float)) == 0);
+            CHECK(memcmp(act, a2, T * h * sizeof(float)) == 0);
+            CHECK(T == 1 || ws.buf != NULL); /* m > 1 packs its weight blocks into ws */
+            free(x); free(pre); free(act); free(o1); free(o2); free(a2);
+            rand_ffn_free(&r);
+        }
+    g2f_ffn_ws_free(&ws);
+    CHECK(ws.buf == NULL && ws.cap == 0);
 }
 
 int main(void) {
@@ -150,5 +177,6 @@ int main(void) {
     RUN(ffn_should_agree_with_reference_and_be_thread_count_independent);
     RUN(ffn_should_not_depend_on_the_batch_size);
     RUN(matmul_should_add_bias_after_the_sum);
+    RUN(workspace_reuse_should_not_change_results);
     CHECK_EXIT();
 }

@@ -7,6 +7,8 @@
 #define G2F_SHA256_NI_H
 #include <stddef.h>
 #include <stdint.h>
+/* The round constants (FIPS 180-4 section 4.2.2), defined in g2f_sha256.c. */
+extern const uint32_t g2f_sha256_k[64];
 /* 1 when the CPU has SHA-NI and SSE4.1 (checked at run time). */
 int g2f_sha256_ni_available(void);
 /* Runs the compression function over n 64-byte blocks at p, updating h. */

@@ -16,7 +16,6 @@ const char *g2f_layer_status_name(g2f_layer_status s) {
 }
 const char *g2f_best_gelu_name(g2f_best_gelu b) { return (unsigned)b < G2F_BEST_COUNT ? best_names[b] : "?"; }
 
-/* Scratch for one layer, sized by its token count. */
 /* Buffers kept from layer to layer, grown when a layer needs more: fresh
  * ones per layer cost a page fault per 4 KiB each time (on GPT-2 XL, most of
  * verify's system time). */
@@ -27,24 +26,24 @@ typedef struct scratch {
     g2f_ffn_ws ffn;
 } scratch;
 
-static void scratch_free(scratch *s) {
+/* The buffers sized by the token count. */
+static void scratch_free_tokens(scratch *s) {
     free(s->pre); free(s->act); free(s->out); free(s->act2); free(s->out2);
     free(s->tol_out); free(s->tol_pre); free(s->tol_act);
-    g2f_tol_squares_free(&s->sq);
-    g2f_ffn_ws_free(&s->ffn);
-    memset(s, 0, sizeof *s);
+    s->pre = s->act = s->out = s->act2 = s->out2 = s->tol_out = s->tol_pre = s->tol_act = NULL;
+    s->cap_h = s->cap_d = 0;
 }
 
-/* Makes room for T tokens; 0 when out of memory (s is then empty). */
+static void scratch_free(scratch *s) {
+    scratch_free_tokens(s);
+    g2f_tol_squares_free(&s->sq);
+    g2f_ffn_ws_free(&s->ffn);
+}
+
+/* Makes room for T tokens; 0 when out of memory. */
 static int scratch_reserve(scratch *s, size_t T, size_t d, size_t h) {
     if (s->pre && s->cap_h >= T * h && s->cap_d >= T * d) return 1;
-    g2f_tol_squares sq = s->sq; /* sized by the layer, not by T: kept */
-    g2f_ffn_ws ffn = s->ffn;
-    s->sq = (g2f_tol_squares){0};
-    s->ffn = (g2f_ffn_ws){0};
-    scratch_free(s);
-    s->sq = sq;
-    s->ffn = ffn;
+    scratch_free_tokens(s);
     s->pre = g2f_alloc_array(T * h, sizeof(float));
     s->act = g2f_alloc_array(T * h, sizeof(float));
     s->act2 = g2f_alloc_array(T * h, sizeof(float));
@@ -56,7 +55,7 @@ static int scratch_reserve(scratch *s, size_t T, size_t d, size_t h) {
     s->cap_h = T * h;
     s->cap_d = T * d;
     if (s->pre && s->act && s->act2 && s->tol_pre && s->tol_act && s->out && s->out2 && s->tol_out) return 1;
-    scratch_free(s);
+    scratch_free_tokens(s);
     return 0;
 }
 

@@ -509,10 +509,6 @@ static int run_run(const char **pos, const char **v) {
     g2f_fixture *fx = o.fx;
     unsigned char *select = o.select;
     const g2f_model_info *mi = g2f_model_get_info(model);
-    if (g2f_sha256_file(mi->path, sha, &err) != G2F_OK) {
-        bad("%s", err.msg);
-        goto done;
-    }
     char gelu_source[160];
     g2f_run_params p = {0};
     p.gelu = choose_gelu(v[R_GELU], mi, gelu_source, sizeof gelu_source);
@@ -525,6 +521,11 @@ static int run_run(const char **pos, const char **v) {
     p.checkpoint_sha256 = sha;
     p.n_threads = (int)threads;
     g2f_run_result r;
+    /* checked before the hash, which reads the whole checkpoint */
+    if (g2f_run_check(model, fx, &p, &err) != G2F_OK || g2f_sha256_file(mi->path, sha, &err) != G2F_OK) {
+        bad("%s", err.msg);
+        goto done;
+    }
     if (g2f_run(model, fx, v[R_OUT], &p, &r, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;

@@ -175,14 +175,13 @@ static g2f_status evaluate(ctx *c, const tokens *toks, const variant *v, const g
     if (v->misread & 2) w.layout_proj = flip(w.layout_proj);
     g2f_gelu g = v->other_gelu ? g2f_gelu_other(in->gelu) : in->gelu;
 
-    float *pre = g2f_alloc_array(T * h, sizeof(float)), *act = g2f_alloc_array(T * h, sizeof(float));
-    float *tpre = g2f_alloc_array(T * h, sizeof(float)), *tact = g2f_alloc_array(T * h, sizeof(float));
-    float *out = g2f_alloc_array(T * d, sizeof(float)), *tout = g2f_alloc_array(T * d, sizeof(float));
+    /* one block: pre, act, tpre, tact (T, h), out, tout (T, d); T x (4 h + 2 d)
+     * fits, since verify's buffers for the layer (T x (5 h + 3 d)) did */
+    float *pre = g2f_alloc_work(T, 4 * h + 2 * d, sizeof(float), "diagnosis: the work buffers", err);
+    float *act = pre ? pre + T * h : NULL, *tpre = act ? act + T * h : NULL, *tact = tpre ? tpre + T * h : NULL;
+    float *out = tact ? tact + T * h : NULL, *tout = out ? out + T * d : NULL;
     g2f_status st = G2F_OK;
-    if (!pre || !act || !tpre || !tact || !out || !tout) {
-        st = g2f_error_set(err, G2F_ERR_NOMEM, "diagnosis: cannot allocate buffers for %zu tokens", T);
-        goto done;
-    }
+    if (!pre) return err ? err->status : G2F_ERR_NOMEM;
     g2f_ffn_forward(&w, toks->x, T, g, pre, act, out, in->n_threads, in->ws);
     g2f_tol_request tr = {&w, toks->x, T, pre, act, out, toks->out, toks->pre, toks->act,
                           fx->dtype[G2F_FX_IN], fx->dtype[G2F_FX_OUT], fx->dtype[G2F_FX_PRE], fx->dtype[G2F_FX_ACT],
@@ -209,7 +208,7 @@ static g2f_status evaluate(ctx *c, const tokens *toks, const variant *v, const g
         if (ca.margin > *margin) *margin = ca.margin;
     }
 done:
-    free(pre); free(act); free(tpre); free(tact); free(out); free(tout);
+    free(pre);
     return st;
 }
 

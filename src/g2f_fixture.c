@@ -190,13 +190,16 @@ g2f_status g2f_fixture_layer_load(const g2f_fixture *f, size_t layer, size_t n_e
     const g2f_tensor *const *sl = f->slots[layer];
     out->n_tokens = (size_t)tokens_of(sl[G2F_FX_IN]);
     for (int k = 0; k < G2F_FX_COUNT; k++) out->dtype[k] = sl[k] ? sl[k]->dtype : G2F_DTYPE_F32;
-    out->in = g2f_alloc_array((size_t)sl[G2F_FX_IN]->numel, sizeof(float));
-    out->out = g2f_alloc_array((size_t)sl[G2F_FX_OUT]->numel, sizeof(double));
-    if (sl[G2F_FX_PRE]) out->pre = g2f_alloc_array((size_t)sl[G2F_FX_PRE]->numel, sizeof(double));
-    if (sl[G2F_FX_ACT]) out->act = g2f_alloc_array((size_t)sl[G2F_FX_ACT]->numel, sizeof(double));
-    if (!out->in || !out->out || (sl[G2F_FX_PRE] && !out->pre) || (sl[G2F_FX_ACT] && !out->act)) {
+    /* numel fits the file's bytes, but a sparse file can declare more than
+     * the machine holds: each buffer is checked against its memory */
+    char what[96];
+    snprintf(what, sizeof what, "%s: layer %zu", f->path, layer);
+    if (!(out->in = g2f_alloc_work((size_t)sl[G2F_FX_IN]->numel, 1, sizeof(float), what, err)) ||
+        !(out->out = g2f_alloc_work((size_t)sl[G2F_FX_OUT]->numel, 1, sizeof(double), what, err)) ||
+        (sl[G2F_FX_PRE] && !(out->pre = g2f_alloc_work((size_t)sl[G2F_FX_PRE]->numel, 1, sizeof(double), what, err))) ||
+        (sl[G2F_FX_ACT] && !(out->act = g2f_alloc_work((size_t)sl[G2F_FX_ACT]->numel, 1, sizeof(double), what, err)))) {
         g2f_fixture_layer_free(out);
-        return g2f_error_set(err, G2F_ERR_NOMEM, "%s: layer %zu: out of memory", f->path, layer);
+        return err ? err->status : G2F_ERR_NOMEM;
     }
     g2f_tensor_read_f32(sl[G2F_FX_IN], 0, sl[G2F_FX_IN]->numel, out->in);
     g2f_tensor_read_f64(sl[G2F_FX_OUT], 0, sl[G2F_FX_OUT]->numel, out->out);

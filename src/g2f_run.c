@@ -1,6 +1,7 @@
 /* g2f_run: see g2f_run.h. Layers are computed and written one at a time. */
 #include "g2f_run.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,12 +14,38 @@ static int selected(const g2f_run_params *p, const g2f_fixture *f, size_t L) {
     return g2f_fixture_has_input(f, L) && (!p->select || p->select[L]);
 }
 
+/* The work buffers of one layer: x and out (T, d), pre and act (T, h). */
+static size_t work_width(size_t d, size_t h) {
+    size_t w;
+    if (__builtin_add_overflow(h, d, &w) || __builtin_mul_overflow(w, (size_t)2, &w)) return SIZE_MAX;
+    return w;
+}
+
+g2f_status g2f_run_check(const g2f_model *m, const g2f_fixture *inputs, const g2f_run_params *p, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    size_t d = mi->n_embd, h = mi->n_inner, w = work_width(d, h);
+    g2f_status st = g2f_fixture_check_inputs(inputs, mi->n_layer, d, err);
+    if (st != G2F_OK) return st;
+    uint64_t phys = g2f_physical_memory();
+    for (size_t L = 0; L < mi->n_layer; L++) {
+        if (!selected(p, inputs, L)) continue;
+        size_t T = (size_t)(g2f_fixture_input(inputs, L)->numel / d), n;
+        if (__builtin_mul_overflow(T, w, &n) || __builtin_mul_overflow(n, sizeof(float), &n) || (uint64_t)n > phys) {
+            char what[96];
+            snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens", L, T);
+            g2f_alloc_work(T, w, sizeof(float), what, err); /* fails, with the message */
+            return err ? err->status : G2F_ERR_NOMEM;
+        }
+    }
+    return G2F_OK;
+}
+
 g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *out_path, const g2f_run_params *p,
                    g2f_run_result *r, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
     size_t d = mi->n_embd, h = mi->n_inner;
     memset(r, 0, sizeof *r);
-    g2f_status st = g2f_fixture_check_inputs(inputs, mi->n_layer, d, err);
+    g2f_status st = g2f_run_check(m, inputs, p, err);
     if (st != G2F_OK) return st;
     size_t per = 2 + (p->save_pre != 0) + (p->save_act != 0), n = 0;
     for (size_t L = 0; L < mi->n_layer; L++) n += selected(p, inputs, L) ? per : 0;
@@ -64,11 +91,14 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
         if (!selected(p, inputs, L)) continue;
         const g2f_tensor *in = g2f_fixture_input(inputs, L);
         size_t T = (size_t)(in->numel / d);
-        float *x = g2f_alloc_array(T * d, sizeof(float)), *out = g2f_alloc_array(T * d, sizeof(float));
-        float *pre = g2f_alloc_array(T * h, sizeof(float)), *act = g2f_alloc_array(T * h, sizeof(float));
+        char what[96];
+        snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens", L, T);
+        /* one block: x and out (T, d), pre and act (T, h); its size checked at once */
+        float *x = g2f_alloc_work(T, work_width(d, h), sizeof(float), what, err);
+        float *out = x ? x + T * d : NULL, *pre = x ? out + T * d : NULL, *act = x ? pre + T * h : NULL;
         g2f_layer lw;
-        if (!x || !out || !pre || !act) {
-            st = g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: cannot allocate buffers for %zu tokens", L, T);
+        if (!x) {
+            st = err ? err->status : G2F_ERR_NOMEM;
         } else if ((st = g2f_model_layer_load(m, L, &lw, err)) == G2F_OK) {
             g2f_tensor_read_f32(in, 0, in->numel, x);
             g2f_ffn_forward(&lw.w, x, T, p->gelu, pre, act, out, p->n_threads, &ws);
@@ -80,7 +110,7 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
             r->tensors += per;
             r->tokens = T;
         }
-        free(x); free(out); free(pre); free(act);
+        free(x);
     }
     g2f_ffn_ws_free(&ws);
     g2f_status cs = g2f_writer_close(w, st == G2F_OK, st == G2F_OK ? err : NULL);

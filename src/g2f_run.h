@@ -32,6 +32,12 @@ typedef struct g2f_run_result {
     size_t tokens;               /* of the last layer written */
 } g2f_run_result;
 
+/* Everything g2f_run checks before it computes: the inputs against the
+ * model and each layer's work size against the machine's memory. The CLI
+ * calls it before hashing the checkpoint, so a hostile size is refused at
+ * once. */
+g2f_status g2f_run_check(const g2f_model *m, const g2f_fixture *inputs, const g2f_run_params *p, g2f_error *err);
+
 g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *out_path, const g2f_run_params *p,
                    g2f_run_result *r, g2f_error *err);
 

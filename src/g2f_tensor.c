@@ -219,6 +219,46 @@ void *g2f_alloc_array(size_t count, size_t size) {
     return malloc(total ? total : 1);
 }
 
+uint64_t g2f_physical_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t b;
+    if (pages <= 0 || page <= 0 || !g2f_mul_u64((uint64_t)pages, (uint64_t)page, &b)) return UINT64_MAX;
+    return b;
+}
+
+/* "1.5 GB" */
+static void human_bytes(double b, char *buf, size_t n) {
+    static const char *const unit[] = {"bytes", "kB", "MB", "GB", "TB", "PB", "EB", "ZB"};
+    int u = 0;
+    while (b >= 1000 && u < 7) b /= 1000, u++;
+    snprintf(buf, n, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}
+
+void *g2f_alloc_work(size_t rows, size_t cols, size_t elsize, const char *what, g2f_error *err) {
+    size_t n, bytes;
+    char need[32], have[32];
+    if (__builtin_mul_overflow(rows, cols, &n) || __builtin_mul_overflow(n, elsize, &bytes)) {
+        human_bytes((double)rows * (double)cols * (double)elsize, need, sizeof need);
+        g2f_error_set(err, G2F_ERR_NOMEM, "%s: %zu x %zu values need %s of memory, beyond what any machine can address",
+                      what, rows, cols, need);
+        return NULL;
+    }
+    uint64_t phys = g2f_physical_memory();
+    if ((uint64_t)bytes > phys) {
+        human_bytes((double)bytes, need, sizeof need);
+        human_bytes((double)phys, have, sizeof have);
+        g2f_error_set(err, G2F_ERR_NOMEM, "%s: %zu x %zu values need %s of memory, more than this machine's %s", what,
+                      rows, cols, need, have);
+        return NULL;
+    }
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        human_bytes((double)bytes, need, sizeof need);
+        g2f_error_set(err, G2F_ERR_NOMEM, "%s: cannot allocate %s of memory", what, need);
+    }
+    return p;
+}
+
 g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err) {
     memset(out, 0, sizeof *out);
     int fd = open(path, O_RDONLY | O_CLOEXEC);

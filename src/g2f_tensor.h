@@ -110,6 +110,14 @@ bool g2f_mul_u64(uint64_t a, uint64_t b, uint64_t *out);
 bool g2f_add_u64(uint64_t a, uint64_t b, uint64_t *out);
 /* malloc of count * size bytes, NULL on overflow or failure. */
 void *g2f_alloc_array(size_t count, size_t size);
+/* Physical memory of the machine in bytes (sysconf), UINT64_MAX if unknown. */
+uint64_t g2f_physical_memory(void);
+/* Work buffers whose size is a product of counts from files (tokens x
+ * n_inner, ...): rows x cols elements of elsize bytes, the product checked
+ * for overflow and against the machine's physical memory before malloc, so
+ * a hostile size is an error naming `what` (G2F_ERR_NOMEM), never a wrapped
+ * size or a process killed for memory. NULL with err set on failure. */
+void *g2f_alloc_work(size_t rows, size_t cols, size_t elsize, const char *what, g2f_error *err);
 
 /* A read-only memory mapping of a whole regular file. */
 typedef struct g2f_mapping {

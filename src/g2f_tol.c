@@ -64,13 +64,9 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
     const double uin = input_roundoff(r->dtype_in) / u; /* in units of u */
     const double uw = r->weight_roundoff / u;
     const float *w1 = r->squares->w_fc_sq, *w2 = r->squares->w_proj_sq;
-    float *x2 = g2f_alloc_array(T * d, sizeof(float));
-    float *q = g2f_alloc_array(T * h, sizeof(float));
-    if (!x2 || !q) {
-        free(x2);
-        free(q);
-        return g2f_error_set(err, G2F_ERR_NOMEM, "tolerance: cannot allocate buffers for %zu tokens", T);
-    }
+    float *x2 = g2f_alloc_work(T, d + h, sizeof(float), "tolerance: the buffers", err); /* x2 (T, d), q (T, h) */
+    if (!x2) return err ? err->status : G2F_ERR_NOMEM;
+    float *q = x2 + T * d;
     for (size_t i = 0; i < T * d; i++) x2[i] = r->x[i] * r->x[i];
     g2f_matmul(x2, T, d, w1, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, q, n_threads, r->ws); /* sum_i x_i^2 W_fc[i,k]^2 */
     double upre = g2f_dtype_store_roundoff(r->dtype_pre), uact = g2f_dtype_store_roundoff(r->dtype_act);
@@ -91,6 +87,5 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
         tol_out[i] = (float)(lambda * u * sqrt(v) + uout * fabs(r->exp_out[i]));
     }
     free(x2);
-    free(q);
     return G2F_OK;
 }

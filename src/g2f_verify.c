@@ -2,6 +2,7 @@
 #include "g2f_verify.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,10 @@ typedef struct scratch {
     g2f_ffn_ws ffn;
 } scratch;
 
-/* The buffers sized by the token count. */
+/* The buffers sized by the token count: one block, so that its whole size
+ * is checked against the machine's memory at once. */
 static void scratch_free_tokens(scratch *s) {
-    free(s->pre); free(s->act); free(s->out); free(s->act2); free(s->out2);
-    free(s->tol_out); free(s->tol_pre); free(s->tol_act);
+    free(s->pre);
     s->pre = s->act = s->out = s->act2 = s->out2 = s->tol_out = s->tol_pre = s->tol_act = NULL;
     s->cap_h = s->cap_d = 0;
 }
@@ -40,23 +41,33 @@ static void scratch_free(scratch *s) {
     g2f_ffn_ws_free(&s->ffn);
 }
 
-/* Makes room for T tokens; 0 when out of memory. */
-static int scratch_reserve(scratch *s, size_t T, size_t d, size_t h) {
-    if (s->pre && s->cap_h >= T * h && s->cap_d >= T * d) return 1;
+/* Makes room for T tokens (5 (T, h) and 3 (T, d) buffers); T x (5 h + 3 d)
+ * is checked for overflow and against the machine's memory. */
+static g2f_status scratch_reserve(scratch *s, size_t L, size_t T, size_t d, size_t h, g2f_error *err) {
+    size_t th, td, width;
+    if (s->pre && !__builtin_mul_overflow(T, h, &th) && !__builtin_mul_overflow(T, d, &td) && s->cap_h >= th &&
+        s->cap_d >= td)
+        return G2F_OK;
     scratch_free_tokens(s);
-    s->pre = g2f_alloc_array(T * h, sizeof(float));
-    s->act = g2f_alloc_array(T * h, sizeof(float));
-    s->act2 = g2f_alloc_array(T * h, sizeof(float));
-    s->tol_pre = g2f_alloc_array(T * h, sizeof(float));
-    s->tol_act = g2f_alloc_array(T * h, sizeof(float));
-    s->out = g2f_alloc_array(T * d, sizeof(float));
-    s->out2 = g2f_alloc_array(T * d, sizeof(float));
-    s->tol_out = g2f_alloc_array(T * d, sizeof(float));
-    s->cap_h = T * h;
-    s->cap_d = T * d;
-    if (s->pre && s->act && s->act2 && s->tol_pre && s->tol_act && s->out && s->out2 && s->tol_out) return 1;
-    scratch_free_tokens(s);
-    return 0;
+    char what[96];
+    snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens", L, T);
+    if (__builtin_mul_overflow(h, (size_t)5, &width) || __builtin_add_overflow(width, 3 * d, &width))
+        width = SIZE_MAX;
+    float *p = g2f_alloc_work(T, width, sizeof(float), what, err);
+    if (!p) return err ? err->status : G2F_ERR_NOMEM;
+    th = T * h; /* both fit: T x width did */
+    td = T * d;
+    s->pre = p; p += th;
+    s->act = p; p += th;
+    s->act2 = p; p += th;
+    s->tol_pre = p; p += th;
+    s->tol_act = p; p += th;
+    s->out = p; p += td;
+    s->out2 = p; p += td;
+    s->tol_out = p;
+    s->cap_h = th;
+    s->cap_d = td;
+    return G2F_OK;
 }
 
 static long first_nonfinite_f(const float *v, size_t n) {
@@ -149,10 +160,10 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
         return st;
     }
     size_t T = fx.n_tokens;
-    if (!scratch_reserve(sp, T, d, h)) {
+    if ((st = scratch_reserve(sp, L, T, d, h, err)) != G2F_OK) {
         g2f_layer_free(&lw);
         g2f_fixture_layer_free(&fx);
-        return g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: cannot allocate buffers for %zu tokens", L, T);
+        return st;
     }
     scratch s = *sp; /* the buffers, by value: the code below reads s.pre ... */
     const g2f_ffn_weights *w = &lw.w;

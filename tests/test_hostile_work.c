@@ -1,0 +1,132 @@
+/* Work sizes chosen by hostile files (SECURITY.md, "Limits"): products of
+ * sizes from two files (tokens from the fixture x n_inner from the
+ * checkpoint) must be checked before any allocation or index, and work that
+ * the machine cannot hold is exit 2 with a message, never a wrapped size.
+ * The files are sparse: their declared sizes cost no disk. argv[1] is the
+ * fixtures folder, argv[2] the CLI. Exits 77 (skipped) when the filesystem
+ * cannot keep the files sparse. */
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "test_util.h"
+
+static const char *cli;
+static char dir[256];
+static char err_text[4096];
+
+/* Writes a safetensors header for n tensors of the given dtypes and shapes,
+ * back to back, then extends the file (sparse) to hold their data. Returns
+ * 0, 77 when the filesystem refuses or does not keep it sparse, -1. */
+typedef struct big_entry {
+    const char *name, *dtype;
+    size_t ndim;
+    uint64_t shape[2];
+    uint64_t nbytes;
+} big_entry;
+
+static int write_sparse_st(const char *path, const big_entry *e, size_t n) {
+    char hdr[4096];
+    size_t len = (size_t)snprintf(hdr, sizeof hdr, "{");
+    uint64_t off = 0;
+    for (size_t i = 0; i < n; i++) {
+        len += (size_t)snprintf(hdr + len, sizeof hdr - len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "",
+                                e[i].name, e[i].dtype);
+        for (size_t d = 0; d < e[i].ndim; d++)
+            len += (size_t)snprintf(hdr + len, sizeof hdr - len, "%s%llu", d ? "," : "",
+                                    (unsigned long long)e[i].shape[d]);
+        len += (size_t)snprintf(hdr + len, sizeof hdr - len, "],\"data_offsets\":[%llu,%llu]}",
+                                (unsigned long long)off, (unsigned long long)(off + e[i].nbytes));
+        off += e[i].nbytes;
+    }
+    len += (size_t)snprintf(hdr + len, sizeof hdr - len, "}");
+    while (len % 8) hdr[len++] = ' ';
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) return -1;
+    unsigned char lb[8];
+    for (int i = 0; i < 8; i++) lb[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    int ok = write(fd, lb, 8) == 8 && write(fd, hdr, len) == (ssize_t)len;
+    if (ok && ftruncate(fd, (off_t)(8 + len + off)) != 0) {
+        close(fd);
+        unlink(path);
+        return 77;
+    }
+    struct stat st;
+    ok = ok && fstat(fd, &st) == 0;
+    close(fd);
+    if (!ok) return -1;
+    if ((uint64_t)st.st_blocks * 512 > (1u << 20)) {
+        unlink(path);
+        return 77;
+    }
+    return 0;
+}
+
+/* Runs the CLI; returns its exit code, stderr in err_text, and the child's
+ * peak resident memory in KiB in *maxrss_kib when not NULL. */
+static int run(const char *args, long *maxrss_kib) {
+    char cmd[4096], p[400];
+    snprintf(cmd, sizeof cmd, "'%s' %s > /dev/null 2> '%s/err.txt'", cli, args, dir);
+    struct rusage before;
+    getrusage(RUSAGE_CHILDREN, &before);
+    int st = system(cmd);
+    struct rusage after;
+    getrusage(RUSAGE_CHILDREN, &after);
+    if (maxrss_kib) *maxrss_kib = after.ru_maxrss;
+    snprintf(p, sizeof p, "%s/err.txt", dir);
+    FILE *fp = fopen(p, "rb");
+    size_t got = fp ? fread(err_text, 1, sizeof err_text - 1, fp) : 0;
+    err_text[got] = '\0';
+    if (fp) fclose(fp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int one_line(const char *s) {
+    size_t n = strlen(s);
+    return n > 1 && s[n - 1] == '\n' && strchr(s, '\n') == s + n - 1;
+}
+
+/* c_fc [1, 2^40], c_proj [2^40, 1] (8 TiB of sparse F32) and a fixture of
+ * 2^24 tokens: tokens x n_inner is 2^64, which wrapped to 0, so every work
+ * buffer was malloc(1) and the GEMM wrote past it. */
+static int tokens_times_inner_should_be_refused(void) {
+    char ck[300], fx[300], args[2048];
+    const uint64_t h = (uint64_t)1 << 40, T = (uint64_t)1 << 24;
+    snprintf(ck, sizeof ck, "%s/wrap.safetensors", dir);
+    snprintf(fx, sizeof fx, "%s/wrap_fx.safetensors", dir);
+    big_entry ce[] = {{"h.0.mlp.c_fc.weight", "F32", 2, {1, h}, 4 * h},
+                      {"h.0.mlp.c_proj.weight", "F32", 2, {h, 1}, 4 * h}};
+    big_entry fe[] = {{"h.0.mlp.in", "F32", 2, {T, 1}, 4 * T}, {"h.0.mlp.out", "F32", 2, {T, 1}, 4 * T}};
+    int w = write_sparse_st(ck, ce, 2);
+    if (w == 0) w = write_sparse_st(fx, fe, 2);
+    if (w != 0) return w;
+    for (int cmd = 0; cmd < 2; cmd++) {
+        if (cmd == 0)
+            snprintf(args, sizeof args, "verify '%s' '%s'", ck, fx);
+        else
+            snprintf(args, sizeof args, "run '%s' '%s' -o '%s/out.safetensors'", ck, fx, dir);
+        int rc = run(args, NULL);
+        CHECK(rc == 2);
+        CHECK(one_line(err_text));
+        CHECK_CONTAINS(err_text, "memory");
+        if (rc != 2) fprintf(stderr, "exit %d: %s\n", rc, err_text);
+    }
+    unlink(ck);
+    unlink(fx);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    cli = argv[2];
+    if (make_tmpdir(dir, sizeof dir, "hostile_work") != 0) return 1;
+    int skip = 0;
+    int r = tokens_times_inner_should_be_refused();
+    fprintf(stderr, "%s tokens_times_inner_should_be_refused\n", r == 77 ? "skip" : check_failures ? "FAIL" : "ok  ");
+    skip |= r == 77;
+    remove_tmpdir(dir);
+    if (check_failures) return 1;
+    return skip ? 77 : 0;
+}

@@ -2,7 +2,7 @@
  * machine's FMA peak and memory bandwidth, and g2f_model_open against cat.
  * Benchmark only: the tool never needs OpenBLAS. Run through scripts/bench,
  * which builds this file as
- *   cc -O2 -fopenmp -Isrc -Iformats bench/bench_ffn.c build-bench/libgpt2ffn.a -lopenblas -lcjson -lz -lm
+ *   cc -O2 -fopenmp -Isrc -Isrc/base -Iformats -Isrc/kernels -Isrc/load -Isrc/check -Isrc/report bench/bench_ffn.c build-bench/libgpt2ffn.a -lopenblas -lcjson -lz -lm
  *
  * Modes:
  *   bench_ffn write FILE LAYERS D     a safetensors file of LAYERS GPT-2 FFN layers (F32, Conv1D)
@@ -664,7 +664,7 @@ static int cmd_ffn(int argc, char **argv) {
     printf("\nAccuracy on the first layer copy, against g2f_ffn_forward_ref (float64 accumulation and GELU): "
            "max |out - ref| over the sampled tokens (spread over the batch, first and last included), and the "
            "margin = max |out - ref| / tolerance, the tolerance being the one `gpt2ffn verify` derives per "
-           "element (6 sigma of float32 rounding, src/g2f_tol.h; within tolerance = margin <= 1). "
+           "element (6 sigma of float32 rounding, src/check/g2f_tol.h; within tolerance = margin <= 1). "
            "Identical: gpt2ffn's act and out with 1 and 2 threads, memcmp over all tokens.\n\n");
     printf("| shape | tokens | sampled | gpt2ffn max abs err | gpt2ffn margin | OpenBLAS max abs err | "
            "OpenBLAS margin | 1 vs 2 threads identical |\n");

@@ -81,6 +81,7 @@
 #include <stdint.h>
 
 #include "g2f_error.h"
+#include "g2f_file.h"
 #include "g2f_tensor.h"
 
 /* Limits on header values: larger ones are malformed or malicious. */

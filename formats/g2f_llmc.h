@@ -63,6 +63,7 @@
 #include <stdint.h>
 
 #include "g2f_error.h"
+#include "g2f_file.h"
 #include "g2f_tensor.h"
 
 #define G2F_LLMC_MAGIC 20240326

@@ -1,6 +1,7 @@
 /* g2f_npy: see g2f_npy.h. The header parser is a small hand-written
  * scanner for the one dict literal numpy writes; nothing is evaluated. */
 #include "g2f_npy.h"
+#include "g2f_file.h"
 
 #include <dirent.h>
 #include <stdio.h>

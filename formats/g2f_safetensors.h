@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "g2f_error.h"
+#include "g2f_file.h"
 #include "g2f_tensor.h"
 
 #define G2F_SAFETENSORS_MAX_HEADER 100000000ull

@@ -1,5 +1,6 @@
 /* g2f_source: format dispatch and shard indexes; see g2f_source.h. */
 #include "g2f_source.h"
+#include "g2f_file.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

@@ -66,6 +66,7 @@
 #include <stdint.h>
 
 #include "g2f_error.h"
+#include "g2f_file.h"
 #include "g2f_tensor.h"
 
 #define G2F_TORCH_MAX_PICKLE (1ull << 30)

@@ -1,5 +1,6 @@
 /* g2f_writer: see g2f_writer.h. */
 #include "g2f_writer.h"
+#include "g2f_file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

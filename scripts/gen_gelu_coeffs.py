@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""Generates src/g2f_gelu_coeffs.h: the Chebyshev coefficients gpt2ffn's
+"""Generates src/kernels/g2f_gelu_coeffs.h: the Chebyshev coefficients gpt2ffn's
 vectorized erf-GELU uses for erfcx(z) = erfc(z) exp(z^2) on [0.5, 12],
 in the variable t = (z - 3)/(z + 3) mapped to [-1, 1]. Fitted in float64
 against Python's math.erfc; the maximum relative error on a dense grid is
 printed and written into the header (about 2e-14, far below float's 6e-8).
 
-Usage: scripts/gen_gelu_coeffs.py > src/g2f_gelu_coeffs.h
+Usage: scripts/gen_gelu_coeffs.py > src/kernels/g2f_gelu_coeffs.h
 """
 import math
 

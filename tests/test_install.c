@@ -1,8 +1,11 @@
 /* The installed package works for others: cmake --install into a scratch
  * prefix, then build examples/verify_layer.c against it twice, with
- * find_package(gpt2ffn) and with pkg-config, and run both. argv[2] is the
+ * find_package(gpt2ffn) and with pkg-config, and run both; every installed
+ * header compiles on its own, and only the API is installed (gpt2ffn.h and
+ * the headers it includes, not the kernels' internals). argv[2] is the
  * CLI, whose folder is the build tree. Skipped (77) in sanitizer builds,
  * whose library needs the sanitizer runtime to link. */
+#include <dirent.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +53,30 @@ int main(int argc, char **argv) {
              "'%s/pc_example' '%s/tiny' '%s/tiny_tanh.safetensors' 0 > /dev/null",
              dir, dir, src, dir, dir, argv[1], argv[1]);
     CHECK(sh(cmd) == 0);
+    /* each installed header on its own, as the first include of a file */
+    char inc[600];
+    snprintf(inc, sizeof inc, "%s/prefix/include/gpt2ffn", dir);
+    DIR *d = opendir(inc);
+    CHECK(d != NULL);
+    size_t headers = 0;
+    int has_umbrella = 0, has_internal = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        if (n < 3 || strcmp(e->d_name + n - 2, ".h") != 0) continue;
+        headers++;
+        has_umbrella |= strcmp(e->d_name, "gpt2ffn.h") == 0;
+        has_internal |= !strcmp(e->d_name, "g2f_simd.h") || !strcmp(e->d_name, "g2f_gelu_math.h") ||
+                        !strcmp(e->d_name, "g2f_gelu_coeffs.h") || !strcmp(e->d_name, "g2f_cpu.h");
+        snprintf(cmd, sizeof cmd,
+                 "printf '#include \"%s\"\\nint main(void) { return 0; }\\n' | "
+                 "cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -I'%s' -x c - 2> '%s/header.log'",
+                 e->d_name, inc, dir);
+        CHECK(sh(cmd) == 0);
+    }
+    if (d) closedir(d);
+    CHECK(has_umbrella);
+    CHECK(!has_internal);
+    CHECK(headers >= 8 && headers <= 16);
     remove_tmpdir(dir);
     CHECK_EXIT();
 #endif

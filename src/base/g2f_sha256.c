@@ -2,10 +2,12 @@
  * FIPS 180-4 section 6.2 with big-endian message words loaded byte by byte;
  * CPUs with the SHA extensions use g2f_sha256_ni instead. */
 #include "g2f_sha256.h"
+#include "g2f_file.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "g2f_cpu.h"
 #include "g2f_sha256_ni.h"
 #include "g2f_tensor.h"
 
@@ -42,7 +44,9 @@ static void compress(uint32_t h[8], const unsigned char *p) {
 
 static void blocks(g2f_sha256 *s, const unsigned char *p, size_t n) {
     if (s->ni) {
+#ifdef GPT2FFN_X86_KERNELS
         g2f_sha256_ni_blocks(s->h, p, n);
+#endif
         return;
     }
     for (; n > 0; n--, p += 64) compress(s->h, p);
@@ -54,7 +58,7 @@ void g2f_sha256_init(g2f_sha256 *s) {
     memcpy(s->h, iv, sizeof iv);
     s->bytes = 0;
     s->used = 0;
-    s->ni = g2f_sha256_ni_available();
+    s->ni = g2f_cpu_features()->sha;
 }
 
 void g2f_sha256_update(g2f_sha256 *s, const void *data, size_t len) {

@@ -7,30 +7,6 @@
 
 #include "g2f_gelu_math.h"
 
-int g2f_simd_available(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
-int g2f_simd_f16c_available(void) {
-    __builtin_cpu_init();
-    return g2f_simd_available() && __builtin_cpu_supports("f16c");
-}
-
-void g2f_simd_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m128i h;
-        memcpy(&h, src + 2 * i, sizeof h);
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-    }
-    for (; i < n; i++) {
-        uint16_t h;
-        memcpy(&h, src + 2 * i, 2);
-        dst[i] = _cvtsh_ss(h);
-    }
-}
-
 static inline __m256 gelu8(int erf, __m256 f);
 
 void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,

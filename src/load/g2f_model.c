@@ -1,5 +1,6 @@
 /* g2f_model: GPT-2 FFN discovery over a tensor table; see g2f_model.h. */
 #include "g2f_model.h"
+#include "g2f_file.h"
 
 #include <cjson/cJSON.h>
 #include <stdint.h>

@@ -6,11 +6,6 @@
 
 #include <immintrin.h>
 
-int g2f_sha256_ni_available(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
-}
-
 void g2f_sha256_ni_blocks(uint32_t h[8], const unsigned char *p, size_t n) {
     /* h[0..3] = A B C D, h[4..7] = E F G H (lane 0 first) */
     __m128i dcba = _mm_loadu_si128((const __m128i *)h), hgfe = _mm_loadu_si128((const __m128i *)(h + 4));

@@ -1,7 +1,9 @@
 /* g2f_simd: the x86-64 AVX2 + FMA kernels, in their own translation unit
  * compiled with -mavx2 -mfma (the rest of the build stays baseline x86-64)
- * and called only when the CPU has both (g2f_simd_available). Internal to
- * g2f_ffn.
+ * and called only when the CPU has both (g2f_cpu_features()->avx2_fma).
+ * Internal to the kernels layer (not installed). In a build without the x86
+ * kernels (GPT2FFN_SIMD=OFF, or another architecture) the declarations
+ * below are stubs that are never called.
  *
  * Packed layouts (made by g2f_ffn.c):
  *   A panel: kc x G2F_MR floats, a[kk * MR + r] = A[row r, col kk]
@@ -15,12 +17,6 @@
 #define G2F_MR 6
 #define G2F_NR 16
 
-/* 1 when the CPU runs the AVX2 + FMA kernels (checked once, at run time). */
-int g2f_simd_available(void);
-/* 1 when it also has F16C (hardware half -> float conversion). */
-int g2f_simd_f16c_available(void);
-/* dst[i] = float of the IEEE half at src + 2 i (src may be unaligned). */
-void g2f_simd_f16_to_f32(const unsigned char *src, float *dst, size_t n);
 
 /* What the last depth step of a tile does to it before it leaves the
  * registers: add the bias (the tile's nr columns), then store GELU of the

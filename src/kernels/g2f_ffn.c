@@ -45,6 +45,7 @@
 #include <string.h>
 
 #include "g2f_gelu_math.h"
+#include "g2f_cpu.h"
 #include "g2f_simd.h"
 #include "g2f_tensor.h"
 
@@ -72,12 +73,7 @@ static int thread_count(int n_threads) {
 #endif
 }
 
-/* Decided once per process: the CPU does not change. */
-static int simd_ok(void) {
-    static int cached = -1;
-    if (cached < 0) cached = g2f_simd_available();
-    return cached;
-}
+static int simd_ok(void) { return g2f_cpu_features()->avx2_fma; }
 
 const char *g2f_gelu_name(g2f_gelu g) { return g == G2F_GELU_ERF ? "erf" : "tanh"; }
 g2f_gelu g2f_gelu_other(g2f_gelu g) { return g == G2F_GELU_ERF ? G2F_GELU_TANH : G2F_GELU_ERF; }

@@ -1,0 +1,48 @@
+/* g2f_cpu: see g2f_cpu.h. */
+#include "g2f_cpu.h"
+
+#include <pthread.h>
+
+#if defined(GPT2FFN_X86_KERNELS) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+
+static unsigned long long xgetbv0(void) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+
+static void detect(g2f_cpu *c) {
+    unsigned a, b, cx, d;
+    if (!__get_cpuid(1, &a, &b, &cx, &d)) return;
+    int fma = (cx >> 12) & 1, sse41 = (cx >> 19) & 1, osxsave = (cx >> 27) & 1, avx = (cx >> 28) & 1;
+    int f16c = (cx >> 29) & 1;
+    /* the OS saves XMM and YMM (bits 1, 2) and, for AVX-512, opmask and ZMM (5-7) */
+    unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
+    int ymm = (xcr0 & 6) == 6, zmm = (xcr0 & 0xe6) == 0xe6;
+    unsigned b7 = 0;
+    if (__get_cpuid_max(0, NULL) >= 7) __cpuid_count(7, 0, a, b7, cx, d);
+    int avx2 = (b7 >> 5) & 1, sha = (b7 >> 29) & 1, avx512f = (b7 >> 16) & 1;
+    c->avx2_fma = avx && avx2 && fma && ymm;
+    c->f16c = avx && f16c && ymm;
+    c->sha = sha && sse41;
+    c->avx512f = avx512f && zmm;
+}
+#else
+static void detect(g2f_cpu *c) { (void)c; }
+/* never called (f16c reads 0), but linked */
+void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
+    (void)src;
+    (void)dst;
+    (void)n;
+}
+#endif
+
+static g2f_cpu features;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static void init(void) { detect(&features); }
+
+const g2f_cpu *g2f_cpu_features(void) {
+    pthread_once(&once, init);
+    return &features;
+}

@@ -1,0 +1,31 @@
+/* g2f_cpu: what the CPU can run, read once at run time, so that one binary
+ * uses AVX2 + FMA, F16C and the SHA extensions where they exist and the
+ * portable C code everywhere else (an older x86-64, another architecture,
+ * or a build with GPT2FFN_SIMD=OFF).
+ *
+ * Read with cpuid and xgetbv (the OS must save the AVX registers), not with
+ * __builtin_cpu_supports, whose feature names differ between compilers
+ * (clang 14 has no "sha").
+ */
+#ifndef G2F_CPU_H
+#define G2F_CPU_H
+
+#include <stddef.h>
+
+typedef struct g2f_cpu {
+    int avx2_fma; /* AVX2 and FMA3: the FFN's micro-kernels */
+    int f16c;     /* F16C: half -> float conversion */
+    int sha;      /* SHA-NI and SSE4.1: SHA-256 */
+    int avx512f;  /* AVX-512 F (reported only: no kernel uses it) */
+} g2f_cpu;
+
+/* The features of this CPU; all 0 where the build has no x86 kernels.
+ * Computed on the first call (thread-safe) and never changed afterwards:
+ * the CPU does not change under a running process. */
+const g2f_cpu *g2f_cpu_features(void);
+
+/* dst[i] = float of the IEEE half at src + 2 i (src may be unaligned), with
+ * F16C; only when g2f_cpu_features()->f16c. Exact, like g2f_f16_to_f32. */
+void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n);
+
+#endif

@@ -1,0 +1,21 @@
+/* g2f_cpu_f16c: half -> float with F16C, in its own translation unit
+ * compiled with -mavx -mf16c and called only when g2f_cpu_features()->f16c. */
+#include <immintrin.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "g2f_cpu.h"
+
+void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m128i h;
+        memcpy(&h, src + 2 * i, sizeof h);
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    }
+    for (; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, src + 2 * i, 2);
+        dst[i] = _cvtsh_ss(h);
+    }
+}

@@ -1,0 +1,148 @@
+/* g2f_file: files as gpt2ffn reads and writes them: read-only mappings of
+ * whole regular files, a mapped file with the table a reader parsed from
+ * it, small whole-file reads, path helpers, and atomic output files.
+ *
+ * Reading refuses anything that is not a regular file (or a symlink to one)
+ * before it could block: a FIFO or a device named as a shard or a fixture
+ * member is an error naming what it is, never an open() that waits forever.
+ */
+#define _DEFAULT_SOURCE /* madvise(MADV_DONTNEED): glibc makes posix_madvise's DONTNEED a no-op */
+#include "g2f_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return g2f_error_set(err, G2F_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return g2f_error_set(err, G2F_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return g2f_error_set(err, G2F_ERR_IO, "%s: not a regular file", path);
+    }
+    out->size = (uint64_t)st.st_size;
+    if (st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return g2f_error_set(err, G2F_ERR_IO, "%s: cannot mmap %llu bytes: %s", path,
+                                 (unsigned long long)st.st_size, strerror(e));
+        }
+        out->data = p;
+    }
+    close(fd); /* the mapping stays valid without the descriptor */
+    return G2F_OK;
+}
+
+void g2f_mapping_release(const void *p, uint64_t len) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || len == 0) return;
+    uintptr_t a = (uintptr_t)p, e = a + (uintptr_t)len;
+    uintptr_t lo = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1), hi = e & ~((uintptr_t)page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* read-only private mapping: nothing is lost */
+}
+
+void g2f_mapping_close(g2f_mapping *m) {
+    if (!m) return;
+    if (m->data) munmap((void *)m->data, (size_t)m->size);
+    m->data = NULL;
+    m->size = 0;
+}
+
+g2f_status g2f_mapped_table_open(const char *path, g2f_parse_fn parse, g2f_mapped_table **out, g2f_error *err) {
+    *out = NULL;
+    g2f_mapped_table *m = calloc(1, sizeof *m);
+    if (!m) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
+    g2f_status s = g2f_mapping_open(path, &m->map, err);
+    if (s == G2F_OK) s = parse(m->map.data, m->map.size, path, &m->table, err);
+    if (s != G2F_OK) {
+        g2f_mapped_table_close(m);
+        return s;
+    }
+    *out = m;
+    return G2F_OK;
+}
+
+void g2f_mapped_table_close(g2f_mapped_table *m) {
+    if (!m) return;
+    g2f_table_free(&m->table);
+    g2f_mapping_close(&m->map);
+    free(m);
+}
+
+char *g2f_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+char *g2f_path_join(const char *dir, const char *name) {
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    size_t n = a;
+    if (a && dir[a - 1] != '/') p[n++] = '/';
+    memcpy(p + n, name, b + 1);
+    return p;
+}
+
+char *g2f_path_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return g2f_strdup(".");
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, path, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+int g2f_path_is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int g2f_path_is_file(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+g2f_status g2f_read_small_file(const char *path, size_t max_bytes, char **out, size_t *len, g2f_error *err) {
+    *out = NULL;
+    *len = 0;
+    g2f_mapping m;
+    g2f_status s = g2f_mapping_open(path, &m, err);
+    if (s != G2F_OK) return s;
+    if (m.size > max_bytes) {
+        g2f_mapping_close(&m);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %llu bytes, larger than the %zu-byte limit for this file",
+                             path, (unsigned long long)m.size, max_bytes);
+    }
+    char *buf = malloc((size_t)m.size + 1);
+    if (!buf) {
+        g2f_mapping_close(&m);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (m.size) memcpy(buf, m.data, (size_t)m.size);
+    buf[m.size] = '\0';
+    *len = (size_t)m.size;
+    *out = buf;
+    g2f_mapping_close(&m);
+    return G2F_OK;
+}

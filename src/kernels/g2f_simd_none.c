@@ -1,0 +1,24 @@
+/* g2f_simd_none: in a build without the x86 kernels (GPT2FFN_SIMD=OFF, or
+ * another architecture) g2f_cpu_features()->avx2_fma is 0, so g2f_ffn.c
+ * never calls these; they exist so that it keeps one code path. Empty in a
+ * build with the x86 kernels. */
+#include "g2f_simd.h"
+
+#ifndef GPT2FFN_X86_KERNELS
+void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                   int first, const g2f_simd_epilogue *ep) {
+    (void)ap, (void)bp, (void)kc, (void)c, (void)ldc, (void)mr, (void)nr, (void)first, (void)ep;
+}
+void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst) {
+    (void)a, (void)lda, (void)rows, (void)kc, (void)width, (void)dst;
+}
+void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) { (void)erf, (void)in, (void)out, (void)n; }
+void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y) {
+    (void)x, (void)k, (void)b, (void)n, (void)y;
+}
+void g2f_simd_gemv_dots(const float *x, size_t k, const float *b, size_t j0, size_t j1, float *y) {
+    (void)x, (void)k, (void)b, (void)j0, (void)j1, (void)y;
+}
+#else
+typedef int g2f_simd_none_is_empty; /* ISO C wants a translation unit to declare something */
+#endif

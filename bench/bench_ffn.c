@@ -400,7 +400,7 @@ typedef struct accuracy {
 } accuracy;
 
 static accuracy check(const g2f_ffn_weights *w, const float *xs, size_t ns, const float *pre, const float *act,
-                      const float *out, const float *ref, const g2f_tol_squares *sq) {
+                      const float *out, const float *ref) {
     size_t d = w->n_embd;
     accuracy a = {0, 0, 0};
     double *exp_out = malloc(ns * d * sizeof *exp_out);
@@ -408,7 +408,7 @@ static accuracy check(const g2f_ffn_weights *w, const float *xs, size_t ns, cons
     for (size_t i = 0; i < ns * d; i++) exp_out[i] = ref[i];
     g2f_tol_request rq = {.w = w, .x = xs, .n_tokens = ns, .pre = pre, .act = act, .out = out, .exp_out = exp_out,
                           .dtype_in = G2F_DTYPE_F32, .dtype_out = G2F_DTYPE_F32, .dtype_pre = G2F_DTYPE_F32,
-                          .dtype_act = G2F_DTYPE_F32, .squares = sq};
+                          .dtype_act = G2F_DTYPE_F32};
     g2f_tol_params tp = {.lambda = G2F_TOL_LAMBDA};
     g2f_error err = {0};
     if (g2f_tol_compute(&rq, &tp, tol, NULL, NULL, 2, &err) != G2F_OK) {
@@ -534,12 +534,7 @@ static int cmd_ffn(int argc, char **argv) {
         float *out1 = xalloc(max_t * d * 4), *act1 = xalloc(max_t * h * 4);
         float *bpre = xalloc(max_t * h * 4), *bact = xalloc(max_t * h * 4), *bout = xalloc(max_t * d * 4);
         g2f_ffn_ws ws = {0};
-        g2f_tol_squares sq;
         g2f_error err = {0};
-        if (g2f_tol_squares_init(&s.w[0], &sq, 2, &err) != G2F_OK) {
-            fprintf(stderr, "bench_ffn: %s\n", err.msg);
-            return 2;
-        }
         for (size_t ti = 0; ti < 3; ti++) {
             size_t t = token_counts[ti];
             for (int threads = max_threads; threads >= 1; threads--) {
@@ -588,11 +583,10 @@ static int cmd_ffn(int argc, char **argv) {
                 fprintf(stderr, "bench_ffn: %s\n", err.msg);
                 return 2;
             }
-            a->g2f = check(&s.w[0], xs, ns, sp, sa, so, ref, &sq);
-            a->blas = check(&s.w[0], xs, ns, bp, ba, bo, ref, &sq);
+            a->g2f = check(&s.w[0], xs, ns, sp, sa, so, ref);
+            a->blas = check(&s.w[0], xs, ns, bp, ba, bo, ref);
             free(xs), free(ref), free(sp), free(sa), free(so), free(bp), free(ba), free(bo);
         }
-        g2f_tol_squares_free(&sq);
         free(x), free(pre), free(act), free(out), free(out1), free(act1), free(bpre), free(bact), free(bout);
         g2f_ffn_ws_free(&ws);
         shape_free(&s);

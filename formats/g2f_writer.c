@@ -27,6 +27,10 @@ struct g2f_writer {
     size_t n_members;
     char *meta_json;  /* npz metadata */
     int failed;
+    /* the tensor being put in parts (g2f_writer_put_part) */
+    uint64_t part_done;   /* floats of specs[next] written so far */
+    uLong part_crc;       /* npz: CRC-32 of the member so far */
+    long part_header;     /* npz: file offset of the member's local header */
 };
 
 
@@ -185,26 +189,93 @@ fail:
     return st;
 }
 
+/* npz: the member's local header, its CRC-32 patched in once the data is
+ * all written (streamed in parts, so it is not known in advance). */
+static g2f_status npz_begin(g2f_writer *w, const g2f_out_spec *s, g2f_error *err) {
+    unsigned char hdr[640];
+    size_t hl = npy_header(hdr, sizeof hdr, "<f4", s->shape, s->ndim);
+    uint64_t size = hl + numel_of(s) * 4;
+    size_t nl = strlen(s->name) + 4;
+    member *m = &w->members[w->n_members];
+    if (size > 0xffffffffu)
+        return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: member %s.npy is %llu bytes; .npz output is "
+                                            "limited to 4 GiB per array (use safetensors)", w->path, s->name,
+                                            (unsigned long long)size);
+    m->name = malloc(nl + 1);
+    if (!m->name) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    snprintf(m->name, nl + 1, "%s.npy", s->name);
+    w->n_members++; /* owned by the writer from here on, freed by close */
+    long pos = ftell(w->fp);
+    if (pos < 0) return io_fail(w, err);
+    m->size = size;
+    m->offset = (uint64_t)pos;
+    if (m->offset > 0xffffffffu)
+        return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: .npz output larger than 4 GiB is not supported",
+                                            w->path);
+    unsigned char lh[30] = {0};
+    put_le(lh, 0x04034b50, 4);
+    put_le(lh + 4, 20, 2);
+    put_le(lh + 18, size, 4);
+    put_le(lh + 22, size, 4);
+    put_le(lh + 26, nl, 2);
+    if (fwrite(lh, 1, 30, w->fp) != 30 || fwrite(m->name, 1, nl, w->fp) != nl || fwrite(hdr, 1, hl, w->fp) != hl)
+        return io_fail(w, err);
+    w->part_header = pos;
+    w->part_crc = crc32(crc32(0L, Z_NULL, 0), hdr, (uInt)hl);
+    return G2F_OK;
+}
+
+static g2f_status npz_end(g2f_writer *w, g2f_error *err) {
+    member *m = &w->members[w->n_members - 1];
+    unsigned char c4[4];
+    m->crc = (uint32_t)w->part_crc;
+    put_le(c4, m->crc, 4);
+    if (fseek(w->fp, w->part_header + 14, SEEK_SET) != 0 || fwrite(c4, 1, 4, w->fp) != 4 ||
+        fseek(w->fp, 0, SEEK_END) != 0)
+        return io_fail(w, err);
+    return G2F_OK;
+}
+
+g2f_status g2f_writer_put_part(g2f_writer *w, const float *data, size_t count, g2f_error *err) {
+    if (w->failed || w->next >= w->n) {
+        w->failed = 1;
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: more tensors written than declared", w->path);
+    }
+    const g2f_out_spec *s = &w->specs[w->next];
+    uint64_t numel = numel_of(s);
+    if (count > numel - w->part_done) {
+        w->failed = 1;
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: more values written to %s than its shape holds", w->path,
+                             s->name);
+    }
+    g2f_status st;
+    if (w->part_done == 0 && w->format == G2F_OUT_NPZ && (st = npz_begin(w, s, err)) != G2F_OK) return st;
+    size_t bytes = count * 4;
+    if (bytes && fwrite(data, 1, bytes, w->fp) != bytes) return io_fail(w, err);
+    if (w->format == G2F_OUT_NPZ)
+        for (size_t off = 0; off < bytes;) { /* crc32 takes uInt lengths */
+            uInt chunk = bytes - off > (1u << 30) ? (1u << 30) : (uInt)(bytes - off);
+            w->part_crc = crc32(w->part_crc, (const Bytef *)data + off, chunk);
+            off += chunk;
+        }
+    w->part_done += count;
+    if (w->part_done < numel) return G2F_OK;
+    if (w->format == G2F_OUT_NPZ && (st = npz_end(w, err)) != G2F_OK) return st;
+    w->part_done = 0;
+    w->next++;
+    return G2F_OK;
+}
+
 g2f_status g2f_writer_put(g2f_writer *w, const float *data, g2f_error *err) {
     if (w->failed || w->next >= w->n) {
         w->failed = 1;
         return g2f_error_set(err, G2F_ERR_USAGE, "%s: more tensors written than declared", w->path);
     }
-    const g2f_out_spec *s = &w->specs[w->next++];
-    uint64_t bytes = numel_of(s) * 4;
-    if (w->format == G2F_OUT_SAFETENSORS) {
-        if (bytes && fwrite(data, 1, (size_t)bytes, w->fp) != bytes) return io_fail(w, err);
-        return G2F_OK;
+    if (w->part_done) {
+        w->failed = 1;
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: tensor %s was begun in parts", w->path, w->specs[w->next].name);
     }
-    unsigned char hdr[640];
-    size_t hl = npy_header(hdr, sizeof hdr, "<f4", s->shape, s->ndim);
-    size_t nl = strlen(s->name);
-    char *mname = malloc(nl + 5);
-    if (!mname) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-    snprintf(mname, nl + 5, "%s.npy", s->name);
-    g2f_status st = npz_member(w, mname, hdr, hl, data, bytes, err);
-    free(mname);
-    return st;
+    return g2f_writer_put_part(w, data, (size_t)numel_of(&w->specs[w->next]), err);
 }
 
 static g2f_status npz_finish(g2f_writer *w, g2f_error *err) {

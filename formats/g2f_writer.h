@@ -35,6 +35,10 @@ g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_ou
                            const g2f_meta_entry *meta, size_t n_meta, g2f_writer **out, g2f_error *err);
 /* Writes the next tensor's data (numel floats, in spec order). */
 g2f_status g2f_writer_put(g2f_writer *w, const float *data, g2f_error *err);
+/* Writes the next count floats of the current tensor: a tensor may be put
+ * in parts (a chunk of tokens at a time), and the next one begins once its
+ * numel floats are in. */
+g2f_status g2f_writer_put_part(g2f_writer *w, const float *data, size_t count, g2f_error *err);
 /* commit: finish and rename into place (every tensor must have been put);
  * otherwise remove the temporary file. Frees w either way. */
 g2f_status g2f_writer_close(g2f_writer *w, int commit, g2f_error *err);

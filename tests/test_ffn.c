@@ -171,6 +171,50 @@ static void workspace_reuse_should_not_change_results(void) {
     CHECK(ws.buf == NULL && ws.cap == 0);
 }
 
+/* The second product of g2f_matmul_sq equals g2f_matmul on the squared
+ * operands bit for bit (same tiles, same order), for both layouts, with A2
+ * given or A squared, on the shared-B path and for one row (which must not
+ * take the GEMV: a row's results may not depend on the rows beside it). */
+static void matmul_sq_should_equal_the_product_of_squares(void) {
+    uint64_t seed = 7;
+    const size_t ms[] = {1, 2, 7, 100}, ks[] = {3, 300, 777}, ns[] = {5, 40, 1100};
+    for (size_t mi = 0; mi < 4; mi++)
+        for (size_t ki = 0; ki < 3; ki++)
+            for (size_t ni = 0; ni < 3; ni++)
+                for (int bt = 0; bt < 2; bt++) {
+                    size_t m = ms[mi], k = ks[ki], n = ns[ni];
+                    float *a = malloc(m * k * 4), *a2 = malloc(m * k * 4), *q = malloc(m * k * 4),
+                          *b = malloc(k * n * 4), *b2 = malloc(k * n * 4), *c = malloc(m * n * 4),
+                          *c2 = malloc(m * n * 4), *r = malloc(m * n * 4), *r2 = malloc(m * n * 4),
+                          *bias = malloc(n * 4);
+                    for (size_t i = 0; i < m * k; i++) a[i] = rnd_unit(&seed), a2[i] = a[i] * a[i], q[i] = rnd_unit(&seed);
+                    for (size_t i = 0; i < k * n; i++) b[i] = rnd_unit(&seed), b2[i] = b[i] * b[i];
+                    for (size_t i = 0; i < n; i++) bias[i] = rnd_unit(&seed);
+                    /* A squared as packed */
+                    g2f_matmul_sq(a, NULL, m, k, b, bt, n, bias, c, c2, 2, NULL);
+                    g2f_matmul(a2, m > 1 ? m : 1, k, b2, bt, n, NULL, r2, 2, NULL);
+                    if (m > 1) { /* the GEMV (m = 1) sums in another order: compare the products only there */
+                        g2f_matmul(a, m, k, b, bt, n, bias, r, 2, NULL);
+                        CHECK(memcmp(c, r, m * n * 4) == 0);
+                        CHECK(memcmp(c2, r2, m * n * 4) == 0);
+                    }
+                    /* one row alone gives the same bits as inside a batch */
+                    if (m > 1) {
+                        float c1[1100], c21[1100];
+                        g2f_matmul_sq(a + k, NULL, 1, k, b, bt, n, bias, c1, c21, 1, NULL);
+                        CHECK(memcmp(c1, c + n, n * 4) == 0);
+                        CHECK(memcmp(c21, c2 + n, n * 4) == 0);
+                    }
+                    /* A2 given */
+                    g2f_matmul_sq(a, q, m, k, b, bt, n, NULL, c, c2, 1, NULL);
+                    if (m > 1) {
+                        g2f_matmul(q, m, k, b2, bt, n, NULL, r2, 1, NULL);
+                        CHECK(memcmp(c2, r2, m * n * 4) == 0);
+                    }
+                    free(a), free(a2), free(q), free(b), free(b2), free(c), free(c2), free(r), free(r2), free(bias);
+                }
+}
+
 int main(void) {
     RUN(ffn_should_reproduce_worked_example);
     RUN(ffn_should_be_position_wise);
@@ -178,5 +222,6 @@ int main(void) {
     RUN(ffn_should_not_depend_on_the_batch_size);
     RUN(matmul_should_add_bias_after_the_sum);
     RUN(workspace_reuse_should_not_change_results);
+    RUN(matmul_sq_should_equal_the_product_of_squares);
     CHECK_EXIT();
 }

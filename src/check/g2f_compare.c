@@ -2,19 +2,45 @@
 #include "g2f_compare.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
-void g2f_compare(const double *expected, const float *computed, const float *tol, size_t n, g2f_cmp *o) {
-    memset(o, 0, sizeof *o);
-    o->total = n;
-    double dot = 0, ee = 0, cc = 0, noise = 0;
-    double worst_score = -1;
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+void g2f_cmp_acc_init(g2f_cmp_acc *a, int with_tol) {
+    memset(a, 0, sizeof *a);
+    a->worst_score = -1;
+    a->with_tol = with_tol;
+}
+
+/* The histogram bin of |err| / tol (g2f_compare.h): the number of bin edges
+ * 10^(-6 + 0.5 b), b = 0..24, at or below score; the same as
+ * floor((log10(score) + 6) / 0.5) + 1 clamped, without a log per element. */
+static int hist_bin(double score) {
+    static const double edge[G2F_HIST_BINS - 1] = {
+        1e-06, 3.162277660168379e-06, 1e-05, 3.1622776601683795e-05, 0.0001, 0.000316227766016838, 0.001, 0.0031622776601683794, 0.01, 0.0316227766016838, 0.1, 0.316227766016838, 1.0, 3.1622776601683795, 10.0, 31.622776601683796, 100.0, 316.22776601683796, 1000.0, 3162.2776601683795, 10000.0, 31622.776601683796, 100000.0, 316227.76601683797, 1000000.0};
+    if (!(score > 0)) return 0;
+    int lo = 0, hi = G2F_HIST_BINS - 1; /* count of edges <= score, in [0, 25] */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (edge[mid] <= score) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static void add_seq(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol, size_t n,
+                    size_t index0) {
+    g2f_cmp *o = &a->c;
+    o->total += n;
     for (size_t i = 0; i < n; i++) {
         double e = expected[i], c = computed[i];
         if (!isfinite(e) || !isfinite(c)) {
             if (tol) o->hist[G2F_HIST_BINS - 1]++;
             if (o->nonfinite++ == 0) {
-                o->first_nonfinite = i;
+                o->first_nonfinite = index0 + i;
                 o->nonfinite_in_expected = !isfinite(e);
             }
             o->mismatched++;
@@ -24,10 +50,10 @@ void g2f_compare(const double *expected, const float *computed, const float *tol
         double rel = diff / (fabs(e) > 0 ? fabs(e) : 1.0);
         if (diff > o->max_abs) o->max_abs = diff;
         if (fabs(e) > 0 && rel > o->max_rel) o->max_rel = rel;
-        dot += e * c;
-        ee += e * e;
-        cc += c * c;
-        noise += (c - e) * (c - e);
+        a->dot += e * c;
+        a->ee += e * e;
+        a->cc += c * c;
+        a->noise += (c - e) * (c - e);
         double score = diff;
         if (tol) {
             double t = tol[i];
@@ -38,26 +64,91 @@ void g2f_compare(const double *expected, const float *computed, const float *tol
                 score = t > 0 ? diff / t : (diff > 0 ? INFINITY : 0.0);
                 if (diff > t) o->mismatched++;
             }
+            o->hist[hist_bin(score)]++;
         }
-        if (tol) {
-            int bin = 0;
-            if (score > 0) {
-                double b = floor((log10(score) - G2F_HIST_LO) / G2F_HIST_STEP) + 1;
-                bin = b < 0 ? 0 : b > G2F_HIST_BINS - 1 ? G2F_HIST_BINS - 1 : (int)b;
-            }
-            o->hist[bin]++;
-        }
-        if (score > worst_score) {
-            worst_score = score;
-            o->worst = i;
+        if (score > a->worst_score) {
+            a->worst_score = score;
+            o->worst = index0 + i;
             o->worst_expected = e;
             o->worst_computed = c;
             o->worst_tol = tol ? tol[i] : 0;
         }
     }
-    o->margin = tol ? (worst_score < 0 ? 0 : worst_score) : 0;
-    o->cosine = ee > 0 && cc > 0 ? dot / sqrt(ee * cc) : (ee == cc ? 1.0 : 0.0);
-    o->sqnr_db = noise > 0 ? 10.0 * log10(ee / noise) : INFINITY;
+}
+
+void g2f_cmp_acc_merge(g2f_cmp_acc *a, const g2f_cmp_acc *b) {
+    g2f_cmp *o = &a->c;
+    const g2f_cmp *p = &b->c;
+    if (p->nonfinite && !o->nonfinite) {
+        o->first_nonfinite = p->first_nonfinite;
+        o->nonfinite_in_expected = p->nonfinite_in_expected;
+    }
+    o->total += p->total;
+    o->mismatched += p->mismatched;
+    o->nonfinite += p->nonfinite;
+    if (p->max_abs > o->max_abs) o->max_abs = p->max_abs;
+    if (p->max_rel > o->max_rel) o->max_rel = p->max_rel;
+    for (int k = 0; k < G2F_HIST_BINS; k++) o->hist[k] += p->hist[k];
+    a->dot += b->dot;
+    a->ee += b->ee;
+    a->cc += b->cc;
+    a->noise += b->noise;
+    if (b->worst_score > a->worst_score) { /* strictly: the earlier element wins a tie, as in one pass */
+        a->worst_score = b->worst_score;
+        o->worst = p->worst;
+        o->worst_expected = p->worst_expected;
+        o->worst_computed = p->worst_computed;
+        o->worst_tol = p->worst_tol;
+    }
+}
+
+void g2f_cmp_acc_add(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol, size_t n,
+                     size_t index0, int n_threads) {
+    if (n <= G2F_CMP_BLOCK) {
+        g2f_cmp_acc part;
+        g2f_cmp_acc_init(&part, a->with_tol);
+        add_seq(&part, expected, computed, tol, n, index0);
+        g2f_cmp_acc_merge(a, &part);
+        return;
+    }
+    size_t blocks = (n + G2F_CMP_BLOCK - 1) / G2F_CMP_BLOCK;
+    g2f_cmp_acc *parts = malloc(blocks * sizeof *parts);
+    if (!parts) { /* no room for the partial results: one block at a time, the same bits */
+        for (size_t b = 0; b < blocks; b++) {
+            size_t i0 = b * G2F_CMP_BLOCK, m = n - i0 < G2F_CMP_BLOCK ? n - i0 : G2F_CMP_BLOCK;
+            g2f_cmp_acc part;
+            g2f_cmp_acc_init(&part, a->with_tol);
+            add_seq(&part, expected + i0, computed + i0, tol ? tol + i0 : NULL, m, index0 + i0);
+            g2f_cmp_acc_merge(a, &part);
+        }
+        return;
+    }
+    long nb = (long)blocks;
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(n_threads > 0 ? n_threads : omp_get_max_threads())
+#endif
+    for (long b = 0; b < nb; b++) {
+        size_t i0 = (size_t)b * G2F_CMP_BLOCK, m = n - i0 < G2F_CMP_BLOCK ? n - i0 : G2F_CMP_BLOCK;
+        g2f_cmp_acc_init(&parts[b], a->with_tol);
+        add_seq(&parts[b], expected + i0, computed + i0, tol ? tol + i0 : NULL, m, index0 + i0);
+    }
+    for (size_t b = 0; b < blocks; b++) g2f_cmp_acc_merge(a, &parts[b]);
+    free(parts);
+}
+
+void g2f_cmp_acc_finish(const g2f_cmp_acc *a, g2f_cmp *o) {
+    *o = a->c;
+    o->margin = a->with_tol ? (a->worst_score < 0 ? 0 : a->worst_score) : 0;
+    o->cosine = a->ee > 0 && a->cc > 0 ? a->dot / sqrt(a->ee * a->cc) : (a->ee == a->cc ? 1.0 : 0.0);
+    o->sqnr_db = a->noise > 0 ? 10.0 * log10(a->ee / a->noise) : INFINITY;
+}
+
+void g2f_compare(const double *expected, const float *computed, const float *tol, size_t n, g2f_cmp *o) {
+    g2f_cmp_acc a;
+    g2f_cmp_acc_init(&a, tol != NULL);
+    add_seq(&a, expected, computed, tol, n, 0);
+    g2f_cmp_acc_finish(&a, o);
 }
 
 double g2f_separation(const float *a, const float *b, const float *tol, size_t n) {

@@ -34,6 +34,29 @@ typedef struct g2f_cmp {
  * counts as mismatched except non-finite values). */
 void g2f_compare(const double *expected, const float *computed, const float *tol, size_t n, g2f_cmp *out);
 
+/* The same comparison over data that arrives in pieces (chunks of tokens):
+ * init, add the pieces in order, finish. The result equals g2f_compare over
+ * the concatenation, except that the sums behind cosine and sqnr are added
+ * per block of G2F_CMP_BLOCK elements and the blocks then in order (so the
+ * last bits of those two can differ; every count, maximum and the worst
+ * element are the same). */
+#define G2F_CMP_BLOCK 16384
+typedef struct g2f_cmp_acc {
+    g2f_cmp c;                   /* counts, maxima, worst, histogram so far */
+    double dot, ee, cc, noise;   /* sums for cosine and sqnr */
+    double worst_score;          /* -1 before the first finite element */
+    int with_tol;
+} g2f_cmp_acc;
+void g2f_cmp_acc_init(g2f_cmp_acc *a, int with_tol);
+/* Adds n elements at flat indices index0 .. index0 + n - 1 (tol NULL iff the
+ * accumulator was made without tolerances). OpenMP over fixed blocks of
+ * G2F_CMP_BLOCK elements merged in order: the same bits for any thread count. */
+void g2f_cmp_acc_add(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol, size_t n,
+                     size_t index0, int n_threads);
+/* Appends b, whose elements come after a's. */
+void g2f_cmp_acc_merge(g2f_cmp_acc *a, const g2f_cmp_acc *b);
+void g2f_cmp_acc_finish(const g2f_cmp_acc *a, g2f_cmp *out);
+
 /* max_i |a_i - b_i| / tol_i: how far apart two computations are in units of
  * the tolerance (used to tell whether the GELU forms are distinguishable). */
 double g2f_separation(const float *a, const float *b, const float *tol, size_t n);

@@ -26,6 +26,7 @@
 
 #include "g2f_error.h"
 #include "g2f_ffn.h"
+#include "g2f_ffn_eval.h"
 #include "g2f_fixture.h"
 #include "g2f_model.h"
 #include "g2f_tol.h"
@@ -68,14 +69,11 @@ typedef struct g2f_diag_input {
     const g2f_model *model;
     size_t layer;
     const g2f_ffn_weights *w;       /* the layer's weights */
-    const g2f_tol_squares *squares; /* of w, shared with verify */
-    const g2f_fixture_layer *fx;
+    const g2f_fixture_views *fx;    /* the layer's recorded tensors */
     g2f_gelu gelu;                  /* the form asked for */
     const g2f_tol_params *tol;
     int n_threads;
-    /* the failed base computation over all tokens, for locating errors */
-    const float *pre, *act, *out, *tol_pre, *tol_act, *tol_out;
-    g2f_ffn_ws *ws; /* the kernels' scratch, or NULL */
+    g2f_ffn_eval_ws *ws;            /* buffers shared with verify */
 } g2f_diag_input;
 
 typedef struct g2f_diag_result {

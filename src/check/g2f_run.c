@@ -14,11 +14,20 @@ static int selected(const g2f_run_params *p, const g2f_fixture *f, size_t L) {
     return g2f_fixture_has_input(f, L) && (!p->select || p->select[L]);
 }
 
-/* The work buffers of one layer: x and out (T, d), pre and act (T, h). */
+/* Tokens go through in chunks of at most CHUNK_BYTES of buffers (x and out
+ * (C, d), pre and act (C, h)), at least 16 tokens, so memory is bounded by
+ * the weights plus a chunk whatever the token count. */
+#define CHUNK_BYTES ((size_t)48 << 20)
+
 static size_t work_width(size_t d, size_t h) {
     size_t w;
     if (__builtin_add_overflow(h, d, &w) || __builtin_mul_overflow(w, (size_t)2, &w)) return SIZE_MAX;
     return w;
+}
+
+static size_t chunk_tokens(size_t T, size_t d, size_t h) {
+    size_t w = work_width(d, h), c = w == SIZE_MAX || w > CHUNK_BYTES / 4 / 16 ? 16 : CHUNK_BYTES / 4 / w;
+    return c < T ? c : T;
 }
 
 g2f_status g2f_run_check(const g2f_model *m, const g2f_fixture *inputs, const g2f_run_params *p, g2f_error *err) {
@@ -29,15 +38,48 @@ g2f_status g2f_run_check(const g2f_model *m, const g2f_fixture *inputs, const g2
     uint64_t phys = g2f_physical_memory();
     for (size_t L = 0; L < mi->n_layer; L++) {
         if (!selected(p, inputs, L)) continue;
-        size_t T = (size_t)(g2f_fixture_input(inputs, L)->numel / d), n;
-        if (__builtin_mul_overflow(T, w, &n) || __builtin_mul_overflow(n, sizeof(float), &n) || (uint64_t)n > phys) {
+        size_t T = (size_t)(g2f_fixture_input(inputs, L)->numel / d), C = chunk_tokens(T, d, h), n;
+        if (__builtin_mul_overflow(C, w, &n) || __builtin_mul_overflow(n, sizeof(float), &n) || (uint64_t)n > phys) {
             char what[96];
-            snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens", L, T);
-            g2f_alloc_work(T, w, sizeof(float), what, err); /* fails, with the message */
+            snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens at a time", L, C);
+            g2f_alloc_work(C, w, sizeof(float), what, err); /* fails, with the message */
             return err ? err->status : G2F_ERR_NOMEM;
         }
     }
     return G2F_OK;
+}
+
+/* One layer, one output tensor after the other (the file holds each whole):
+ * in, out, then pre and act when asked. A layer that fits in one chunk is
+ * computed once; otherwise each pass recomputes what it writes, chunk by
+ * chunk. Every product is a GEMM (never the one-row GEMV), so the values
+ * equal verify's whatever the chunking. */
+static g2f_status run_layer(const g2f_ffn_weights *wt, const g2f_tensor *in, size_t L, const g2f_run_params *p,
+                            g2f_writer *w, g2f_ffn_ws *ws, size_t *tokens, g2f_error *err) {
+    size_t d = wt->n_embd, h = wt->n_inner, T = (size_t)(in->numel / d), C = chunk_tokens(T, d, h);
+    char what[96];
+    snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens at a time", L, C);
+    float *x = g2f_alloc_work(C, work_width(d, h), sizeof(float), what, err);
+    if (!x) return err ? err->status : G2F_ERR_NOMEM;
+    float *out = x + C * d, *pre = out + C * d, *act = pre + C * h;
+    g2f_status st = G2F_OK;
+    int whole = C == T; /* computed once, every tensor written from the buffers */
+    for (int pass = 0; pass < 4 && st == G2F_OK; pass++) {
+        if ((pass == 2 && !p->save_pre) || (pass == 3 && !p->save_act)) continue;
+        for (size_t t0 = 0; t0 < T && st == G2F_OK; t0 += C) {
+            size_t n = T - t0 < C ? T - t0 : C;
+            if (!whole || pass == 0) g2f_tensor_read_f32(in, (uint64_t)t0 * d, (uint64_t)n * d, x);
+            if ((!whole && pass > 0) || (whole && pass == 0)) {
+                g2f_ffn_fc_gelu_sq(wt, x, n, p->gelu, pre, act, NULL, p->n_threads, ws);
+                if (pass == 1 || whole) g2f_ffn_proj_sq(wt, act, NULL, n, out, NULL, p->n_threads, ws);
+            }
+            const float *src = pass == 0 ? x : pass == 1 ? out : pass == 2 ? pre : act;
+            st = g2f_writer_put_part(w, src, n * (pass < 2 ? d : h), err);
+        }
+    }
+    free(x);
+    *tokens = T;
+    return st;
 }
 
 g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *out_path, const g2f_run_params *p,
@@ -89,28 +131,12 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
     g2f_ffn_ws ws = {0}; /* kept across layers */
     for (size_t L = 0; L < mi->n_layer && st == G2F_OK; L++) {
         if (!selected(p, inputs, L)) continue;
-        const g2f_tensor *in = g2f_fixture_input(inputs, L);
-        size_t T = (size_t)(in->numel / d);
-        char what[96];
-        snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens", L, T);
-        /* one block: x and out (T, d), pre and act (T, h); its size checked at once */
-        float *x = g2f_alloc_work(T, work_width(d, h), sizeof(float), what, err);
-        float *out = x ? x + T * d : NULL, *pre = x ? out + T * d : NULL, *act = x ? pre + T * h : NULL;
         g2f_layer lw;
-        if (!x) {
-            st = err ? err->status : G2F_ERR_NOMEM;
-        } else if ((st = g2f_model_layer_load(m, L, &lw, err)) == G2F_OK) {
-            g2f_tensor_read_f32(in, 0, in->numel, x);
-            g2f_ffn_forward(&lw.w, x, T, p->gelu, pre, act, out, p->n_threads, &ws);
-            g2f_layer_free(&lw);
-            if ((st = g2f_writer_put(w, x, err)) == G2F_OK && (st = g2f_writer_put(w, out, err)) == G2F_OK &&
-                (!p->save_pre || (st = g2f_writer_put(w, pre, err)) == G2F_OK) && p->save_act)
-                st = g2f_writer_put(w, act, err);
-            r->layers++;
-            r->tensors += per;
-            r->tokens = T;
-        }
-        free(x);
+        if ((st = g2f_model_layer_load(m, L, &lw, err)) != G2F_OK) break;
+        st = run_layer(&lw.w, g2f_fixture_input(inputs, L), L, p, w, &ws, &r->tokens, err);
+        g2f_layer_free(&lw);
+        r->layers++;
+        r->tensors += per;
     }
     g2f_ffn_ws_free(&ws);
     g2f_status cs = g2f_writer_close(w, st == G2F_OK, st == G2F_OK ? err : NULL);

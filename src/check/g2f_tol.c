@@ -11,41 +11,76 @@
 #include <omp.h>
 #endif
 
+#define BLOCK 4096 /* elements per OpenMP task: fixed, so the thread count changes nothing */
+
+static int threads_of(int n_threads) {
+#ifdef _OPENMP
+    return n_threads > 0 ? n_threads : omp_get_max_threads();
+#else
+    (void)n_threads;
+    return 1;
+#endif
+}
+
 static double input_roundoff(g2f_dtype d) {
     double r = g2f_dtype_store_roundoff(d);
     return d == G2F_DTYPE_F64 ? ldexp(1.0, -24) : r; /* F64 input is rounded to float here */
 }
 
-g2f_status g2f_tol_squares_init(const g2f_ffn_weights *w, g2f_tol_squares *sq, int n_threads, g2f_error *err) {
-    size_t n = w->n_embd * w->n_inner;
-    if (sq->cap < n || !sq->w_fc_sq) {
-        g2f_tol_squares_free(sq);
-        sq->w_fc_sq = g2f_alloc_array(n, sizeof(float));
-        sq->w_proj_sq = g2f_alloc_array(n, sizeof(float));
-        sq->cap = n;
-    }
-    if (!sq->w_fc_sq || !sq->w_proj_sq) {
-        g2f_tol_squares_free(sq);
-        return g2f_error_set(err, G2F_ERR_NOMEM, "tolerance: cannot allocate squared weights (%zu floats)", n);
-    }
-    long count = (long)n;
-    (void)n_threads;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(n_threads > 0 ? n_threads : omp_get_max_threads())
-#endif
-    for (long i = 0; i < count; i++) {
-        sq->w_fc_sq[i] = w->w_fc[i] * w->w_fc[i];
-        sq->w_proj_sq[i] = w->w_proj[i] * w->w_proj[i];
-    }
-    return G2F_OK;
+g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_dtype act, double weight_roundoff) {
+    g2f_tol_units u = {input_roundoff(in), weight_roundoff, g2f_dtype_store_roundoff(pre),
+                       g2f_dtype_store_roundoff(act), g2f_dtype_store_roundoff(out)};
+    return u;
 }
 
-void g2f_tol_squares_free(g2f_tol_squares *sq) {
-    if (!sq) return;
-    free(sq->w_fc_sq);
-    free(sq->w_proj_sq);
-    sq->w_fc_sq = sq->w_proj_sq = NULL;
-    sq->cap = 0;
+void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pre, const float *act,
+                        const float *s, const double *exp_pre, const double *exp_act, const g2f_tol_units *un,
+                        double lambda, float *tol_pre, float *tol_act, float *q, int n_threads) {
+    const double u = ldexp(1.0, -24);
+    const double uin = un->u_in / u, uw = un->u_w / u; /* in units of u */
+    const double d = (double)n_embd, h = (double)n_inner;
+    long blocks = (long)((n + BLOCK - 1) / BLOCK);
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads_of(n_threads))
+#endif
+    for (long b = 0; b < blocks; b++) {
+        size_t i0 = (size_t)b * BLOCK, m = n - i0 < BLOCK ? n - i0 : BLOCK;
+        float gd[BLOCK]; /* GELU'(pre), vectorized (g2f_gelu_deriv_span) */
+        g2f_gelu_deriv_span(pre + i0, gd, m);
+        for (size_t r = 0; r < m; r++) {
+            size_t i = i0 + r;
+            double hk = pre[i], ak = act[i];
+            double v1 = d / 2 * s[i] + d / 3 * hk * hk + (uin * uin + uw * uw) * s[i]; /* / u^2 */
+            double g = gd[r], ge = 2.0 * (fabs(ak) + fabs(hk));
+            double vact = g * g * v1 + ge * ge;
+            if (tol_pre && exp_pre) tol_pre[i] = (float)(lambda * u * sqrt(v1) + un->u_pre * fabs(exp_pre[i]));
+            if (tol_act && exp_act) tol_act[i] = (float)(lambda * u * sqrt(vact) + un->u_act * fabs(exp_act[i]));
+            q[i] = (float)((h / 2 + uw * uw) * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
+        }
+    }
+}
+
+void g2f_tol_ffn_out(size_t n, size_t n_inner, const float *out, const float *v, const double *exp_out,
+                     const g2f_tol_units *un, double lambda, float *tol_out, int n_threads) {
+    const double u = ldexp(1.0, -24), h = (double)n_inner;
+    long blocks = (long)((n + BLOCK - 1) / BLOCK);
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads_of(n_threads))
+#endif
+    for (long b = 0; b < blocks; b++) {
+        size_t i0 = (size_t)b * BLOCK, i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
+        for (size_t i = i0; i < i1; i++) {
+            double y = out[i];
+            double var = (double)v[i] + h / 3 * y * y;
+            tol_out[i] = (float)(lambda * u * sqrt(var) + un->u_out * fabs(exp_out[i]));
+        }
+    }
+}
+
+void g2f_tol_user(const g2f_tol_params *p, const double *expected, size_t n, float *tol) {
+    for (size_t i = 0; i < n; i++) tol[i] = (float)(p->atol + p->rtol * fabs(expected[i]));
 }
 
 g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, float *tol_out, float *tol_pre,
@@ -53,39 +88,25 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
     const g2f_ffn_weights *w = r->w;
     size_t T = r->n_tokens, d = w->n_embd, h = w->n_inner;
     if (p->user) {
-        for (size_t i = 0; i < T * d; i++) tol_out[i] = (float)(p->atol + p->rtol * fabs(r->exp_out[i]));
-        if (tol_pre && r->exp_pre)
-            for (size_t i = 0; i < T * h; i++) tol_pre[i] = (float)(p->atol + p->rtol * fabs(r->exp_pre[i]));
-        if (tol_act && r->exp_act)
-            for (size_t i = 0; i < T * h; i++) tol_act[i] = (float)(p->atol + p->rtol * fabs(r->exp_act[i]));
+        g2f_tol_user(p, r->exp_out, T * d, tol_out);
+        if (tol_pre && r->exp_pre) g2f_tol_user(p, r->exp_pre, T * h, tol_pre);
+        if (tol_act && r->exp_act) g2f_tol_user(p, r->exp_act, T * h, tol_act);
         return G2F_OK;
     }
-    const double u = ldexp(1.0, -24), lambda = p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA;
-    const double uin = input_roundoff(r->dtype_in) / u; /* in units of u */
-    const double uw = r->weight_roundoff / u;
-    const float *w1 = r->squares->w_fc_sq, *w2 = r->squares->w_proj_sq;
-    float *x2 = g2f_alloc_work(T, d + h, sizeof(float), "tolerance: the buffers", err); /* x2 (T, d), q (T, h) */
-    if (!x2) return err ? err->status : G2F_ERR_NOMEM;
-    float *q = x2 + T * d;
-    for (size_t i = 0; i < T * d; i++) x2[i] = r->x[i] * r->x[i];
-    g2f_matmul(x2, T, d, w1, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, q, n_threads, r->ws); /* sum_i x_i^2 W_fc[i,k]^2 */
-    double upre = g2f_dtype_store_roundoff(r->dtype_pre), uact = g2f_dtype_store_roundoff(r->dtype_act);
-    for (size_t i = 0; i < T * h; i++) {
-        double hk = r->pre[i], ak = r->act[i];
-        double v1 = (double)d / 2 * q[i] + (double)d / 3 * hk * hk + (uin * uin + uw * uw) * q[i]; /* / u^2 */
-        double g = g2f_gelu_deriv(hk), ge = 2.0 * (fabs(ak) + fabs(hk));
-        double vact = g * g * v1 + ge * ge;
-        if (tol_pre && r->exp_pre) tol_pre[i] = (float)(lambda * u * sqrt(v1) + upre * fabs(r->exp_pre[i]));
-        if (tol_act && r->exp_act) tol_act[i] = (float)(lambda * u * sqrt(vact) + uact * fabs(r->exp_act[i]));
-        q[i] = (float)(((double)h / 2 + uw * uw) * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
-    }
-    g2f_matmul(q, T, h, w2, w->layout_proj == G2F_LAYOUT_LINEAR, d, NULL, x2, n_threads, r->ws); /* reuse x2 (T, d) */
-    double uout = g2f_dtype_store_roundoff(r->dtype_out);
-    for (size_t i = 0; i < T * d; i++) {
-        double y = r->out[i];
-        double v = (double)x2[i] + (double)h / 3 * y * y;
-        tol_out[i] = (float)(lambda * u * sqrt(v) + uout * fabs(r->exp_out[i]));
-    }
-    free(x2);
+    double lambda = p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA;
+    g2f_tol_units un = g2f_tol_units_for(r->dtype_in, r->dtype_out, r->dtype_pre, r->dtype_act, r->weight_roundoff);
+    /* pre2 (scratch for the recomputed pre), s and q (T, h); out2 and v (T, d) */
+    size_t width = 3 * h + 2 * d;
+    float *buf = g2f_alloc_work(T, width, sizeof(float), "tolerance: the buffers", err);
+    if (!buf) return err ? err->status : G2F_ERR_NOMEM;
+    float *pre2 = buf, *s = pre2 + T * h, *q = s + T * h, *out2 = q + T * h, *v = out2 + T * d;
+    /* the products of squares, with their FFN products recomputed beside them (discarded) */
+    g2f_matmul_sq(r->x, NULL, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, pre2, s, n_threads, r->ws);
+    g2f_tol_ffn_hidden(T * h, d, h, r->pre, r->act, s, r->exp_pre, r->exp_act, &un, lambda, tol_pre, tol_act, q,
+                       n_threads);
+    g2f_matmul_sq(r->act, q, T, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, NULL, out2, v, n_threads,
+                  r->ws);
+    g2f_tol_ffn_out(T * d, h, r->out, v, r->exp_out, &un, lambda, tol_out, n_threads);
+    free(buf);
     return G2F_OK;
 }

@@ -25,10 +25,11 @@
  *
  * u_in / u_store are 2^-11 for F16 and 2^-8 for BF16 fixture tensors, 0 for
  * F32 and F64 (an F64 input rounded to float adds u, folded into u_in). The
- * sums of squares are two extra matmuls (x^2 W_fc^2 and c W_proj^2) over
- * squared weights made once per layer (g2f_tol_squares). A hypothesis that
- * rounds the weights to F16/BF16 reuses the unrounded squares: they are
- * magnitudes, and rounding changes them by 2^-8 at most.
+ * sums of squares are two extra products (x^2 W_fc^2 and q W_proj^2), each
+ * computed in the same pass over the weights as the FFN's own product
+ * (g2f_matmul_sq: the squared weights are packed beside the weights, never
+ * stored whole). The element-wise parts below take them per chunk of
+ * tokens, so callers can keep memory bounded whatever the token count.
  *
  * With user rtol/atol the model is replaced by atol + rtol |expected|, like
  * torch.isclose.
@@ -50,18 +51,33 @@ typedef struct g2f_tol_params {
     double lambda;      /* standard deviations, G2F_TOL_LAMBDA by default */
 } g2f_tol_params;
 
-/* Element-wise squares of a layer's two weight matrices (same layouts), made
- * once per layer and shared by every tolerance computed for it. */
-typedef struct g2f_tol_squares {
-    float *w_fc_sq, *w_proj_sq; /* owned */
-    size_t cap;                 /* floats in each */
-} g2f_tol_squares;
+/* Relative roundoffs of one comparison (u_in, u_w, the stored dtypes). */
+typedef struct g2f_tol_units {
+    double u_in;            /* the fixture input's rounding, relative (F16 2^-11, F64 read as float 2^-24) */
+    double u_w;             /* the weights' uncertainty, relative (0, or a rounding hypothesis) */
+    double u_pre, u_act, u_out; /* the stored expected values' own rounding */
+} g2f_tol_units;
 
-/* Fills sq from w (OpenMP), reusing its buffers when they are large enough
- * (start from {0}; keep one across layers: two fresh 80 MB buffers per GPT-2
- * XL layer cost 40 000 page faults). Fails only on allocation. */
-g2f_status g2f_tol_squares_init(const g2f_ffn_weights *w, g2f_tol_squares *sq, int n_threads, g2f_error *err);
-void g2f_tol_squares_free(g2f_tol_squares *sq);
+/* The units for fixture dtypes (input, out, pre, act) and a weight roundoff. */
+g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_dtype act, double weight_roundoff);
+
+/* Element-wise part after c_fc, for n = tokens x n_inner elements:
+ * from pre, act and s = (x o x)(W_fc o W_fc), writes tol_pre / tol_act
+ * (each may be NULL; exp_pre / exp_act give the stored values' rounding and
+ * may be NULL when the tolerance is not needed) and q, the coefficient of
+ * W_proj^2 in V_out (in units of u^2), the A2 operand of c_proj's
+ * g2f_matmul_sq. OpenMP over fixed blocks: any thread count, same bits. */
+void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pre, const float *act,
+                        const float *s, const double *exp_pre, const double *exp_act, const g2f_tol_units *un,
+                        double lambda, float *tol_pre, float *tol_act, float *q, int n_threads);
+
+/* Element-wise part after c_proj, for n = tokens x n_embd elements: from out
+ * and v = q (W_proj o W_proj), tol_out. */
+void g2f_tol_ffn_out(size_t n, size_t n_inner, const float *out, const float *v, const double *exp_out,
+                     const g2f_tol_units *un, double lambda, float *tol_out, int n_threads);
+
+/* User tolerances: tol[i] = atol + rtol |expected[i]|. */
+void g2f_tol_user(const g2f_tol_params *p, const double *expected, size_t n, float *tol);
 
 typedef struct g2f_tol_request {
     const g2f_ffn_weights *w;
@@ -72,12 +88,13 @@ typedef struct g2f_tol_request {
     const double *exp_pre, *exp_act;/* optional expected (T, n_inner) */
     g2f_dtype dtype_in, dtype_out, dtype_pre, dtype_act;
     double weight_roundoff;         /* u_w, 0 normally */
-    const g2f_tol_squares *squares; /* of w's matrices (layouts follow w) */
-    g2f_ffn_ws *ws;                 /* for the two matmuls; NULL: their own */
+    g2f_ffn_ws *ws;                 /* for the two products; NULL: their own */
 } g2f_tol_request;
 
-/* Fills tol_out (T, n_embd) and, when non-NULL, tol_pre / tol_act
- * (T, n_inner). Fails only on allocation. */
+/* Whole-array convenience over the functions above (tests, benchmarks):
+ * fills tol_out (T, n_embd) and, when non-NULL, tol_pre / tol_act
+ * (T, n_inner). Recomputes the two products of squares itself. Fails only on
+ * allocation (sizes checked against overflow and the machine's memory). */
 g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, float *tol_out, float *tol_pre,
                            float *tol_act, int n_threads, g2f_error *err);
 

@@ -20,6 +20,7 @@
 #include "g2f_diagnose.h"
 #include "g2f_error.h"
 #include "g2f_ffn.h"
+#include "g2f_ffn_eval.h"
 #include "g2f_fixture.h"
 #include "g2f_model.h"
 #include "g2f_tol.h"
@@ -42,6 +43,7 @@ typedef struct g2f_layer_result {
     size_t tokens;
     g2f_cmp out;            /* requested GELU form against h.L.mlp.out */
     g2f_cmp out_other;      /* the other form against h.L.mlp.out */
+    size_t other_tokens;    /* 0: out_other covers every token; else the tokens it covers (g2f_verify.c) */
     int has_pre, has_act;
     g2f_cmp pre, act, act_other;
     double gelu_separation; /* max |out_tanh - out_erf| / tol: > 1 means the data can tell */

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_gelu_deriv.h"
 #include "g2f_gelu_math.h"
 #include "g2f_cpu.h"
 #include "g2f_simd.h"
@@ -94,6 +95,11 @@ double g2f_gelu_tanh_f64(double x) {
 }
 
 double g2f_gelu_erf_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
+
+void g2f_gelu_deriv_span(const float *x, float *g, size_t n) {
+    if (simd_ok()) g2f_simd_gelu_deriv(x, g, n);
+    else g2f_gelu_deriv_loop(x, g, n);
+}
 
 double g2f_gelu_deriv(double x) {
     return 0.5 * (1.0 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x);
@@ -299,16 +305,38 @@ static float *ws_take(g2f_ffn_ws *ws, size_t n) {
  * B is packed once, A n/ncb times. Returns 0 when the shared B buffer cannot
  * be allocated (the caller then uses matmul_tasks, which gives bitwise the
  * same results: the same tiles sum the same terms in the same order). */
+/* The optional second product of a call: C2 = A2 (B o B), in the same pass
+ * over B (its squares packed beside it). A2 is a2, or A o A when a2 is NULL
+ * (squared as it is packed). c2 NULL: no second product. */
+typedef struct second {
+    const float *a2;
+    float *c2;
+} second;
+
+/* Squares n packed floats into dst. */
+static void square_into(const float *src, float *restrict dst, size_t n) {
+    for (size_t i = 0; i < n; i++) dst[i] = src[i] * src[i];
+}
+
+/* A2's block for the second product: packed from a2, or A's packed block squared. */
+static void pack_a2(int simd, const second *sc, const float *ap, size_t k, size_t i0, size_t mb, size_t k0, size_t kc,
+                    float *restrict buf) {
+    if (sc->a2) pack_a(simd, sc->a2, k, i0, mb, k0, kc, buf);
+    else square_into(ap, buf, (mb + MR - 1) / MR * KC * MR);
+}
+
 static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
-                       const epilogue *ep, int simd, int n_threads, g2f_ffn_ws *ws) {
+                       const epilogue *ep, const second *sc, int simd, int n_threads, g2f_ffn_ws *ws) {
     size_t ncb = NC_BYTES / (k * sizeof(float)) / NR * NR; /* k > 0 here */
     ncb = ncb < NC_MIN ? NC_MIN : ncb > NC_MAX ? NC_MAX : ncb;
     size_t col_blocks = (n + ncb - 1) / ncb;
     ncb = ((n + col_blocks - 1) / col_blocks + NR - 1) / NR * NR; /* equal blocks, whole panels */
     size_t ncap = n < ncb ? n : ncb, max_panels = (ncap + NR - 1) / NR, depth_blocks = (k + KC - 1) / KC;
     size_t block_floats = max_panels * KC * NR; /* one depth block of the column block */
-    float *bp = ws_take(ws, depth_blocks * block_floats);
+    int two = sc && sc->c2;
+    float *bp = ws_take(ws, (two ? 2 : 1) * depth_blocks * block_floats);
     if (!bp) return 0;
+    float *bp2 = two ? bp + depth_blocks * block_floats : NULL; /* B's squares, same layout */
     long row_blocks = (long)((m + MC - 1) / MC);
     int threads = thread_count(n_threads);
 #ifdef _OPENMP
@@ -318,6 +346,7 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
 #endif
     {
         _Alignas(64) float ap[KC * ((MC + MR - 1) / MR) * MR]; /* per-thread A block, 66 KiB */
+        _Alignas(64) float ap2[KC * ((MC + MR - 1) / MR) * MR]; /* and A2's (unused without a second product) */
         for (size_t jc = 0; jc < n; jc += ncb) {
             size_t nc = n - jc < ncb ? n - jc : ncb;
             long panels = (long)((nc + NR - 1) / NR), groups8 = (panels + 7) / 8;
@@ -334,7 +363,10 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
                 size_t pb = (size_t)q / (size_t)groups8, g = (size_t)q % (size_t)groups8;
                 size_t pc = pb * KC, kc = k - pc < KC ? k - pc : KC;
                 size_t j = g * 8 * NR, w = nc - j < 8 * NR ? nc - j : 8 * NR;
-                pack_b(simd, b, b_trans, k, n, pc, kc, jc + j, w, bp + pb * block_floats + g * 8 * KC * NR);
+                size_t off = pb * block_floats + g * 8 * KC * NR;
+                pack_b(simd, b, b_trans, k, n, pc, kc, jc + j, w, bp + off);
+                if (two) /* while the panels are in cache */
+                    for (size_t p = 0; p * NR < w; p++) square_into(bp + off + p * KC * NR, bp2 + off + p * KC * NR, kc * NR);
             }
             /* the loop's implicit barrier: B is packed before anyone uses it */
 #ifdef _OPENMP
@@ -348,12 +380,16 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
                     size_t pc = pb * KC, kc = k - pc < KC ? k - pc : KC;
                     const float *bblock = bp + pb * block_floats;
                     pack_a(simd, a, k, i0, mc, pc, kc, ap);
+                    if (two) pack_a2(simd, sc, ap, k, i0, mc, pc, kc, ap2);
                     for (long s = s0; s < s1; s++) { /* a B micro-panel stays in L1 across the A panels */
                         size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
                         for (size_t p = 0; p * MR < mc; p++) {
                             size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
                             tile_last(simd, ap + p * KC * MR, bblock + (size_t)s * KC * NR, kc, c, n, i0 + p * MR,
                                       jc + j, mr, nr, pc == 0, pb + 1 == depth_blocks, ep);
+                            if (two)
+                                tile(simd, ap2 + p * KC * MR, bp2 + pb * block_floats + (size_t)s * KC * NR, kc,
+                                     sc->c2 + (i0 + p * MR) * n + jc + j, n, mr, nr, pc == 0);
                         }
                     }
                 }
@@ -368,7 +404,8 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
 
 /* The fallback: independent (MB x NB) tasks, each packing its own blocks. */
 static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
-                         const epilogue *ep, int simd, int n_threads) {
+                         const epilogue *ep, const second *sc, int simd, int n_threads) {
+    int two = sc && sc->c2;
     size_t row_blocks = (m + MB - 1) / MB, col_blocks = (n + NB - 1) / NB;
     long tasks = (long)(row_blocks * col_blocks);
 #ifdef _OPENMP
@@ -380,6 +417,8 @@ static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int
         /* per-thread packing buffers, sized by the blocks (224 KiB of stack) */
         _Alignas(64) float bp[KC * NB];
         _Alignas(64) float ap[KC * MB];
+        _Alignas(64) float bp2[KC * NB]; /* the second product's (unused without one) */
+        _Alignas(64) float ap2[KC * MB];
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -387,17 +426,27 @@ static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int
             size_t i0 = (size_t)t / col_blocks * MB, j0 = (size_t)t % col_blocks * NB;
             size_t mb = m - i0 < MB ? m - i0 : MB, nb = n - j0 < NB ? n - j0 : NB;
             if (k == 0)
-                for (size_t i = 0; i < mb; i++) memset(c + (i0 + i) * n + j0, 0, nb * sizeof(float));
+                for (size_t i = 0; i < mb; i++) {
+                    memset(c + (i0 + i) * n + j0, 0, nb * sizeof(float));
+                    if (two) memset(sc->c2 + (i0 + i) * n + j0, 0, nb * sizeof(float));
+                }
             for (size_t k0 = 0; k0 < k; k0 += KC) {
                 size_t kc = k - k0 < KC ? k - k0 : KC;
                 pack_b(simd, b, b_trans, k, n, k0, kc, j0, nb, bp);
                 pack_a(simd, a, k, i0, mb, k0, kc, ap);
+                if (two) {
+                    for (size_t s = 0; s * NR < nb; s++) square_into(bp + s * KC * NR, bp2 + s * KC * NR, kc * NR);
+                    pack_a2(simd, sc, ap, k, i0, mb, k0, kc, ap2);
+                }
                 for (size_t s = 0; s * NR < nb; s++) { /* a B micro-panel stays in L1 across the A panels */
                     size_t nr = nb - s * NR < NR ? nb - s * NR : NR;
                     for (size_t p = 0; p * MR < mb; p++) {
                         size_t mr = mb - p * MR < MR ? mb - p * MR : MR;
                         tile(simd, ap + p * KC * MR, bp + s * KC * NR, kc, c + (i0 + p * MR) * n + j0 + s * NR, n,
                              mr, nr, k0 == 0);
+                        if (two)
+                            tile(simd, ap2 + p * KC * MR, bp2 + s * KC * NR, kc,
+                                 sc->c2 + (i0 + p * MR) * n + j0 + s * NR, n, mr, nr, k0 == 0);
                     }
                 }
             }
@@ -406,29 +455,55 @@ static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int
     }
 }
 
+/* sc NULL: one product, a single row by the GEMV; sc not NULL (even with no
+ * c2): never the GEMV, so that a row's results do not depend on how many
+ * rows are computed with it (the GEMV sums in another order). */
 static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
-                      const epilogue *ep, int n_threads, g2f_ffn_ws *ws) {
+                      const epilogue *ep, const second *sc, int n_threads, g2f_ffn_ws *ws) {
     if (m == 0 || n == 0) return;
     int simd = simd_ok();
-    if (m == 1 && simd && k > 0 && gemv(a, k, b, b_trans, n, c, n_threads)) {
+    if (!sc && m == 1 && simd && k > 0 && gemv(a, k, b, b_trans, n, c, n_threads)) {
         finish_block(c, n, 0, 1, 0, n, ep);
         return;
     }
-    if (k == 0 || !matmul_goto(a, m, k, b, b_trans, n, c, ep, simd, n_threads, ws))
-        matmul_tasks(a, m, k, b, b_trans, n, c, ep, simd, n_threads);
+    if (k == 0 || !matmul_goto(a, m, k, b, b_trans, n, c, ep, sc, simd, n_threads, ws))
+        matmul_tasks(a, m, k, b, b_trans, n, c, ep, sc, simd, n_threads);
 }
 
 void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, const float *bias,
                 float *c, int n_threads, g2f_ffn_ws *ws) {
     epilogue ep = {bias, 0, NULL};
-    matmul_ex(a, m, k, b, b_trans, n, c, &ep, n_threads, ws);
+    matmul_ex(a, m, k, b, b_trans, n, c, &ep, NULL, n_threads, ws);
+}
+
+void g2f_matmul_sq(const float *a, const float *a2, size_t m, size_t k, const float *b, int b_trans, size_t n,
+                   const float *bias, float *c, float *c2, int n_threads, g2f_ffn_ws *ws) {
+    epilogue ep = {bias, 0, NULL};
+    second sc = {a2, c2};
+    matmul_ex(a, m, k, b, b_trans, n, c, &ep, &sc, n_threads, ws);
 }
 
 void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre, float *act,
                      int n_threads, g2f_ffn_ws *ws) {
     epilogue ep = {w->b_fc, 1 + (int)g, act};
-    matmul_ex(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, pre, &ep, n_threads,
-              ws);
+    matmul_ex(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, pre, &ep, NULL,
+              n_threads, ws);
+}
+
+void g2f_ffn_fc_gelu_sq(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre,
+                        float *act, float *s, int n_threads, g2f_ffn_ws *ws) {
+    epilogue ep = {w->b_fc, 1 + (int)g, act};
+    second sc = {NULL, s};
+    matmul_ex(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, pre, &ep, &sc,
+              n_threads, ws);
+}
+
+void g2f_ffn_proj_sq(const g2f_ffn_weights *w, const float *act, const float *q, size_t n_tokens, float *out,
+                     float *v, int n_threads, g2f_ffn_ws *ws) {
+    epilogue ep = {w->b_proj, 0, NULL};
+    second sc = {q, v};
+    matmul_ex(act, n_tokens, w->n_inner, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, w->n_embd, out, &ep, &sc,
+              n_threads, ws);
 }
 
 void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads,

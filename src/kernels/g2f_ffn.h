@@ -39,6 +39,9 @@ double g2f_gelu_erf_f64(double x);
 /* d GELU_erf / dx, used to propagate errors through either form (the two
  * derivatives differ by < 2e-3). */
 double g2f_gelu_deriv(double x);
+/* g[i] = GELU'(x[i]) to about 1e-6 (g2f_gelu_deriv.h), vectorized: what the
+ * tolerance uses for every element (the same bits on every CPU). */
+void g2f_gelu_deriv_span(const float *x, float *g, size_t n);
 
 typedef enum g2f_layout { G2F_LAYOUT_CONV1D, G2F_LAYOUT_LINEAR, G2F_LAYOUT_COUNT } g2f_layout;
 /* "Conv1D [in, out]" / "Linear [out, in]" */
@@ -74,6 +77,24 @@ void g2f_ffn_ws_free(g2f_ffn_ws *ws);
  * n_threads <= 0 means the OpenMP default. */
 void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n,
                 const float *bias, float *c, int n_threads, g2f_ffn_ws *ws);
+
+/* g2f_matmul and, in the same pass over B, C2 (m, n) = A2 (B o B): the
+ * squares of B's entries are packed beside B and never stored whole (the
+ * sums of squares that error bounds need, g2f_tol). a2 (m, k) may be NULL,
+ * then A2 = A o A (A squared as it is packed). c2 may be NULL (no second
+ * product). Unlike g2f_matmul, one row (m = 1) is not computed by the GEMV,
+ * whose summation order differs: each row's results are the same however
+ * many rows are computed with it. */
+void g2f_matmul_sq(const float *a, const float *a2, size_t m, size_t k, const float *b, int b_trans, size_t n,
+                   const float *bias, float *c, float *c2, int n_threads, g2f_ffn_ws *ws);
+/* g2f_ffn_fc_gelu plus s (n_tokens, n_inner) = (x o x) (W_fc o W_fc), by
+ * g2f_matmul_sq (s may be NULL). */
+void g2f_ffn_fc_gelu_sq(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre,
+                        float *act, float *s, int n_threads, g2f_ffn_ws *ws);
+/* g2f_ffn_proj plus v (n_tokens, n_embd) = q (W_proj o W_proj), q
+ * (n_tokens, n_inner), by g2f_matmul_sq (q and v may be NULL). */
+void g2f_ffn_proj_sq(const g2f_ffn_weights *w, const float *act, const float *q, size_t n_tokens, float *out,
+                     float *v, int n_threads, g2f_ffn_ws *ws);
 
 /* pre (n_tokens, n_inner) = x (n_tokens, n_embd) W_fc + b_fc */
 void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads,

@@ -44,6 +44,9 @@ void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size
  * for the exact form. in and out may be the same. */
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
 
+/* g[i] = GELU'(x[i]) (g2f_gelu_deriv.h), 8 at a time. */
+void g2f_simd_gelu_deriv(const float *x, float *g, size_t n);
+
 /* y (n) = x (k) B, B (k, n) row-major: y = 0, then y += x[kk] B[kk, :] for
  * kk in order (one FMA per term). Streams the rows of B front to back. */
 void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y);

@@ -180,6 +180,15 @@ g2f_dtype g2f_fixture_dtype(const g2f_fixture *f) {
 
 const char *g2f_fixture_path(const g2f_fixture *f) { return f->path; }
 
+g2f_status g2f_fixture_layer_views(const g2f_fixture *f, size_t layer, g2f_fixture_views *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!g2f_fixture_has_layer(f, layer))
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: no layer %zu", f->path, layer);
+    for (int k = 0; k < G2F_FX_COUNT; k++) out->t[k] = f->slots[layer][k];
+    out->n_tokens = (size_t)tokens_of(f->slots[layer][G2F_FX_IN]);
+    return G2F_OK;
+}
+
 g2f_status g2f_fixture_layer_load(const g2f_fixture *f, size_t layer, size_t n_embd, size_t n_inner,
                                   g2f_fixture_layer *out, g2f_error *err) {
     (void)n_embd;

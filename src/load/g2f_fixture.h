@@ -52,7 +52,18 @@ const char *g2f_fixture_gelu_claim(const g2f_fixture *f);
 /* Dtype of the fixture's first "out" tensor (for reports). */
 g2f_dtype g2f_fixture_dtype(const g2f_fixture *f);
 const char *g2f_fixture_path(const g2f_fixture *f);
-/* Loads one layer (after g2f_fixture_check succeeded). */
+/* A layer's recorded tensors, to be read a chunk of tokens at a time
+ * (g2f_tensor_read_f32 / _f64 of rows): borrowed from the fixture, valid
+ * until g2f_fixture_close; t[G2F_FX_PRE] / t[G2F_FX_ACT] NULL when absent.
+ * Only after g2f_fixture_check succeeded (shapes and dtypes are checked). */
+typedef struct g2f_fixture_views {
+    const g2f_tensor *t[G2F_FX_COUNT];
+    size_t n_tokens;
+} g2f_fixture_views;
+g2f_status g2f_fixture_layer_views(const g2f_fixture *f, size_t layer, g2f_fixture_views *out, g2f_error *err);
+
+/* Loads one layer whole (after g2f_fixture_check succeeded); memory grows
+ * with the layer's tokens: verify reads views instead. */
 g2f_status g2f_fixture_layer_load(const g2f_fixture *f, size_t layer, size_t n_embd, size_t n_inner,
                                   g2f_fixture_layer *out, g2f_error *err);
 void g2f_fixture_layer_free(g2f_fixture_layer *l);

@@ -1,0 +1,314 @@
+/* g2f_ffn_eval: see g2f_ffn_eval.h. */
+#include "g2f_ffn_eval.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define BLOCK 4096 /* elements per parallel task in the element-wise loops */
+
+void g2f_ffn_eval_ws_free(g2f_ffn_eval_ws *ws) {
+    if (!ws) return;
+    free(ws->buf);
+    ws->buf = NULL;
+    ws->cap = 0;
+    g2f_ffn_ws_free(&ws->ffn);
+}
+
+void g2f_ffn_eval_result_free(g2f_ffn_eval_result *r) {
+    if (!r) return;
+    free(r->profile.col_out);
+    free(r->profile.col_pre);
+    free(r->profile.col_act);
+    memset(&r->profile, 0, sizeof r->profile);
+}
+
+int g2f_ffn_eval_match(const g2f_ffn_eval_result *r) {
+    return r->out.mismatched == 0 && (!r->has_pre || r->pre.mismatched == 0) &&
+           (!r->has_act || r->act.mismatched == 0);
+}
+
+double g2f_ffn_eval_margin(const g2f_ffn_eval_result *r) {
+    double m = r->out.margin;
+    if (r->has_pre && r->pre.margin > m) m = r->pre.margin;
+    if (r->has_act && r->act.margin > m) m = r->act.margin;
+    return m;
+}
+
+static int threads_of(int n_threads) {
+#ifdef _OPENMP
+    return n_threads > 0 ? n_threads : omp_get_max_threads();
+#else
+    (void)n_threads;
+    return 1;
+#endif
+}
+
+/* max_i |a_i - b_i| / tol_i (NaN skipped: the comparison reports it), in
+ * fixed blocks; a maximum does not depend on the order. */
+static double separation(const float *a, const float *b, const float *tol, size_t n, int n_threads) {
+    long blocks = (long)((n + BLOCK - 1) / BLOCK);
+    double m = 0;
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(max : m) num_threads(threads_of(n_threads))
+#endif
+    for (long k = 0; k < blocks; k++) {
+        size_t i0 = (size_t)k * BLOCK, i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
+        double part = g2f_separation(a + i0, b + i0, tol + i0, i1 - i0);
+        if (part > m) m = part;
+    }
+    return m;
+}
+
+/* The chunk's buffers: floats x, out, v (= tol_out), out2 (C, d); pre, act,
+ * s (= q), tol_pre, tol_act, act2 (C, h); doubles e_out (C, d), e_pre,
+ * e_act (C, h). */
+typedef struct chunk {
+    size_t cap; /* tokens */
+    float *x, *out, *tol_out, *out2, *pre, *act, *q, *tol_pre, *tol_act, *act2;
+    double *e_out, *e_pre, *e_act;
+} chunk;
+
+/* Bytes per token of the chunk's buffers; SIZE_MAX on overflow. */
+static size_t bytes_per_token(size_t d, size_t h) {
+    size_t a, b, r;
+    if (__builtin_mul_overflow(h, (size_t)40, &a) || __builtin_mul_overflow(d, (size_t)24, &b) ||
+        __builtin_add_overflow(a, b, &r))
+        return SIZE_MAX;
+    return r;
+}
+
+static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, size_t d, size_t h, chunk *c,
+                             g2f_error *err) {
+    size_t per = bytes_per_token(d, h);
+    size_t cap = per == SIZE_MAX ? 16 : G2F_EVAL_CHUNK_BYTES / per;
+    if (cap < 16) cap = 16;
+    if (cap > want) cap = want ? want : 1;
+    size_t bytes;
+    if (per == SIZE_MAX || __builtin_mul_overflow(cap, per, &bytes)) bytes = SIZE_MAX;
+    if (!ws->buf || ws->cap < bytes) {
+        free(ws->buf);
+        ws->buf = NULL;
+        ws->cap = 0;
+        char what[128];
+        snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens at a time", layer, cap);
+        /* one block: doubles first, for their alignment */
+        ws->buf = g2f_alloc_work(cap, per == SIZE_MAX ? SIZE_MAX : per, 1, what, err);
+        if (!ws->buf) return err ? err->status : G2F_ERR_NOMEM;
+        ws->cap = cap * per;
+    }
+    double *dp = (double *)(void *)ws->buf;
+    c->cap = cap;
+    c->e_out = dp; dp += cap * d;
+    c->e_pre = dp; dp += cap * h;
+    c->e_act = dp; dp += cap * h;
+    float *fp = (float *)(void *)dp;
+    c->x = fp; fp += cap * d;
+    c->out = fp; fp += cap * d;
+    c->tol_out = fp; fp += cap * d;
+    c->out2 = fp; fp += cap * d;
+    c->pre = fp; fp += cap * h;
+    c->act = fp; fp += cap * h;
+    c->q = fp; fp += cap * h;
+    c->tol_pre = fp; fp += cap * h;
+    c->tol_act = fp; fp += cap * h;
+    c->act2 = fp;
+    return G2F_OK;
+}
+
+/* Reads rows [i0, i0 + n) of the evaluated token list into the chunk. */
+static void read_rows(const g2f_tensor *t, const size_t *tokens, size_t i0, size_t n, size_t width, float *f,
+                      double *dbl) {
+    if (!tokens) {
+        if (f) g2f_tensor_read_f32(t, (uint64_t)i0 * width, (uint64_t)n * width, f);
+        else g2f_tensor_read_f64(t, (uint64_t)i0 * width, (uint64_t)n * width, dbl);
+        return;
+    }
+    for (size_t r = 0; r < n; r++) {
+        uint64_t at = (uint64_t)tokens[i0 + r] * width;
+        if (f) g2f_tensor_read_f32(t, at, width, f + r * width);
+        else g2f_tensor_read_f64(t, at, width, dbl + r * width);
+    }
+}
+
+/* Adds a chunk's comparison: one call for a range of tokens, one per row
+ * for a list (so each row keeps its own flat index). */
+static void cmp_rows(g2f_cmp_acc *a, const double *e, const float *c, const float *tol, const size_t *tokens,
+                     size_t i0, size_t n, size_t width, int n_threads) {
+    if (!tokens) {
+        g2f_cmp_acc_add(a, e, c, tol, n * width, i0 * width, n_threads);
+        return;
+    }
+    for (size_t r = 0; r < n; r++)
+        g2f_cmp_acc_add(a, e + r * width, c + r * width, tol ? tol + r * width : NULL, width, tokens[i0 + r] * width,
+                        n_threads);
+}
+
+/* The tracked tokens: the largest scores, ties to the earlier token. */
+typedef struct tracker {
+    size_t n;
+    size_t tok[G2F_EVAL_TRACK];
+    double score[G2F_EVAL_TRACK];
+} tracker;
+
+static void track(tracker *t, size_t tok, double score) {
+    if (!(score == score)) score = INFINITY; /* a NaN difference is worth a look */
+    if (t->n < G2F_EVAL_TRACK) {
+        t->tok[t->n] = tok;
+        t->score[t->n++] = score;
+        return;
+    }
+    size_t lo = 0;
+    for (size_t i = 1; i < t->n; i++)
+        if (t->score[i] < t->score[lo] || (t->score[i] == t->score[lo] && t->tok[i] > t->tok[lo])) lo = i;
+    if (score > t->score[lo]) {
+        t->tok[lo] = tok;
+        t->score[lo] = score;
+    }
+}
+
+static int cmp_size(const void *a, const void *b) {
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void profile_rows(g2f_ffn_profile *pf, const double *e, const float *c, const float *tol, size_t *cols,
+                         const size_t *tokens, size_t i0, size_t n, size_t width, int flag_tokens) {
+    for (size_t r = 0; r < n; r++) {
+        size_t bad = 0;
+        for (size_t j = 0; j < width; j++) {
+            size_t i = r * width + j;
+            if (!(fabs((double)c[i] - e[i]) <= tol[i])) bad++, cols[j]++;
+        }
+        if (flag_tokens && bad) {
+            if (pf->tokens_flagged < 8) pf->first_flagged[pf->tokens_flagged] = tokens ? tokens[i0 + r] : i0 + r;
+            pf->tokens_flagged++;
+        }
+    }
+}
+
+g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t layer, const g2f_tol_params *p,
+                        const g2f_ffn_eval_opts *opts, int n_threads, g2f_ffn_eval_ws *ws,
+                        g2f_ffn_eval_result *res, g2f_error *err) {
+    const g2f_ffn_weights *w = how->w;
+    const size_t d = w->n_embd, h = w->n_inner;
+    const g2f_tensor *tin = fx->t[G2F_FX_IN], *tout = fx->t[G2F_FX_OUT], *tpre = fx->t[G2F_FX_PRE],
+                     *tact = fx->t[G2F_FX_ACT];
+    const size_t *tokens = opts->tokens;
+    const size_t total = tokens ? opts->n_tokens : fx->n_tokens;
+    memset(res, 0, sizeof *res);
+    res->tokens = total;
+    res->bad_in = -1;
+    res->has_pre = tpre != NULL;
+    res->has_act = tact != NULL;
+    g2f_status st = G2F_OK;
+    chunk c = {0};
+    if ((st = chunk_make(ws, layer, total, d, h, &c, err)) != G2F_OK) return st;
+    if (opts->profile) {
+        res->profile.col_out = calloc(d ? d : 1, sizeof(size_t));
+        if (tpre) res->profile.col_pre = calloc(h ? h : 1, sizeof(size_t));
+        if (tact) res->profile.col_act = calloc(h ? h : 1, sizeof(size_t));
+        if (!res->profile.col_out || (tpre && !res->profile.col_pre) || (tact && !res->profile.col_act)) {
+            g2f_ffn_eval_result_free(res);
+            return g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: out of memory", layer);
+        }
+    }
+    const int user = p->user;
+    const double lambda = p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA;
+    const g2f_tol_units un =
+        g2f_tol_units_for(tin->dtype, tout->dtype, tpre ? tpre->dtype : G2F_DTYPE_F32,
+                          tact ? tact->dtype : G2F_DTYPE_F32, how->weight_roundoff);
+    const g2f_gelu other = g2f_gelu_other(how->gelu);
+    const int want_act2 = opts->other != G2F_EVAL_OTHER_NONE, want_out2 = opts->other == G2F_EVAL_OTHER_FULL;
+    g2f_cmp_acc a_out, a_pre, a_act, a_act2, a_out2;
+    g2f_cmp_acc_init(&a_out, 1);
+    g2f_cmp_acc_init(&a_pre, 1);
+    g2f_cmp_acc_init(&a_act, 1);
+    g2f_cmp_acc_init(&a_act2, 1);
+    g2f_cmp_acc_init(&a_out2, 1);
+    tracker tr = {0};
+    const double u = ldexp(1.0, -24);
+    for (size_t i0 = 0; i0 < total; i0 += c.cap) {
+        size_t n = total - i0 < c.cap ? total - i0 : c.cap;
+        size_t nd = n * d, nh = n * h;
+        read_rows(tin, tokens, i0, n, d, c.x, NULL);
+        read_rows(tout, tokens, i0, n, d, NULL, c.e_out);
+        if (tpre) read_rows(tpre, tokens, i0, n, h, NULL, c.e_pre);
+        if (tact) read_rows(tact, tokens, i0, n, h, NULL, c.e_act);
+        if (res->bad_in < 0)
+            for (size_t i = 0; i < nd; i++)
+                if (!isfinite(c.x[i])) {
+                    res->bad_in = (long)((tokens ? tokens[i0 + i / d] : i0 + i / d) * d + i % d);
+                    res->bad_in_value = c.x[i];
+                    break;
+                }
+        /* c_fc and GELU, with x^2 W_fc^2 beside them */
+        g2f_ffn_fc_gelu_sq(w, c.x, n, how->gelu, c.pre, c.act, user ? NULL : c.q, n_threads, &ws->ffn);
+        if (user) {
+            if (tpre) g2f_tol_user(p, c.e_pre, nh, c.tol_pre);
+            if (tact) g2f_tol_user(p, c.e_act, nh, c.tol_act);
+        } else {
+            g2f_tol_ffn_hidden(nh, d, h, c.pre, c.act, c.q, tpre ? c.e_pre : NULL, tact ? c.e_act : NULL, &un, lambda,
+                               tpre ? c.tol_pre : NULL, tact ? c.tol_act : NULL, c.q, n_threads);
+        }
+        /* c_proj, with q W_proj^2 beside it (into tol_out, then the tolerance in place) */
+        g2f_ffn_proj_sq(w, c.act, user ? NULL : c.q, n, c.out, user ? NULL : c.tol_out, n_threads, &ws->ffn);
+        if (user) g2f_tol_user(p, c.e_out, nd, c.tol_out);
+        else g2f_tol_ffn_out(nd, h, c.out, c.tol_out, c.e_out, &un, lambda, c.tol_out, n_threads);
+        if (how->residual)
+            for (size_t i = 0; i < nd; i++) {
+                c.out[i] += c.x[i];
+                c.tol_out[i] += (float)(u * fabs(c.out[i])); /* the add's own rounding */
+            }
+        cmp_rows(&a_out, c.e_out, c.out, c.tol_out, tokens, i0, n, d, n_threads);
+        if (tpre) cmp_rows(&a_pre, c.e_pre, c.pre, c.tol_pre, tokens, i0, n, h, n_threads);
+        if (tact) cmp_rows(&a_act, c.e_act, c.act, c.tol_act, tokens, i0, n, h, n_threads);
+        if (opts->profile) {
+            g2f_ffn_profile *pf = &res->profile;
+            profile_rows(pf, c.e_out, c.out, c.tol_out, pf->col_out, tokens, i0, n, d, 1);
+            if (tpre) profile_rows(pf, c.e_pre, c.pre, c.tol_pre, pf->col_pre, tokens, i0, n, h, 0);
+            if (tact) profile_rows(pf, c.e_act, c.act, c.tol_act, pf->col_act, tokens, i0, n, h, 0);
+        }
+        if (!want_act2) continue;
+        /* the other GELU form of the same pre-activations */
+        g2f_ffn_gelu(other, c.pre, nh, c.act2, n_threads);
+        if (tact) {
+            cmp_rows(&a_act2, c.e_act, c.act2, c.tol_act, tokens, i0, n, h, n_threads);
+            double sa = separation(c.act, c.act2, c.tol_act, nh, n_threads);
+            if (sa > res->sep_act) res->sep_act = sa;
+        }
+        for (size_t r = 0; r < n; r++) { /* where the forms differ most, relative to out's tolerance */
+            double dd = 0, tt = 0;
+            for (size_t k = 0; k < h; k++) {
+                double e = (double)c.act2[r * h + k] - c.act[r * h + k];
+                dd += e * e;
+            }
+            for (size_t j = 0; j < d; j++) tt += (double)c.tol_out[r * d + j] * c.tol_out[r * d + j];
+            track(&tr, tokens ? tokens[i0 + r] : i0 + r, tt > 0 ? sqrt(dd / (tt / (double)d)) : INFINITY);
+        }
+        if (!want_out2) continue;
+        g2f_matmul_sq(c.act2, NULL, n, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, w->b_proj, c.out2, NULL,
+                      n_threads, &ws->ffn);
+        if (how->residual)
+            for (size_t i = 0; i < nd; i++) c.out2[i] += c.x[i];
+        cmp_rows(&a_out2, c.e_out, c.out2, c.tol_out, tokens, i0, n, d, n_threads);
+        double so = separation(c.out, c.out2, c.tol_out, nd, n_threads);
+        if (so > res->sep_out) res->sep_out = so;
+    }
+    g2f_cmp_acc_finish(&a_out, &res->out);
+    g2f_cmp_acc_finish(&a_pre, &res->pre);
+    g2f_cmp_acc_finish(&a_act, &res->act);
+    g2f_cmp_acc_finish(&a_act2, &res->act_other);
+    g2f_cmp_acc_finish(&a_out2, &res->out_other);
+    res->n_tracked = tr.n;
+    memcpy(res->tracked, tr.tok, tr.n * sizeof(size_t));
+    qsort(res->tracked, res->n_tracked, sizeof(size_t), cmp_size);
+    return st;
+}

@@ -1,0 +1,106 @@
+/* g2f_ffn_eval: one way of computing a layer's FFN (a hypothesis: the
+ * weights, the GELU form, the residual, a weight rounding) evaluated against
+ * the layer's recorded tensors with the derived tolerance (g2f_tol) and the
+ * one comparison (g2f_compare). verify runs it once for the asked
+ * computation, diagnose once per hypothesis.
+ *
+ * Tokens go through in chunks (at most G2F_EVAL_CHUNK_BYTES of buffers), so
+ * memory is bounded by the layer's weights plus a chunk whatever the token
+ * count: per chunk, x and the expected values are read from the fixture's
+ * tensors, c_fc runs with the sums of squares beside it (g2f_ffn_fc_gelu_sq),
+ * then the element-wise tolerance of pre and act, c_proj with its sums of
+ * squares, the tolerance of out, and the comparisons, added to accumulators
+ * in token order. Every product is a GEMM (never the one-row GEMV), so a
+ * token's results do not depend on the tokens computed with it, and every
+ * parallel loop runs over fixed blocks: the same bits for any thread count
+ * and any chunk size.
+ *
+ * The other GELU form (what verify reports as out_other and the GELU
+ * separation) costs a third product; G2F_EVAL_OTHER_ACT computes only its
+ * activations (element-wise) and keeps the tokens where the two forms differ
+ * most relative to the tolerance, so that verify can run the third product
+ * on those alone and on every token only when it could change the verdict.
+ */
+#ifndef G2F_FFN_EVAL_H
+#define G2F_FFN_EVAL_H
+
+#include <stddef.h>
+
+#include "g2f_compare.h"
+#include "g2f_error.h"
+#include "g2f_ffn.h"
+#include "g2f_fixture.h"
+#include "g2f_tol.h"
+
+/* Buffers of a chunk, at most this many bytes (the chunk then has at least
+ * 16 tokens, or all of them). */
+#define G2F_EVAL_CHUNK_BYTES ((size_t)48 << 20)
+/* Tokens kept where the GELU forms differ most. */
+#define G2F_EVAL_TRACK 32
+
+/* How our side computes: a hypothesis about what the reference did. */
+typedef struct g2f_ffn_how {
+    const g2f_ffn_weights *w; /* weights as the hypothesis has them (rounded, another layer's, misread, no bias) */
+    g2f_gelu gelu;
+    int residual;             /* the reference stored x + FFN(x) */
+    double weight_roundoff;   /* relative uncertainty of the weights (a rounded checkpoint), 0 normally */
+} g2f_ffn_how;
+
+typedef enum g2f_eval_other {
+    G2F_EVAL_OTHER_NONE,
+    G2F_EVAL_OTHER_ACT,  /* the other form's act: act_other, the act separation, the tracked tokens */
+    G2F_EVAL_OTHER_FULL, /* and its out through c_proj: out_other, the out separation */
+    G2F_EVAL_OTHER_COUNT
+} g2f_eval_other;
+
+typedef struct g2f_ffn_eval_opts {
+    const size_t *tokens;  /* ascending token indices to evaluate, or NULL for every token */
+    size_t n_tokens;       /* with tokens */
+    g2f_eval_other other;
+    int profile;           /* count mismatches per channel and flagged tokens (g2f_ffn_profile) */
+} g2f_ffn_eval_opts;
+
+/* Where mismatches are, for a layer that nothing explains. */
+typedef struct g2f_ffn_profile {
+    size_t *col_out;              /* (n_embd) mismatched tokens per output channel, owned */
+    size_t *col_pre, *col_act;    /* (n_inner) per hidden unit, owned; NULL without pre / act */
+    size_t tokens_flagged;        /* tokens with a mismatch in out */
+    size_t first_flagged[8];      /* the first of them */
+} g2f_ffn_profile;
+
+typedef struct g2f_ffn_eval_result {
+    size_t tokens;                /* evaluated */
+    g2f_cmp out, pre, act;        /* pre / act when the fixture has them */
+    int has_pre, has_act;
+    g2f_cmp act_other, out_other; /* with opts.other (act_other needs act in the fixture) */
+    double sep_act, sep_out;      /* max |ours - other form| / tol over act / out */
+    long bad_in;                  /* flat index (token x n_embd + channel) of the first non-finite input, or -1 */
+    double bad_in_value;
+    size_t n_tracked;             /* with G2F_EVAL_OTHER_ACT or FULL: tokens where the forms differ most, */
+    size_t tracked[G2F_EVAL_TRACK]; /* ascending */
+    g2f_ffn_profile profile;      /* with opts.profile; freed by g2f_ffn_eval_result_free */
+} g2f_ffn_eval_result;
+
+/* Buffers kept across layers and hypotheses (start from {0}). */
+typedef struct g2f_ffn_eval_ws {
+    float *buf;                   /* owned: the chunk's buffers */
+    size_t cap;                   /* bytes */
+    g2f_ffn_ws ffn;               /* the kernels' packed blocks */
+} g2f_ffn_eval_ws;
+void g2f_ffn_eval_ws_free(g2f_ffn_eval_ws *ws);
+
+/* Evaluates `how` on the layer's recorded tensors fx (in, out, optional pre
+ * and act) with tolerance p. *res is filled on success; the only failures
+ * are allocations (work sizes are checked against overflow and the
+ * machine's memory, with a message naming the layer). */
+g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t layer, const g2f_tol_params *p,
+                        const g2f_ffn_eval_opts *opts, int n_threads, g2f_ffn_eval_ws *ws,
+                        g2f_ffn_eval_result *res, g2f_error *err);
+void g2f_ffn_eval_result_free(g2f_ffn_eval_result *r);
+
+/* Every compared tensor within tolerance (out, and pre / act when present). */
+int g2f_ffn_eval_match(const g2f_ffn_eval_result *r);
+/* The largest margin over the compared tensors. */
+double g2f_ffn_eval_margin(const g2f_ffn_eval_result *r);
+
+#endif

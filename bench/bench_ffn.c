@@ -7,6 +7,10 @@
  * Modes:
  *   bench_ffn write FILE LAYERS D     a safetensors file of LAYERS GPT-2 FFN layers (F32, Conv1D)
  *   bench_ffn open FILE REPS          median seconds of g2f_model_open + g2f_model_close
+ *   bench_ffn e2e-data DIR LAYERS D TOKENS
+ *                                     DIR/model.safetensors (distinct FFN layers, trained-like magnitudes)
+ *                                     and DIR/inputs_TOKENS.safetensors (h.N.mlp.in), for whole-process timings
+ *   bench_ffn time CMD ARGS...        runs CMD (stdout to /dev/null): "sec=S maxrss_mib=M exit=E"
  *   bench_ffn ffn [--torch FILE] [--open-s S --cat-s S --file-bytes N] [--quick]
  *                                     the FFN tables (markdown) and the summary of targets
  *
@@ -27,7 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -797,11 +803,126 @@ static int cmd_open(const char *path, int reps) {
     return 0;
 }
 
+/* ---- end-to-end data: a checkpoint of distinct FFN layers with the
+ * magnitudes of scripts/export_fixtures.py synth, and FFN inputs like an
+ * ln_2 output (N(0, 1) with a few larger channels), for timing whole
+ * `gpt2ffn run` / `verify` / `diff` processes (scripts/bench e2e) ---- */
+static int write_st(const char *path, size_t n, char names[][64], size_t (*shapes)[2], const size_t *ndim,
+                    void (*fill)(size_t i, float *buf, size_t count, void *user), void *user) {
+    size_t cap = 256 + n * 160, len = 0, off = 0;
+    char *hdr = xalloc(cap);
+    len += (size_t)snprintf(hdr + len, cap - len, "{\"__metadata__\":{\"format\":\"pt\"}");
+    size_t maxc = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t c = shapes[i][0] * (ndim[i] == 2 ? shapes[i][1] : 1);
+        char shape[64];
+        if (ndim[i] == 2) snprintf(shape, sizeof shape, "[%zu,%zu]", shapes[i][0], shapes[i][1]);
+        else snprintf(shape, sizeof shape, "[%zu]", shapes[i][0]);
+        len += (size_t)snprintf(hdr + len, cap - len, ",\"%s\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}",
+                                names[i], shape, off, off + c * 4);
+        off += c * 4;
+        if (c > maxc) maxc = c;
+    }
+    len += (size_t)snprintf(hdr + len, cap - len, "}");
+    while ((8 + len) % 8) hdr[len++] = ' ';
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return perror(tmp), 2;
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++) le[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    int ok = fwrite(le, 1, 8, f) == 8 && fwrite(hdr, 1, len, f) == len;
+    float *buf = xalloc(maxc * 4);
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t c = shapes[i][0] * (ndim[i] == 2 ? shapes[i][1] : 1);
+        fill(i, buf, c, user);
+        ok = fwrite(buf, 4, c, f) == c;
+    }
+    ok = fclose(f) == 0 && ok;
+    free(buf);
+    free(hdr);
+    if (!ok || rename(tmp, path) != 0) return perror(path), 2;
+    return 0;
+}
+
+typedef struct e2e_dims {
+    size_t d, h;
+} e2e_dims;
+
+static void fill_weights(size_t i, float *buf, size_t count, void *user) {
+    const e2e_dims *m = user;
+    switch (i % 4) {
+    case 0: fill_normal(buf, count, 0.0, 2.0 / sqrt((double)m->d)); break;  /* c_fc: pre std near 2 */
+    case 1: fill_normal(buf, count, -0.3, 0.3); break;                      /* c_fc bias */
+    case 2: fill_normal(buf, count, 0.0, 0.5 / sqrt((double)m->h)); break;  /* c_proj */
+    default: fill_normal(buf, count, 0.0, 0.02); break;                     /* c_proj bias */
+    }
+}
+
+static void fill_inputs(size_t i, float *buf, size_t count, void *user) {
+    const e2e_dims *m = user;
+    (void)i;
+    fill_normal(buf, count, 0.0, 1.0);
+    for (size_t t = 0; t < count / m->d; t++) /* a few larger channels, as in an LN output */
+        for (size_t j = 0; j < m->d; j += 37) buf[t * m->d + j] *= 4.0f;
+}
+
+static int cmd_e2e_data(const char *dir, int layers, size_t d, size_t tokens) {
+    e2e_dims m = {d, 4 * d};
+    size_t n = 4 * (size_t)layers;
+    char (*names)[64] = xalloc(n * 64);
+    size_t (*shapes)[2] = xalloc(n * sizeof *shapes), *ndim = xalloc(n * sizeof *ndim);
+    static const char *suffix[4] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
+    for (size_t i = 0; i < n; i++) {
+        size_t L = i / 4, k = i % 4;
+        snprintf(names[i], 64, "h.%zu.mlp.%s", L, suffix[k]);
+        ndim[i] = k % 2 ? 1 : 2;
+        shapes[i][0] = k == 0 ? d : k == 1 ? m.h : k == 2 ? m.h : d;
+        shapes[i][1] = k == 0 ? m.h : d;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    int rc = write_st(path, n, names, shapes, ndim, fill_weights, &m);
+    for (size_t L = 0; L < (size_t)layers && rc == 0; L++) {
+        snprintf(names[L], 64, "h.%zu.mlp.in", L);
+        ndim[L] = 2;
+        shapes[L][0] = tokens;
+        shapes[L][1] = d;
+    }
+    snprintf(path, sizeof path, "%s/inputs_%zu.safetensors", dir, tokens);
+    if (rc == 0) rc = write_st(path, (size_t)layers, names, shapes, ndim, fill_inputs, &m);
+    free(names), free(shapes), free(ndim);
+    return rc;
+}
+
+/* ---- a whole command's wall time and peak resident memory ---- */
+static int cmd_time(char **argv) {
+    double t0 = now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, 1);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    if (pid < 0 || wait4(pid, &st, 0, &ru) != pid) return perror("wait4"), 2;
+    printf("sec=%.4f maxrss_mib=%.1f exit=%d\n", now() - t0, ru.ru_maxrss / 1024.0,
+           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "write")) return cmd_write(argv[2], atoi(argv[3]), (size_t)atol(argv[4]));
     if (argc >= 4 && !strcmp(argv[1], "open")) return cmd_open(argv[2], atoi(argv[3]));
     if (argc >= 2 && !strcmp(argv[1], "ffn")) return cmd_ffn(argc - 2, argv + 2);
-    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
+    if (argc >= 6 && !strcmp(argv[1], "e2e-data"))
+        return cmd_e2e_data(argv[2], atoi(argv[3]), (size_t)atol(argv[4]), (size_t)atol(argv[5]));
+    if (argc >= 3 && !strcmp(argv[1], "time")) return cmd_time(argv + 2);
+    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | e2e-data DIR LAYERS D TOKENS | time CMD ARGS... | "
+                    "open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
                     "--file-bytes N] [--quick] [--only D]\n");
     return 2;
 }

@@ -24,8 +24,7 @@ typedef struct walker {
     const char *root;             /* "<root>/" */
     g2f_table *table;
     size_t cap;                   /* of table->tensors */
-    const g2f_zip_member **checked; /* storage members whose CRC was checked */
-    size_t nchecked, checked_cap;
+    unsigned char *checked;       /* per zip member (by index): its CRC was checked */
     char path[G2F_TORCH_MAX_NAME + 1];
     size_t path_len;
     uint64_t visits, budget;
@@ -42,22 +41,13 @@ static g2f_status check_storage(walker *w, const g2f_zip_member *m, const g2f_pi
                              "%s: tensor '%s': storage '%s' holds %llu bytes but its %s of %llu elements needs %llu",
                              w->label, w->path, m->name, (unsigned long long)m->size, s->type_name,
                              (unsigned long long)s->numel, (unsigned long long)need);
-    for (size_t i = 0; i < w->nchecked; i++)
-        if (w->checked[i] == m) {
-            *bytes = m->data;
-            return G2F_OK;
-        }
-    g2f_status st = g2f_zip_stored_view(w->zip, m, bytes, w->err);
-    if (st != G2F_OK) return st;
-    if (w->nchecked == w->checked_cap) {
-        size_t ncap = w->checked_cap ? 2 * w->checked_cap : 64;
-        const g2f_zip_member **q = realloc((void *)w->checked, ncap * sizeof *q);
-        if (!q) return g2f_error_set(w->err, G2F_ERR_NOMEM, "%s: out of memory", w->label);
-        w->checked = q;
-        w->checked_cap = ncap;
+    if (w->checked[m->index]) { /* storages may be shared: one CRC check each, found in O(1) */
+        *bytes = m->data;
+        return G2F_OK;
     }
-    w->checked[w->nchecked++] = m;
-    return G2F_OK;
+    g2f_status st = g2f_zip_stored_view(w->zip, m, bytes, w->err);
+    if (st == G2F_OK) w->checked[m->index] = 1;
+    return st;
 }
 
 /* Contiguous row-major strides, ignoring size-1 dimensions as torch does. */
@@ -285,11 +275,15 @@ g2f_status g2f_torch_parse(const unsigned char *buf, uint64_t size, const char *
     if ((st = g2f_pickle_parse_capped(pkl, (size_t)m->size, cap, pklabel, &pk, err)) != G2F_OK) goto done;
     w.zip = z;
     w.root = root;
+    if (!(w.checked = calloc(g2f_zip_count(z) ? g2f_zip_count(z) : 1, 1))) {
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
+        goto done;
+    }
     w.budget = (uint64_t)g2f_pickle_value_count(pk) * G2F_TORCH_VISITS_PER_VALUE + 1024;
     if ((st = walk(&w, g2f_pickle_root(pk), 0, NULL)) != G2F_OK) goto done;
     st = check_unique(out, label, err);
 done:
-    free((void *)w.checked);
+    free(w.checked);
     free(owned);
     g2f_pickle_free(pk);
     g2f_zip_close(z);

@@ -299,6 +299,7 @@ g2f_status g2f_zip_open_mapping(const unsigned char *data, uint64_t size, const 
     uint64_t pos = d.offset;
     for (size_t i = 0; i < d.entries; i++) {
         memset(&z->members[i], 0, sizeof z->members[i]);
+        z->members[i].m.index = i;
         if ((st = read_central(z, &pos, cd_end, i, &z->members[i], &names, err)) != G2F_OK) goto fail;
         z->count++;
     }

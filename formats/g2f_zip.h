@@ -93,6 +93,7 @@ typedef struct g2f_zip_member {
     uint32_t crc32;               /* of the decompressed bytes, from the central directory */
     uint64_t header_offset;       /* of the local header */
     const unsigned char *data;    /* compressed bytes, borrowed from the mapping */
+    size_t index;                 /* position in central directory order: g2f_zip_entry(z, index) */
 } g2f_zip_member;
 
 /* Validates the archive in data[0, size) (see the checklist above). label

@@ -273,7 +273,9 @@ g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err) {
     if (g2f_path_is_dir(path)) {
         for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !s->path; i++) {
             char *p = g2f_path_join(path, candidates[i]);
-            if (p && g2f_path_is_file(p)) s->path = p;
+            /* anything but a folder: a FIFO named model.safetensors is refused
+             * by name when opened, not skipped */
+            if (p && g2f_path_exists(p) && !g2f_path_is_dir(p)) s->path = p;
             else free(p);
         }
         if (!s->path && has_npy(path)) s->path = g2f_strdup(path);

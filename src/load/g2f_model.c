@@ -362,7 +362,7 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
         s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (config_path || g2f_path_is_file(cfg)) {
+    if (config_path || g2f_path_exists(cfg)) { /* a FIFO or folder named config.json is refused, not skipped */
         m->config_path = cfg;
         m->info.config_path = cfg;
         if ((s = check_config(m, err)) != G2F_OK) goto fail;

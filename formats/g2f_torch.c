@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_names.h"
 #include "g2f_pickle.h"
 #include "g2f_zip.h"
 
@@ -181,20 +182,15 @@ static g2f_status walk(walker *w, const g2f_pickle_value *v, unsigned depth, con
     }
 }
 
-static int name_cmp(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
+/* Names unique: sorted, n log n. */
 static g2f_status check_unique(const g2f_table *t, const char *label, g2f_error *err) {
-    const char **names = g2f_alloc_array(t->count ? t->count : 1, sizeof *names);
-    if (!names) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
-    for (size_t i = 0; i < t->count; i++) names[i] = t->tensors[i].name;
-    qsort(names, t->count, sizeof *names, name_cmp);
-    g2f_status st = G2F_OK;
-    for (size_t i = 1; i < t->count && st == G2F_OK; i++)
-        if (strcmp(names[i - 1], names[i]) == 0)
-            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' appears twice", label, names[i]);
-    free(names);
+    g2f_name_ref *r = g2f_names_of_table(t);
+    if (!r) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
+    size_t d = g2f_names_find_dup(r, t->count);
+    g2f_status st = d ? g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' appears twice", label,
+                                      t->tensors[r[d].index].name)
+                      : G2F_OK;
+    free(r);
     return st;
 }
 

@@ -190,6 +190,75 @@ static void fixture_folder_should_refuse_a_fifo_npy(void) {
     CHECK_CONTAINS(err.msg, "h.0.mlp.in.npy: is a FIFO");
 }
 
+/* How many mappings of this process are of the file with inode ino. */
+static int mappings_of(unsigned long long ino) {
+    FILE *fp = fopen("/proc/self/maps", "r");
+    if (!fp) return -1;
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, fp)) {
+        unsigned long long lo, hi, off, inode;
+        char perms[8], dev[16];
+        if (sscanf(line, "%llx-%llx %7s %llx %15s %llu", &lo, &hi, perms, &off, dev, &inode) == 6 && inode == ino) n++;
+    }
+    fclose(fp);
+    return n;
+}
+
+/* One shard file reached through three names (itself, a hard link, a
+ * symlink): opened and mapped once, its tensors found through every name. */
+static void shard_index_should_open_a_file_under_several_names_once(void) {
+    char src[4200], p[512], q[512];
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    make_dir("links");
+    path_in(p, sizeof p, "links/model-00001-of-00003.safetensors");
+    FILE *in = fopen(src, "rb"), *out = fopen(p, "wb");
+    CHECK(in && out);
+    if (!in || !out) return;
+    char buf[65536];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, in)) > 0) CHECK(fwrite(buf, 1, r, out) == r);
+    fclose(in);
+    CHECK(fclose(out) == 0);
+    path_in(q, sizeof q, "links/model-00002-of-00003.safetensors");
+    CHECK(link(p, q) == 0);
+    path_in(q, sizeof q, "links/model-00003-of-00003.safetensors");
+    CHECK(symlink("model-00001-of-00003.safetensors", q) == 0);
+    write_text("links/model.safetensors.index.json",
+               "{\"weight_map\": {"
+               "\"transformer.h.0.mlp.c_fc.weight\": \"model-00001-of-00003.safetensors\","
+               "\"transformer.h.0.mlp.c_fc.bias\": \"model-00002-of-00003.safetensors\","
+               "\"transformer.h.0.mlp.c_proj.weight\": \"model-00003-of-00003.safetensors\","
+               "\"transformer.h.0.mlp.c_proj.bias\": \"model-00002-of-00003.safetensors\"}}");
+    struct stat st;
+    CHECK(stat(p, &st) == 0);
+    g2f_source *s = NULL;
+    g2f_error err = {0};
+    path_in(p, sizeof p, "links");
+    CHECK(g2f_source_open(p, &s, &err) == G2F_OK);
+    if (!s) {
+        fprintf(stderr, "%s\n", err.msg);
+        return;
+    }
+    CHECK(g2f_source_table(s)->count == 4);
+    CHECK(mappings_of((unsigned long long)st.st_ino) == 1); /* was 3: one mapping per name */
+    CHECK_CONTAINS(g2f_source_description(s), "safetensors, 1 shard under 3 names");
+    const g2f_tensor *w = g2f_table_find(g2f_source_table(s), "transformer.h.0.mlp.c_proj.weight");
+    CHECK(w && w->shape[0] == 256 && w->shape[1] == 64);
+    g2f_source_close(s);
+    CHECK(mappings_of((unsigned long long)st.st_ino) == 0);
+    /* and through the model: the one layer the index maps loads */
+    g2f_model *m = NULL;
+    CHECK(g2f_model_open(p, NULL, &m, &err) == G2F_OK);
+    if (m) {
+        CHECK(g2f_model_get_info(m)->n_layer == 1 && g2f_model_get_info(m)->n_inner == 256);
+        g2f_layer l;
+        CHECK(g2f_model_layer_load(m, 0, &l, &err) == G2F_OK);
+        g2f_layer_free(&l);
+    }
+    g2f_model_close(m);
+}
+
 /* Runs argv with stdout/stderr into files; returns the exit status, or
  * 128 + signal, or -1. The child has its own watchdog. */
 static int run_cli(char *const argv[], const char *out, const char *errf) {
@@ -283,6 +352,7 @@ int main(int argc, char **argv) {
     GUARDED(checkpoint_should_refuse_a_fifo_in_every_role);
     GUARDED(fixture_folder_should_refuse_a_fifo_npy);
     GUARDED(cli_should_exit_2_naming_a_fifo);
+    GUARDED(shard_index_should_open_a_file_under_several_names_once);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "check.h"
 #include "g2f_file.h"
@@ -342,6 +343,113 @@ static void cli_should_exit_2_naming_a_fifo(void) {
     expect_cli(a7, "/dev/zero: is a character device", __LINE__);
 }
 
+/* The tiny checkpoint with its header padded by pad spaces (JSON allows
+ * trailing whitespace), so that parsing it takes a while; *keep is the size
+ * that leaves the header whole and the tensor data gone. 0 on success. */
+static int write_padded_tiny(const char *path, size_t pad, off_t *keep) {
+    char src[4200];
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    FILE *in = fopen(src, "rb");
+    if (!in) return -1;
+    static unsigned char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, in);
+    fclose(in);
+    if (n < 8) return -1;
+    uint64_t h = 0;
+    for (int i = 7; i >= 0; i--) h = h << 8 | buf[i];
+    uint64_t nh = h + pad;
+    unsigned char lb[8];
+    for (int i = 0; i < 8; i++) lb[i] = (unsigned char)(nh >> (8 * i));
+    FILE *out = fopen(path, "wb");
+    if (!out) return -1;
+    int ok = fwrite(lb, 1, 8, out) == 8 && fwrite(buf + 8, 1, (size_t)h, out) == h;
+    static char spaces[1 << 16];
+    memset(spaces, ' ', sizeof spaces);
+    for (size_t done = 0; ok && done < pad; done += sizeof spaces)
+        ok = fwrite(spaces, 1, pad - done < sizeof spaces ? pad - done : sizeof spaces, out) > 0;
+    ok = ok && fwrite(buf + 8 + h, 1, n - 8 - (size_t)h, out) == n - 8 - h;
+    *keep = (off_t)(8 + nh);
+    return fclose(out) == 0 && ok ? 0 : -1;
+}
+
+/* Whether process pid has a mapping of inode ino. */
+static int maps_inode(pid_t pid, unsigned long long ino) {
+    char p[64], line[4096];
+    snprintf(p, sizeof p, "/proc/%ld/maps", (long)pid);
+    FILE *fp = fopen(p, "r");
+    if (!fp) return 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, fp)) {
+        unsigned long long lo, hi, off, inode;
+        char perms[8], dev[16];
+        found = sscanf(line, "%llx-%llx %7s %llx %15s %llu", &lo, &hi, perms, &off, dev, &inode) == 6 && inode == ino;
+    }
+    fclose(fp);
+    return found;
+}
+
+/* SECURITY.md, "Mapped files": a checkpoint truncated by another process
+ * while gpt2ffn has it mapped raises SIGBUS on the next read of a lost page;
+ * the CLI turns it into one line and exit 2 (it used to die by the signal,
+ * exit 135, no message). The test truncates the file as soon as the CLI has
+ * mapped it (it is busy parsing a header padded with 48 MiB of spaces) and
+ * retries when the truncation came before the open or after the reads. */
+static void cli_should_exit_2_when_a_mapped_checkpoint_is_truncated(void) {
+    char ck[512], out[512], errf[512], tanh[4200];
+    path_in(ck, sizeof ck, "truncated.safetensors");
+    path_in(out, sizeof out, "trunc.out");
+    path_in(errf, sizeof errf, "trunc.err");
+    snprintf(tanh, sizeof tanh, "%s/tiny_tanh.safetensors", fixtures);
+    int hit = 0, attempts = 0;
+    for (; !hit && attempts < 8; attempts++) {
+        off_t keep = 0;
+        CHECK(write_padded_tiny(ck, (size_t)48 << 20, &keep) == 0);
+        struct stat st;
+        CHECK(stat(ck, &st) == 0);
+        pid_t pid = fork();
+        if (pid == 0) {
+            int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600), fe = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fo < 0 || fe < 0) _exit(126);
+            dup2(fo, 1);
+            dup2(fe, 2);
+            signal(SIGALRM, SIG_DFL);
+            alarm(CASE_TIMEOUT_S);
+            execl(cli, cli, "verify", ck, tanh, (char *)NULL);
+            _exit(127);
+        }
+        CHECK(pid > 0);
+        if (pid <= 0) return;
+        int ws = 0, done = 0;
+        struct timespec tick = {0, 200000}; /* 0.2 ms */
+        while (!done) {
+            if (maps_inode(pid, (unsigned long long)st.st_ino)) {
+                CHECK(truncate(ck, keep) == 0);
+                break;
+            }
+            done = waitpid(pid, &ws, WNOHANG) == pid;
+            if (!done) nanosleep(&tick, NULL);
+        }
+        if (!done)
+            while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+            }
+        char *se = slurp(errf);
+        if (WIFSIGNALED(ws)) { /* SIGBUS not handled: the regression */
+            fprintf(stderr, "attempt %d: the CLI died of signal %d\n", attempts, WTERMSIG(ws));
+            CHECK(!WIFSIGNALED(ws));
+            free(se);
+            return;
+        }
+        size_t nl = 0;
+        for (const char *c = se; c && *c; c++) nl += *c == '\n';
+        hit = WEXITSTATUS(ws) == 2 && se && strstr(se, "(SIGBUS on a mapped page)") && nl == 1;
+        if (!hit) fprintf(stderr, "attempt %d missed the window: exit %d, %s", attempts, WEXITSTATUS(ws), se ? se : "\n");
+        free(se);
+    }
+    fprintf(stderr, "truncation caught after %d attempt(s)\n", attempts);
+    CHECK(hit);
+    unlink(ck);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
     fixtures = argv[1];
@@ -353,6 +461,7 @@ int main(int argc, char **argv) {
     GUARDED(fixture_folder_should_refuse_a_fifo_npy);
     GUARDED(cli_should_exit_2_naming_a_fifo);
     GUARDED(shard_index_should_open_a_file_under_several_names_once);
+    GUARDED(cli_should_exit_2_when_a_mapped_checkpoint_is_truncated);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

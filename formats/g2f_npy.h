@@ -58,7 +58,8 @@ const g2f_table *g2f_npz_table(const g2f_npz *z);
 /* NULL is a no-op. */
 void g2f_npz_close(g2f_npz *z);
 
-/* True when every member of the zip at path is an .npy file (an .npz). */
+/* True when buf[0, size) is a valid zip whose members are all .npy files
+ * (an .npz). */
 int g2f_npz_probe_members(const unsigned char *buf, uint64_t size);
 
 #endif

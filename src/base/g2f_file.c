@@ -1,10 +1,13 @@
-/* g2f_file: files as gpt2ffn reads and writes them: read-only mappings of
- * whole regular files, a mapped file with the table a reader parsed from
- * it, small whole-file reads, path helpers, and atomic output files.
+/* g2f_file: files as gpt2ffn reads them: read-only mappings of whole
+ * regular files, a mapped file with the table a reader parsed from it,
+ * small whole-file reads, file identities (device, inode) and path helpers.
  *
  * Reading refuses anything that is not a regular file (or a symlink to one)
  * before it could block: a FIFO or a device named as a shard or a fixture
  * member is an error naming what it is, never an open() that waits forever.
+ * Every reader opens files through g2f_mapping_open (g2f_read_small_file,
+ * g2f_mapped_table_open and g2f_sha256_file use it), so this is the one
+ * place that decides.
  */
 #define _DEFAULT_SOURCE /* madvise(MADV_DONTNEED): glibc makes posix_madvise's DONTNEED a no-op */
 #include "g2f_file.h"
@@ -144,11 +147,6 @@ char *g2f_path_dir(const char *path) {
 int g2f_path_is_dir(const char *path) {
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-int g2f_path_is_file(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 int g2f_path_exists(const char *path) {

@@ -54,8 +54,6 @@ char *g2f_path_join(const char *dir, const char *name);
 /* The folder part of path ("." when it has none). */
 char *g2f_path_dir(const char *path);
 int g2f_path_is_dir(const char *path);
-/* True for a regular file (or a symlink to one). */
-int g2f_path_is_file(const char *path);
 /* True when path names anything at all (stat succeeds): a FIFO too, so that
  * a reader asked for it refuses it by name rather than skipping it. */
 int g2f_path_exists(const char *path);

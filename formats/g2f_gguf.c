@@ -4,13 +4,18 @@
  * (for the message) and how many bytes remain. Counts are checked against
  * named limits and the bytes remaining before the arrays sized by them are
  * allocated, so a 30-byte file claiming 2^60 tensors costs nothing.
- * Duplicate keys and names are found by sorting (n log n), not pairwise, so a
- * hostile file with the maximum counts still parses in linear-ish time. */
+ * Duplicate keys and names are found by sorting (g2f_names, n log n), not
+ * pairwise, and overlaps by sorting the spans (g2f_span), so a hostile file
+ * with the maximum counts still parses in n log n time. */
 #include "g2f_gguf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "g2f_bytes.h"
+#include "g2f_names.h"
+#include "g2f_span.h"
 
 /* ---- ggml's type table (ggml.h enum ggml_type; ggml-common.h blocks) ---- */
 
@@ -109,16 +114,10 @@ static g2f_status need(cursor *c, uint64_t n, const char *what) {
     return G2F_OK;
 }
 
-/* Little-endian loads byte by byte: no alignment or aliasing assumptions. */
-static uint32_t load_u32(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t load_u64(const unsigned char *p) { return (uint64_t)load_u32(p) | (uint64_t)load_u32(p + 4) << 32; }
-
 static g2f_status read_u32(cursor *c, uint32_t *v, const char *what) {
     g2f_status st = need(c, 4, what);
     if (st != G2F_OK) return st;
-    *v = load_u32(c->buf + c->pos);
+    *v = g2f_load_u32le(c->buf + c->pos);
     c->pos += 4;
     return G2F_OK;
 }
@@ -126,7 +125,7 @@ static g2f_status read_u32(cursor *c, uint32_t *v, const char *what) {
 static g2f_status read_u64(cursor *c, uint64_t *v, const char *what) {
     g2f_status st = need(c, 8, what);
     if (st != G2F_OK) return st;
-    *v = load_u64(c->buf + c->pos);
+    *v = g2f_load_u64le(c->buf + c->pos);
     c->pos += 8;
     return G2F_OK;
 }
@@ -170,32 +169,6 @@ static char *dup_bytes(const unsigned char *p, uint64_t len) {
     return s;
 }
 
-/* ---- duplicate detection by sorting ---- */
-
-typedef struct name_ref {
-    const unsigned char *p;
-    uint64_t len;
-    uint64_t index;
-} name_ref;
-
-static int name_cmp(const void *a, const void *b) {
-    const name_ref *x = a, *y = b;
-    uint64_t n = x->len < y->len ? x->len : y->len;
-    int r = memcmp(x->p, y->p, (size_t)n);
-    if (r) return r;
-    if (x->len != y->len) return x->len < y->len ? -1 : 1;
-    return x->index < y->index ? -1 : (x->index > y->index);
-}
-
-/* Returns the index of a duplicated entry in refs (sorted in place), or -1. */
-static long long find_duplicate(name_ref *refs, uint64_t n) {
-    qsort(refs, (size_t)n, sizeof *refs, name_cmp);
-    for (uint64_t i = 1; i < n; i++)
-        if (refs[i].len == refs[i - 1].len && memcmp(refs[i].p, refs[i - 1].p, (size_t)refs[i].len) == 0)
-            return (long long)i;
-    return -1;
-}
-
 /* ---- key-value pairs ---- */
 
 /* Formats a scalar as a metadata string; buf holds at least 32 bytes. */
@@ -203,12 +176,12 @@ static void format_scalar(uint32_t type, const unsigned char *p, char *buf, size
     switch (type) {
     case GGUF_UINT8: snprintf(buf, size, "%u", (unsigned)p[0]); break;
     case GGUF_INT8: snprintf(buf, size, "%d", (int)(int8_t)p[0]); break;
-    case GGUF_UINT16: snprintf(buf, size, "%u", (unsigned)(p[0] | p[1] << 8)); break;
-    case GGUF_INT16: snprintf(buf, size, "%d", (int)(int16_t)(uint16_t)(p[0] | p[1] << 8)); break;
-    case GGUF_UINT32: snprintf(buf, size, "%lu", (unsigned long)load_u32(p)); break;
-    case GGUF_INT32: snprintf(buf, size, "%ld", (long)(int32_t)load_u32(p)); break;
-    case GGUF_UINT64: snprintf(buf, size, "%llu", (unsigned long long)load_u64(p)); break;
-    case GGUF_INT64: snprintf(buf, size, "%lld", (long long)(int64_t)load_u64(p)); break;
+    case GGUF_UINT16: snprintf(buf, size, "%u", (unsigned)g2f_load_u16le(p)); break;
+    case GGUF_INT16: snprintf(buf, size, "%d", (int)(int16_t)g2f_load_u16le(p)); break;
+    case GGUF_UINT32: snprintf(buf, size, "%lu", (unsigned long)g2f_load_u32le(p)); break;
+    case GGUF_INT32: snprintf(buf, size, "%ld", (long)(int32_t)g2f_load_u32le(p)); break;
+    case GGUF_UINT64: snprintf(buf, size, "%llu", (unsigned long long)g2f_load_u64le(p)); break;
+    case GGUF_INT64: snprintf(buf, size, "%lld", (long long)(int64_t)g2f_load_u64le(p)); break;
     case GGUF_BOOL: snprintf(buf, size, "%s", p[0] ? "true" : "false"); break; /* ggml: nonzero is true */
     case GGUF_FLOAT32: {
         float f;
@@ -270,7 +243,7 @@ static g2f_status read_array(cursor *c) {
 
 static g2f_status read_kvs(cursor *c, uint64_t n_kv, g2f_table *t, uint32_t *alignment) {
     g2f_status st = G2F_OK;
-    name_ref *keys = g2f_alloc_array((size_t)n_kv, sizeof *keys);
+    g2f_name_ref *keys = g2f_alloc_array((size_t)n_kv, sizeof *keys);
     if (!keys) return g2f_error_set(c->err, G2F_ERR_NOMEM, "%s: out of memory for %llu keys", c->label,
                                     (unsigned long long)n_kv);
     for (uint64_t i = 0; i < n_kv; i++) {
@@ -280,7 +253,7 @@ static g2f_status read_kvs(cursor *c, uint64_t n_kv, g2f_table *t, uint32_t *ali
         snprintf(c->ctx, sizeof c->ctx, "key-value pair %llu", (unsigned long long)i);
         if ((st = read_str(c, G2F_GGUF_MAX_KEY, "key", &kp, &klen)) != G2F_OK) goto done;
         if ((st = check_text(c, kp, klen, "key")) != G2F_OK) goto done;
-        keys[i] = (name_ref){kp, klen, i};
+        keys[i] = (g2f_name_ref){(const char *)kp, (size_t)klen, (size_t)i};
         snprintf(c->ctx, sizeof c->ctx, "key '%.*s'", klen > 100 ? 100 : (int)klen, (const char *)kp);
         if ((st = read_u32(c, &type, "value type")) != G2F_OK) goto done;
         if ((st = check_value_type(c, type, "value type")) != G2F_OK) goto done;
@@ -306,7 +279,7 @@ static g2f_status read_kvs(cursor *c, uint64_t n_kv, g2f_table *t, uint32_t *ali
             if ((st = need(c, value_types[type].size, "value")) != G2F_OK) goto done;
             format_scalar(type, c->buf + c->pos, buf, sizeof buf);
             if (is_alignment) {
-                uint32_t a = load_u32(c->buf + c->pos);
+                uint32_t a = g2f_load_u32le(c->buf + c->pos);
                 if (a == 0 || (a & (a - 1)) != 0 || a > G2F_GGUF_MAX_ALIGNMENT) {
                     st = g2f_error_set(c->err, G2F_ERR_FORMAT,
                                        "%s: %s: alignment %lu is not a power of two in [1, %llu]", c->label, c->ctx,
@@ -327,12 +300,13 @@ static g2f_status read_kvs(cursor *c, uint64_t n_kv, g2f_table *t, uint32_t *ali
             goto done;
         }
     }
-    long long dup = find_duplicate(keys, n_kv);
-    if (dup >= 0) {
-        const name_ref *d = &keys[dup];
+    g2f_names_sort(keys, (size_t)n_kv);
+    size_t dup = g2f_names_find_dup(keys, (size_t)n_kv);
+    if (dup) {
+        const g2f_name_ref *d = &keys[dup];
         st = g2f_error_set(c->err, G2F_ERR_FORMAT, "%s: duplicate key '%.*s' (key-value pairs %llu and %llu)", c->label,
-                           d->len > 100 ? 100 : (int)d->len, (const char *)d->p,
-                           (unsigned long long)keys[dup - 1].index, (unsigned long long)d->index);
+                           d->len > 100 ? 100 : (int)d->len, d->s, (unsigned long long)keys[dup - 1].index,
+                           (unsigned long long)d->index);
     }
 done:
     free(keys);
@@ -341,7 +315,7 @@ done:
 
 /* ---- tensor infos ---- */
 
-static g2f_status read_tensor_info(cursor *c, uint64_t i, g2f_tensor *t, name_ref *ref, uint64_t *offset) {
+static g2f_status read_tensor_info(cursor *c, uint64_t i, g2f_tensor *t, g2f_name_ref *ref, uint64_t *offset) {
     const unsigned char *np;
     uint64_t nlen;
     uint32_t n_dims, type;
@@ -351,7 +325,7 @@ static g2f_status read_tensor_info(cursor *c, uint64_t i, g2f_tensor *t, name_re
     snprintf(c->ctx, sizeof c->ctx, "tensor info %llu", (unsigned long long)i);
     if ((st = read_str(c, G2F_GGUF_MAX_NAME, "tensor name", &np, &nlen)) != G2F_OK) return st;
     if ((st = check_text(c, np, nlen, "tensor name")) != G2F_OK) return st;
-    *ref = (name_ref){np, nlen, i};
+    *ref = (g2f_name_ref){(const char *)np, (size_t)nlen, (size_t)i};
     snprintf(c->ctx, sizeof c->ctx, "tensor '%.*s'", (int)nlen, (const char *)np);
 
     if ((st = read_u32(c, &n_dims, "number of dimensions")) != G2F_OK) return st;
@@ -398,25 +372,13 @@ static g2f_status read_tensor_info(cursor *c, uint64_t i, g2f_tensor *t, name_re
     return G2F_OK;
 }
 
-typedef struct span {
-    uint64_t begin, end; /* relative to the data section */
-    size_t index;
-} span;
-
-static int span_cmp(const void *a, const void *b) {
-    const span *x = a, *y = b;
-    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
-    if (x->end != y->end) return x->end < y->end ? -1 : 1;
-    return x->index < y->index ? -1 : (x->index > y->index);
-}
-
 /* ---- the whole file ---- */
 
 g2f_status g2f_gguf_parse(const unsigned char *buf, uint64_t size, const char *label, g2f_table *out,
                           g2f_error *err) {
     g2f_table t = {0};
-    name_ref *names = NULL;
-    span *spans = NULL;
+    g2f_name_ref *names = NULL;
+    g2f_span *spans = NULL;
     uint64_t *offsets = NULL;
     g2f_status st = G2F_OK;
     cursor c = {.buf = buf, .size = size, .pos = 0, .label = label, .err = err};
@@ -497,8 +459,9 @@ g2f_status g2f_gguf_parse(const unsigned char *buf, uint64_t size, const char *l
         if ((st = read_tensor_info(&c, i, &t.tensors[i], &names[i], &offsets[i])) != G2F_OK) goto fail;
         t.count++;
     }
-    long long dup = find_duplicate(names, n_tensors);
-    if (dup >= 0) {
+    g2f_names_sort(names, (size_t)n_tensors);
+    size_t dup = g2f_names_find_dup(names, (size_t)n_tensors);
+    if (dup) {
         st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' appears twice (tensor infos %llu and %llu)", label,
                            t.tensors[names[dup].index].name, (unsigned long long)names[dup - 1].index,
                            (unsigned long long)names[dup].index);
@@ -523,23 +486,16 @@ g2f_status g2f_gguf_parse(const unsigned char *buf, uint64_t size, const char *l
                                (unsigned long long)size);
             goto fail;
         }
-        spans[i] = (span){offsets[i], offsets[i] + tt->nbytes, (size_t)i};
+        spans[i] = (g2f_span){offsets[i], offsets[i] + tt->nbytes, (size_t)i};
     }
 
     /* 9. no overlaps (zero-byte tensors occupy nothing) */
-    qsort(spans, (size_t)n_tensors, sizeof *spans, span_cmp);
-    uint64_t reach = 0;
-    size_t reach_index = 0;
-    for (uint64_t i = 0; i < n_tensors; i++) {
-        if (spans[i].begin == spans[i].end) continue;
-        if (spans[i].begin < reach) {
-            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': data [%llu, %llu) overlaps tensor '%s'", label,
-                               t.tensors[spans[i].index].name, (unsigned long long)spans[i].begin,
-                               (unsigned long long)spans[i].end, t.tensors[reach_index].name);
-            goto fail;
-        }
-        reach = spans[i].end;
-        reach_index = spans[i].index;
+    g2f_span_report r;
+    if (g2f_spans_check(spans, (size_t)n_tensors, 0, 0, &r) == G2F_SPAN_OVERLAP) {
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': data [%llu, %llu) overlaps tensor '%s'", label,
+                           t.tensors[spans[r.at].index].name, (unsigned long long)spans[r.at].begin,
+                           (unsigned long long)spans[r.at].end, t.tensors[spans[r.prev].index].name);
+        goto fail;
     }
 
     for (uint64_t i = 0; i < n_tensors; i++) t.tensors[i].data = buf + data_start + offsets[i];

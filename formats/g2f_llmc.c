@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_bytes.h"
+
 /* llm.c's parameter order (train_gpt2.c ParameterTensors). */
 typedef enum llmc_param {
     LLMC_WTE, LLMC_WPE, LLMC_LN1W, LLMC_LN1B, LLMC_QKVW, LLMC_QKVB, LLMC_ATTPROJW, LLMC_ATTPROJB,
@@ -30,14 +32,6 @@ static const struct {
     {"h.%d.mlp.c_proj.bias", LLMC_FCPROJB, 1, 0}, /* (C) */
 };
 #define LAYER_VIEWS (sizeof layer_views / sizeof layer_views[0])
-
-static int32_t load_i32(const unsigned char *p) {
-    uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-    int32_t v;
-    memcpy(&v, &u, sizeof v); /* two's complement reinterpretation without UB */
-    return v;
-}
-
 
 /* Checks lo <= v <= hi for header field index idx. */
 static g2f_status check_range(const char *label, int idx, const char *field, int32_t v, long long lo, long long hi,
@@ -79,7 +73,7 @@ g2f_status g2f_llmc_parse(const unsigned char *buf, uint64_t size, const char *l
     if (size < 4)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: file is %llu bytes, too short for the llm.c magic", label,
                              (unsigned long long)size);
-    int32_t magic = load_i32(buf);
+    int32_t magic = g2f_load_i32le(buf);
     if (magic != G2F_LLMC_MAGIC)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: bad magic %ld, expected %d (an llm.c checkpoint)", label,
                              (long)magic, G2F_LLMC_MAGIC);
@@ -88,7 +82,7 @@ g2f_status g2f_llmc_parse(const unsigned char *buf, uint64_t size, const char *l
                              label, (unsigned long long)size, G2F_LLMC_HEADER_BYTES);
 
     /* 3. version */
-    int32_t version = load_i32(buf + 4);
+    int32_t version = g2f_load_i32le(buf + 4);
     if (version != G2F_LLMC_VERSION_F32 && version != G2F_LLMC_VERSION_BF16)
         return g2f_error_set(err, G2F_ERR_FORMAT,
                              "%s: header[1] version is %ld, expected %d (float32) or %d (bfloat16)", label,
@@ -96,8 +90,8 @@ g2f_status g2f_llmc_parse(const unsigned char *buf, uint64_t size, const char *l
     const g2f_dtype dtype = version == G2F_LLMC_VERSION_F32 ? G2F_DTYPE_F32 : G2F_DTYPE_BF16;
 
     /* 4. dimensions */
-    int32_t maxT = load_i32(buf + 8), V = load_i32(buf + 12), L = load_i32(buf + 16);
-    int32_t NH = load_i32(buf + 20), C = load_i32(buf + 24), Vp = load_i32(buf + 28);
+    int32_t maxT = g2f_load_i32le(buf + 8), V = g2f_load_i32le(buf + 12), L = g2f_load_i32le(buf + 16);
+    int32_t NH = g2f_load_i32le(buf + 20), C = g2f_load_i32le(buf + 24), Vp = g2f_load_i32le(buf + 28);
     if ((st = check_range(label, 2, "max_seq_len", maxT, 1, G2F_LLMC_MAX_SEQ_LEN, err)) != G2F_OK) return st;
     if ((st = check_range(label, 3, "vocab_size", V, 1, G2F_LLMC_MAX_VOCAB, err)) != G2F_OK) return st;
     if ((st = check_range(label, 4, "num_layers", L, 1, G2F_LLMC_MAX_LAYERS, err)) != G2F_OK) return st;

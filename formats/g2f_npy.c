@@ -8,8 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
+#include "g2f_bytes.h"
+#include "g2f_json.h"
+#include "g2f_names.h"
 #include "g2f_zip.h"
 
 
@@ -97,11 +98,11 @@ g2f_status g2f_npy_parse(const unsigned char *buf, uint64_t size, const char *la
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: .npy version %u.%u is not 1, 2 or 3", label, major, buf[7]);
     uint64_t hlen, start;
     if (major == 1) {
-        hlen = (uint64_t)buf[8] | (uint64_t)buf[9] << 8;
+        hlen = g2f_load_u16le(buf + 8);
         start = 10;
     } else {
         if (size < 12) return g2f_error_set(err, G2F_ERR_FORMAT, "%s: truncated .npy header", label);
-        hlen = (uint64_t)buf[8] | (uint64_t)buf[9] << 8 | (uint64_t)buf[10] << 16 | (uint64_t)buf[11] << 24;
+        hlen = g2f_load_u32le(buf + 8);
         start = 12;
     }
     if (hlen > G2F_NPY_MAX_HEADER || hlen > size - start)
@@ -288,36 +289,33 @@ static g2f_status open_dir(g2f_npz *z, const char *path, g2f_error *err) {
     return s;
 }
 
-static int tensor_name_cmp(const void *a, const void *b) {
-    return strcmp((*(const g2f_tensor *const *)a)->name, (*(const g2f_tensor *const *)b)->name);
-}
-
 /* Array names are unique (zip member and file names are, so this is a
  * safeguard). Sorted: a million members cost n log n comparisons; the linear
  * search per member it replaces cost n^2. */
 static g2f_status check_unique(const g2f_npz *z, const char *path, g2f_error *err) {
-    size_t n = z->table.count;
-    if (n < 2) return G2F_OK;
-    const g2f_tensor **byname = g2f_alloc_array(n, sizeof *byname);
-    if (!byname) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
-    for (size_t i = 0; i < n; i++) byname[i] = &z->table.tensors[i];
-    qsort(byname, n, sizeof *byname, tensor_name_cmp);
-    g2f_status st = G2F_OK;
-    for (size_t i = 1; i < n && st == G2F_OK; i++)
-        if (strcmp(byname[i - 1]->name, byname[i]->name) == 0)
-            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: array '%s' appears twice", path, byname[i]->name);
-    free(byname);
+    g2f_name_ref *r = g2f_names_of_table(&z->table);
+    if (!r) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
+    size_t d = g2f_names_find_dup(r, z->table.count);
+    g2f_status st = d ? g2f_error_set(err, G2F_ERR_FORMAT, "%s: array '%s' appears twice", path,
+                                      z->table.tensors[r[d].index].name)
+                      : G2F_OK;
+    free(r);
     return st;
 }
 
 /* A "__metadata__" uint8 array holding a JSON object of strings (as gpt2ffn
- * run writes) becomes the table's metadata; anything else there is ignored. */
-static g2f_status load_metadata(g2f_npz *z, g2f_error *err) {
+ * run writes) becomes the table's metadata; anything else there is ignored,
+ * but a key held twice by an object is refused as in every JSON read. */
+static g2f_status load_metadata(g2f_npz *z, const char *path, g2f_error *err) {
     const g2f_tensor *m = g2f_table_find(&z->table, "__metadata__");
     if (!m || m->dtype != G2F_DTYPE_U8 || m->ndim != 1 || m->nbytes > (1u << 20)) return G2F_OK;
     cJSON *root = cJSON_ParseWithLength((const char *)m->data, (size_t)m->nbytes);
-    g2f_status st = G2F_OK;
-    if (cJSON_IsObject(root)) {
+    const cJSON *dup_obj;
+    const char *dup_key;
+    g2f_status st = g2f_json_find_duplicate_key(root, &dup_obj, &dup_key, path, err);
+    if (st == G2F_OK && dup_obj)
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: __metadata__: key \"%.120s\" appears twice", path, dup_key);
+    if (st == G2F_OK && cJSON_IsObject(root)) {
         size_t n = (size_t)cJSON_GetArraySize(root);
         z->table.meta = calloc(n ? n : 1, sizeof *z->table.meta);
         if (!z->table.meta) st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
@@ -349,7 +347,7 @@ g2f_status g2f_npz_open(const char *path, g2f_npz **out, g2f_error *err) {
     if (d) closedir(d);
     g2f_status s = is_dir ? open_dir(z, path, err) : open_zip(z, path, err);
     if (s == G2F_OK) s = check_unique(z, path, err);
-    if (s == G2F_OK) s = load_metadata(z, err);
+    if (s == G2F_OK) s = load_metadata(z, path, err);
     if (s != G2F_OK) {
         g2f_npz_close(z);
         return s;

@@ -12,8 +12,9 @@
  * Validation, in this order: magic; version; header length within the file
  * and at most G2F_NPY_MAX_HEADER; the header is ASCII (UTF-8 for v3) holding
  * exactly the keys 'descr' (a string), 'fortran_order' (True/False) and
- * 'shape' (a tuple of at most G2F_MAX_DIMS non-negative integers), nothing
- * else; descr little-endian or byte-order-free ('<', '|', '=') f2/f4/f8,
+ * 'shape' (a tuple of at most G2F_MAX_DIMS non-negative integers), each
+ * once (a repeated key is refused: Python's literal_eval keeps the last),
+ * nothing else; descr little-endian or byte-order-free ('<', '|', '=') f2/f4/f8,
  * i1/i2/i4/i8, u1/u2/u4/u8 or b1 (big-endian refused); fortran_order False
  * (a Fortran-order array is refused: re-save with np.ascontiguousarray);
  * element count x item size computed without overflow and equal to the bytes
@@ -22,7 +23,12 @@
  * .npz: a zip (g2f_zip) whose members are NAME.npy; the tensor is named NAME.
  * Stored members are used in place; deflated ones are inflated (declared
  * size and ratio checked by g2f_zip) into buffers the table owns.
- * Folder: every NAME.npy directly inside it (at most G2F_NPY_MAX_FILES).
+ * Folder: every NAME.npy directly inside it (at most G2F_NPY_MAX_FILES),
+ * each a regular file (a FIFO or folder named x.npy is refused by name).
+ * Array names are unique (sorted, g2f_names).
+ * Metadata: an "__metadata__" member of dtype u8, one dimension, at most
+ * 1 MiB, holding a JSON object becomes the table's metadata (string values
+ * only); an object in it holding a key twice is refused (g2f_json).
  *
  * Ownership: the table and its data are valid until g2f_npz_close.
  */
@@ -52,7 +58,8 @@ const g2f_table *g2f_npz_table(const g2f_npz *z);
 /* NULL is a no-op. */
 void g2f_npz_close(g2f_npz *z);
 
-/* True when every member of the zip at path is an .npy file (an .npz). */
+/* True when buf[0, size) is a valid zip whose members are all .npy files
+ * (an .npz). */
 int g2f_npz_probe_members(const unsigned char *buf, uint64_t size);
 
 #endif

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_bytes.h"
+
 /* What an allowed global means to REDUCE and BINPERSID. */
 typedef enum role { ROLE_DICT, ROLE_TENSOR_V2, ROLE_PARAMETER, ROLE_STORAGE } role;
 
@@ -238,8 +240,7 @@ static g2f_status need(g2f_pickle *p, size_t n) {
 }
 
 static uint64_t read_le(g2f_pickle *p, size_t n) {
-    uint64_t v = 0;
-    for (size_t i = n; i-- > 0;) v = v << 8 | p->buf[p->pos + i];
+    uint64_t v = g2f_load_le(p->buf + p->pos, n);
     p->pos += n;
     return v;
 }

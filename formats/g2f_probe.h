@@ -6,7 +6,6 @@
 
 #include <stdint.h>
 
-
 typedef enum g2f_format {
     G2F_FORMAT_UNKNOWN,
     G2F_FORMAT_SAFETENSORS,
@@ -19,8 +18,11 @@ typedef enum g2f_format {
     G2F_FORMAT_COUNT
 } g2f_format;
 
-/* Short description, e.g. "a zip archive (PyTorch torch.save or .npz)". */
+/* Short description for messages, e.g. "safetensors", "a torch.save zip",
+ * "NumPy .npz" (static). */
 const char *g2f_format_describe(g2f_format f);
+/* The format buf[0, size) starts like; a zip is G2F_FORMAT_ZIP whatever
+ * its members (g2f_npz_probe_members tells an .npz). */
 g2f_format g2f_format_probe(const unsigned char *buf, uint64_t size);
 
 #endif

@@ -2,15 +2,12 @@
 #include "g2f_safetensors.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t load_u64le(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-}
+#include "g2f_bytes.h"
+#include "g2f_json.h"
+#include "g2f_span.h"
 
 /* Returns the offset of the first invalid byte, or len when the text is valid
  * UTF-8 without control characters other than tab, LF and CR. */
@@ -41,32 +38,6 @@ static size_t utf8_check(const unsigned char *s, size_t len) {
     return len;
 }
 
-/* JSON numbers arrive as doubles: accept only exact non-negative integers. */
-static int json_u64(const cJSON *item, uint64_t *out) {
-    if (!cJSON_IsNumber(item)) return 0;
-    double d = item->valuedouble;
-    if (!(d >= 0.0) || d > 9007199254740992.0 || floor(d) != d) return 0;
-    *out = (uint64_t)d;
-    return 1;
-}
-
-typedef struct span {
-    uint64_t begin, end;
-    size_t index;
-} span;
-
-static int tensor_name_cmp(const void *a, const void *b) {
-    return strcmp((*(const g2f_tensor *const *)a)->name, (*(const g2f_tensor *const *)b)->name);
-}
-
-static int span_cmp(const void *a, const void *b) {
-    const span *x = a, *y = b;
-    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
-    if (x->end != y->end) return x->end < y->end ? -1 : 1;
-    return x->index < y->index ? -1 : (x->index > y->index);
-}
-
-
 static g2f_status parse_metadata(const cJSON *meta, const char *label, g2f_table *t, g2f_error *err) {
     if (!cJSON_IsObject(meta))
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: __metadata__ must be an object of strings", label);
@@ -87,7 +58,8 @@ static g2f_status parse_metadata(const cJSON *meta, const char *label, g2f_table
     return G2F_OK;
 }
 
-static g2f_status parse_tensor(const cJSON *e, const char *label, g2f_tensor *t, g2f_error *err) {
+/* Fills t (not its name or data) and *begin, the data_offsets begin. */
+static g2f_status parse_tensor(const cJSON *e, const char *label, g2f_tensor *t, uint64_t *begin, g2f_error *err) {
     const char *name = e->string;
     if (!cJSON_IsObject(e))
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': entry is not an object", label, name);
@@ -110,7 +82,7 @@ static g2f_status parse_tensor(const cJSON *e, const char *label, g2f_tensor *t,
     size_t d = 0;
     for (const cJSON *s = shape->child; s; s = s->next, d++) {
         uint64_t v;
-        if (!json_u64(s, &v))
+        if (!g2f_json_u64(s, &v))
             return g2f_error_set(err, G2F_ERR_FORMAT,
                                  "%s: tensor '%s': shape[%zu] is not a non-negative integer below 2^53",
                                  label, name, d);
@@ -122,8 +94,8 @@ static g2f_status parse_tensor(const cJSON *e, const char *label, g2f_tensor *t,
     if (!g2f_mul_u64(t->numel, g2f_dtype_size(t->dtype), &t->nbytes))
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': byte size overflows 64 bits", label, name);
     uint64_t b, en;
-    if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !json_u64(offs->child, &b) ||
-        !json_u64(offs->child->next, &en))
+    if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !g2f_json_u64(offs->child, &b) ||
+        !g2f_json_u64(offs->child->next, &en))
         return g2f_error_set(err, G2F_ERR_FORMAT,
                              "%s: tensor '%s': \"data_offsets\" must be two non-negative integers", label, name);
     if (b > en)
@@ -137,14 +109,33 @@ static g2f_status parse_tensor(const cJSON *e, const char *label, g2f_tensor *t,
                              label, name, sh, g2f_dtype_name(t->dtype), (unsigned long long)t->nbytes,
                              (unsigned long long)(en - b));
     }
-    /* Offsets are kept in data until the buffer base is known. */
-    t->data = (const unsigned char *)(uintptr_t)b;
+    *begin = b;
     return G2F_OK;
+}
+
+/* The message for a key found twice: a tensor name in the header's own
+ * object, a key of __metadata__ or of a tensor's entry, or deeper. */
+static g2f_status duplicate_key_error(const cJSON *root, const cJSON *obj, const char *key, const char *label,
+                                      g2f_error *err) {
+    if (obj == root) {
+        if (strcmp(key, "__metadata__") == 0)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: __metadata__ appears twice", label);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", label, key);
+    }
+    for (const cJSON *e = root->child; e; e = e->next) { /* an error path: a linear search is fine */
+        if (e != obj) continue;
+        if (strcmp(e->string, "__metadata__") == 0)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: __metadata__ key '%s' appears twice", label, key);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': key \"%s\" appears twice in its entry", label,
+                             e->string, key);
+    }
+    return g2f_error_set(err, G2F_ERR_FORMAT, "%s: key \"%s\" appears twice in one object of the header", label,
+                         key);
 }
 
 int g2f_safetensors_probe(const unsigned char *buf, uint64_t size) {
     if (size < 10) return 0;
-    uint64_t n = load_u64le(buf);
+    uint64_t n = g2f_load_u64le(buf);
     return n >= 2 && n <= G2F_SAFETENSORS_MAX_HEADER && n <= size - 8 && buf[8] == '{';
 }
 
@@ -152,14 +143,14 @@ g2f_status g2f_safetensors_parse(const unsigned char *buf, uint64_t size, const 
                                  g2f_table *out, g2f_error *err) {
     g2f_table t = {0};
     cJSON *root = NULL;
-    span *spans = NULL;
+    g2f_span *spans = NULL;
     g2f_status st = G2F_OK;
     memset(out, 0, sizeof *out);
 
     if (size < 8)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: file is %llu bytes, too short for the 8-byte header length",
                              label, (unsigned long long)size);
-    uint64_t n = load_u64le(buf);
+    uint64_t n = g2f_load_u64le(buf);
     if (n > G2F_SAFETENSORS_MAX_HEADER)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: header length %llu exceeds the limit of %llu bytes", label,
                              (unsigned long long)n, G2F_SAFETENSORS_MAX_HEADER);
@@ -190,6 +181,16 @@ g2f_status g2f_safetensors_parse(const unsigned char *buf, uint64_t size, const 
         st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: header is not a JSON object", label);
         goto fail;
     }
+    /* Keys unique in every object: the header's own keys are the tensor
+     * names, so this is also the names' uniqueness (sorted, n log n: a
+     * linear search per name hung for minutes on a 17 MB header). */
+    const cJSON *dup_obj;
+    const char *dup_key;
+    if ((st = g2f_json_find_duplicate_key(root, &dup_obj, &dup_key, label, err)) != G2F_OK) goto fail;
+    if (dup_obj) {
+        st = duplicate_key_error(root, dup_obj, dup_key, label, err);
+        goto fail;
+    }
     size_t members = (size_t)cJSON_GetArraySize(root);
     t.tensors = calloc(members ? members : 1, sizeof *t.tensors);
     spans = calloc(members ? members : 1, sizeof *spans);
@@ -197,88 +198,54 @@ g2f_status g2f_safetensors_parse(const unsigned char *buf, uint64_t size, const 
         st = g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory for %zu header entries", label, members);
         goto fail;
     }
-    int seen_meta = 0;
     for (const cJSON *e = root->child; e; e = e->next) {
         if (strcmp(e->string, "__metadata__") == 0) {
-            if (seen_meta++) {
-                st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: __metadata__ appears twice", label);
-                goto fail;
-            }
             if ((st = parse_metadata(e, label, &t, err)) != G2F_OK) goto fail;
             continue;
         }
         g2f_tensor *tt = &t.tensors[t.count];
-        if ((st = parse_tensor(e, label, tt, err)) != G2F_OK) goto fail;
+        uint64_t begin = 0;
+        if ((st = parse_tensor(e, label, tt, &begin, err)) != G2F_OK) goto fail;
         tt->name = g2f_strdup(e->string);
         if (!tt->name) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
             goto fail;
         }
+        spans[t.count] = (g2f_span){begin, begin + tt->nbytes, t.count}; /* no overflow: both below 2^53 */
         t.count++;
-    }
-
-    /* Names unique: sorted, so a header of a million tensors costs
-     * n log n comparisons, not n^2 (a linear scan per tensor hung for minutes
-     * on a 17 MB header). */
-    if (t.count > 1) {
-        const g2f_tensor **byname = g2f_alloc_array(t.count, sizeof *byname);
-        if (!byname) {
-            st = g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory for %zu header entries", label, t.count);
-            goto fail;
-        }
-        for (size_t i = 0; i < t.count; i++) byname[i] = &t.tensors[i];
-        qsort(byname, t.count, sizeof *byname, tensor_name_cmp);
-        for (size_t i = 1; i < t.count; i++) {
-            if (strcmp(byname[i - 1]->name, byname[i]->name) == 0) {
-                st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' appears twice in the header", label,
-                                   byname[i]->name);
-                free(byname);
-                goto fail;
-            }
-        }
-        free(byname);
     }
 
     uint64_t data_size = size - 8 - n;
     const unsigned char *data = buf + 8 + n;
     for (size_t i = 0; i < t.count; i++) {
-        uint64_t b = (uint64_t)(uintptr_t)t.tensors[i].data;
-        uint64_t e2 = b + t.tensors[i].nbytes; /* cannot overflow: both below 2^53 */
-        if (e2 > data_size) {
+        if (spans[i].end > data_size) {
             st = g2f_error_set(err, G2F_ERR_FORMAT,
                                "%s: tensor '%s': data_offsets end %llu is past the data buffer (%llu bytes)", label,
-                               t.tensors[i].name, (unsigned long long)e2, (unsigned long long)data_size);
+                               t.tensors[i].name, (unsigned long long)spans[i].end, (unsigned long long)data_size);
             goto fail;
         }
-        spans[i] = (span){b, e2, i};
     }
-    qsort(spans, t.count, sizeof *spans, span_cmp);
-    uint64_t pos = 0;
-    for (size_t i = 0; i < t.count; i++) {
-        const char *nm = t.tensors[spans[i].index].name;
-        if (spans[i].begin < pos) {
-            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu) overlap tensor '%s'",
-                               label, nm, (unsigned long long)spans[i].begin, (unsigned long long)spans[i].end,
-                               t.tensors[spans[i - 1].index].name);
-            goto fail;
-        }
-        if (spans[i].begin > pos) {
-            st = g2f_error_set(err, G2F_ERR_FORMAT,
-                               "%s: tensor '%s': gap of %llu uncovered bytes before its data_offsets begin %llu",
-                               label, nm, (unsigned long long)(spans[i].begin - pos),
-                               (unsigned long long)spans[i].begin);
-            goto fail;
-        }
-        pos = spans[i].end;
-    }
-    if (pos != data_size) {
+    g2f_span_report r;
+    switch (g2f_spans_check(spans, t.count, 1, data_size, &r)) {
+    case G2F_SPAN_OK: break;
+    case G2F_SPAN_OVERLAP:
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': data_offsets [%llu, %llu) overlap tensor '%s'", label,
+                           t.tensors[spans[r.at].index].name, (unsigned long long)spans[r.at].begin,
+                           (unsigned long long)spans[r.at].end, t.tensors[spans[r.prev].index].name);
+        goto fail;
+    case G2F_SPAN_GAP:
+        st = g2f_error_set(err, G2F_ERR_FORMAT,
+                           "%s: tensor '%s': gap of %llu uncovered bytes before its data_offsets begin %llu", label,
+                           t.tensors[spans[r.at].index].name, (unsigned long long)(spans[r.at].begin - r.reach),
+                           (unsigned long long)spans[r.at].begin);
+        goto fail;
+    case G2F_SPAN_SHORT:
         st = g2f_error_set(err, G2F_ERR_FORMAT,
                            "%s: data buffer has %llu bytes but the tensors cover only %llu (trailing bytes)", label,
-                           (unsigned long long)data_size, (unsigned long long)pos);
+                           (unsigned long long)data_size, (unsigned long long)r.reach);
         goto fail;
     }
-    for (size_t i = 0; i < t.count; i++)
-        t.tensors[i].data = data + (uintptr_t)t.tensors[i].data;
+    for (size_t i = 0; i < t.count; i++) t.tensors[spans[i].index].data = data + spans[i].begin;
     free(spans);
     cJSON_Delete(root);
     *out = t;

@@ -14,17 +14,19 @@
  *   2. N <= G2F_SAFETENSORS_MAX_HEADER (100,000,000, the reference
  *      implementation's limit) and 8 + N <= file size;
  *   3. the header starts with '{', is valid UTF-8 without control bytes, and
- *      parses as one JSON object followed only by whitespace;
+ *      parses as one JSON object followed only by whitespace, in which no
+ *      object holds a key twice (g2f_json, sorted per object): the header's
+ *      own keys are the tensor names, so names are unique, and a tensor's
+ *      entry cannot say "dtype" twice;
  *   4. "__metadata__", when present, is an object of string values;
  *   5. every other member is an object with a known "dtype" string, a
  *      "shape" array of at most G2F_MAX_DIMS non-negative integers and a
  *      "data_offsets" array of two non-negative integers begin <= end;
  *   6. element count x dtype size == end - begin, computed without overflow;
- *      then, over all tensors, names are unique (checked by sorting);
  *   7. end <= data buffer size;
- *   8. sorted by begin, the tensors tile the data buffer exactly: the first
- *      starts at 0, each starts where the previous ended (no overlap, no gap),
- *      the last ends at the end of the file.
+ *   8. sorted by begin (g2f_span), the tensors tile the data buffer exactly:
+ *      the first starts at 0, each starts where the previous ended (no
+ *      overlap, no gap), the last ends at the end of the file.
  * Integers are exact up to 2^53 (JSON numbers are read as doubles); larger
  * values are refused as out of range.
  *

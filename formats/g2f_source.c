@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 
 #include "g2f_gguf.h"
+#include "g2f_json.h"
 #include "g2f_llmc.h"
+#include "g2f_names.h"
 #include "g2f_npy.h"
 #include "g2f_safetensors.h"
 #include "g2f_torch.h"
@@ -111,39 +113,52 @@ static int looks_like_index(const char *path) {
     return n > 11 && strcmp(path + n - 11, ".index.json") == 0;
 }
 
-static int str_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+/* A shard: its name in the index, and the part (opened file) holding it. */
+typedef struct shard {
+    g2f_file_identity id;
+    int known;      /* id was read (stat succeeded) */
+    size_t part;    /* index into s->parts */
+    size_t first;   /* the first shard (in name order) naming the same file */
+} shard;
 
-static int tensor_ptr_cmp(const void *a, const void *b) {
-    return strcmp((*(const g2f_tensor *const *)a)->name, (*(const g2f_tensor *const *)b)->name);
+typedef struct id_ref {
+    g2f_file_identity id;
+    size_t k; /* the shard */
+} id_ref;
+
+static int id_ref_cmp(const void *a, const void *b) {
+    const id_ref *x = a, *y = b;
+    if (x->id.dev != y->id.dev) return x->id.dev < y->id.dev ? -1 : 1;
+    if (x->id.ino != y->id.ino) return x->id.ino < y->id.ino ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
 }
 
-/* A part's tensors sorted by name, for bsearch: the index may map a million
- * names into shards of a million tensors, where a linear search per entry
- * (g2f_table_find) would never finish. */
-static const g2f_tensor **sorted_tensors(const g2f_table *t) {
-    const g2f_tensor **v = g2f_alloc_array(t->count ? t->count : 1, sizeof *v);
-    if (!v) return NULL;
-    for (size_t i = 0; i < t->count; i++) v[i] = &t->tensors[i];
-    qsort(v, t->count, sizeof *v, tensor_ptr_cmp);
-    return v;
-}
-
-static const g2f_tensor *find_sorted(const g2f_tensor *const *v, size_t n, const char *name) {
-    g2f_tensor key;
-    memset(&key, 0, sizeof key);
-    key.name = name;
-    const g2f_tensor *kp = &key;
-    const g2f_tensor *const *hit = bsearch(&kp, v, n, sizeof *v, tensor_ptr_cmp);
-    return hit ? *hit : NULL;
+/* Links: several shard names may reach one file (hard links, symlinks). Sets
+ * sh[k].first to the first shard (in name order) naming the same file, by
+ * device and inode, sorted (n log n), so each file is opened and mapped once. */
+static g2f_status group_links(shard *sh, size_t n, g2f_error *err) {
+    id_ref *order = g2f_alloc_array(n ? n : 1, sizeof *order);
+    size_t m = 0;
+    if (!order) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; k < n; k++) {
+        sh[k].first = k;
+        if (sh[k].known) order[m++] = (id_ref){sh[k].id, k};
+    }
+    qsort(order, m, sizeof *order, id_ref_cmp);
+    for (size_t i = 1; i < m; i++)
+        if (order[i].id.dev == order[i - 1].id.dev && order[i].id.ino == order[i - 1].id.ino)
+            sh[order[i].k].first = sh[order[i - 1].k].first;
+    free(order);
+    return G2F_OK;
 }
 
 static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
     char *text = NULL, *dir = NULL;
     size_t len = 0;
     cJSON *root = NULL;
-    const char **shards = NULL;
-    const g2f_tensor ***sorted = NULL; /* per shard, its tensors by name */
-    const g2f_tensor **merged_sorted = NULL;
+    g2f_name_ref *names = NULL;   /* the distinct shard names, sorted */
+    shard *sh = NULL;
+    g2f_name_ref **by_name = NULL; /* per part, its tensors sorted by name */
     size_t n_shards = 0, n_entries = 0;
     g2f_status st = g2f_read_small_file(path, INDEX_MAX_BYTES, &text, &len, err);
     if (st != G2F_OK) return st;
@@ -171,55 +186,98 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
             goto done;
         }
     }
+    /* No key twice in any object: weight_map's keys are the tensor names,
+     * so each tensor is mapped to one shard (Python would keep the last). */
+    const cJSON *dup_obj;
+    const char *dup_key;
+    if ((st = g2f_json_find_duplicate_key(root, &dup_obj, &dup_key, path, err)) != G2F_OK) goto done;
+    if (dup_obj) {
+        st = dup_obj == map ? g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%.120s' appears twice in weight_map",
+                                            path, dup_key)
+                            : g2f_error_set(err, G2F_ERR_FORMAT, "%s: key \"%.120s\" appears twice in one object",
+                                            path, dup_key);
+        goto done;
+    }
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
+    const cJSON *total = cJSON_IsObject(meta) ? cJSON_GetObjectItemCaseSensitive(meta, "total_size") : NULL;
+    uint64_t total_size = 0;
+    if (meta && !cJSON_IsObject(meta)) {
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: \"metadata\" is not an object", path);
+        goto done;
+    }
+    if (total && !g2f_json_u64(total, &total_size)) {
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: metadata.total_size is not a non-negative integer below 2^53",
+                           path);
+        goto done;
+    }
     /* The distinct shard names, sorted (n log n, whatever the counts). */
     dir = g2f_path_dir(path);
-    shards = g2f_alloc_array(n_entries ? n_entries : 1, sizeof *shards);
-    if (!dir || !shards) {
+    names = g2f_alloc_array(n_entries ? n_entries : 1, sizeof *names);
+    if (!dir || !names) {
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (const cJSON *e = map->child; e; e = e->next) shards[n_shards++] = e->valuestring;
-    qsort(shards, n_shards, sizeof *shards, str_cmp);
+    for (const cJSON *e = map->child; e; e = e->next, n_shards++) names[n_shards] = g2f_name_ref_of(e->valuestring, 0);
+    g2f_names_sort(names, n_shards);
     size_t u = 0;
     for (size_t i = 0; i < n_shards; i++)
-        if (!u || strcmp(shards[u - 1], shards[i])) shards[u++] = shards[i];
+        if (!u || names[u - 1].len != names[i].len || memcmp(names[u - 1].s, names[i].s, names[i].len))
+            names[u++] = names[i];
     n_shards = u;
     if (n_shards > MAX_SHARDS) {
         st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: more than %d shard files", path, MAX_SHARDS);
         goto done;
     }
+    sh = calloc(n_shards ? n_shards : 1, sizeof *sh);
     s->parts = calloc(n_shards ? n_shards : 1, sizeof *s->parts);
-    sorted = calloc(n_shards ? n_shards : 1, sizeof *sorted);
+    by_name = calloc(n_shards ? n_shards : 1, sizeof *by_name);
     s->merged.tensors = calloc(n_entries ? n_entries : 1, sizeof *s->merged.tensors);
-    if (!s->parts || !sorted || !s->merged.tensors) {
+    if (!sh || !s->parts || !by_name || !s->merged.tensors) {
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto done;
     }
     for (size_t k = 0; k < n_shards; k++) {
-        char *sp = g2f_path_join(dir, shards[k]);
+        names[k].index = k;
+        char *sp = g2f_path_join(dir, names[k].s);
         if (!sp) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto done;
         }
-        st = part_open(sp, &s->parts[k], err);
+        sh[k].known = g2f_file_id(sp, &sh[k].id, NULL) == G2F_OK; /* else part_open says why */
+        free(sp);
+    }
+    if ((st = group_links(sh, n_shards, err)) != G2F_OK) goto done;
+    for (size_t k = 0; k < n_shards; k++) {
+        if (sh[k].first != k) { /* another name of a file already open */
+            sh[k].part = sh[sh[k].first].part;
+            continue;
+        }
+        char *sp = g2f_path_join(dir, names[k].s);
+        if (!sp) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        st = part_open(sp, &s->parts[s->n_parts], err);
         free(sp);
         if (st != G2F_OK) goto done;
-        s->n_parts++;
-        if (!(sorted[k] = sorted_tensors(part_table(&s->parts[k])))) {
+        sh[k].part = s->n_parts++;
+        if (!(by_name[sh[k].part] = g2f_names_of_table(part_table(&s->parts[sh[k].part])))) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto done;
         }
     }
     uint64_t bytes = 0;
     for (const cJSON *e = map->child; e; e = e->next) {
-        const char *const *sk = bsearch(&e->valuestring, shards, n_shards, sizeof *shards, str_cmp);
-        size_t k = (size_t)(sk - shards);
-        const g2f_tensor *t = find_sorted(sorted[k], part_table(&s->parts[k])->count, e->string);
-        if (!t) {
+        const g2f_name_ref *sk = g2f_names_find(names, n_shards, e->valuestring, strlen(e->valuestring));
+        const shard *k = &sh[sk->index];
+        const g2f_table *pt = part_table(&s->parts[k->part]);
+        const g2f_name_ref *hit = g2f_names_find(by_name[k->part], pt->count, e->string, strlen(e->string));
+        if (!hit) {
             st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%.120s' is mapped to %s but that shard does not hold it",
-                               path, e->string, shards[k]);
+                               path, e->string, sk->s);
             goto done;
         }
+        const g2f_tensor *t = &pt->tensors[hit->index];
         g2f_tensor *m = &s->merged.tensors[s->merged.count];
         *m = *t;
         m->name = g2f_strdup(t->name);
@@ -230,33 +288,26 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
         s->merged.count++;
         bytes += t->nbytes; /* each below the file size: no overflow */
     }
-    if (!(merged_sorted = sorted_tensors(&s->merged))) {
-        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t i = 1; i < s->merged.count; i++) {
-        if (strcmp(merged_sorted[i - 1]->name, merged_sorted[i]->name) == 0) {
-            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%.120s' appears twice in weight_map", path,
-                               merged_sorted[i]->name);
-            goto done;
-        }
-    }
-    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(root, "metadata");
-    const cJSON *total = meta ? cJSON_GetObjectItemCaseSensitive(meta, "total_size") : NULL;
-    if (cJSON_IsNumber(total) && total->valuedouble != (double)bytes) {
-        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: metadata.total_size is %.0f but the mapped tensors hold %llu bytes",
-                           path, total->valuedouble, (unsigned long long)bytes);
+    /* Tensor names are unique: they are weight_map's keys, checked above. */
+    if (total && total_size != bytes) {
+        st = g2f_error_set(err, G2F_ERR_FORMAT,
+                           "%s: metadata.total_size is %llu but the mapped tensors hold %llu bytes", path,
+                           (unsigned long long)total_size, (unsigned long long)bytes);
         goto done;
     }
     s->format = s->n_parts ? s->parts[0].format : G2F_FORMAT_SAFETENSORS;
-    snprintf(s->description, sizeof s->description, "%s, %zu shard%s", g2f_format_describe(s->format), s->n_parts,
-             s->n_parts == 1 ? "" : "s");
+    if (s->n_parts == n_shards)
+        snprintf(s->description, sizeof s->description, "%s, %zu shard%s", g2f_format_describe(s->format),
+                 s->n_parts, s->n_parts == 1 ? "" : "s");
+    else
+        snprintf(s->description, sizeof s->description, "%s, %zu shard%s under %zu names",
+                 g2f_format_describe(s->format), s->n_parts, s->n_parts == 1 ? "" : "s", n_shards);
     s->table = &s->merged;
 done:
-    for (size_t k = 0; sorted && k < n_shards; k++) free(sorted[k]);
-    free(sorted);
-    free(merged_sorted);
-    free(shards);
+    for (size_t k = 0; by_name && k < s->n_parts; k++) free(by_name[k]);
+    free(by_name);
+    free(sh);
+    free(names);
     free(dir);
     cJSON_Delete(root);
     free(text);
@@ -273,7 +324,9 @@ g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err) {
     if (g2f_path_is_dir(path)) {
         for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !s->path; i++) {
             char *p = g2f_path_join(path, candidates[i]);
-            if (p && g2f_path_is_file(p)) s->path = p;
+            /* anything but a folder: a FIFO named model.safetensors is refused
+             * by name when opened, not skipped */
+            if (p && g2f_path_exists(p) && !g2f_path_is_dir(p)) s->path = p;
             else free(p);
         }
         if (!s->path && has_npy(path)) s->path = g2f_strdup(path);

@@ -4,16 +4,25 @@
  * one table over all their shards.
  *
  * Folder: the first of model.safetensors, model.safetensors.index.json,
- * pytorch_model.bin, pytorch_model.bin.index.json that exists.
+ * pytorch_model.bin, pytorch_model.bin.index.json that exists and is not a
+ * folder (a FIFO of that name is then refused by name, not skipped); else
+ * the folder itself when it holds *.npy files.
  *
- * Shard index validation: a JSON object (at most 64 MiB) with "weight_map"
- * an object of tensor name -> shard file name (a plain file name in the
- * index's folder: no '/', no "..", at most 4096 shards, at most 1,000,000
- * entries; lookups sorted, n log n); every shard is
- * opened and validated by its own reader; every mapped tensor must be in
- * its shard; a tensor name may not appear in two shards; when
- * "metadata.total_size" is present it must equal the bytes of the mapped
- * tensors.
+ * Shard index validation, in this order:
+ *   1. a regular file of at most 64 MiB holding a JSON object with
+ *      "weight_map" an object of tensor name -> shard file name, each a plain
+ *      file name in the index's folder (no '/', no "..", not empty), at most
+ *      1,000,000 entries;
+ *   2. no object in the index holds a key twice (g2f_json): a tensor is
+ *      mapped to one shard;
+ *   3. "metadata", when present, is an object, and its "total_size", when
+ *      present, an integer in [0, 2^53];
+ *   4. at most 4096 distinct shard names; names reaching the same file
+ *      (hard links, symlinks: same device and inode) open it once;
+ *   5. every shard file is a regular file, opened and validated by its own
+ *      reader;
+ *   6. every mapped tensor is in its shard (sorted lookups, n log n);
+ *   7. total_size, when present, equals the bytes of the mapped tensors.
  *
  * Ownership: the table and every data pointer in it are borrowed from the
  * source, valid until g2f_source_close.
@@ -33,7 +42,8 @@ g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err);
 const g2f_table *g2f_source_table(const g2f_source *s);
 /* The format of the (first) data file. */
 g2f_format g2f_source_format(const g2f_source *s);
-/* "safetensors", "safetensors, 3 shards", ... (borrowed). */
+/* "safetensors", "safetensors, 3 shards", "safetensors, 1 shard under 3
+ * names" (links), ... (borrowed). */
 const char *g2f_source_description(const g2f_source *s);
 /* The file opened (the index for sharded checkpoints). */
 const char *g2f_source_path(const g2f_source *s);

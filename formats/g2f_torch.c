@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_names.h"
 #include "g2f_pickle.h"
 #include "g2f_zip.h"
 
@@ -24,8 +25,7 @@ typedef struct walker {
     const char *root;             /* "<root>/" */
     g2f_table *table;
     size_t cap;                   /* of table->tensors */
-    const g2f_zip_member **checked; /* storage members whose CRC was checked */
-    size_t nchecked, checked_cap;
+    unsigned char *checked;       /* per zip member (by index): its CRC was checked */
     char path[G2F_TORCH_MAX_NAME + 1];
     size_t path_len;
     uint64_t visits, budget;
@@ -42,22 +42,13 @@ static g2f_status check_storage(walker *w, const g2f_zip_member *m, const g2f_pi
                              "%s: tensor '%s': storage '%s' holds %llu bytes but its %s of %llu elements needs %llu",
                              w->label, w->path, m->name, (unsigned long long)m->size, s->type_name,
                              (unsigned long long)s->numel, (unsigned long long)need);
-    for (size_t i = 0; i < w->nchecked; i++)
-        if (w->checked[i] == m) {
-            *bytes = m->data;
-            return G2F_OK;
-        }
-    g2f_status st = g2f_zip_stored_view(w->zip, m, bytes, w->err);
-    if (st != G2F_OK) return st;
-    if (w->nchecked == w->checked_cap) {
-        size_t ncap = w->checked_cap ? 2 * w->checked_cap : 64;
-        const g2f_zip_member **q = realloc((void *)w->checked, ncap * sizeof *q);
-        if (!q) return g2f_error_set(w->err, G2F_ERR_NOMEM, "%s: out of memory", w->label);
-        w->checked = q;
-        w->checked_cap = ncap;
+    if (w->checked[m->index]) { /* storages may be shared: one CRC check each, found in O(1) */
+        *bytes = m->data;
+        return G2F_OK;
     }
-    w->checked[w->nchecked++] = m;
-    return G2F_OK;
+    g2f_status st = g2f_zip_stored_view(w->zip, m, bytes, w->err);
+    if (st == G2F_OK) w->checked[m->index] = 1;
+    return st;
 }
 
 /* Contiguous row-major strides, ignoring size-1 dimensions as torch does. */
@@ -191,20 +182,15 @@ static g2f_status walk(walker *w, const g2f_pickle_value *v, unsigned depth, con
     }
 }
 
-static int name_cmp(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
+/* Names unique: sorted, n log n. */
 static g2f_status check_unique(const g2f_table *t, const char *label, g2f_error *err) {
-    const char **names = g2f_alloc_array(t->count ? t->count : 1, sizeof *names);
-    if (!names) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
-    for (size_t i = 0; i < t->count; i++) names[i] = t->tensors[i].name;
-    qsort(names, t->count, sizeof *names, name_cmp);
-    g2f_status st = G2F_OK;
-    for (size_t i = 1; i < t->count && st == G2F_OK; i++)
-        if (strcmp(names[i - 1], names[i]) == 0)
-            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' appears twice", label, names[i]);
-    free(names);
+    g2f_name_ref *r = g2f_names_of_table(t);
+    if (!r) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
+    size_t d = g2f_names_find_dup(r, t->count);
+    g2f_status st = d ? g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' appears twice", label,
+                                      t->tensors[r[d].index].name)
+                      : G2F_OK;
+    free(r);
     return st;
 }
 
@@ -285,11 +271,15 @@ g2f_status g2f_torch_parse(const unsigned char *buf, uint64_t size, const char *
     if ((st = g2f_pickle_parse_capped(pkl, (size_t)m->size, cap, pklabel, &pk, err)) != G2F_OK) goto done;
     w.zip = z;
     w.root = root;
+    if (!(w.checked = calloc(g2f_zip_count(z) ? g2f_zip_count(z) : 1, 1))) {
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
+        goto done;
+    }
     w.budget = (uint64_t)g2f_pickle_value_count(pk) * G2F_TORCH_VISITS_PER_VALUE + 1024;
     if ((st = walk(&w, g2f_pickle_root(pk), 0, NULL)) != G2F_OK) goto done;
     st = check_unique(out, label, err);
 done:
-    free((void *)w.checked);
+    free(w.checked);
     free(owned);
     g2f_pickle_free(pk);
     g2f_zip_close(z);

@@ -35,9 +35,10 @@
  *      no NUL; a tensor under another key type is refused; names are unique;
  *      a tensor saved alone is named "";
  *   7. per tensor: its storage member <root>/data/<key> exists, is stored
- *      (method 0), has a good CRC-32 (checked once per member; storages may
- *      be shared) and holds exactly numel x dtype size bytes of the storage
- *      type; the strides are the contiguous row-major ones (size-1 dimensions
+ *      (method 0), has a good CRC-32 (checked once per member: storages may
+ *      be shared; a flag per member index remembers it, so finding whether
+ *      it was checked is O(1)) and holds exactly numel x dtype size bytes of
+ *      the storage type; the strides are the contiguous row-major ones (size-1 dimensions
  *      excepted, as torch's is_contiguous): a NON-CONTIGUOUS TENSOR (saved
  *      from a transposed or sliced view) IS REFUSED, naming it, rather than
  *      copied; storage offset + element count lies inside the storage

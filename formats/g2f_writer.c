@@ -1,5 +1,6 @@
 /* g2f_writer: see g2f_writer.h. */
 #include "g2f_writer.h"
+#include "g2f_bytes.h"
 #include "g2f_file.h"
 
 #include <cjson/cJSON.h>
@@ -34,10 +35,6 @@ struct g2f_writer {
 };
 
 
-static void put_le(unsigned char *p, uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-
 static g2f_status io_fail(g2f_writer *w, g2f_error *err) {
     w->failed = 1;
     return g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", w->path, strerror(errno ? errno : EIO));
@@ -61,7 +58,7 @@ static size_t npy_header(unsigned char *buf, size_t cap, const char *descr, cons
     size_t total = 10 + n + 1, pad = (64 - total % 64) % 64, hl = n + pad + 1;
     if (10 + hl > cap) return 0;
     memcpy(buf, "\x93NUMPY\x01\x00", 8);
-    put_le(buf + 8, hl, 2);
+    g2f_store_le(buf + 8, hl, 2);
     memcpy(buf + 10, dict, n);
     memset(buf + 10 + n, ' ', pad);
     buf[10 + hl - 1] = '\n';
@@ -78,6 +75,9 @@ static g2f_status npz_member(g2f_writer *w, const char *name, const unsigned cha
                                             "to 4 GiB per array (use safetensors)", w->path, name, (unsigned long long)size);
     m->name = g2f_strdup(name);
     if (!m->name) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    /* Counted at once, so g2f_writer_close frees the name whatever fails
+     * below; a failure sets w->failed, so the member is never listed. */
+    w->n_members++;
     uLong crc = crc32(0L, Z_NULL, 0);
     crc = crc32(crc, hdr, (uInt)hlen);
     for (uint64_t off = 0; off < dlen;) { /* crc32 takes uInt lengths */
@@ -95,20 +95,19 @@ static g2f_status npz_member(g2f_writer *w, const char *name, const unsigned cha
                                             w->path);
     size_t nl = strlen(name);
     unsigned char lh[30] = {0};
-    put_le(lh, 0x04034b50, 4);
-    put_le(lh + 4, 20, 2);
-    put_le(lh + 14, m->crc, 4);
-    put_le(lh + 18, size, 4);
-    put_le(lh + 22, size, 4);
-    put_le(lh + 26, nl, 2);
+    g2f_store_le(lh, 0x04034b50, 4);
+    g2f_store_le(lh + 4, 20, 2);
+    g2f_store_le(lh + 14, m->crc, 4);
+    g2f_store_le(lh + 18, size, 4);
+    g2f_store_le(lh + 22, size, 4);
+    g2f_store_le(lh + 26, nl, 2);
     if (fwrite(lh, 1, 30, w->fp) != 30 || fwrite(name, 1, nl, w->fp) != nl || fwrite(hdr, 1, hlen, w->fp) != hlen ||
         (dlen && fwrite(data, 1, (size_t)dlen, w->fp) != dlen))
         return io_fail(w, err);
-    w->n_members++;
     return G2F_OK;
 }
 
-static g2f_status safetensors_header(g2f_writer *w, const g2f_meta_entry *meta, size_t n_meta, g2f_error *err) {
+static g2f_status safetensors_header(g2f_writer *w, const g2f_out_meta *meta, size_t n_meta, g2f_error *err) {
     cJSON *root = cJSON_CreateObject();
     cJSON *m = n_meta ? cJSON_AddObjectToObject(root, "__metadata__") : NULL;
     for (size_t i = 0; m && i < n_meta; i++) cJSON_AddStringToObject(m, meta[i].key, meta[i].value);
@@ -130,7 +129,7 @@ static g2f_status safetensors_header(g2f_writer *w, const g2f_meta_entry *meta, 
     if (!text) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     size_t len = strlen(text), padded = (len + 7) / 8 * 8;
     unsigned char lb[8];
-    put_le(lb, padded, 8);
+    g2f_store_le(lb, padded, 8);
     int ok = fwrite(lb, 1, 8, w->fp) == 8 && fwrite(text, 1, len, w->fp) == len;
     for (size_t i = len; ok && i < padded; i++) ok = fputc(' ', w->fp) != EOF;
     free(text);
@@ -138,7 +137,7 @@ static g2f_status safetensors_header(g2f_writer *w, const g2f_meta_entry *meta, 
 }
 
 g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_out_spec *specs, size_t n,
-                           const g2f_meta_entry *meta, size_t n_meta, g2f_writer **out, g2f_error *err) {
+                           const g2f_out_meta *meta, size_t n_meta, g2f_writer **out, g2f_error *err) {
     *out = NULL;
     g2f_writer *w = calloc(1, sizeof *w);
     if (!w) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
@@ -292,24 +291,24 @@ static g2f_status npz_finish(g2f_writer *w, g2f_error *err) {
         const member *m = &w->members[i];
         size_t nl = strlen(m->name);
         unsigned char ch[46] = {0};
-        put_le(ch, 0x02014b50, 4);
-        put_le(ch + 4, 20, 2);
-        put_le(ch + 6, 20, 2);
-        put_le(ch + 16, m->crc, 4);
-        put_le(ch + 20, m->size, 4);
-        put_le(ch + 24, m->size, 4);
-        put_le(ch + 28, nl, 2);
-        put_le(ch + 42, m->offset, 4);
+        g2f_store_le(ch, 0x02014b50, 4);
+        g2f_store_le(ch + 4, 20, 2);
+        g2f_store_le(ch + 6, 20, 2);
+        g2f_store_le(ch + 16, m->crc, 4);
+        g2f_store_le(ch + 20, m->size, 4);
+        g2f_store_le(ch + 24, m->size, 4);
+        g2f_store_le(ch + 28, nl, 2);
+        g2f_store_le(ch + 42, m->offset, 4);
         if (fwrite(ch, 1, 46, w->fp) != 46 || fwrite(m->name, 1, nl, w->fp) != nl) return io_fail(w, err);
     }
     long end = ftell(w->fp);
     if (end < 0) return io_fail(w, err);
     unsigned char eocd[22] = {0};
-    put_le(eocd, 0x06054b50, 4);
-    put_le(eocd + 8, w->n_members, 2);
-    put_le(eocd + 10, w->n_members, 2);
-    put_le(eocd + 12, (uint64_t)(end - cd), 4);
-    put_le(eocd + 16, (uint64_t)cd, 4);
+    g2f_store_le(eocd, 0x06054b50, 4);
+    g2f_store_le(eocd + 8, w->n_members, 2);
+    g2f_store_le(eocd + 10, w->n_members, 2);
+    g2f_store_le(eocd + 12, (uint64_t)(end - cd), 4);
+    g2f_store_le(eocd + 16, (uint64_t)cd, 4);
     if (w->n_members > 0xffff)
         return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: more than 65535 arrays for one .npz", w->path);
     return fwrite(eocd, 1, 22, w->fp) == 22 ? G2F_OK : io_fail(w, err);

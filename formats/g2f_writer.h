@@ -10,6 +10,10 @@
  * plus, when meta is given, "__metadata__.npy": a uint8 array holding the
  * metadata as a JSON object (np.load(f)["__metadata__"].tobytes()).
  * Members above 4 GiB are refused (no ZIP64 writing).
+ *
+ * Failure model: a write the system refuses (disk full, EFBIG) is
+ * G2F_ERR_IO naming PATH, and every later call fails; g2f_writer_close then
+ * removes the temporary file and frees everything (test_writer_errors).
  */
 #ifndef G2F_WRITER_H
 #define G2F_WRITER_H
@@ -28,11 +32,19 @@ typedef struct g2f_out_spec {
     uint64_t shape[G2F_MAX_DIMS];
 } g2f_out_spec;
 
+/* One metadata pair to write: borrowed strings, read only during
+ * g2f_writer_open (a table's g2f_meta_entry owns its strings; this does not,
+ * so string literals need no cast). */
+typedef struct g2f_out_meta {
+    const char *key;
+    const char *value;
+} g2f_out_meta;
+
 typedef struct g2f_writer g2f_writer;
 
 /* Starts the file; specs (copied) fix the order of g2f_writer_put calls. */
 g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_out_spec *specs, size_t n,
-                           const g2f_meta_entry *meta, size_t n_meta, g2f_writer **out, g2f_error *err);
+                           const g2f_out_meta *meta, size_t n_meta, g2f_writer **out, g2f_error *err);
 /* Writes the next tensor's data (numel floats, in spec order). */
 g2f_status g2f_writer_put(g2f_writer *w, const float *data, g2f_error *err);
 /* Writes the next count floats of the current tensor: a tensor may be put

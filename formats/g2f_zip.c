@@ -8,6 +8,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "g2f_bytes.h"
+#include "g2f_names.h"
 #include "g2f_tensor.h"
 
 #define SIG_LOCAL 0x04034b50u
@@ -35,19 +37,10 @@ struct g2f_zip {
     const char *label;
     member_ext *members;          /* central directory order */
     size_t count;
-    const g2f_zip_member **by_name; /* sorted by name, for g2f_zip_find */
+    g2f_name_ref *by_name;        /* member names sorted, for g2f_zip_find */
     char *names;                  /* one block holding every name */
 };
 
-static uint16_t ld16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t ld32(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t ld64(const unsigned char *p) { return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32; }
-
-static int name_cmp(const void *a, const void *b) {
-    return strcmp((*(const g2f_zip_member *const *)a)->name, (*(const g2f_zip_member *const *)b)->name);
-}
 
 static int offset_cmp(const void *a, const void *b) {
     const member_ext *x = *(const member_ext *const *)a, *y = *(const member_ext *const *)b;
@@ -63,7 +56,7 @@ static g2f_status find_eocd(const unsigned char *b, uint64_t size, const char *l
                              (unsigned long long)size);
     uint64_t lowest = size > EOCD_SIZE + MAX_COMMENT ? size - EOCD_SIZE - MAX_COMMENT : 0;
     for (uint64_t p = size - EOCD_SIZE + 1; p-- > lowest;) {
-        if (ld32(b + p) == SIG_EOCD && p + EOCD_SIZE + ld16(b + p + 20) == size) {
+        if (g2f_load_u32le(b + p) == SIG_EOCD && p + EOCD_SIZE + g2f_load_u16le(b + p + 20) == size) {
             *pos = p;
             return G2F_OK;
         }
@@ -84,22 +77,22 @@ static g2f_status read_eocd(const unsigned char *b, uint64_t size, const char *l
     g2f_status st = find_eocd(b, size, label, &pos, err);
     if (st != G2F_OK) return st;
     const unsigned char *e = b + pos;
-    if (ld16(e + 4) != 0 || ld16(e + 6) != 0 || ld16(e + 8) != ld16(e + 10))
+    if (g2f_load_u16le(e + 4) != 0 || g2f_load_u16le(e + 6) != 0 || g2f_load_u16le(e + 8) != g2f_load_u16le(e + 10))
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: multi-disk (split) zip archives are not supported", label);
-    d->entries = ld16(e + 10);
-    d->size = ld32(e + 12);
-    d->offset = ld32(e + 16);
+    d->entries = g2f_load_u16le(e + 10);
+    d->size = g2f_load_u32le(e + 12);
+    d->offset = g2f_load_u32le(e + 16);
     d->limit = pos;
     int wants64 = d->entries == 0xffff || d->size == 0xffffffffu || d->offset == 0xffffffffu;
-    if (pos < LOCATOR64_SIZE || ld32(b + pos - LOCATOR64_SIZE) != SIG_LOCATOR64) {
+    if (pos < LOCATOR64_SIZE || g2f_load_u32le(b + pos - LOCATOR64_SIZE) != SIG_LOCATOR64) {
         if (wants64)
             return g2f_error_set(err, G2F_ERR_FORMAT,
                                  "%s: end of central directory defers to ZIP64 but there is no ZIP64 locator", label);
         return G2F_OK;
     }
     const unsigned char *loc = b + pos - LOCATOR64_SIZE;
-    uint64_t rec = ld64(loc + 8);
-    if (ld32(loc + 4) != 0 || ld32(loc + 16) > 1)
+    uint64_t rec = g2f_load_u64le(loc + 8);
+    if (g2f_load_u32le(loc + 4) != 0 || g2f_load_u32le(loc + 16) > 1)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: multi-disk (split) zip archives are not supported", label);
     uint64_t room = pos - LOCATOR64_SIZE;
     if (rec > room || room - rec < EOCD64_SIZE)
@@ -108,14 +101,14 @@ static g2f_status read_eocd(const unsigned char *b, uint64_t size, const char *l
                              label, (unsigned long long)rec,
                              (unsigned long long)(room >= EOCD64_SIZE ? room - EOCD64_SIZE : 0));
     const unsigned char *r = b + rec;
-    if (ld32(r) != SIG_EOCD64)
+    if (g2f_load_u32le(r) != SIG_EOCD64)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: bad ZIP64 end of central directory signature at %llu",
                              label, (unsigned long long)rec);
-    if (ld32(r + 16) != 0 || ld32(r + 20) != 0 || ld64(r + 24) != ld64(r + 32))
+    if (g2f_load_u32le(r + 16) != 0 || g2f_load_u32le(r + 20) != 0 || g2f_load_u64le(r + 24) != g2f_load_u64le(r + 32))
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: multi-disk (split) zip archives are not supported", label);
-    d->entries = ld64(r + 32);
-    d->size = ld64(r + 40);
-    d->offset = ld64(r + 48);
+    d->entries = g2f_load_u64le(r + 32);
+    d->size = g2f_load_u64le(r + 40);
+    d->offset = g2f_load_u64le(r + 48);
     d->limit = rec;
     return G2F_OK;
 }
@@ -126,7 +119,7 @@ static g2f_status read_zip64_extra(const unsigned char *x, size_t xlen, const ch
                                    uint64_t *fields[3], g2f_error *err) {
     size_t i = 0;
     while (xlen - i >= 4) {
-        unsigned id = ld16(x + i), len = ld16(x + i + 2);
+        unsigned id = g2f_load_u16le(x + i), len = g2f_load_u16le(x + i + 2);
         if (len > xlen - i - 4)
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: member '%s': extra field 0x%04x runs past its end", label,
                                  name, id);
@@ -138,7 +131,7 @@ static g2f_status read_zip64_extra(const unsigned char *x, size_t xlen, const ch
                     return g2f_error_set(err, G2F_ERR_FORMAT,
                                          "%s: member '%s': ZIP64 extra field is too short for its 64-bit sizes", label,
                                          name);
-                *fields[f] = ld64(x + i + 4 + at);
+                *fields[f] = g2f_load_u64le(x + i + 4 + at);
                 at += 8;
             }
             return G2F_OK;
@@ -156,11 +149,11 @@ static g2f_status read_zip64_extra(const unsigned char *x, size_t xlen, const ch
 static g2f_status read_central(const g2f_zip *z, uint64_t *pos, uint64_t end, size_t index, member_ext *me,
                                char **names, g2f_error *err) {
     const unsigned char *c = z->base + *pos;
-    if (end - *pos < CENTRAL_SIZE || ld32(c) != SIG_CENTRAL)
+    if (end - *pos < CENTRAL_SIZE || g2f_load_u32le(c) != SIG_CENTRAL)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: central directory entry %zu at offset %llu is missing or truncated",
                              z->label, index, (unsigned long long)*pos);
-    unsigned flags = ld16(c + 8), method = ld16(c + 10);
-    size_t nlen = ld16(c + 28), xlen = ld16(c + 30), clen = ld16(c + 32);
+    unsigned flags = g2f_load_u16le(c + 8), method = g2f_load_u16le(c + 10);
+    size_t nlen = g2f_load_u16le(c + 28), xlen = g2f_load_u16le(c + 30), clen = g2f_load_u16le(c + 32);
     if (end - *pos - CENTRAL_SIZE < (uint64_t)nlen + xlen + clen)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: central directory entry %zu runs past the directory's end",
                              z->label, index);
@@ -181,12 +174,12 @@ static g2f_status read_central(const g2f_zip *z, uint64_t *pos, uint64_t end, si
                              "%s: member '%s': compression method %u is not supported (only 0 stored, 8 deflate)",
                              z->label, name, method);
     me->m.method = method;
-    me->m.crc32 = ld32(c + 16);
-    uint64_t csize = ld32(c + 20), usize = ld32(c + 24), off = ld32(c + 42);
+    me->m.crc32 = g2f_load_u32le(c + 16);
+    uint64_t csize = g2f_load_u32le(c + 20), usize = g2f_load_u32le(c + 24), off = g2f_load_u32le(c + 42);
     uint64_t *fields[3] = {&usize, &csize, &off};
     g2f_status st = read_zip64_extra(nm + nlen, xlen, z->label, name, fields, err);
     if (st != G2F_OK) return st;
-    if (ld16(c + 34) != 0 && ld16(c + 34) != 0xffff)
+    if (g2f_load_u16le(c + 34) != 0 && g2f_load_u16le(c + 34) != 0xffff)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: member '%s' is on another disk", z->label, name);
     if (method == G2F_ZIP_STORED && csize != usize)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: stored member '%s' has compressed size %llu != size %llu",
@@ -207,14 +200,14 @@ static g2f_status check_local(const g2f_zip *z, member_ext *me, uint64_t data_li
                              z->label, name, (unsigned long long)off);
     const unsigned char *l = z->base + off;
     size_t nlen = strlen(name);
-    if (ld32(l) != SIG_LOCAL)
+    if (g2f_load_u32le(l) != SIG_LOCAL)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: member '%s': no local header signature at offset %llu", z->label,
                              name, (unsigned long long)off);
-    if (ld16(l + 26) != nlen || ld16(l + 8) != me->m.method)
+    if (g2f_load_u16le(l + 26) != nlen || g2f_load_u16le(l + 8) != me->m.method)
         return g2f_error_set(err, G2F_ERR_FORMAT,
                              "%s: member '%s': local header disagrees with the central directory (name length or method)",
                              z->label, name);
-    uint64_t start = off + LOCAL_SIZE + nlen + ld16(l + 28); /* < 2^64: off <= size - 30 */
+    uint64_t start = off + LOCAL_SIZE + nlen + g2f_load_u16le(l + 28); /* < 2^64: off <= size - 30 */
     if (start > z->size)
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: member '%s': local header runs past the end of the file",
                              z->label, name);
@@ -233,22 +226,22 @@ static g2f_status check_local(const g2f_zip *z, member_ext *me, uint64_t data_li
 
 static g2f_status check_layout(g2f_zip *z, g2f_error *err) {
     g2f_status st = G2F_OK;
-    const g2f_zip_member **byname = g2f_alloc_array(z->count ? z->count : 1, sizeof *byname);
+    g2f_name_ref *byname = g2f_alloc_array(z->count ? z->count : 1, sizeof *byname);
     const member_ext **byoff = g2f_alloc_array(z->count ? z->count : 1, sizeof *byoff);
     if (!byname || !byoff) {
         st = g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory for %zu zip members", z->label, z->count);
         goto done;
     }
     for (size_t i = 0; i < z->count; i++) {
-        byname[i] = &z->members[i].m;
+        byname[i] = g2f_name_ref_of(z->members[i].m.name, i);
         byoff[i] = &z->members[i];
     }
-    qsort(byname, z->count, sizeof *byname, name_cmp);
-    for (size_t i = 1; i < z->count; i++)
-        if (strcmp(byname[i - 1]->name, byname[i]->name) == 0) {
-            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: member '%s' appears twice", z->label, byname[i]->name);
-            goto done;
-        }
+    g2f_names_sort(byname, z->count);
+    size_t dup = g2f_names_find_dup(byname, z->count);
+    if (dup) {
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: member '%s' appears twice", z->label, byname[dup].s);
+        goto done;
+    }
     qsort(byoff, z->count, sizeof *byoff, offset_cmp);
     for (size_t i = 1; i < z->count; i++)
         if (byoff[i]->m.header_offset < byoff[i - 1]->end) {
@@ -299,6 +292,7 @@ g2f_status g2f_zip_open_mapping(const unsigned char *data, uint64_t size, const 
     uint64_t pos = d.offset;
     for (size_t i = 0; i < d.entries; i++) {
         memset(&z->members[i], 0, sizeof z->members[i]);
+        z->members[i].m.index = i;
         if ((st = read_central(z, &pos, cd_end, i, &z->members[i], &names, err)) != G2F_OK) goto fail;
         z->count++;
     }
@@ -316,18 +310,9 @@ size_t g2f_zip_count(const g2f_zip *z) { return z->count; }
 
 const g2f_zip_member *g2f_zip_entry(const g2f_zip *z, size_t i) { return i < z->count ? &z->members[i].m : NULL; }
 
-const char *g2f_zip_label(const g2f_zip *z) { return z->label; }
-
 const g2f_zip_member *g2f_zip_find(const g2f_zip *z, const char *name) {
-    size_t lo = 0, hi = z->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(z->by_name[mid]->name, name);
-        if (c == 0) return z->by_name[mid];
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return NULL;
+    const g2f_name_ref *r = g2f_names_find(z->by_name, z->count, name, strlen(name));
+    return r ? &z->members[r->index].m : NULL;
 }
 
 static uint32_t crc_of(const unsigned char *p, uint64_t n) {
@@ -449,7 +434,7 @@ g2f_status g2f_zip_extract(const g2f_zip *z, const g2f_zip_member *m, uint64_t m
 void g2f_zip_close(g2f_zip *z) {
     if (!z) return;
     free(z->members);
-    free((void *)z->by_name);
+    free(z->by_name);
     free(z->names);
     free(z);
 }

@@ -93,6 +93,7 @@ typedef struct g2f_zip_member {
     uint32_t crc32;               /* of the decompressed bytes, from the central directory */
     uint64_t header_offset;       /* of the local header */
     const unsigned char *data;    /* compressed bytes, borrowed from the mapping */
+    size_t index;                 /* position in central directory order: g2f_zip_entry(z, index) */
 } g2f_zip_member;
 
 /* Validates the archive in data[0, size) (see the checklist above). label
@@ -105,8 +106,6 @@ size_t g2f_zip_count(const g2f_zip *z);
 const g2f_zip_member *g2f_zip_entry(const g2f_zip *z, size_t i);
 /* The member named exactly name, or NULL (binary search, names are unique). */
 const g2f_zip_member *g2f_zip_find(const g2f_zip *z, const char *name);
-/* The label given at open (for messages). */
-const char *g2f_zip_label(const g2f_zip *z);
 
 /* A stored member's bytes in place: checks method 0 and the CRC-32 over its
  * m->size bytes, then sets *out to a pointer into the mapping (borrowed, maybe

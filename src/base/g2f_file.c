@@ -1,10 +1,13 @@
-/* g2f_file: files as gpt2ffn reads and writes them: read-only mappings of
- * whole regular files, a mapped file with the table a reader parsed from
- * it, small whole-file reads, path helpers, and atomic output files.
+/* g2f_file: files as gpt2ffn reads them: read-only mappings of whole
+ * regular files, a mapped file with the table a reader parsed from it,
+ * small whole-file reads, file identities (device, inode) and path helpers.
  *
  * Reading refuses anything that is not a regular file (or a symlink to one)
  * before it could block: a FIFO or a device named as a shard or a fixture
  * member is an error naming what it is, never an open() that waits forever.
+ * Every reader opens files through g2f_mapping_open (g2f_read_small_file,
+ * g2f_mapped_table_open and g2f_sha256_file use it), so this is the one
+ * place that decides.
  */
 #define _DEFAULT_SOURCE /* madvise(MADV_DONTNEED): glibc makes posix_madvise's DONTNEED a no-op */
 #include "g2f_file.h"
@@ -18,26 +21,54 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err) {
-    memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+const char *g2f_file_kind(unsigned mode) {
+    mode_t m = (mode_t)mode;
+    if (S_ISREG(m)) return "a regular file";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    return "not a regular file";
+}
+
+/* Opens path for reading only if it is a regular file (a symlink is
+ * followed). stat() first: a FIFO is refused before open() could wait for a
+ * writer, and a device before open() could have side effects (a tape
+ * rewinds). The open itself is O_NONBLOCK and fstat()-checked again, so a
+ * file swapped for a FIFO between the two calls cannot block either. */
+static g2f_status open_regular(const char *path, int *fd_out, struct stat *st, g2f_error *err) {
+    if (stat(path, st) != 0) return g2f_error_set(err, G2F_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(st->st_mode))
+        return g2f_error_set(err, G2F_ERR_IO, "%s: is %s, not a regular file", path, g2f_file_kind(st->st_mode));
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) return g2f_error_set(err, G2F_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
+    if (fstat(fd, st) != 0) {
         int e = errno;
         close(fd);
         return g2f_error_set(err, G2F_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st->st_mode)) {
         close(fd);
-        return g2f_error_set(err, G2F_ERR_IO, "%s: not a regular file", path);
+        return g2f_error_set(err, G2F_ERR_IO, "%s: is %s, not a regular file", path, g2f_file_kind(st->st_mode));
     }
+    *fd_out = fd;
+    return G2F_OK;
+}
+
+g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    struct stat st;
+    int fd = -1;
+    g2f_status s = open_regular(path, &fd, &st, err);
+    if (s != G2F_OK) return s;
     out->size = (uint64_t)st.st_size;
     if (st.st_size > 0) {
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
             int e = errno;
             close(fd);
+            out->size = 0;
             return g2f_error_set(err, G2F_ERR_IO, "%s: cannot mmap %llu bytes: %s", path,
                                  (unsigned long long)st.st_size, strerror(e));
         }
@@ -118,9 +149,18 @@ int g2f_path_is_dir(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-int g2f_path_is_file(const char *path) {
+int g2f_path_exists(const char *path) {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return stat(path, &st) == 0;
+}
+
+g2f_status g2f_file_id(const char *path, g2f_file_identity *out, g2f_error *err) {
+    struct stat st;
+    memset(out, 0, sizeof *out);
+    if (stat(path, &st) != 0) return g2f_error_set(err, G2F_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    out->dev = (uint64_t)st.st_dev;
+    out->ino = (uint64_t)st.st_ino;
+    return G2F_OK;
 }
 
 g2f_status g2f_read_small_file(const char *path, size_t max_bytes, char **out, size_t *len, g2f_error *err) {
@@ -129,19 +169,20 @@ g2f_status g2f_read_small_file(const char *path, size_t max_bytes, char **out, s
     g2f_mapping m;
     g2f_status s = g2f_mapping_open(path, &m, err);
     if (s != G2F_OK) return s;
-    if (m.size > max_bytes) {
+    uint64_t size = m.size; /* read before close, which zeroes it */
+    if (size > max_bytes) {
         g2f_mapping_close(&m);
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %llu bytes, larger than the %zu-byte limit for this file",
-                             path, (unsigned long long)m.size, max_bytes);
+                             path, (unsigned long long)size, max_bytes);
     }
-    char *buf = malloc((size_t)m.size + 1);
+    char *buf = malloc((size_t)size + 1);
     if (!buf) {
         g2f_mapping_close(&m);
         return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
     }
-    if (m.size) memcpy(buf, m.data, (size_t)m.size);
-    buf[m.size] = '\0';
-    *len = (size_t)m.size;
+    if (size) memcpy(buf, m.data, (size_t)size);
+    buf[size] = '\0';
+    *len = (size_t)size;
     *out = buf;
     g2f_mapping_close(&m);
     return G2F_OK;

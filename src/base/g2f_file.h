@@ -2,7 +2,9 @@
  * parsed table pair the readers hand out, small whole-file reads and path
  * helpers. Everything that opens a file for reading goes through
  * g2f_mapping_open, which refuses anything but a regular file (or a symlink
- * to one) without blocking on it.
+ * to one) without blocking on it: a FIFO, a device, a socket or a directory
+ * is an error saying what it is ("x.npy: is a FIFO (named pipe), not a
+ * regular file"), never an open() that waits forever for a writer.
  */
 #ifndef G2F_FILE_H
 #define G2F_FILE_H
@@ -19,6 +21,9 @@ typedef struct g2f_mapping {
     uint64_t size;
 } g2f_mapping;
 
+/* Maps the regular file path (a symlink is followed); anything else is
+ * G2F_ERR_IO naming its kind, refused before it is opened. *out is zeroed on
+ * failure. */
 g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err);
 void g2f_mapping_close(g2f_mapping *m);
 /* Drops the whole pages inside [p, p + len) from this process's resident set
@@ -49,7 +54,19 @@ char *g2f_path_join(const char *dir, const char *name);
 /* The folder part of path ("." when it has none). */
 char *g2f_path_dir(const char *path);
 int g2f_path_is_dir(const char *path);
-int g2f_path_is_file(const char *path);
+/* True when path names anything at all (stat succeeds): a FIFO too, so that
+ * a reader asked for it refuses it by name rather than skipping it. */
+int g2f_path_exists(const char *path);
+/* "a directory", "a FIFO (named pipe)", "a character device", ... for a
+ * stat st_mode. */
+const char *g2f_file_kind(unsigned mode);
+
+/* What makes two names the same file (links, symlinks): device and inode. */
+typedef struct g2f_file_identity {
+    uint64_t dev, ino;
+} g2f_file_identity;
+/* The identity of the file path names (a symlink is followed). */
+g2f_status g2f_file_id(const char *path, g2f_file_identity *out, g2f_error *err);
 
 /* Reads a small file (at most max_bytes) into a NUL-terminated malloc'd
  * buffer the caller frees. G2F_ERR_IO when it cannot be read, G2F_ERR_FORMAT

@@ -66,6 +66,8 @@ typedef struct g2f_tensor {
     const char *type_name;     /* OPAQUE only: the format's name for the type (static) */
 } g2f_tensor;
 
+/* A metadata pair of a table: both strings malloc'd and owned by the table
+ * (freed by g2f_table_free). */
 typedef struct g2f_meta_entry {
     char *key;
     char *value;
@@ -82,7 +84,8 @@ typedef struct g2f_table {
 
 /* Frees the table's own allocations; the table is zeroed. NULL is a no-op. */
 void g2f_table_free(g2f_table *table);
-/* Linear search by exact name; NULL when absent. Tables are small (hundreds). */
+/* Linear search by exact name; NULL when absent. For a handful of lookups:
+ * a lookup per tensor of a file sorts the names instead (g2f_names.h). */
 const g2f_tensor *g2f_table_find(const g2f_table *table, const char *name);
 /* Metadata value for key, or NULL. */
 const char *g2f_table_meta(const g2f_table *table, const char *key);

@@ -115,13 +115,13 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
             k++;
         }
     }
-    g2f_meta_entry meta[6] = {
+    const g2f_out_meta meta[6] = {
         {"producer", "gpt2ffn run"},
         {"tool", "gpt2ffn " GPT2FFN_VERSION},
-        {"gelu", (char *)g2f_gelu_name(p->gelu)},
-        {"gelu_source", (char *)(p->gelu_source ? p->gelu_source : "")},
-        {"checkpoint", (char *)(p->checkpoint_label ? p->checkpoint_label : mi->path)},
-        {"checkpoint_sha256", (char *)(p->checkpoint_sha256 ? p->checkpoint_sha256 : "")},
+        {"gelu", g2f_gelu_name(p->gelu)},
+        {"gelu_source", p->gelu_source ? p->gelu_source : ""},
+        {"checkpoint", p->checkpoint_label ? p->checkpoint_label : mi->path},
+        {"checkpoint_sha256", p->checkpoint_sha256 ? p->checkpoint_sha256 : ""},
     };
     g2f_writer *w = NULL;
     st = g2f_writer_open(out_path, p->format, specs, n, meta, 6, &w, err);

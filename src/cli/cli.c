@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_sigbus.h"
 #include "g2f_diff.h"
 #include "g2f_fixture.h"
 #include "g2f_html.h"
@@ -563,6 +564,7 @@ static const char usage_main[] =
     "Exit codes: 0 pass, 1 mismatch, 2 usage error or unreadable/malformed input.\n";
 
 int main(int argc, char **argv) {
+    cli_sigbus_install(); /* a mapped input truncated under us: one line, exit 2 */
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         fputs(usage_main, argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_BAD : 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "g2f_json.h"
 #include "g2f_source.h"
 
 #define MAX_LAYERS 4096
@@ -140,6 +141,16 @@ static g2f_status check_config(g2f_model *m, g2f_error *err) {
     if (!root || !cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: not a JSON object", cfg);
+    }
+    /* Python's json takes the last of two equal keys, cJSON the first: a
+     * config read one way by transformers and another here is refused. */
+    const cJSON *dup_obj;
+    const char *dup_key;
+    if ((s = g2f_json_find_duplicate_key(root, &dup_obj, &dup_key, cfg, err)) == G2F_OK && dup_obj)
+        s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: key \"%.80s\" appears twice in one object", cfg, dup_key);
+    if (s != G2F_OK) {
+        cJSON_Delete(root);
+        return s;
     }
     long n_layer, n_embd, n_inner;
     g2f_model_info *in = &m->info;
@@ -362,7 +373,7 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
         s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if (config_path || g2f_path_is_file(cfg)) {
+    if (config_path || g2f_path_exists(cfg)) { /* a FIFO or folder named config.json is refused, not skipped */
         m->config_path = cfg;
         m->info.config_path = cfg;
         if ((s = check_config(m, err)) != G2F_OK) goto fail;

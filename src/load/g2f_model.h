@@ -16,7 +16,10 @@
  * config.json beside the checkpoint (optional) is cross-checked: n_layer /
  * num_hidden_layers, n_embd / hidden_size, n_inner (null = 4 n_embd), and
  * activation_function (gelu_new, gelu_pytorch_tanh, gelu_fast: tanh; gelu:
- * erf) which becomes the default GELU form.
+ * erf) which becomes the default GELU form. It must be a regular file of at
+ * most 1 MiB holding a JSON object in which no object repeats a key
+ * (Python's json would take the last value, cJSON the first: refused); a
+ * FIFO or folder named config.json is refused, not skipped.
  *
  * Ownership: the model owns its mapping; g2f_layer views point into it (F32,
  * aligned) or into the layer's own buffer (converted), valid until
@@ -56,7 +59,8 @@ typedef struct g2f_layer {
                                (bias NULL when absent); borrowed from the model */
 } g2f_layer;
 
-/* path: a safetensors file, or a folder holding model.safetensors.
+/* path: a checkpoint in any format g2f_source reads (safetensors, a shard
+ * index, torch.save, GGUF, llm.c, .npz), or a folder holding one.
  * config_path: a config.json to cross-check, or NULL to use config.json
  * beside the checkpoint when there is one. */
 g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model **out, g2f_error *err);

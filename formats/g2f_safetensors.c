@@ -41,11 +41,12 @@ static size_t utf8_check(const unsigned char *s, size_t len) {
     return len;
 }
 
-/* JSON numbers arrive as doubles: accept only exact non-negative integers. */
+/* JSON numbers arrive as doubles: accept only exact non-negative integers,
+ * below 2^53 (2^53 + 1 reads as 2^53, so 2^53 itself cannot be trusted). */
 static int json_u64(const cJSON *item, uint64_t *out) {
     if (!cJSON_IsNumber(item)) return 0;
     double d = item->valuedouble;
-    if (!(d >= 0.0) || d > 9007199254740992.0 || floor(d) != d) return 0;
+    if (!(d >= 0.0) || d >= 9007199254740992.0 || floor(d) != d) return 0;
     *out = (uint64_t)d;
     return 1;
 }

@@ -171,6 +171,12 @@ typedef struct zentry {
     const void *data;
     size_t size;  /* uncompressed bytes */
     int deflate;  /* 0 stored, 1 deflated (raw deflate, level 9) */
+    /* When raw is set, the member's compressed bytes are raw[0, raw_size)
+     * as given (deflate must be set), size is only declared (data unused)
+     * and the CRC-32 is crc. */
+    const void *raw;
+    size_t raw_size;
+    uint32_t crc;
 } zentry;
 
 /* Where zip_write put everything, for tests that patch one field. */
@@ -212,7 +218,7 @@ static inline void zip_write(buf *b, const zentry *e, size_t n, int zip64, size_
     memset(lay, 0, sizeof *lay);
     for (size_t i = 0; i < n; i++) {
         size_t nl = strlen(e[i].name);
-        crc[i] = (uint32_t)crc32(0, e[i].data, (uInt)e[i].size);
+        crc[i] = e[i].raw ? e[i].crc : (uint32_t)crc32(0, e[i].data, (uInt)e[i].size);
         lay->local[i] = b->n;
         b_u32(b, 0x04034b50);
         b_u16(b, 20);
@@ -227,7 +233,10 @@ static inline void zip_write(buf *b, const zentry *e, size_t n, int zip64, size_
         b_u16(b, 0);
         b_str(b, e[i].name);
         lay->data[i] = b->n;
-        if (e[i].deflate) lay->csize[i] = zip_deflate(e[i].data, e[i].size, b);
+        if (e[i].raw) {
+            b_bytes(b, e[i].raw, e[i].raw_size);
+            lay->csize[i] = e[i].raw_size;
+        } else if (e[i].deflate) lay->csize[i] = zip_deflate(e[i].data, e[i].size, b);
         else {
             b_bytes(b, e[i].data, e[i].size);
             lay->csize[i] = e[i].size;

@@ -162,6 +162,54 @@ static inline g2f_status parse_exact(table_parser parse, const buf *b, const cha
     return st;
 }
 
+/* ---- a pickle writer (protocol 2 opcodes, as torch.save writes them) ---------- */
+
+static inline void pk_op(buf *b, unsigned op) { b_u8(b, op); }
+static inline void pk_ustr(buf *b, const char *s) { /* BINUNICODE */
+    pk_op(b, 'X');
+    b_u32(b, (uint32_t)strlen(s));
+    b_str(b, s);
+}
+static inline void pk_global(buf *b, const char *module, const char *name) {
+    pk_op(b, 'c');
+    b_str(b, module);
+    b_u8(b, '\n');
+    b_str(b, name);
+    b_u8(b, '\n');
+}
+static inline void pk_int(buf *b, uint32_t v) { /* BININT */
+    pk_op(b, 'J');
+    b_u32(b, v);
+}
+/* _rebuild_tensor_v2(('storage', torch.<type>, key, 'cpu', numel), offset,
+ * shape, stride, False, OrderedDict()): pushes one tensor. */
+static inline void pk_tensor(buf *b, const char *type, const char *key, uint32_t numel, uint32_t offset, size_t ndim,
+                             const uint32_t *shape, const uint32_t *stride) {
+    pk_global(b, "torch._utils", "_rebuild_tensor_v2");
+    pk_op(b, '(');
+    pk_op(b, '(');
+    pk_ustr(b, "storage");
+    pk_global(b, "torch", type);
+    pk_ustr(b, key);
+    pk_ustr(b, "cpu");
+    pk_int(b, numel);
+    pk_op(b, 't');
+    pk_op(b, 'Q');
+    pk_int(b, offset);
+    pk_op(b, '(');
+    for (size_t d = 0; d < ndim; d++) pk_int(b, shape[d]);
+    pk_op(b, 't');
+    pk_op(b, '(');
+    for (size_t d = 0; d < ndim; d++) pk_int(b, stride[d]);
+    pk_op(b, 't');
+    pk_op(b, 0x89); /* False */
+    pk_global(b, "collections", "OrderedDict");
+    pk_op(b, ')');
+    pk_op(b, 'R');
+    pk_op(b, 't');
+    pk_op(b, 'R');
+}
+
 /* ---- a zip writer ------------------------------------------------------------ */
 
 #define ZIP_MAX_MEMBERS 16

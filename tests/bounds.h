@@ -31,12 +31,12 @@
 
 /* ---- a growable byte buffer ---------------------------------------------- */
 
-typedef struct buf {
+typedef struct bytes {
     unsigned char *p;
     size_t n, cap;
-} buf;
+} bytes;
 
-static inline void b_reserve(buf *b, size_t more) {
+static inline void b_reserve(bytes *b, size_t more) {
     if (b->n + more <= b->cap) return;
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->n + more) cap *= 2;
@@ -45,40 +45,40 @@ static inline void b_reserve(buf *b, size_t more) {
     b->p = q;
     b->cap = cap;
 }
-static inline void b_bytes(buf *b, const void *d, size_t n) {
+static inline void b_bytes(bytes *b, const void *d, size_t n) {
     b_reserve(b, n);
     if (n) memcpy(b->p + b->n, d, n);
     b->n += n;
 }
-static inline void b_fill(buf *b, int c, size_t n) {
+static inline void b_fill(bytes *b, int c, size_t n) {
     b_reserve(b, n);
     memset(b->p + b->n, c, n);
     b->n += n;
 }
-static inline void b_str(buf *b, const char *s) { b_bytes(b, s, strlen(s)); }
-static inline void b_u8(buf *b, unsigned v) {
+static inline void b_str(bytes *b, const char *s) { b_bytes(b, s, strlen(s)); }
+static inline void b_u8(bytes *b, unsigned v) {
     unsigned char c = (unsigned char)v;
     b_bytes(b, &c, 1);
 }
-static inline void b_le(buf *b, uint64_t v, int bytes) {
-    for (int i = 0; i < bytes; i++) b_u8(b, (unsigned)(v >> (8 * i)) & 0xff);
+static inline void b_le(bytes *b, uint64_t v, int width) {
+    for (int i = 0; i < width; i++) b_u8(b, (unsigned)(v >> (8 * i)) & 0xff);
 }
-static inline void b_u16(buf *b, unsigned v) { b_le(b, v, 2); }
-static inline void b_u32(buf *b, uint32_t v) { b_le(b, v, 4); }
-static inline void b_u64(buf *b, uint64_t v) { b_le(b, v, 8); }
-/* Overwrites bytes [at, at + bytes) with v, little-endian. */
-static inline void b_put(buf *b, size_t at, uint64_t v, int bytes) {
-    if (at + (size_t)bytes > b->n) abort();
-    for (int i = 0; i < bytes; i++) b->p[at + (size_t)i] = (unsigned char)(v >> (8 * i));
+static inline void b_u16(bytes *b, unsigned v) { b_le(b, v, 2); }
+static inline void b_u32(bytes *b, uint32_t v) { b_le(b, v, 4); }
+static inline void b_u64(bytes *b, uint64_t v) { b_le(b, v, 8); }
+/* Overwrites bytes [at, at + width) with v, little-endian. */
+static inline void b_put(bytes *b, size_t at, uint64_t v, int width) {
+    if (at + (size_t)width > b->n) abort();
+    for (int i = 0; i < width; i++) b->p[at + (size_t)i] = (unsigned char)(v >> (8 * i));
 }
-static inline void b_free(buf *b) {
+static inline void b_free(bytes *b) {
     free(b->p);
     memset(b, 0, sizeof *b);
 }
 
 /* A copy of b in an allocation of exactly its size (1 byte when empty), so
  * that a read one byte past the input is a heap overflow under ASan. */
-static inline unsigned char *b_exact(const buf *b) {
+static inline unsigned char *b_exact(const bytes *b) {
     unsigned char *q = malloc(b->n ? b->n : 1);
     if (!q) abort();
     if (b->n) memcpy(q, b->p, b->n);
@@ -142,7 +142,7 @@ typedef g2f_status (*table_parser)(const unsigned char *buf, uint64_t size, cons
 /* Runs parse over an exact copy of b; on success touches the first and last
  * byte of every tensor view (ASan: a view outside the input), stores the
  * tensor count in *count (when not NULL) and frees the table. */
-static inline g2f_status parse_exact(table_parser parse, const buf *b, const char *label, size_t *count,
+static inline g2f_status parse_exact(table_parser parse, const bytes *b, const char *label, size_t *count,
                                      g2f_error *err) {
     unsigned char *q = b_exact(b);
     g2f_table t;
@@ -164,26 +164,26 @@ static inline g2f_status parse_exact(table_parser parse, const buf *b, const cha
 
 /* ---- a pickle writer (protocol 2 opcodes, as torch.save writes them) ---------- */
 
-static inline void pk_op(buf *b, unsigned op) { b_u8(b, op); }
-static inline void pk_ustr(buf *b, const char *s) { /* BINUNICODE */
+static inline void pk_op(bytes *b, unsigned op) { b_u8(b, op); }
+static inline void pk_ustr(bytes *b, const char *s) { /* BINUNICODE */
     pk_op(b, 'X');
     b_u32(b, (uint32_t)strlen(s));
     b_str(b, s);
 }
-static inline void pk_global(buf *b, const char *module, const char *name) {
+static inline void pk_global(bytes *b, const char *module, const char *name) {
     pk_op(b, 'c');
     b_str(b, module);
     b_u8(b, '\n');
     b_str(b, name);
     b_u8(b, '\n');
 }
-static inline void pk_int(buf *b, uint32_t v) { /* BININT */
+static inline void pk_int(bytes *b, uint32_t v) { /* BININT */
     pk_op(b, 'J');
     b_u32(b, v);
 }
 /* _rebuild_tensor_v2(('storage', torch.<type>, key, 'cpu', numel), offset,
  * shape, stride, False, OrderedDict()): pushes one tensor. */
-static inline void pk_tensor(buf *b, const char *type, const char *key, uint32_t numel, uint32_t offset, size_t ndim,
+static inline void pk_tensor(bytes *b, const char *type, const char *key, uint32_t numel, uint32_t offset, size_t ndim,
                              const uint32_t *shape, const uint32_t *stride) {
     pk_global(b, "torch._utils", "_rebuild_tensor_v2");
     pk_op(b, '(');
@@ -238,7 +238,7 @@ typedef struct zlay {
     size_t eocd;
 } zlay;
 
-static inline size_t zip_deflate(const void *in, size_t n, buf *out) {
+static inline size_t zip_deflate(const void *in, size_t n, bytes *out) {
     z_stream s;
     memset(&s, 0, sizeof s);
     if (deflateInit2(&s, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) != Z_OK) abort();
@@ -260,7 +260,7 @@ static inline size_t zip_deflate(const void *in, size_t n, buf *out) {
  * entry carries its sizes and offset in a ZIP64 extra field (the 32-bit
  * fields 0xffffffff) and the ZIP64 end record and locator precede the EOCD,
  * which defers to them. comment_len bytes of 'c' end the file. */
-static inline void zip_write(buf *b, const zentry *e, size_t n, int zip64, size_t comment_len, zlay *lay) {
+static inline void zip_write(bytes *b, const zentry *e, size_t n, int zip64, size_t comment_len, zlay *lay) {
     if (n > ZIP_MAX_MEMBERS) abort();
     uint32_t crc[ZIP_MAX_MEMBERS];
     memset(lay, 0, sizeof *lay);

@@ -10,7 +10,7 @@ enum { G_F32 = 0, G_Q8_0 = 8, G_I8 = 24 };
 
 /* ---- a GGUF builder ---- */
 
-static void g_header(buf *b, uint64_t n_tensors, uint64_t n_kv) {
+static void g_header(bytes *b, uint64_t n_tensors, uint64_t n_kv) {
     b->n = 0;
     b_str(b, "GGUF");
     b_u32(b, 3);
@@ -18,38 +18,38 @@ static void g_header(buf *b, uint64_t n_tensors, uint64_t n_kv) {
     b_u64(b, n_kv);
 }
 /* A GGUF string: u64 length, then the bytes. */
-static void g_strn(buf *b, const char *s, size_t n) {
+static void g_strn(bytes *b, const char *s, size_t n) {
     b_u64(b, n);
     b_bytes(b, s, n);
 }
-static void g_str(buf *b, const char *s) { g_strn(b, s, strlen(s)); }
-static void g_kv_u8(buf *b, const char *key, unsigned v) {
+static void g_str(bytes *b, const char *s) { g_strn(b, s, strlen(s)); }
+static void g_kv_u8(bytes *b, const char *key, unsigned v) {
     g_str(b, key);
     b_u32(b, T_UINT8);
     b_u8(b, v);
 }
-static void g_kv_u32(buf *b, const char *key, uint32_t v) {
+static void g_kv_u32(bytes *b, const char *key, uint32_t v) {
     g_str(b, key);
     b_u32(b, T_UINT32);
     b_u32(b, v);
 }
-static void g_tinfo(buf *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type, uint64_t offset) {
+static void g_tinfo(bytes *b, const char *name, uint32_t n_dims, const uint64_t *ne, uint32_t type, uint64_t offset) {
     g_str(b, name);
     b_u32(b, n_dims);
     for (uint32_t d = 0; d < n_dims; d++) b_u64(b, ne[d]);
     b_u32(b, type);
     b_u64(b, offset);
 }
-static void g_pad(buf *b, size_t align) {
+static void g_pad(bytes *b, size_t align) {
     while (b->n % align) b_u8(b, 0);
 }
 
-static g2f_status g_parse(const buf *b, size_t *count, g2f_error *err) {
+static g2f_status g_parse(const bytes *b, size_t *count, g2f_error *err) {
     return parse_exact(g2f_gguf_parse, b, "b.gguf", count, err);
 }
 
 /* One F32 tensor 't' of ne {n} at offset 0, data included: a valid file. */
-static void g_one_tensor(buf *b, uint64_t n) {
+static void g_one_tensor(bytes *b, uint64_t n) {
     g_header(b, 1, 0);
     g_tinfo(b, "t", 1, &n, G_F32, 0);
     g_pad(b, 32);
@@ -58,7 +58,7 @@ static void g_one_tensor(buf *b, uint64_t n) {
 
 /* gguf checklist 1: the file holds the 4-byte magic */
 static void gguf_should_need_the_four_magic_bytes(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     b_str(&b, "GGUF");
     PASSES_CHECK(g_parse(&b, NULL, &err), err, "magic", "version at byte 4 needs 4 bytes but only 0 remain");
@@ -69,7 +69,7 @@ static void gguf_should_need_the_four_magic_bytes(void) {
 
 /* gguf checklist 2: version 2 or 3 */
 static void gguf_should_read_versions_two_and_three_only(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     g_header(&b, 0, 0);
     for (uint32_t v = 1; v <= 4; v++) {
@@ -82,7 +82,7 @@ static void gguf_should_read_versions_two_and_three_only(void) {
 
 /* gguf checklist 3: n_tensors <= G2F_GGUF_MAX_TENSORS, n_kv <= G2F_GGUF_MAX_KV */
 static void gguf_should_take_counts_up_to_their_limits(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     /* a million tensors: the limit lets them through, the bytes that should
      * hold their infos are not there */
@@ -107,7 +107,7 @@ static void gguf_should_take_counts_up_to_their_limits(void) {
 /* gguf checklist 3: the bytes after the header can hold n_tensors minimal
  * tensor infos (25 bytes) plus n_kv minimal pairs (14 bytes) */
 static void gguf_should_bound_counts_by_the_bytes_after_the_header(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     /* three minimal pairs (1-byte key, UINT8 value): exactly 3 x 14 bytes */
     g_header(&b, 0, 3);
@@ -143,7 +143,7 @@ static void gguf_should_bound_counts_by_the_bytes_after_the_header(void) {
 
 /* gguf checklist 4: every fixed-size read stays inside the file */
 static void gguf_should_read_values_up_to_the_last_byte(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     g_header(&b, 0, 1);
     g_str(&b, "k");
@@ -158,7 +158,7 @@ static void gguf_should_read_values_up_to_the_last_byte(void) {
 /* gguf checklist 4: every string ends inside the file (a string one byte past
  * the end would leave the cursor past it, and the bytes remaining would wrap) */
 static void gguf_should_end_strings_at_the_file_end_at_most(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     /* a string value whose last byte is the file's last byte */
     g_header(&b, 0, 1);
@@ -197,7 +197,7 @@ static void gguf_should_end_strings_at_the_file_end_at_most(void) {
 /* gguf checklist 4 and Limits: keys <= G2F_GGUF_MAX_KEY, tensor names <=
  * G2F_GGUF_MAX_NAME, string values <= G2F_GGUF_MAX_STRING bytes */
 static void gguf_should_take_strings_up_to_their_limits(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     char *key = malloc(G2F_GGUF_MAX_KEY + 1);
     CHECK(key != NULL);
@@ -266,7 +266,7 @@ static void gguf_should_check_keys_and_value_types_at_their_edges(void) {
         {"a\x1f", 2, "key contains control byte 0x1f at offset 1"},
         {"a\x7f", 2, "key contains control byte 0x7f at offset 1"},
     };
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         g_header(&b, 0, 1);
@@ -302,7 +302,7 @@ static void gguf_should_check_keys_and_value_types_at_their_edges(void) {
 /* gguf checklist 5 and Limits: array counts <= G2F_GGUF_MAX_ARRAY, and count
  * x element size (x 8 for strings) <= bytes remaining */
 static void gguf_should_take_arrays_up_to_their_limits(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     /* 2^30 UINT8 elements, all there: a 1 GiB file that costs nothing (the
      * reader skips the elements, so the pages are never touched) */
@@ -362,7 +362,7 @@ static void gguf_should_take_alignments_up_to_one_mebibyte(void) {
         {(1u << 20) + 1, "alignment 1048577 is not a power of two"},
         {1u << 21, "alignment 2097152 is not a power of two in [1, 1048576]"},
     };
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint64_t ne = 1;
@@ -380,7 +380,7 @@ static void gguf_should_take_alignments_up_to_one_mebibyte(void) {
 /* gguf checklist 7: n_dims <= 4, ne < 2^63, known type ids, ne[0] a multiple
  * of the block size, element count < 2^63 and byte size without overflow */
 static void gguf_should_check_tensor_infos_at_their_edges(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     const uint64_t ones[5] = {1, 1, 1, 1, 1};
     g_header(&b, 1, 0);
@@ -453,7 +453,7 @@ static void gguf_should_check_tensor_infos_at_their_edges(void) {
 /* gguf checklist 8: offsets are multiples of the alignment and data start +
  * offset + byte size <= file size */
 static void gguf_should_keep_tensor_data_inside_the_file(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     g_one_tensor(&b, 3); /* 12 bytes ending at the end of the file */
     ACCEPTED(g_parse(&b, NULL, &err), err);
@@ -485,7 +485,7 @@ static void gguf_should_keep_tensor_data_inside_the_file(void) {
 /* gguf checklist 9: no two tensors' bytes overlap (with alignment 1, to the
  * byte) */
 static void gguf_should_refuse_a_one_byte_overlap(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (uint64_t second = 3; second <= 4; second++) {
         uint64_t ne = 1;

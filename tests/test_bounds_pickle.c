@@ -6,7 +6,7 @@
 #include "g2f_pickle.h"
 
 /* Runs the machine over an exact copy of b; cap 0: the default cap. */
-static g2f_status pk_parse(const buf *b, uint64_t cap, g2f_error *err) {
+static g2f_status pk_parse(const bytes *b, uint64_t cap, g2f_error *err) {
     unsigned char *q = b_exact(b);
     g2f_pickle *p = NULL;
     memset(err, 0, sizeof *err);
@@ -17,16 +17,16 @@ static g2f_status pk_parse(const buf *b, uint64_t cap, g2f_error *err) {
     return st;
 }
 
-static void start(buf *b) {
+static void start(bytes *b) {
     b->n = 0;
     pk_op(b, 0x80);
     pk_op(b, 2);
 }
-static void repeat(buf *b, unsigned op, size_t n) { b_fill(b, (int)op, n); }
+static void repeat(bytes *b, unsigned op, size_t n) { b_fill(b, (int)op, n); }
 
 /* pickle limits: at most G2F_PICKLE_MAX_STACK (1,000,000) items on the stack */
 static void pickle_should_take_a_stack_up_to_the_limit(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     start(&b);
     repeat(&b, 'N', G2F_PICKLE_MAX_STACK);
@@ -41,7 +41,7 @@ static void pickle_should_take_a_stack_up_to_the_limit(void) {
 
 /* pickle limits: at most G2F_PICKLE_MAX_MARKS (64) open MARKs */
 static void pickle_should_take_marks_up_to_the_limit(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     start(&b);
     repeat(&b, '(', G2F_PICKLE_MAX_MARKS);
@@ -59,7 +59,7 @@ static void pickle_should_take_marks_up_to_the_limit(void) {
 /* pickle limits: containers nested at most G2F_PICKLE_MAX_DEPTH (64) deep,
  * through tuples, lists and dicts */
 static void pickle_should_take_nesting_up_to_the_limit(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (unsigned depth = G2F_PICKLE_MAX_DEPTH; depth <= G2F_PICKLE_MAX_DEPTH + 1; depth++) {
         /* () is 1 deep, each TUPLE1 one more */
@@ -93,7 +93,7 @@ static void pickle_should_take_nesting_up_to_the_limit(void) {
 
 /* pickle limits: memo indexes below G2F_PICKLE_MAX_MEMO (10,000,000) */
 static void pickle_should_take_memo_indexes_up_to_the_limit(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     start(&b);
     pk_op(&b, 'N');
@@ -125,7 +125,7 @@ static void pickle_should_take_memo_indexes_up_to_the_limit(void) {
 /* pickle limits: LONG1 of at most G2F_PICKLE_MAX_INT_BYTES (8) bytes; PROTO
  * at most 5 */
 static void pickle_should_take_integers_and_protocols_up_to_the_limit(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (unsigned n = 8; n <= 9; n++) {
         start(&b);
@@ -150,7 +150,7 @@ static void pickle_should_take_integers_and_protocols_up_to_the_limit(void) {
  * opcode that pushes a value charges the stack's first 8 slots, the value
  * registry's first 8 slots and the value; nothing else is allocated. */
 static void pickle_should_allocate_up_to_the_cap(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     const uint64_t need = 2 * 8 * sizeof(void *) + sizeof(g2f_pickle_value);
     start(&b);
@@ -166,7 +166,7 @@ static void pickle_should_allocate_up_to_the_cap(void) {
 }
 
 /* The least cap under which b runs. */
-static uint64_t least_cap(const buf *b) {
+static uint64_t least_cap(const bytes *b) {
     uint64_t lo = 1, hi = 1ull << 32;
     g2f_error err;
     while (lo < hi) {
@@ -181,7 +181,7 @@ static uint64_t least_cap(const buf *b) {
  * str bytes, then pairs PROTO opcodes and nones NONE opcodes (neither
  * allocates: PROTO does nothing, None is shared and the stack keeps its
  * first 8 slots), then STOP. */
-static void cap_probe(buf *b, uint32_t memo, size_t str, size_t pairs, size_t nones) {
+static void cap_probe(bytes *b, uint32_t memo, size_t str, size_t pairs, size_t nones) {
     start(b);
     pk_op(b, 'N');
     pk_op(b, 'r');
@@ -203,7 +203,7 @@ static void cap_probe(buf *b, uint32_t memo, size_t str, size_t pairs, size_t no
  * numbers are SECURITY.md's, written out. */
 #define MIB (1ull << 20)
 static void pickle_should_allocate_up_to_64_times_its_size_plus_1_mib(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     /* what one more string byte costs (1) and what the padding costs (0) */
     cap_probe(&b, 1u << 18, 0, 0, 0);
@@ -240,7 +240,7 @@ static void pickle_should_read_strings_up_to_the_last_byte(void) {
         const char *name;
     } ops[] = {{'X', 4, "BINUNICODE"}, {0x8c, 1, "SHORT_BINUNICODE"}, {0x8d, 8, "BINUNICODE8"},
                {'T', 4, "BINSTRING"},  {'U', 1, "SHORT_BINSTRING"}};
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         char needle[96];
@@ -285,7 +285,7 @@ static void pickle_should_read_strings_up_to_the_last_byte(void) {
 /* pickle: GLOBAL names are lines of at most 256 bytes */
 static void pickle_should_take_global_lines_up_to_256_bytes(void) {
     char line[258];
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (size_t len = 256; len <= 257; len++) {
         memset(line, 'm', len);
@@ -314,7 +314,7 @@ static void pickle_should_pop_down_to_the_mark_and_no_further(void) {
         {"(}NNst.", NULL},     {"}(NNs", "stack underflow at offset 6 (opcode SETITEM)"},
         {"(]Nat.", NULL},      {"](Na", "stack underflow at offset 5 (opcode APPEND)"},
     };
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         start(&b);
@@ -328,7 +328,7 @@ static void pickle_should_pop_down_to_the_mark_and_no_further(void) {
 /* pickle: _rebuild_tensor_v2 takes at most G2F_MAX_DIMS (8) dimensions */
 static void pickle_should_rebuild_tensors_of_up_to_eight_dimensions(void) {
     const uint32_t ones[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (size_t ndim = 8; ndim <= 9; ndim++) {
         start(&b);

@@ -6,14 +6,14 @@
 
 /* An image: the 8-byte length N = strlen(json) + n_delta, the JSON, then
  * data_bytes bytes of data (zeros). */
-static void st_image(buf *b, const char *json, long long n_delta, size_t data_bytes) {
+static void st_image(bytes *b, const char *json, long long n_delta, size_t data_bytes) {
     b->n = 0;
     b_u64(b, (uint64_t)((long long)strlen(json) + n_delta));
     b_str(b, json);
     b_fill(b, 0, data_bytes);
 }
 
-static g2f_status st_parse(const buf *b, size_t *count, g2f_error *err) {
+static g2f_status st_parse(const bytes *b, size_t *count, g2f_error *err) {
     return parse_exact(g2f_safetensors_parse, b, "b.safetensors", count, err);
 }
 
@@ -26,7 +26,7 @@ static const char *one(const char *dtype, const char *shape, const char *offsets
 
 /* safetensors checklist 1: the file holds at least the 8 length bytes */
 static void safetensors_should_need_the_eight_length_bytes(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     b_u64(&b, 0);
     PASSES_CHECK(st_parse(&b, NULL, &err), err, "too short", "does not start with '{'"); /* 8 bytes */
@@ -67,7 +67,7 @@ static void safetensors_should_take_a_header_of_exactly_the_limit(void) {
 
 /* safetensors checklist 2: 8 + N <= file size */
 static void safetensors_should_end_the_header_at_the_file_end_at_most(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     size_t count = 9;
     /* the header ends exactly at the end of the file (a zero-byte tensor) */
@@ -96,7 +96,7 @@ static void safetensors_should_keep_utf8_sequences_inside_the_header(void) {
     static const struct {
         const char *complete; /* a sequence ending on the header's last byte */
     } seq[] = {{"\xc3\xa9"}, {"\xe2\x82\xac"}, {"\xf0\x9f\x98\x80"}};
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++) {
         char h[32];
@@ -120,7 +120,7 @@ static void safetensors_should_keep_utf8_sequences_inside_the_header(void) {
 
 /* safetensors checklist 5: at most G2F_MAX_DIMS (8) dimensions */
 static void safetensors_should_take_at_most_eight_dimensions(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     st_image(&b, one("F32", "[1,1,1,1,1,1,1,1]", "[0,4]"), 0, 4);
     ACCEPTED(st_parse(&b, NULL, &err), err);
@@ -132,7 +132,7 @@ static void safetensors_should_take_at_most_eight_dimensions(void) {
 /* safetensors checklist 5 and Limits (JSON integers): integers are read as
  * doubles, so every one must be below 2^53; 2^53 + 1 would read as 2^53 */
 static void safetensors_should_take_integers_below_two_to_the_53(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     st_image(&b, one("F32", "[9007199254740991,0]", "[0,0]"), 0, 0); /* 2^53 - 1 */
     ACCEPTED(st_parse(&b, NULL, &err), err);
@@ -150,7 +150,7 @@ static void safetensors_should_take_integers_below_two_to_the_53(void) {
 /* safetensors checklist 6: element count x dtype size == end - begin,
  * computed without overflow */
 static void safetensors_should_match_sizes_to_the_byte_without_overflow(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     st_image(&b, one("F32", "[3]", "[0,12]"), 0, 12);
     ACCEPTED(st_parse(&b, NULL, &err), err);
@@ -173,7 +173,7 @@ static void safetensors_should_match_sizes_to_the_byte_without_overflow(void) {
 
 /* safetensors checklist 7: end <= data buffer size */
 static void safetensors_should_keep_tensors_inside_the_data_buffer(void) {
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     st_image(&b, one("U8", "[5]", "[0,5]"), 0, 5);
     ACCEPTED(st_parse(&b, NULL, &err), err);
@@ -199,7 +199,7 @@ static void safetensors_should_tile_the_data_buffer_to_the_byte(void) {
         {"[0,3]", "[4,6]", 6, "tensor 'b': gap of 1 uncovered bytes before its data_offsets begin 4"},
         {"[0,3]", "[3,5]", 6, "data buffer has 6 bytes but the tensors cover only 5 (trailing bytes)"},
     };
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char h[256];
@@ -225,7 +225,7 @@ static void safetensors_should_cut_long_messages_to_one_line(void) {
     if (!h) return;
     sprintf(h, "{\"%s\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]},"
                "\"%s\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}}", name, name);
-    buf b = {0};
+    bytes b = {0};
     g2f_error err;
     st_image(&b, h, 0, 0);
     REFUSED(st_parse(&b, NULL, &err), err, "b.safetensors: tensor 'nnnnnnnn");

@@ -11,7 +11,7 @@ static const float storage[8] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 /* A torch.save zip: arch/data.pkl (pkl) and one storage, arch/data/0, of
  * storage_bytes bytes. */
-static void torch_archive(buf *out, const buf *pkl, size_t storage_bytes) {
+static void torch_archive(bytes *out, const bytes *pkl, size_t storage_bytes) {
     const zentry e[] = {{"arch/data.pkl", pkl->p, pkl->n, 0, NULL, 0, 0},
                         {"arch/data/0", storage, storage_bytes, 0, NULL, 0, 0}};
     zlay lay;
@@ -19,25 +19,25 @@ static void torch_archive(buf *out, const buf *pkl, size_t storage_bytes) {
     zip_write(out, e, 2, 0, 0, &lay);
 }
 
-static g2f_status t_parse(const buf *b, size_t *count, g2f_error *err) {
+static g2f_status t_parse(const bytes *b, size_t *count, g2f_error *err) {
     return parse_exact(g2f_torch_parse, b, "b.pt", count, err);
 }
 
-static void start(buf *b) {
+static void start(bytes *b) {
     b->n = 0;
     pk_op(b, 0x80);
     pk_op(b, 2);
 }
 /* A tensor of shape [n] at offset off of FloatStorage "0" of numel elements. */
-static void tensor1(buf *b, uint32_t numel, uint32_t off, uint32_t n) {
+static void tensor1(bytes *b, uint32_t numel, uint32_t off, uint32_t n) {
     const uint32_t one = 1;
     pk_tensor(b, "FloatStorage", "0", numel, off, 1, &n, &one);
 }
-static void memo_put(buf *b, uint32_t i) {
+static void memo_put(bytes *b, uint32_t i) {
     pk_op(b, 'r');
     b_u32(b, i);
 }
-static void memo_get(buf *b, uint32_t i) {
+static void memo_get(bytes *b, uint32_t i) {
     pk_op(b, 'j');
     b_u32(b, i);
 }
@@ -49,7 +49,7 @@ static void torch_should_inflate_a_pickle_of_up_to_one_gibibyte(void) {
     unsigned char *junk = calloc(c, 1);
     CHECK(junk != NULL);
     if (!junk) return;
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     for (uint64_t size = G2F_TORCH_MAX_PICKLE; size <= G2F_TORCH_MAX_PICKLE + 1; size++) {
@@ -72,7 +72,7 @@ static void torch_should_inflate_a_pickle_of_up_to_one_gibibyte(void) {
  * parent while still empty, so the pickle machine's own nesting count (which
  * sees depth 2) does not stop it first. */
 static void torch_should_walk_down_to_the_depth_limit(void) {
-    buf p = {0}, b = {0};
+    bytes p = {0}, b = {0};
     g2f_error err;
     for (uint32_t depth = G2F_TORCH_MAX_DEPTH; depth <= G2F_TORCH_MAX_DEPTH + 1; depth++) {
         const uint32_t dicts = depth; /* the root at depth 0, the tensor at depth `dicts` */
@@ -109,7 +109,7 @@ static void torch_should_walk_down_to_the_depth_limit(void) {
  * nodes visited: a list holding the one shared None n times has 2 values,
  * so 1032 visits (the list and 1031 items) are allowed, not 1033 */
 static void torch_should_visit_up_to_the_budget(void) {
-    buf p = {0}, b = {0};
+    bytes p = {0}, b = {0};
     g2f_error err;
     for (size_t n = 1031; n <= 1032; n++) {
         start(&p);
@@ -136,7 +136,7 @@ static void torch_should_take_names_up_to_the_limit(void) {
     char *key = malloc(G2F_TORCH_MAX_NAME + 2);
     CHECK(key != NULL);
     if (!key) return;
-    buf p = {0}, b = {0};
+    bytes p = {0}, b = {0};
     g2f_error err;
     for (size_t len = G2F_TORCH_MAX_NAME; len <= G2F_TORCH_MAX_NAME + 1; len++) {
         /* one key of len bytes */
@@ -176,7 +176,7 @@ static void torch_should_take_names_up_to_the_limit(void) {
 /* torch checklist 7: a storage member holds exactly numel x dtype size
  * bytes, and storage offset + element count <= the storage's numel */
 static void torch_should_fit_tensors_to_their_storage_to_the_byte(void) {
-    buf p = {0}, b = {0};
+    bytes p = {0}, b = {0};
     g2f_error err;
     start(&p);
     tensor1(&p, 3, 0, 3);

@@ -7,7 +7,7 @@
 
 /* Opens an exact copy of b; on success checks every member's local header
  * and data lie inside the input (ASan) by reading them, then closes. */
-static g2f_status z_open(const buf *b, size_t *count, g2f_error *err) {
+static g2f_status z_open(const bytes *b, size_t *count, g2f_error *err) {
     unsigned char *q = b_exact(b);
     g2f_zip *z = NULL;
     memset(err, 0, sizeof *err);
@@ -31,7 +31,7 @@ static const zentry two[] = {{"a", "hello", 5, 0, NULL, 0, 0}, {"b", "world!", 6
 /* zip checklist 1: an EOCD whose comment ends exactly at the end of the
  * file, searched over the last 22 + 65,535 bytes */
 static void zip_should_find_the_end_record_at_its_farthest(void) {
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     size_t count = 9;
@@ -62,7 +62,7 @@ static void zip_should_find_the_end_record_at_its_farthest(void) {
 /* zip checklist 3: the ZIP64 end record lies inside the file, ending at the
  * locator at the latest */
 static void zip_should_end_the_zip64_record_at_its_locator_at_most(void) {
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     zip_write(&b, two, 2, 1, 0, &lay);
@@ -78,7 +78,7 @@ static void zip_should_end_the_zip64_record_at_its_locator_at_most(void) {
 
 /* zip checklist 4: entries <= G2F_ZIP_MAX_ENTRIES (1,000,000) */
 static void zip_should_take_entry_counts_up_to_the_limit(void) {
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     zip_write(&b, two, 2, 1, 0, &lay);
@@ -95,7 +95,7 @@ static void zip_should_take_entry_counts_up_to_the_limit(void) {
 /* zip checklist 4: entries x 46 <= directory size, and the directory
  * [offset, offset + size) ends before the end records */
 static void zip_should_fit_the_directory_to_the_byte(void) {
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     zip_write(&b, two, 2, 0, 0, &lay);
@@ -128,7 +128,7 @@ static void zip_should_fit_the_directory_to_the_byte(void) {
  * inside the directory */
 static void zip_should_keep_central_entries_inside_the_directory(void) {
     static const zentry e[] = {{"abcd", "x", 1, 0, NULL, 0, 0}};
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     zip_write(&b, e, 1, 0, 0, &lay);
@@ -151,7 +151,7 @@ static void zip_should_take_names_up_to_the_limit(void) {
     char *name = malloc(G2F_ZIP_MAX_NAME + 2);
     CHECK(name != NULL);
     if (!name) return;
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     for (size_t len = G2F_ZIP_MAX_NAME; len <= G2F_ZIP_MAX_NAME + 1; len++) {
@@ -177,7 +177,7 @@ static void zip_should_take_names_up_to_the_limit(void) {
 /* zip checklist 5: a stored member's two sizes are equal; a ZIP64 extra
  * field ends inside the extra bytes and holds every field marked 0xffffffff */
 static void zip_should_check_sizes_and_zip64_fields_to_the_byte(void) {
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     zip_write(&b, two, 2, 0, 0, &lay);
@@ -200,7 +200,7 @@ static void zip_should_check_sizes_and_zip64_fields_to_the_byte(void) {
 
 /* zip checklist 7: the local header (30 bytes + name + extra) inside the file */
 static void zip_should_keep_local_headers_inside_the_file(void) {
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     static const zentry one[] = {{"a", "hello", 5, 0, NULL, 0, 0}};
@@ -231,7 +231,7 @@ static void zip_should_keep_local_headers_inside_the_file(void) {
 /* zip checklist 7: a member's data ends at the central directory at the
  * latest */
 static void zip_should_end_member_data_at_the_central_directory(void) {
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     zip_write(&b, two, 2, 0, 0, &lay);
@@ -257,7 +257,7 @@ static void zip_should_end_member_data_at_the_central_directory(void) {
 /* zip checklist 8: sorted by offset, a member ends where the next starts at
  * the latest */
 static void zip_should_refuse_a_one_byte_overlap(void) {
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     zip_write(&b, two, 2, 0, 0, &lay);
@@ -273,7 +273,7 @@ static void zip_should_refuse_a_one_byte_overlap(void) {
 }
 
 /* Extracts member 0 of b with max_size. */
-static g2f_status z_extract(const buf *b, uint64_t max_size, uint64_t *size, g2f_error *err) {
+static g2f_status z_extract(const bytes *b, uint64_t max_size, uint64_t *size, g2f_error *err) {
     unsigned char *q = b_exact(b), *out = NULL;
     g2f_zip *z = NULL;
     memset(err, 0, sizeof *err);
@@ -290,7 +290,7 @@ static g2f_status z_extract(const buf *b, uint64_t max_size, uint64_t *size, g2f
  * G2F_ZIP_MAX_RATIO (1000) times; the stream produces exactly the declared
  * size */
 static void zip_should_extract_up_to_the_size_and_ratio_limits(void) {
-    buf b = {0};
+    bytes b = {0};
     zlay lay;
     g2f_error err;
     zip_write(&b, two, 1, 0, 0, &lay);
@@ -303,7 +303,7 @@ static void zip_should_extract_up_to_the_size_and_ratio_limits(void) {
     CHECK(zeros != NULL);
     if (!zeros) return;
     for (size_t n = 1000 * c; n <= 1000 * c + 1; n++) {
-        buf s = {0};
+        bytes s = {0};
         zip_deflate(zeros, n, &s);
         CHECK(s.n <= c);
         b_fill(&s, 0, c - s.n);

@@ -3,6 +3,9 @@
  * exact limit (accepted) and one past it (refused with the check's
  * message). */
 #include "bounds.h"
+
+#include <sys/stat.h>
+
 #include "g2f_npy.h"
 #include "test_util.h"
 
@@ -238,6 +241,44 @@ static void npz_should_inflate_members_of_up_to_16_gib(void) {
     b_free(&z);
 }
 
+/* .npy folder (Limits): at most G2F_NPY_MAX_FILES (4096) .npy files. Each
+ * is one memory mapping, and Linux allows a process 65,530 by default
+ * (vm.max_map_count): the limit must be well below that to be the error a
+ * big folder meets, rather than "cannot mmap" part way through. The folder
+ * goes to /dev/shm when there is one: thousands of files on a disk take
+ * seconds. */
+static void npy_folder_should_take_up_to_the_file_limit(void) {
+    const size_t limit = 4096;
+    char sub[300], path[400];
+    struct stat shm;
+    snprintf(sub, sizeof sub, "/dev/shm/g2f_bounds_npy_XXXXXX");
+    if (!(stat("/dev/shm", &shm) == 0 && S_ISDIR(shm.st_mode) && mkdtemp(sub)) &&
+        make_tmpdir(sub, sizeof sub, "bounds_npy_folder") != 0) {
+        CHECK(!"a scratch folder");
+        return;
+    }
+    bytes t = {0};
+    npy(&t, 1, f4, 0, 12);
+    for (size_t i = 0; i <= limit; i++) {
+        if (i == limit) {
+            g2f_npz *z = NULL;
+            g2f_error err = {0};
+            g2f_status st = g2f_npz_open(sub, &z, &err);
+            ACCEPTED(st, err);
+            CHECK(st != G2F_OK || g2f_npz_table(z)->count == limit);
+            g2f_npz_close(z);
+        }
+        snprintf(path, sizeof path, "%s/t%05zu.npy", sub, i);
+        CHECK(write_bytes(path, t.p, t.n) == 0);
+    }
+    g2f_npz *z = NULL;
+    g2f_error err = {0};
+    REFUSED(g2f_npz_open(sub, &z, &err), err, "more than 4096 .npy files");
+    g2f_npz_close(z);
+    remove_tmpdir(sub);
+    b_free(&t);
+}
+
 int main(void) {
     if (make_tmpdir(dir, sizeof dir, "bounds_npy") != 0) return 1;
     RUN(npy_should_need_the_whole_preamble);
@@ -248,6 +289,7 @@ int main(void) {
     RUN(npy_should_match_the_data_to_the_byte);
     RUN(npz_should_read_metadata_of_up_to_one_mebibyte);
     RUN(npz_should_inflate_members_of_up_to_16_gib);
+    RUN(npy_folder_should_take_up_to_the_file_limit);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "check.h"
@@ -98,6 +100,19 @@ static inline unsigned char *zero_map(uint64_t size) {
 }
 static inline void zero_unmap(unsigned char *p, uint64_t size) {
     if (p) munmap(p, (size_t)size);
+}
+
+/* A fresh scratch folder for many or large files: under /dev/shm (memory)
+ * when the machine has one, where thousands of files cost milliseconds
+ * rather than seconds on a disk, else under $TMPDIR or /tmp. 0 on success;
+ * the caller removes it (remove_tmpdir in test_util.h). */
+static inline int fast_tmpdir(char *dir, size_t n, const char *tag) {
+    struct stat st;
+    snprintf(dir, n, "/dev/shm/g2f_%s_XXXXXX", tag);
+    if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && mkdtemp(dir)) return 0;
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, n, "%s/g2f_%s_XXXXXX", base && *base ? base : "/tmp", tag);
+    return mkdtemp(dir) ? 0 : -1;
 }
 
 /* ---- expectations ---------------------------------------------------------- */

@@ -434,6 +434,8 @@ static void gguf_should_check_tensor_infos_at_their_edges(void) {
         if (types[i].known) ACCEPTED(g_parse(&b, NULL, &err), err);
         else REFUSED(g_parse(&b, NULL, &err), err, needle);
     }
+    CHECK(strcmp(g2f_gguf_type_name(39), "MXFP4") == 0); /* the table's last entry, and past it */
+    CHECK(g2f_gguf_type_name(40) == NULL && g2f_gguf_type_name(4) == NULL);
     /* ne[0] a multiple of the block size: Q8_0 blocks are 32 elements, 34 bytes */
     uint64_t ne = 32;
     g_header(&b, 1, 0);

@@ -142,6 +142,35 @@ static void index_should_take_plain_names_only(void) {
     b_free(&b);
 }
 
+/* source: a name ending in ".npy" needs one byte before it to make a folder
+ * a fixture folder, and a path is an index when it ends in ".index.json"
+ * after at least one byte */
+static void source_should_match_suffixes_from_one_byte_on(void) {
+    char sub[300], cwd[4096];
+    snprintf(sub, sizeof sub, "%s/suffixes", dir);
+    CHECK(mkdir(sub, 0700) == 0);
+    snprintf(sub, sizeof sub, "%s/suffixes/.npy", dir);
+    CHECK(write_bytes(sub, "x", 1) == 0);
+    snprintf(sub, sizeof sub, "%s/suffixes", dir);
+    g2f_source *s = NULL;
+    g2f_error err = {0};
+    REFUSED(g2f_source_open(sub, &s, &err), err, "folder holds none of");
+    g2f_source_close(s);
+    /* relative paths: "a.index.json" is an index (not a valid one), the
+     * bare ".index.json" a data file */
+    CHECK(getcwd(cwd, sizeof cwd) != NULL);
+    CHECK(chdir(sub) == 0);
+    CHECK(write_bytes("a.index.json", "{}", 2) == 0);
+    CHECK(write_bytes(".index.json", "{}", 2) == 0);
+    s = NULL;
+    REFUSED(g2f_source_open("a.index.json", &s, &err), err, "a.index.json: not a shard index");
+    g2f_source_close(s);
+    s = NULL;
+    REFUSED(g2f_source_open(".index.json", &s, &err), err, ".index.json: file is 2 bytes, too short");
+    g2f_source_close(s);
+    CHECK(chdir(cwd) == 0);
+}
+
 int main(void) {
     if (fast_tmpdir(dir, sizeof dir, "bounds_index") != 0) return 1;
     RUN(index_should_take_a_file_of_up_to_64_mib);
@@ -149,6 +178,7 @@ int main(void) {
     RUN(index_should_take_up_to_a_million_entries);
     RUN(index_should_match_total_size_to_the_byte);
     RUN(index_should_take_plain_names_only);
+    RUN(source_should_match_suffixes_from_one_byte_on);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

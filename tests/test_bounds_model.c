@@ -62,6 +62,9 @@ static void config_should_take_a_file_of_up_to_one_mebibyte(void) {
         if (size == 1u << 20) ACCEPTED(open_model(NULL, &err), err);
         else REFUSED(open_model(NULL, &err), err, "bytes, larger than the 1048576-byte limit for this file");
     }
+    /* an empty file is read (and is not JSON) */
+    CHECK(write_bytes(in_dir("config.json"), "", 0) == 0);
+    REFUSED(open_model(NULL, &err), err, "config.json: not a JSON object");
     unlink(in_dir("config.json"));
     b_free(&b);
 }
@@ -93,25 +96,41 @@ static void config_should_take_sizes_from_one_to_a_billion(void) {
     unlink(in_dir("config.json"));
 }
 
-/* checkpoint (Limits): layer indexes below MAX_LAYERS (4096) */
+/* checkpoint (Limits): layer indexes below MAX_LAYERS (4096); layers are
+ * counted up to the highest index of any FFN tensor, and loaded below it */
 static void checkpoint_should_take_layer_indexes_below_4096(void) {
     g2f_error err;
     size_t n_layer = 0;
     checkpoint(4096, 0);
     ACCEPTED(open_model(&n_layer, &err), err);
     CHECK(n_layer == 4096);
+    g2f_model *m = NULL;
+    if (g2f_model_open(dir, NULL, &m, &err) == G2F_OK) {
+        g2f_layer l;
+        ACCEPTED(g2f_model_layer_load(m, 4095, &l, &err), err);
+        g2f_layer_free(&l);
+        REFUSED(g2f_model_layer_load(m, 4096, &l, &err), err, "layer 4096 out of range (model has 4096)");
+    }
+    g2f_model_close(m);
     checkpoint(1, 4096);
     REFUSED(open_model(NULL, &err), err, "tensor 'h.4096.mlp.c_fc.weight': layer index is 4096 or more");
+    /* a top layer holding only c_fc.weight still counts */
+    const st_entry e[] = {{"h.0.mlp.c_fc.weight", "F32", 2, {1, 4}, zeros, 16},
+                          {"h.0.mlp.c_proj.weight", "F32", 2, {4, 1}, zeros, 16},
+                          {"h.1.mlp.c_fc.weight", "F32", 2, {1, 4}, zeros, 16}};
+    CHECK(st_write(in_dir("model.safetensors"), NULL, e, 3, 1) == 0);
+    REFUSED(open_model(NULL, &err), err, "tensor 'h.1.mlp.c_proj.weight' is missing");
 }
 
-/* fixture (Limits): layer indexes below MAX_LAYERS (4096), in every naming */
+/* fixture (Limits): layer indexes in [0, MAX_LAYERS) (4096), in every
+ * naming; the accessors answer for layers below the highest and no further */
 static void fixture_should_take_layer_indexes_below_4096(void) {
     static const char *const patterns[][2] = {{"h.%d.mlp.in", "h.%d.mlp.out"},
                                               {"transformer.h.%d.mlp.in", "transformer.h.%d.mlp.out"},
                                               {"blocks.%d.ln2.hook_normalized", "blocks.%d.hook_mlp_out"}};
     g2f_error err;
     for (size_t p = 0; p < 3; p++) {
-        for (int layer = 4095; layer <= 4096; layer++) {
+        for (int layer = -1; layer <= 4096; layer += layer == 0 ? 4095 : 1) {
             char in[64], out[64], needle[160];
             snprintf(in, sizeof in, patterns[p][0], layer);
             snprintf(out, sizeof out, patterns[p][1], layer);
@@ -121,9 +140,16 @@ static void fixture_should_take_layer_indexes_below_4096(void) {
             err = (g2f_error){0};
             g2f_status st = g2f_fixture_open(in_dir("fixture.safetensors"), &f, &err);
             snprintf(needle, sizeof needle, "tensor '%s': layer index is 4096 or more", in);
-            if (layer == 4095) {
+            if (layer >= 0 && layer <= 4095) {
                 ACCEPTED(st, err);
-                CHECK(st != G2F_OK || g2f_fixture_has_layer(f, 4095));
+                if (st == G2F_OK) {
+                    CHECK(g2f_fixture_has_layer(f, (size_t)layer) && g2f_fixture_has_input(f, (size_t)layer));
+                    CHECK(g2f_fixture_input(f, (size_t)layer) != NULL);
+                    CHECK(!g2f_fixture_has_layer(f, (size_t)layer + 1) && !g2f_fixture_has_input(f, (size_t)layer + 1));
+                    CHECK(g2f_fixture_input(f, (size_t)layer + 1) == NULL);
+                }
+            } else if (layer < 0) {
+                REFUSED(st, err, "no fixture tensors"); /* "h.-1.": not a layer index */
             } else {
                 REFUSED(st, err, needle);
             }
@@ -132,12 +158,35 @@ static void fixture_should_take_layer_indexes_below_4096(void) {
     }
 }
 
+/* fixture: a layer L fits a checkpoint of more than L layers, in the check
+ * of the whole fixture and in the check of its inputs; 'in' and 'out' end in
+ * n_embd, 'pre' and 'act' in n_inner */
+static void fixture_should_fit_layers_below_the_checkpoints_count(void) {
+    const st_entry e[] = {{"h.3.mlp.in", "F32", 2, {1, 2}, zeros, 8},
+                          {"h.3.mlp.out", "F32", 2, {1, 2}, zeros, 8},
+                          {"h.3.mlp.pre", "F32", 2, {1, 8}, zeros, 32},
+                          {"h.3.mlp.act", "F32", 2, {1, 8}, zeros, 32}};
+    CHECK(st_write(in_dir("fixture.safetensors"), NULL, e, 4, 1) == 0);
+    g2f_fixture *f = NULL;
+    g2f_error err = {0};
+    ACCEPTED(g2f_fixture_open(in_dir("fixture.safetensors"), &f, &err), err);
+    if (f) {
+        ACCEPTED(g2f_fixture_check(f, 4, 2, 8, &err), err);
+        REFUSED(g2f_fixture_check(f, 3, 2, 8, &err), err, "has tensors for layer 3 but the checkpoint has 3 layers");
+        ACCEPTED(g2f_fixture_check_inputs(f, 4, 2, &err), err);
+        REFUSED(g2f_fixture_check_inputs(f, 3, 2, &err), err, "has inputs for layer 3 but the checkpoint has 3 layers");
+    }
+    g2f_fixture_close(f);
+    CHECK(strcmp(g2f_fx_kind_name(G2F_FX_ACT), "act") == 0 && strcmp(g2f_fx_kind_name(G2F_FX_COUNT), "?") == 0);
+}
+
 int main(void) {
     if (fast_tmpdir(dir, sizeof dir, "bounds_model") != 0) return 1;
     RUN(config_should_take_a_file_of_up_to_one_mebibyte);
     RUN(config_should_take_sizes_from_one_to_a_billion);
     RUN(checkpoint_should_take_layer_indexes_below_4096);
     RUN(fixture_should_take_layer_indexes_below_4096);
+    RUN(fixture_should_fit_layers_below_the_checkpoints_count);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -99,6 +99,12 @@ static void npy_should_take_header_text_up_to_its_edges(void) {
     ACCEPTED(n_parse(&b, &err), err);
     b.p[10 + 1] = 0x1f;
     REFUSED(n_parse(&b, &err), err, ".npy header byte 1 is not header text");
+    /* 0x7f is text, 0x80 is not (in versions 1 and 2) */
+    npy(&b, 2, f4, 0, 12);
+    b.p[12 + 58] = 0x7f; /* in the padding after the dict */
+    PASSES_CHECK(n_parse(&b, &err), err, "not header text", "must hold exactly descr, fortran_order and shape");
+    b.p[12 + 58] = 0x80;
+    REFUSED(n_parse(&b, &err), err, ".npy header byte 58 is not header text");
     for (unsigned v = 2; v <= 3; v++) {
         npy(&b, v, "{'descr': '<f\xc3\xa9', 'fortran_order': False, 'shape': (3,), }", 0, 12);
         if (v == 3) PASSES_CHECK(n_parse(&b, &err), err, "not header text", "is not supported");
@@ -158,6 +164,45 @@ static void npy_should_take_shapes_up_to_their_limits(void) {
     b_free(&b);
 }
 
+/* npy: the header scanner never reads past the header: cut anywhere, the
+ * header is refused the same way whether the file ends there (a read past
+ * it is a heap overflow under ASan) or the rest of the dict follows as data
+ * (which a scanner reading one byte too far would take) */
+static void npy_should_never_read_past_a_cut_header(void) {
+    const size_t len = strlen(f4);
+    bytes alone = {0}, followed = {0};
+    g2f_error e1, e2;
+    for (size_t k = 0; k < len; k++) {
+        alone.n = followed.n = 0;
+        b_bytes(&alone, "\x93NUMPY\x01\x00", 8);
+        b_u16(&alone, (unsigned)k);
+        b_bytes(&alone, f4, k);
+        b_bytes(&followed, alone.p, alone.n);
+        b_str(&followed, f4 + k);
+        g2f_status s1 = n_parse(&alone, &e1), s2 = n_parse(&followed, &e2);
+        char what[32];
+        snprintf(what, sizeof what, "cut at %zu", k);
+        if (s1 == G2F_OK || s2 == G2F_OK || strcmp(e1.msg, e2.msg) != 0) {
+            fprintf(stderr, "%s: \"%s\" / \"%s\"\n", what, e1.msg, e2.msg);
+            CHECK(!"a cut header refused the same way, whatever follows it");
+        }
+    }
+    b_free(&alone);
+    b_free(&followed);
+}
+
+/* npy: fortran_order True is refused from 2 dimensions on (a 1-dimensional
+ * array has the same layout either way) */
+static void npy_should_take_fortran_order_up_to_one_dimension(void) {
+    bytes b = {0};
+    g2f_error err;
+    npy(&b, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }", 0, 12);
+    ACCEPTED(n_parse(&b, &err), err);
+    npy(&b, 1, "{'descr': '<f4', 'fortran_order': True, 'shape': (1, 3), }", 0, 12);
+    REFUSED(n_parse(&b, &err), err, ".npy array is in Fortran order");
+    b_free(&b);
+}
+
 /* npy: element count x item size == the bytes after the header, exactly */
 static void npy_should_match_the_data_to_the_byte(void) {
     bytes b = {0};
@@ -209,6 +254,31 @@ static void npz_should_read_metadata_of_up_to_one_mebibyte(void) {
     }
     b_free(&t);
     b_free(&m);
+    b_free(&z);
+}
+
+/* npz: members are NAME.npy with a NAME of at least one byte; a zip is an
+ * npz when it has at least one member and all are .npy */
+static void npz_should_take_member_names_of_one_byte_or_more(void) {
+    bytes t = {0}, z = {0};
+    zlay lay;
+    npy(&t, 1, f4, 0, 12);
+    for (int stem = 1; stem >= 0; stem--) {
+        const zentry e[] = {{stem ? "a.npy" : ".npy", t.p, t.n, 0, NULL, 0, 0}};
+        z.n = 0;
+        zip_write(&z, e, 1, 0, 0, &lay);
+        g2f_npz *npz = NULL;
+        g2f_error err = {0};
+        g2f_status st = g2f_npz_open(put("names.npz", &z), &npz, &err);
+        if (stem) ACCEPTED(st, err);
+        else REFUSED(st, err, "member '.npy' is not an .npy array");
+        CHECK(g2f_npz_probe_members(z.p, z.n) == stem);
+        g2f_npz_close(npz);
+    }
+    z.n = 0;
+    zip_write(&z, NULL, 0, 0, 0, &lay);
+    CHECK(!g2f_npz_probe_members(z.p, z.n)); /* no members: not an npz */
+    b_free(&t);
     b_free(&z);
 }
 
@@ -278,7 +348,10 @@ int main(void) {
     RUN(npy_should_take_header_text_up_to_its_edges);
     RUN(npy_should_copy_keys_and_descr_up_to_their_buffers);
     RUN(npy_should_take_shapes_up_to_their_limits);
+    RUN(npy_should_never_read_past_a_cut_header);
+    RUN(npy_should_take_fortran_order_up_to_one_dimension);
     RUN(npy_should_match_the_data_to_the_byte);
+    RUN(npz_should_take_member_names_of_one_byte_or_more);
     RUN(npz_should_read_metadata_of_up_to_one_mebibyte);
     RUN(npz_should_inflate_members_of_up_to_16_gib);
     RUN(npy_folder_should_take_up_to_the_file_limit);

@@ -136,6 +136,29 @@ static void pickle_should_take_integers_and_protocols_up_to_the_limit(void) {
         if (n == 8) ACCEPTED(pk_parse(&b, 0, &err), err);
         else REFUSED(pk_parse(&b, 0, &err), err, "integer does not fit 64 bits at offset 2 (opcode LONG1)");
     }
+    /* LONG1 values: sign-extended below 8 bytes, taken as they are at 8 */
+    static const struct {
+        unsigned n;
+        unsigned char bytes[8];
+        int64_t value;
+    } longs[] = {{0, {0}, 0},
+                 {1, {0x80}, -128},
+                 {7, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, -1},
+                 {7, {0, 0, 0, 0, 0, 0, 0x40}, 1ll << 54},
+                 {8, {0, 0, 0, 0, 0, 0, 0, 0x80}, INT64_MIN},
+                 {8, {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, INT64_MAX}};
+    for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++) {
+        start(&b);
+        pk_op(&b, 0x8a);
+        pk_op(&b, longs[i].n);
+        b_bytes(&b, longs[i].bytes, longs[i].n);
+        pk_op(&b, '.');
+        g2f_pickle *p = NULL;
+        CHECK(g2f_pickle_parse(b.p, b.n, "data.pkl", &p, &err) == G2F_OK);
+        const g2f_pickle_value *v = p ? g2f_pickle_root(p) : NULL;
+        CHECK(v && v->kind == G2F_PV_INT && v->u.i == longs[i].value);
+        g2f_pickle_free(p);
+    }
     start(&b);
     pk_op(&b, 'N');
     pk_op(&b, '.');
@@ -158,6 +181,13 @@ static void pickle_should_allocate_up_to_the_cap(void) {
     pk_op(&b, '.');
     ACCEPTED(pk_parse(&b, need, &err), err);
     REFUSED(pk_parse(&b, need - 1, &err), err, "needs more than");
+    start(&b); /* 8 items fill the stack's first 8 slots exactly: no more memory */
+    repeat(&b, 'N', 8);
+    pk_op(&b, '.');
+    ACCEPTED(pk_parse(&b, need, &err), err);
+    start(&b);
+    pk_op(&b, 'N');
+    pk_op(&b, '.');
     char needle[96];
     snprintf(needle, sizeof needle, "needs more than %llu bytes of memory, the limit for a 4-byte pickle",
              (unsigned long long)(need - 1));
@@ -302,7 +332,8 @@ static void pickle_should_take_global_lines_up_to_256_bytes(void) {
 }
 
 /* pickle: no opcode pops below the innermost MARK (TUPLE1-3 need 1-3 items
- * above it, SETITEM a dict and 2 items, APPEND a list and 1 item) */
+ * above it, SETITEM a dict and 2 items, APPEND a list and 1 item, STOP and
+ * BINPUT one item), nor below the bottom of the stack */
 static void pickle_should_pop_down_to_the_mark_and_no_further(void) {
     static const struct {
         const char *ops;    /* after PROTO 2 */
@@ -313,6 +344,9 @@ static void pickle_should_pop_down_to_the_mark_and_no_further(void) {
         {"(NNN\x87t.", NULL}, {"(NN\x87", "stack underflow at offset 5 (opcode TUPLE3)"},
         {"(}NNst.", NULL},     {"}(NNs", "stack underflow at offset 6 (opcode SETITEM)"},
         {"(]Nat.", NULL},      {"](Na", "stack underflow at offset 5 (opcode APPEND)"},
+        {"(N.", NULL},         {"N(.", "stack underflow at offset 4 (opcode STOP)"},
+        {"Nq\x01.", NULL},     {"N(q\x01t.", "stack underflow at offset 4 (opcode BINPUT)"},
+        {"q\x01N.", "stack underflow at offset 2 (opcode BINPUT)"},
     };
     bytes b = {0};
     g2f_error err;
@@ -340,6 +374,12 @@ static void pickle_should_rebuild_tensors_of_up_to_eight_dimensions(void) {
     b_free(&b);
 }
 
+/* g2f_pickle_kind_name: every kind has a name, and past the last there is "?" */
+static void pickle_should_name_kinds_up_to_the_last(void) {
+    CHECK(strcmp(g2f_pickle_kind_name(G2F_PV_TENSOR), "tensor") == 0);
+    CHECK(strcmp(g2f_pickle_kind_name(G2F_PV_COUNT), "?") == 0);
+}
+
 int main(void) {
     RUN(pickle_should_take_a_stack_up_to_the_limit);
     RUN(pickle_should_take_marks_up_to_the_limit);
@@ -352,5 +392,6 @@ int main(void) {
     RUN(pickle_should_take_global_lines_up_to_256_bytes);
     RUN(pickle_should_pop_down_to_the_mark_and_no_further);
     RUN(pickle_should_rebuild_tensors_of_up_to_eight_dimensions);
+    RUN(pickle_should_name_kinds_up_to_the_last);
     CHECK_EXIT();
 }

@@ -34,6 +34,10 @@ static void safetensors_should_need_the_eight_length_bytes(void) {
     REFUSED(st_parse(&b, NULL, &err), err, "file is 7 bytes, too short for the 8-byte header length");
     st_image(&b, "{}", 0, 0); /* the smallest valid file: 10 bytes */
     ACCEPTED(st_parse(&b, NULL, &err), err);
+    CHECK(g2f_safetensors_probe(b.p, b.n)); /* the probe: at least 10 bytes, N >= 2 */
+    CHECK(!g2f_safetensors_probe(b.p, 9));
+    st_image(&b, "{", 0, 1);
+    CHECK(!g2f_safetensors_probe(b.p, b.n));
     b_free(&b);
 }
 
@@ -108,6 +112,16 @@ static void safetensors_should_keep_utf8_sequences_inside_the_header(void) {
         REFUSED(st_parse(&b, NULL, &err), err, "header byte 2 (0x");
         REFUSED(st_parse(&b, NULL, &err), err, "is not valid UTF-8 JSON text");
     }
+    /* a sequence cut by the end of the header is refused even when the
+     * byte that would complete it follows (in the data) */
+    st_image(&b, "{\"\xc3", 0, 0);
+    b_u8(&b, 0xa9);
+    REFUSED(st_parse(&b, NULL, &err), err, "header byte 2 (0xc3) is not valid UTF-8 JSON text");
+    /* 0x7f is ASCII, 0x80 alone is not UTF-8 */
+    st_image(&b, "{\"__metadata__\":{\"k\":\"\x7f\"}}", 0, 0);
+    ACCEPTED(st_parse(&b, NULL, &err), err);
+    st_image(&b, "{\"__metadata__\":{\"k\":\"\x80\"}}", 0, 0);
+    REFUSED(st_parse(&b, NULL, &err), err, "(0x80) is not valid UTF-8 JSON text");
     /* control bytes: 0x1f refused, 0x20 (and tab, LF, CR) allowed */
     st_image(&b, "{\"__metadata__\":{\"k\":\"\x1f\"}}", 0, 0);
     REFUSED(st_parse(&b, NULL, &err), err, "(0x1f) is not valid UTF-8 JSON text");
@@ -115,6 +129,32 @@ static void safetensors_should_keep_utf8_sequences_inside_the_header(void) {
     ACCEPTED(st_parse(&b, NULL, &err), err);
     st_image(&b, "", 0, 0);
     REFUSED(st_parse(&b, NULL, &err), err, "header does not start with '{'");
+    b_free(&b);
+}
+
+/* safetensors checklist 3: UTF-8 code points at the edges of each encoding
+ * length (shortest form only), of the Unicode range and of the surrogates */
+static void safetensors_should_take_code_points_up_to_their_edges(void) {
+    static const struct {
+        const char *seq;
+        int valid;
+    } cps[] = {
+        {"\xc1\xbf", 0},         {"\xc2\x80", 1},         /* U+007F overlong, U+0080 */
+        {"\xe0\x9f\xbf", 0},     {"\xe0\xa0\x80", 1},     /* U+07FF overlong, U+0800 */
+        {"\xf0\x8f\xbf\xbf", 0}, {"\xf0\x90\x80\x80", 1}, /* U+FFFF overlong, U+10000 */
+        {"\xf4\x8f\xbf\xbf", 1}, {"\xf4\x90\x80\x80", 0}, /* U+10FFFF, U+110000 */
+        {"\xed\x9f\xbf", 1},     {"\xed\xa0\x80", 0},     /* U+D7FF, U+D800 */
+        {"\xed\xbf\xbf", 0},     {"\xee\x80\x80", 1},     /* U+DFFF, U+E000 */
+    };
+    bytes b = {0};
+    g2f_error err;
+    for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++) {
+        char h[64];
+        snprintf(h, sizeof h, "{\"__metadata__\":{\"k\":\"%s\"}}", cps[i].seq);
+        st_image(&b, h, 0, 0);
+        if (cps[i].valid) ACCEPTED(st_parse(&b, NULL, &err), err);
+        else REFUSED(st_parse(&b, NULL, &err), err, "header byte 22 (0x");
+    }
     b_free(&b);
 }
 
@@ -240,6 +280,7 @@ int main(void) {
     RUN(safetensors_should_take_a_header_of_exactly_the_limit);
     RUN(safetensors_should_end_the_header_at_the_file_end_at_most);
     RUN(safetensors_should_keep_utf8_sequences_inside_the_header);
+    RUN(safetensors_should_take_code_points_up_to_their_edges);
     RUN(safetensors_should_take_at_most_eight_dimensions);
     RUN(safetensors_should_take_integers_below_two_to_the_53);
     RUN(safetensors_should_match_sizes_to_the_byte_without_overflow);

@@ -203,7 +203,30 @@ static void torch_should_fit_tensors_to_their_storage_to_the_byte(void) {
     b_free(&b);
 }
 
+/* torch checklist 1: the legacy magic (14 bytes) is recognised in a file of
+ * exactly 14 bytes, the zip signature in one of exactly 4 */
+static void torch_should_recognise_magics_in_the_shortest_files(void) {
+    static const unsigned char legacy[14] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c,
+                                             0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+    bytes b = {0};
+    g2f_error err;
+    b_bytes(&b, legacy, sizeof legacy);
+    REFUSED(t_parse(&b, NULL, &err), err, "legacy (pre-1.6) torch.save format is not supported");
+    CHECK(g2f_torch_is_legacy(b.p, 14) && !g2f_torch_is_legacy(b.p, 13));
+    b.n = 13;
+    REFUSED(t_parse(&b, NULL, &err), err, "not a zip archive, so not a torch.save (>= 1.6) checkpoint (it is a raw pickle)");
+    b.n = 2;
+    REFUSED(t_parse(&b, NULL, &err), err, "(it is a raw pickle)");
+    b.n = 0;
+    b_str(&b, "PK\x03\x04");
+    PASSES_CHECK(t_parse(&b, NULL, &err), err, "not a zip archive", "4 bytes is too short for a zip archive");
+    b.n = 3;
+    REFUSED(t_parse(&b, NULL, &err), err, "not a zip archive, so not a torch.save (>= 1.6) checkpoint");
+    b_free(&b);
+}
+
 int main(void) {
+    RUN(torch_should_recognise_magics_in_the_shortest_files);
     RUN(torch_should_inflate_a_pickle_of_up_to_one_gibibyte);
     RUN(torch_should_walk_down_to_the_depth_limit);
     RUN(torch_should_visit_up_to_the_budget);

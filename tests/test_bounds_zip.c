@@ -14,6 +14,8 @@ static g2f_status z_open(const bytes *b, size_t *count, g2f_error *err) {
     g2f_status st = g2f_zip_open_mapping(q, b->n, "b.zip", &z, err);
     if (st == G2F_OK) {
         if (count) *count = g2f_zip_count(z);
+        CHECK(g2f_zip_entry(z, g2f_zip_count(z)) == NULL); /* entries [0, count) and no further */
+        CHECK(g2f_zip_count(z) == 0 || g2f_zip_entry(z, g2f_zip_count(z) - 1) != NULL);
         for (size_t i = 0; i < g2f_zip_count(z); i++) {
             const g2f_zip_member *m = g2f_zip_entry(z, i);
             volatile unsigned char x = 0;
@@ -76,6 +78,22 @@ static void zip_should_end_the_zip64_record_at_its_locator_at_most(void) {
     b_free(&b);
 }
 
+/* zip checklist 3: a ZIP64 locator is looked for right before the EOCD, even
+ * when it starts the file */
+static void zip_should_read_a_locator_that_starts_the_file(void) {
+    bytes b = {0};
+    zlay lay;
+    g2f_error err;
+    b_u32(&b, 0x07064b50); /* a locator pointing at offset 0: no room for a record */
+    b_u32(&b, 0);
+    b_u64(&b, 0);
+    b_u32(&b, 1);
+    zip_write(&b, NULL, 0, 0, 0, &lay);
+    CHECK(lay.eocd == 20);
+    REFUSED(z_open(&b, NULL, &err), err, "ZIP64 end of central directory offset 0 is outside the file");
+    b_free(&b);
+}
+
 /* zip checklist 4: entries <= G2F_ZIP_MAX_ENTRIES (1,000,000) */
 static void zip_should_take_entry_counts_up_to_the_limit(void) {
     bytes b = {0};
@@ -104,6 +122,11 @@ static void zip_should_fit_the_directory_to_the_byte(void) {
     PASSES_CHECK(z_open(&b, NULL, &err), err, "cannot fit", "central directory entry 1 at offset");
     b_put(&b, lay.eocd + EOCD_CD_SIZE, 2 * 46 - 1, 4);
     REFUSED(z_open(&b, NULL, &err), err, "2 members cannot fit a 91-byte central directory");
+    /* the second entry's fixed 46 bytes exactly, then its name past the end */
+    b_put(&b, lay.eocd + EOCD_CD_SIZE, 47 + 46, 4);
+    REFUSED(z_open(&b, NULL, &err), err, "central directory entry 1 runs past the directory's end");
+    b_put(&b, lay.eocd + EOCD_CD_SIZE, 47 + 45, 4);
+    REFUSED(z_open(&b, NULL, &err), err, "central directory entry 1 at offset");
     /* the directory ends where the EOCD starts, or one byte into it */
     b_put(&b, lay.eocd + EOCD_CD_SIZE, lay.cd_size, 4);
     CHECK(lay.cd + lay.cd_size == lay.eocd);
@@ -194,6 +217,11 @@ static void zip_should_check_sizes_and_zip64_fields_to_the_byte(void) {
     b_put(&b, extra + 2, 25, 2);
     REFUSED(z_open(&b, NULL, &err), err, "member 'a': extra field 0x0001 runs past its end");
     b_put(&b, extra + 2, 23, 2); /* three fields marked, 23 bytes for them */
+    REFUSED(z_open(&b, NULL, &err), err, "member 'a': ZIP64 extra field is too short for its 64-bit sizes");
+    /* a field that is only its 4-byte header, ending the extra bytes: read */
+    b_put(&b, extra + 2, 0, 2);
+    b_put(&b, lay.central[0] + CEN_EXTRA_LEN, 4, 2);
+    b_put(&b, lay.central[0] + CEN_COMMENT_LEN, 24, 2); /* the entry keeps its size */
     REFUSED(z_open(&b, NULL, &err), err, "member 'a': ZIP64 extra field is too short for its 64-bit sizes");
     b_free(&b);
 }
@@ -338,6 +366,7 @@ static void zip_should_extract_up_to_the_size_and_ratio_limits(void) {
 int main(void) {
     RUN(zip_should_find_the_end_record_at_its_farthest);
     RUN(zip_should_end_the_zip64_record_at_its_locator_at_most);
+    RUN(zip_should_read_a_locator_that_starts_the_file);
     RUN(zip_should_take_entry_counts_up_to_the_limit);
     RUN(zip_should_fit_the_directory_to_the_byte);
     RUN(zip_should_keep_central_entries_inside_the_directory);

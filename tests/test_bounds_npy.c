@@ -187,6 +187,19 @@ static void npy_should_never_read_past_a_cut_header(void) {
             CHECK(!"a cut header refused the same way, whatever follows it");
         }
     }
+    /* and where the cut falls decides the message: inside a value's quotes,
+     * or right after a complete word */
+    static const struct {
+        const char *header, *needle;
+    } cuts[] = {{"{'descr': '<f", "'descr' is not a simple string"},
+                {"{'descr': '<f4', 'fortran_order': False", "expected ',' or '}'"}};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        alone.n = 0;
+        b_bytes(&alone, "\x93NUMPY\x01\x00", 8);
+        b_u16(&alone, (unsigned)strlen(cuts[i].header));
+        b_str(&alone, cuts[i].header);
+        REFUSED(n_parse(&alone, &e1), e1, cuts[i].needle);
+    }
     b_free(&alone);
     b_free(&followed);
 }

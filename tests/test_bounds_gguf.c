@@ -75,7 +75,8 @@ static void gguf_should_read_versions_two_and_three_only(void) {
     for (uint32_t v = 1; v <= 4; v++) {
         b_put(&b, 4, v, 4);
         if (v == 2 || v == 3) ACCEPTED(g_parse(&b, NULL, &err), err);
-        else REFUSED(g_parse(&b, NULL, &err), err, v == 1 ? "GGUF version 1 is not supported" : "GGUF version 4 is not");
+        else REFUSED(g_parse(&b, NULL, &err), err,
+                     v == 1 ? "GGUF version 1 is not supported" : "GGUF version 4 is not supported");
     }
     b_free(&b);
 }
@@ -167,7 +168,8 @@ static void gguf_should_end_strings_at_the_file_end_at_most(void) {
     g_str(&b, "value");
     ACCEPTED(g_parse(&b, NULL, &err), err);
     b_put(&b, b.n - 13, 6, 8);
-    REFUSED(g_parse(&b, NULL, &err), err, "string value length 6 at byte 37 runs past the end of the file (5 bytes remain)");
+    REFUSED(g_parse(&b, NULL, &err), err,
+            "string value length 6 at byte 37 runs past the end of the file (5 bytes remain)");
     /* the same in an array of strings */
     g_header(&b, 0, 1);
     g_str(&b, "k");
@@ -178,19 +180,22 @@ static void gguf_should_end_strings_at_the_file_end_at_most(void) {
     g_str(&b, "yz");
     ACCEPTED(g_parse(&b, NULL, &err), err);
     b_put(&b, b.n - 10, 3, 8);
-    REFUSED(g_parse(&b, NULL, &err), err, "array string length 3 at byte 58 runs past the end of the file (2 bytes remain)");
+    REFUSED(g_parse(&b, NULL, &err), err,
+            "array string length 3 at byte 58 runs past the end of the file (2 bytes remain)");
     /* a key, then a tensor name, ending at the end of the file: the next
      * field is missing, the string itself is fine */
     g_header(&b, 0, 1);
     g_str(&b, "abcdef"); /* 14 bytes: what the count check asks of one pair */
-    PASSES_CHECK(g_parse(&b, NULL, &err), err, "runs past the end", "value type at byte 38 needs 4 bytes but only 0 remain");
+    PASSES_CHECK(g_parse(&b, NULL, &err), err, "runs past the end",
+                 "value type at byte 38 needs 4 bytes but only 0 remain");
     b_put(&b, 24, 7, 8);
     REFUSED(g_parse(&b, NULL, &err), err, "key length 7 at byte 24 runs past the end of the file (6 bytes remain)");
     g_header(&b, 1, 0);
     g_str(&b, "a_name_of_25_bytes_at_end");
     PASSES_CHECK(g_parse(&b, NULL, &err), err, "runs past the end", "number of dimensions at byte 57 needs 4 bytes");
     b_put(&b, 24, 26, 8);
-    REFUSED(g_parse(&b, NULL, &err), err, "tensor name length 26 at byte 24 runs past the end of the file (25 bytes remain)");
+    REFUSED(g_parse(&b, NULL, &err), err,
+            "tensor name length 26 at byte 24 runs past the end of the file (25 bytes remain)");
     b_free(&b);
 }
 

@@ -184,9 +184,11 @@ static void torch_should_fit_tensors_to_their_storage_to_the_byte(void) {
     torch_archive(&b, &p, 12);
     ACCEPTED(t_parse(&b, NULL, &err), err);
     torch_archive(&b, &p, 13);
-    REFUSED(t_parse(&b, NULL, &err), err, "storage 'arch/data/0' holds 13 bytes but its FloatStorage of 3 elements needs 12");
+    REFUSED(t_parse(&b, NULL, &err), err,
+            "storage 'arch/data/0' holds 13 bytes but its FloatStorage of 3 elements needs 12");
     torch_archive(&b, &p, 11);
-    REFUSED(t_parse(&b, NULL, &err), err, "storage 'arch/data/0' holds 11 bytes but its FloatStorage of 3 elements needs 12");
+    REFUSED(t_parse(&b, NULL, &err), err,
+            "storage 'arch/data/0' holds 11 bytes but its FloatStorage of 3 elements needs 12");
     /* 4 elements at offset 2 of a 6-element storage end at its end */
     start(&p);
     tensor1(&p, 6, 2, 4);
@@ -214,7 +216,8 @@ static void torch_should_recognise_magics_in_the_shortest_files(void) {
     REFUSED(t_parse(&b, NULL, &err), err, "legacy (pre-1.6) torch.save format is not supported");
     CHECK(g2f_torch_is_legacy(b.p, 14) && !g2f_torch_is_legacy(b.p, 13));
     b.n = 13;
-    REFUSED(t_parse(&b, NULL, &err), err, "not a zip archive, so not a torch.save (>= 1.6) checkpoint (it is a raw pickle)");
+    REFUSED(t_parse(&b, NULL, &err), err,
+            "not a zip archive, so not a torch.save (>= 1.6) checkpoint (it is a raw pickle)");
     b.n = 2;
     REFUSED(t_parse(&b, NULL, &err), err, "(it is a raw pickle)");
     b.n = 0;

@@ -268,8 +268,8 @@ static void zip_should_end_member_data_at_the_central_directory(void) {
     b_put(&b, lay.central[1] + CEN_CSIZE, 7, 4);
     b_put(&b, lay.central[1] + CEN_SIZE, 7, 4);
     char needle[96];
-    snprintf(needle, sizeof needle, "member 'b': data [%zu, +7) runs past the end of the member data (%zu)", lay.data[1],
-             lay.cd);
+    snprintf(needle, sizeof needle, "member 'b': data [%zu, +7) runs past the end of the member data (%zu)",
+             lay.data[1], lay.cd);
     REFUSED(z_open(&b, NULL, &err), err, needle);
     /* ZIP64 sizes: the same bound */
     b.n = 0;

@@ -11,8 +11,10 @@ tree; one line per mutant on stdout ("killed" or "SURVIVED"). With --asan
 the copy is built with -DGPT2FFN_SANITIZE=ON, which also kills the mutants
 that read one byte too far without changing any result. Slow: a few seconds
 per mutant, about 200 mutants."""
+import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -86,7 +88,7 @@ def main():
         flags = ["-DGPT2FFN_SANITIZE=ON", "-DCMAKE_BUILD_TYPE=Debug"] if asan else []
         subprocess.run(["cmake", "-S", src, "-B", build] + flags, check=True, stdout=subprocess.DEVNULL)
         quiet = {"cwd": build, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
-        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", TMPDIR=tmp)
         survivors = 0
         for path in files:
             tests = TESTS[path]
@@ -113,6 +115,9 @@ def main():
                                 break
                 finally:
                     open(full, "w").write(original)
+                    # scratch folders of tests a mutant crashed before their cleanup
+                    for d in glob.glob("/dev/shm/g2f_bounds_*") + glob.glob(os.path.join(tmp, "g2f_bounds_*")):
+                        shutil.rmtree(d, ignore_errors=True)
                 survivors += result == "SURVIVED"
                 print(f"{result:10} {path}:{n + 1}: '{op}' -> '{FLIP[op]}': {lines[n].strip()}", flush=True)
         print(f"{survivors} mutants survived", flush=True)

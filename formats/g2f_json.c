@@ -76,7 +76,7 @@ g2f_status g2f_json_find_duplicate_key(const cJSON *root, const cJSON **object, 
 int g2f_json_u64(const cJSON *item, uint64_t *out) {
     if (!cJSON_IsNumber(item)) return 0;
     double d = item->valuedouble;
-    if (!(d >= 0.0) || d > 9007199254740992.0 || floor(d) != d) return 0;
+    if (!(d >= 0.0) || d >= 9007199254740992.0 || floor(d) != d) return 0; /* 2^53 + 1 reads as 2^53 */
     *out = (uint64_t)d;
     return 1;
 }

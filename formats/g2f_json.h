@@ -34,7 +34,7 @@ g2f_status g2f_json_find_duplicate_key(const cJSON *root, const cJSON **object, 
                                        g2f_error *err);
 
 /* JSON numbers arrive as doubles: true, with *out set, only for an exact
- * non-negative integer up to 2^53 (where doubles stop being exact). */
+ * non-negative integer below 2^53 (2^53 + 1 reads as 2^53, so 2^53 cannot be trusted). */
 int g2f_json_u64(const cJSON *item, uint64_t *out);
 
 #endif

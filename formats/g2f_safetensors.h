@@ -27,8 +27,9 @@
  *   8. sorted by begin (g2f_span), the tensors tile the data buffer exactly:
  *      the first starts at 0, each starts where the previous ended (no
  *      overlap, no gap), the last ends at the end of the file.
- * Integers are exact up to 2^53 (JSON numbers are read as doubles); larger
- * values are refused as out of range.
+ * Integers must be below 2^53: JSON numbers are read as doubles, exact below
+ * 2^53, and 2^53 + 1 would read as 2^53; larger values are refused as out of
+ * range.
  *
  * Ownership: g2f_safetensors_open maps the file read-only; the table and the
  * data pointers in it are borrowed and valid until g2f_safetensors_close.

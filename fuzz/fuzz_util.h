@@ -82,11 +82,16 @@ static inline const char *fuzz_fixtures_dir(void) {
 }
 
 /* Every message a reader writes must be one non-empty line: the CLI prints it
- * as is, and the promise is "exit 2 with one line". */
+ * as is, and the promise is "exit 2 with one line" with no control byte from
+ * the file reaching the terminal (no newline, no escape). The status recorded
+ * must be the one returned. */
 static inline void fuzz_check_message(g2f_status s, const g2f_error *err) {
     if (s == G2F_OK) return;
-    if (!err->msg[0] || strchr(err->msg, '\n')) {
-        fprintf(stderr, "fuzz: status %d with a bad message: \"%s\"\n", (int)s, err->msg);
+    int bad = !err->msg[0] || err->status != s || !memchr(err->msg, '\0', sizeof err->msg);
+    for (const char *c = err->msg; !bad && *c; c++) bad = (unsigned char)*c < 0x20 || *c == 0x7f;
+    if (bad) {
+        fprintf(stderr, "fuzz: status %d (recorded %d) with a bad message: \"%.*s\"\n", (int)s, (int)err->status,
+                (int)sizeof err->msg, err->msg);
         abort();
     }
 }

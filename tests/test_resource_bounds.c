@@ -107,6 +107,7 @@ static void shard_index_should_map_in_n_log_n(void) {
     unlink(shard);
 }
 
+/* One past MAX_INDEX_ENTRIES; the exact limit passes in test_bounds_index. */
 static void shard_index_should_refuse_more_than_a_million_entries(void) {
     char index[512];
     snprintf(index, sizeof index, "%s/big.index.json", dir);

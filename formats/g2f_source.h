@@ -16,7 +16,7 @@
  *   2. no object in the index holds a key twice (g2f_json): a tensor is
  *      mapped to one shard;
  *   3. "metadata", when present, is an object, and its "total_size", when
- *      present, an integer in [0, 2^53];
+ *      present, an integer in [0, 2^53);
  *   4. at most 4096 distinct shard names; names reaching the same file
  *      (hard links, symlinks: same device and inode) open it once;
  *   5. every shard file is a regular file, opened and validated by its own

@@ -212,11 +212,11 @@ static g2f_status npz_begin(g2f_writer *w, const g2f_out_spec *s, g2f_error *err
         return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: .npz output larger than 4 GiB is not supported",
                                             w->path);
     unsigned char lh[30] = {0};
-    put_le(lh, 0x04034b50, 4);
-    put_le(lh + 4, 20, 2);
-    put_le(lh + 18, size, 4);
-    put_le(lh + 22, size, 4);
-    put_le(lh + 26, nl, 2);
+    g2f_store_le(lh, 0x04034b50, 4);
+    g2f_store_le(lh + 4, 20, 2);
+    g2f_store_le(lh + 18, size, 4);
+    g2f_store_le(lh + 22, size, 4);
+    g2f_store_le(lh + 26, nl, 2);
     if (fwrite(lh, 1, 30, w->fp) != 30 || fwrite(m->name, 1, nl, w->fp) != nl || fwrite(hdr, 1, hl, w->fp) != hl)
         return io_fail(w, err);
     w->part_header = pos;
@@ -228,7 +228,7 @@ static g2f_status npz_end(g2f_writer *w, g2f_error *err) {
     member *m = &w->members[w->n_members - 1];
     unsigned char c4[4];
     m->crc = (uint32_t)w->part_crc;
-    put_le(c4, m->crc, 4);
+    g2f_store_le(c4, m->crc, 4);
     if (fseek(w->fp, w->part_header + 14, SEEK_SET) != 0 || fwrite(c4, 1, 4, w->fp) != 4 ||
         fseek(w->fp, 0, SEEK_END) != 0)
         return io_fail(w, err);

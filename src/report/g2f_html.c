@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_text.h"
+
 /* ---- growable buffer ------------------------------------------------- */
 
 /* Makes room for `extra` more bytes plus the NUL; 0 or -1 (overflow or
@@ -75,23 +77,6 @@ void g2f_html_buf_free(g2f_html_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when s does not start
- * one (overlong forms, surrogates and code points above U+10FFFF refused). */
-static size_t utf8_len(const unsigned char *s) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-        return (s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80) ? 3 : 0;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        return (s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80) ? 4 : 0;
-    }
-    return 0;
-}
-
 int g2f_html_escape_append(g2f_html_buf *b, const char *s) {
     if (!b) return -1;
     if (!s || b->failed) return b->failed ? -1 : 0;
@@ -101,7 +86,7 @@ int g2f_html_escape_append(g2f_html_buf *b, const char *s) {
         const unsigned char *run = p;
         size_t k;
         while (*p && *p != '&' && *p != '<' && *p != '>' && *p != '"' && *p != '\'' &&
-               (*p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r') && *p != 0x7F && (k = utf8_len(p)) != 0)
+               (*p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r') && *p != 0x7F && (k = g2f_utf8_len(p)) != 0)
             p += k;
         if (p > run) buf_putn(b, (const char *)run, (size_t)(p - run));
         if (!*p) break;

@@ -266,3 +266,7 @@ void g2f_fixture_close(g2f_fixture *f) {
     free(f->path);
     free(f);
 }
+
+g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error *err) {
+    return g2f_source_files(f->src, out, err);
+}

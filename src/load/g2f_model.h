@@ -28,6 +28,7 @@
 #include <stddef.h>
 
 #include "g2f_error.h"
+#include "g2f_file.h"
 #include "g2f_ffn.h"
 #include "g2f_tensor.h"
 
@@ -69,6 +70,23 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
 /* Frees the conversions and drops the layer's mapped pages from the
  * resident set (see g2f_mapping_release). */
 void g2f_layer_free(g2f_layer *l);
+/* Every file the model was read from, appended to out: the checkpoint file
+ * (for a sharded one the index and every shard) and the config.json read,
+ * if any. For g2f_output_check. */
+g2f_status g2f_model_files(const g2f_model *m, g2f_path_list *out, g2f_error *err);
+
+/* The checkpoint's SHA-256 as 64 lowercase hex digits (hex[65]), recorded
+ * by `run` (metadata checkpoint_sha256):
+ *   - one file: the digest of that file (what `sha256sum FILE` prints);
+ *   - sharded (an index): the digest of the text `sha256sum` prints for the
+ *     shards in byte order of their names, one line "<digest>  <name>\n"
+ *     per shard with the name as the index gives it (a plain file name):
+ *     `cd DIR && LC_ALL=C sha256sum $(ls SHARDS | LC_ALL=C sort) | sha256sum`.
+ *     The index itself is not hashed: it only maps names to shards, and the
+ *     weights are what the digest identifies.
+ * Reads every byte of the checkpoint once. */
+g2f_status g2f_model_sha256(const g2f_model *m, char hex[65], g2f_error *err);
+
 /* NULL is a no-op. */
 void g2f_model_close(g2f_model *m);
 

@@ -13,11 +13,8 @@
 static const char *const kind_names[] = {"identical", "rounded", "zero_bias", "f16_rounded", "bf16_rounded",
                                          "transposed", "from_layer", "scaled", "missing", "different"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_DIFF_KIND_COUNT, "one name per kind");
-static const char *const tensor_names[] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
-_Static_assert(sizeof tensor_names / sizeof tensor_names[0] == G2F_FFN_TENSORS, "one name per tensor");
 
 const char *g2f_diff_kind_name(g2f_diff_kind k) { return (unsigned)k < G2F_DIFF_KIND_COUNT ? kind_names[k] : "?"; }
-const char *g2f_diff_tensor_name(int k) { return (unsigned)k < G2F_FFN_TENSORS ? tensor_names[k] : "?"; }
 
 /* Relative rounding of a value stored in dtype, against an exact original. */
 static double storage_roundoff(g2f_dtype d) {

@@ -12,8 +12,6 @@
 static const char *const kind_names[] = {"in", "out", "pre", "act"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_FX_COUNT, "one name per kind");
 
-const char *g2f_fx_kind_name(g2f_fx_kind k) { return (unsigned)k < G2F_FX_COUNT ? kind_names[k] : "?"; }
-
 struct g2f_fixture {
     g2f_source *src;
     char *path;

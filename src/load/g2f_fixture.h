@@ -29,9 +29,6 @@
 
 typedef enum g2f_fx_kind { G2F_FX_IN, G2F_FX_OUT, G2F_FX_PRE, G2F_FX_ACT, G2F_FX_COUNT } g2f_fx_kind;
 
-/* "in", "out", "pre", "act" */
-const char *g2f_fx_kind_name(g2f_fx_kind k);
-
 typedef struct g2f_fixture g2f_fixture;
 
 typedef struct g2f_fixture_layer {

@@ -386,12 +386,12 @@ void g2f_report_inspect_text(FILE *fp, const g2f_model_info *mi, const g2f_inspe
             const g2f_tensor *t = r->layers[L].tensor[k];
             const g2f_stats *st = &r->layers[L].stats[k];
             if (!t) {
-                fprintf(fp, "%5zu %-14s (absent)\n", L, g2f_diff_tensor_name(k));
+                fprintf(fp, "%5zu %-14s (absent)\n", L, g2f_model_tensor_role(k));
                 continue;
             }
             char sh[64];
             g2f_shape_format(t, sh, sizeof sh);
-            fprintf(fp, "%5zu %-14s %-5s %-14s %11.4g %11.4g %11.4g %11.4g %5llu %5llu\n", L, g2f_diff_tensor_name(k),
+            fprintf(fp, "%5zu %-14s %-5s %-14s %11.4g %11.4g %11.4g %11.4g %5llu %5llu\n", L, g2f_model_tensor_role(k),
                     g2f_tensor_type_name(t), sh, st->min, st->max, st->mean, st->std, (unsigned long long)st->nan,
                     (unsigned long long)st->inf);
         }
@@ -420,7 +420,7 @@ char *g2f_report_inspect_json(const char *checkpoint_arg, const g2f_model_info *
             if (!t) continue;
             const g2f_stats *st = &r->layers[L].stats[k];
             cJSON *o = j_check(&b, cJSON_CreateObject());
-            j_str(&b, o, "role", g2f_diff_tensor_name(k));
+            j_str(&b, o, "role", g2f_model_tensor_role(k));
             j_str(&b, o, "name", t->name);
             j_str(&b, o, "dtype", g2f_tensor_type_name(t));
             j_add(&b, o, "shape", shape_json(&b, t));
@@ -457,7 +457,7 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
             const g2f_diff_tensor *t = &r->tensors[L][k];
             char v[64];
             diff_verdict(t, v, sizeof v);
-            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s\n", L, g2f_diff_tensor_name(k), t->max_abs, t->max_rel, v,
+            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s\n", L, g2f_model_tensor_role(k), t->max_abs, t->max_rel, v,
                     t->equivalent ? "" : "  <-");
         }
     fprintf(fp, "\nresult: %s (%zu of %zu tensors differ; rounding allowed: %.3g relative)\n",
@@ -483,7 +483,7 @@ char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, con
             char v[64];
             diff_verdict(t, v, sizeof v);
             cJSON *o = j_check(&j, cJSON_CreateObject());
-            j_str(&j, o, "tensor", g2f_diff_tensor_name(k));
+            j_str(&j, o, "tensor", g2f_model_tensor_role(k));
             j_str(&j, o, "verdict", v);
             j_bool(&j, o, "equivalent", t->equivalent);
             j_num(&j, o, "max_abs_err", isfinite(t->max_abs) ? t->max_abs : -1);

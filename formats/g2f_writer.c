@@ -1,6 +1,7 @@
 /* g2f_writer: see g2f_writer.h. */
 #include "g2f_writer.h"
 #include "g2f_file.h"
+#include "g2f_text.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -106,14 +107,20 @@ static g2f_status npz_member(g2f_writer *w, const char *name, const unsigned cha
 }
 
 /* The metadata as a JSON object of strings; NULL when any allocation fails
- * (never a partial object). */
+ * (never a partial object). JSON text is UTF-8 (and gpt2ffn's own reader
+ * refuses a header that is not): a byte of a key or value that is not UTF-8
+ * (a checkpoint path is bytes) becomes U+FFFD; cJSON escapes control
+ * characters. */
 static cJSON *meta_object(const g2f_meta_entry *meta, size_t n_meta) {
     cJSON *o = cJSON_CreateObject();
     for (size_t i = 0; o && i < n_meta; i++) {
-        if (!cJSON_AddStringToObject(o, meta[i].key, meta[i].value)) {
+        char *k = g2f_utf8_repair_dup(meta[i].key), *v = g2f_utf8_repair_dup(meta[i].value);
+        if (!k || !v || !cJSON_AddStringToObject(o, k, v)) {
             cJSON_Delete(o);
             o = NULL;
         }
+        free(k);
+        free(v);
     }
     return o;
 }

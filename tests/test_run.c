@@ -238,6 +238,26 @@ static void run_should_record_the_documented_digest_of_a_sharded_checkpoint(void
     g2f_source_close(s);
 }
 
+/* A checkpoint path is bytes; the output's header must be UTF-8 (our own
+ * reader refuses one that is not), so a byte that is not UTF-8 is recorded
+ * as U+FFFD, and the output is still a fixture that verifies. */
+static void run_should_write_a_readable_header_whatever_the_checkpoint_path(void) {
+    char cmd[1200], args[1400], out[400];
+    snprintf(cmd, sizeof cmd, "cp -r '%s/tiny' '%s/ck\xff\x1b'", fixtures, dir);
+    CHECK(system(cmd) == 0);
+    snprintf(out, sizeof out, "%s/from_odd_path.safetensors", dir);
+    snprintf(args, sizeof args, "run '%s/ck\xff\x1b' '%s/tiny_tanh.safetensors' -o '%s'", dir, fixtures, out);
+    CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s'", fixtures, out);
+    CHECK(run(args) == 0);
+    g2f_source *s = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_source_open(out, &s, &err) == G2F_OK);
+    const char *ck = s ? g2f_table_meta(g2f_source_table(s), "checkpoint") : NULL;
+    CHECK(ck && strstr(ck, "/ck\xef\xbf\xbd\x1b") != NULL);
+    g2f_source_close(s);
+}
+
 /* Inputs large enough that `run` is still computing when it is signalled:
  * one layer of 2^17 tokens (32 MiB in, 64 MiB out). */
 static void write_big_inputs(const char *path) {
@@ -307,6 +327,7 @@ int main(int argc, char **argv) {
     RUN(run_should_refuse_to_overwrite_its_inputs);
     RUN(run_should_record_the_documented_digest_of_a_sharded_checkpoint);
     RUN(run_should_remove_its_temporary_file_when_interrupted);
+    RUN(run_should_write_a_readable_header_whatever_the_checkpoint_path);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -60,6 +60,15 @@ static void escape_should_cut_at_whole_units(void) {
     CHECK(out[0] == '\0');
 }
 
+static void utf8_repair_should_replace_only_invalid_bytes(void) {
+    char *d = g2f_utf8_repair_dup("ok \xc3\xa9\xff\x1b\xe2\x82" "x");
+    CHECK(d && strcmp(d, "ok \xc3\xa9\xef\xbf\xbd\x1b\xef\xbf\xbd\xef\xbf\xbd" "x") == 0);
+    free(d);
+    d = g2f_utf8_repair_dup("");
+    CHECK(d && !*d);
+    free(d);
+}
+
 static void error_should_escape_what_files_put_in_messages(void) {
     g2f_error err = {0};
     CHECK(g2f_error_set(&err, G2F_ERR_FORMAT, "x.safetensors: tensor '%s'", "h.0\n\x1b]0;pwned\x07\xff") ==
@@ -85,6 +94,7 @@ int main(void) {
     RUN(escape_should_keep_valid_utf8_and_backslashes);
     RUN(escape_should_show_invalid_utf8_c1_and_bidi_controls);
     RUN(escape_should_cut_at_whole_units);
+    RUN(utf8_repair_should_replace_only_invalid_bytes);
     RUN(error_should_escape_what_files_put_in_messages);
     CHECK_EXIT();
 }

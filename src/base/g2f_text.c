@@ -88,3 +88,21 @@ char *g2f_escape_dup(const char *s) {
     char *d = malloc(n);
     return d ? g2f_escape(s, d, n) : NULL;
 }
+
+char *g2f_utf8_repair_dup(const char *s) {
+    size_t n = 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t k = g2f_utf8_len(p);
+        n += k ? k : 3;
+        p += k ? k : 1;
+    }
+    char *d = malloc(n), *o = d;
+    if (!d) return NULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t k = g2f_utf8_len(p);
+        if (k) memcpy(o, p, k), o += k, p += k;
+        else memcpy(o, "\xEF\xBF\xBD", 3), o += 3, p++;
+    }
+    *o = '\0';
+    return d;
+}

@@ -48,4 +48,10 @@ size_t g2f_escape_size(const char *s);
  * memory. */
 char *g2f_escape_dup(const char *s);
 
+/* A malloc'd copy of s in which every byte that does not start a valid
+ * UTF-8 sequence is replaced by U+FFFD, and nothing else changes (for text
+ * that must be UTF-8, such as a safetensors header); NULL when out of
+ * memory. */
+char *g2f_utf8_repair_dup(const char *s);
+
 #endif

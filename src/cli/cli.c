@@ -1,6 +1,9 @@
 /* gpt2ffn command-line tool: argument parsing and subcommands. The only code
  * that prints to the terminal or chooses an exit code:
- *   0 pass / equivalent, 1 mismatch / different, 2 usage error or bad input. */
+ *   0 pass / equivalent, 1 mismatch / different, 2 usage error or bad input
+ *   (also: an output that is an input, standard output not writable).
+ * Everything it prints that came from a file or the command line goes
+ * through g2f_escape (g2f_text.h). */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>

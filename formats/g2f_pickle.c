@@ -592,3 +592,10 @@ void g2f_pickle_free(g2f_pickle *p) {
     free(p->memo);
     free(p);
 }
+
+int g2f_pickle_allowed_global(size_t i, const char **module, const char **name) {
+    if (i >= ALLOWED_COUNT) return 0;
+    *module = allowed[i].module;
+    *name = allowed[i].name;
+    return 1;
+}

@@ -148,4 +148,9 @@ const char *g2f_pickle_kind_name(g2f_pickle_kind kind);
 /* Frees every value; NULL is a no-op. */
 void g2f_pickle_free(g2f_pickle *p);
 
+/* The allowlist, enumerated (test_pickle_allowlist pins it): the i-th
+ * allowed global's module and name (static strings) and 1, or 0 past the
+ * last one. */
+int g2f_pickle_allowed_global(size_t i, const char **module, const char **name);
+
 #endif

@@ -39,6 +39,7 @@ struct g2f_source {
     part *parts;
     size_t n_parts;
     g2f_table merged;          /* sharded: own copy of the entries */
+    g2f_path_list shards;      /* sharded: the shard files opened, by name */
     const g2f_table *table;    /* the table handed out */
 };
 
@@ -258,6 +259,7 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
             goto done;
         }
         st = part_open(sp, &s->parts[s->n_parts], err);
+        if (st == G2F_OK) st = g2f_path_list_add(&s->shards, sp, err);
         free(sp);
         if (st != G2F_OK) goto done;
         sh[k].part = s->n_parts++;
@@ -375,6 +377,35 @@ void g2f_source_close(g2f_source *s) {
     for (size_t i = 0; i < s->n_parts; i++) part_close(&s->parts[i]);
     free(s->parts);
     g2f_table_free(&s->merged);
+    g2f_path_list_free(&s->shards);
     free(s->path);
     free(s);
+}
+
+/* ---- the files a source was read from ----------------------------------- */
+
+g2f_status g2f_source_shards(const g2f_source *s, g2f_path_list *out, g2f_error *err) {
+    g2f_status st = G2F_OK;
+    for (size_t i = 0; i < s->shards.count && st == G2F_OK; i++) st = g2f_path_list_add(out, s->shards.paths[i], err);
+    return st;
+}
+
+g2f_status g2f_source_files(const g2f_source *s, g2f_path_list *out, g2f_error *err) {
+    if (!g2f_path_is_dir(s->path)) {
+        g2f_status st = g2f_path_list_add(out, s->path, err);
+        return st == G2F_OK ? g2f_source_shards(s, out, err) : st;
+    }
+    /* a folder of .npy files: every *.npy, as the reader took them */
+    DIR *d = opendir(s->path);
+    if (!d) return g2f_error_set(err, G2F_ERR_IO, "%s: cannot read the folder", s->path);
+    g2f_status st = G2F_OK;
+    for (struct dirent *e; st == G2F_OK && (e = readdir(d)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        if (n <= 4 || strcmp(e->d_name + n - 4, ".npy") != 0) continue;
+        char *p = g2f_path_join(s->path, e->d_name);
+        st = p ? g2f_path_list_add(out, p, err) : g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        free(p);
+    }
+    closedir(d);
+    return st;
 }

@@ -33,6 +33,7 @@
 #include <stddef.h>
 
 #include "g2f_error.h"
+#include "g2f_file.h"
 #include "g2f_probe.h"
 #include "g2f_tensor.h"
 
@@ -47,6 +48,14 @@ g2f_format g2f_source_format(const g2f_source *s);
 const char *g2f_source_description(const g2f_source *s);
 /* The file opened (the index for sharded checkpoints). */
 const char *g2f_source_path(const g2f_source *s);
+/* The files the source was read from, appended to out: for a shard index
+ * the index, then each shard (sorted by name); for a folder of .npy files
+ * every *.npy in it; else the file itself. So that no output replaces an
+ * input (g2f_output_check). */
+g2f_status g2f_source_files(const g2f_source *s, g2f_path_list *out, g2f_error *err);
+/* The shards of a shard index, sorted by name (byte order), appended to
+ * out; nothing for any other source. */
+g2f_status g2f_source_shards(const g2f_source *s, g2f_path_list *out, g2f_error *err);
 /* NULL is a no-op. */
 void g2f_source_close(g2f_source *s);
 

@@ -2,13 +2,13 @@
 #include "g2f_writer.h"
 #include "g2f_bytes.h"
 #include "g2f_file.h"
+#include "g2f_text.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <zlib.h>
 
 typedef struct member {
@@ -19,8 +19,9 @@ typedef struct member {
 
 struct g2f_writer {
     g2f_out_format format;
-    char *path, *tmp;
-    FILE *fp;
+    char *path;
+    g2f_outfile *out;  /* the temporary file (g2f_file: atomic, removed on signals) */
+    FILE *fp;          /* its stream */
     g2f_out_spec *specs;
     char **names;     /* owned copies of spec names */
     size_t n, next;
@@ -73,11 +74,8 @@ static g2f_status npz_member(g2f_writer *w, const char *name, const unsigned cha
     if (size > 0xffffffffu)
         return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: member %s is %llu bytes; .npz output is limited "
                                             "to 4 GiB per array (use safetensors)", w->path, name, (unsigned long long)size);
-    m->name = g2f_strdup(name);
-    if (!m->name) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-    /* Counted at once, so g2f_writer_close frees the name whatever fails
-     * below; a failure sets w->failed, so the member is never listed. */
-    w->n_members++;
+    /* the name is kept (for the central directory) only once the member is written */
+    m->name = NULL;
     uLong crc = crc32(0L, Z_NULL, 0);
     crc = crc32(crc, hdr, (uInt)hlen);
     for (uint64_t off = 0; off < dlen;) { /* crc32 takes uInt lengths */
@@ -104,33 +102,66 @@ static g2f_status npz_member(g2f_writer *w, const char *name, const unsigned cha
     if (fwrite(lh, 1, 30, w->fp) != 30 || fwrite(name, 1, nl, w->fp) != nl || fwrite(hdr, 1, hlen, w->fp) != hlen ||
         (dlen && fwrite(data, 1, (size_t)dlen, w->fp) != dlen))
         return io_fail(w, err);
+    if (!(m->name = g2f_strdup(name))) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    w->n_members++;
     return G2F_OK;
 }
 
+/* The metadata as a JSON object of strings; NULL when any allocation fails
+ * (never a partial object). JSON text is UTF-8 (and gpt2ffn's own reader
+ * refuses a header that is not): a byte of a key or value that is not UTF-8
+ * (a checkpoint path is bytes) becomes U+FFFD; cJSON escapes control
+ * characters. */
+static cJSON *meta_object(const g2f_out_meta *meta, size_t n_meta) {
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; o && i < n_meta; i++) {
+        char *k = g2f_utf8_repair_dup(meta[i].key), *v = g2f_utf8_repair_dup(meta[i].value);
+        if (!k || !v || !cJSON_AddStringToObject(o, k, v)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        free(k);
+        free(v);
+    }
+    return o;
+}
+
+/* Appends a number to array a; 0 when it cannot. */
+static int add_number(cJSON *a, double v) {
+    cJSON *n = cJSON_CreateNumber(v);
+    if (n && cJSON_AddItemToArray(a, n)) return 1;
+    cJSON_Delete(n);
+    return 0;
+}
+
 static g2f_status safetensors_header(g2f_writer *w, const g2f_out_meta *meta, size_t n_meta, g2f_error *err) {
+    /* every step checked: a header that lost a tensor to a failed
+     * allocation would describe another file */
     cJSON *root = cJSON_CreateObject();
-    cJSON *m = n_meta ? cJSON_AddObjectToObject(root, "__metadata__") : NULL;
-    for (size_t i = 0; m && i < n_meta; i++) cJSON_AddStringToObject(m, meta[i].key, meta[i].value);
+    int ok = root != NULL;
+    if (ok && n_meta) {
+        cJSON *m = meta_object(meta, n_meta);
+        ok = m && cJSON_AddItemToObject(root, "__metadata__", m);
+        if (m && !ok) cJSON_Delete(m);
+    }
     uint64_t off = 0;
-    for (size_t i = 0; root && i < w->n; i++) {
+    for (size_t i = 0; ok && i < w->n; i++) {
         cJSON *t = cJSON_AddObjectToObject(root, w->specs[i].name);
-        cJSON_AddStringToObject(t, "dtype", "F32");
-        cJSON *sh = cJSON_AddArrayToObject(t, "shape");
-        for (size_t d = 0; d < w->specs[i].ndim; d++)
-            cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)w->specs[i].shape[d]));
+        cJSON *sh = t && cJSON_AddStringToObject(t, "dtype", "F32") ? cJSON_AddArrayToObject(t, "shape") : NULL;
+        ok = sh != NULL;
+        for (size_t d = 0; ok && d < w->specs[i].ndim; d++) ok = add_number(sh, (double)w->specs[i].shape[d]);
         uint64_t bytes = numel_of(&w->specs[i]) * 4;
-        cJSON *o = cJSON_AddArrayToObject(t, "data_offsets");
-        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
-        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
+        cJSON *o = ok ? cJSON_AddArrayToObject(t, "data_offsets") : NULL;
+        ok = o && add_number(o, (double)off) && add_number(o, (double)(off + bytes));
         off += bytes;
     }
-    char *text = root ? cJSON_PrintUnformatted(root) : NULL;
+    char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
     if (!text) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     size_t len = strlen(text), padded = (len + 7) / 8 * 8;
     unsigned char lb[8];
     g2f_store_le(lb, padded, 8);
-    int ok = fwrite(lb, 1, 8, w->fp) == 8 && fwrite(text, 1, len, w->fp) == len;
+    ok = fwrite(lb, 1, 8, w->fp) == 8 && fwrite(text, 1, len, w->fp) == len;
     for (size_t i = len; ok && i < padded; i++) ok = fputc(' ', w->fp) != EOF;
     free(text);
     return ok ? G2F_OK : io_fail(w, err);
@@ -144,13 +175,11 @@ g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_ou
     w->format = format;
     w->n = n;
     w->path = g2f_strdup(path);
-    size_t tl = strlen(path) + 32;
-    w->tmp = malloc(tl);
     w->specs = calloc(n ? n : 1, sizeof *w->specs);
     w->names = calloc(n ? n : 1, sizeof *w->names);
     w->members = calloc(n + 1, sizeof *w->members);
     g2f_status st = G2F_OK;
-    if (!w->path || !w->tmp || !w->specs || !w->names || !w->members) {
+    if (!w->path || !w->specs || !w->names || !w->members) {
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -163,17 +192,12 @@ g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_ou
         }
         w->specs[i].name = w->names[i];
     }
-    snprintf(w->tmp, tl, "%s.tmp-%ld", path, (long)getpid());
-    w->fp = fopen(w->tmp, "wb");
-    if (!w->fp) {
-        st = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        goto fail;
-    }
+    if ((st = g2f_outfile_open(path, &w->out, err)) != G2F_OK) goto fail;
+    w->fp = g2f_outfile_stream(w->out);
     if (format == G2F_OUT_SAFETENSORS) {
         if ((st = safetensors_header(w, meta, n_meta, err)) != G2F_OK) goto fail;
     } else if (n_meta) {
-        cJSON *root = cJSON_CreateObject();
-        for (size_t i = 0; root && i < n_meta; i++) cJSON_AddStringToObject(root, meta[i].key, meta[i].value);
+        cJSON *root = meta_object(meta, n_meta);
         w->meta_json = root ? cJSON_PrintUnformatted(root) : NULL;
         cJSON_Delete(root);
         if (!w->meta_json) {
@@ -320,23 +344,17 @@ g2f_status g2f_writer_close(g2f_writer *w, int commit, g2f_error *err) {
     if (commit && !w->failed && w->next != w->n)
         st = g2f_error_set(err, G2F_ERR_USAGE, "%s: %zu of %zu tensors written", w->path, w->next, w->n);
     if (commit && st == G2F_OK && !w->failed && w->format == G2F_OUT_NPZ) st = npz_finish(w, err);
-    if (w->fp) {
-        if (fclose(w->fp) != 0 && commit && st == G2F_OK && !w->failed) st = io_fail(w, err);
-        w->fp = NULL;
-    }
-    if (commit && st == G2F_OK && !w->failed) {
-        if (rename(w->tmp, w->path) != 0) st = io_fail(w, err);
-    } else if (commit && st == G2F_OK) {
+    if (commit && st == G2F_OK && w->failed)
         st = g2f_error_set(err, G2F_ERR_IO, "%s: not written after an earlier error", w->path);
-    }
-    if (w->tmp && (!commit || st != G2F_OK)) remove(w->tmp);
+    int keep = commit && st == G2F_OK;
+    g2f_status cs = g2f_outfile_close(w->out, keep, keep ? err : NULL); /* rename, or remove the temporary */
+    if (keep) st = cs;
     for (size_t i = 0; w->names && i < w->n; i++) free(w->names[i]);
     for (size_t i = 0; w->members && i < w->n_members; i++) free(w->members[i].name);
     free(w->names);
     free(w->members);
     free(w->specs);
     free(w->meta_json);
-    free(w->tmp);
     free(w->path);
     free(w);
     return st;

@@ -1,6 +1,7 @@
 /* g2f_writer: writes float32 tensors as safetensors or as a NumPy .npz
  * (stored members), streaming one tensor at a time, atomically: everything
- * goes to PATH.tmp-PID, which is renamed to PATH only by a successful
+ * goes to PATH.tmp-PID (a g2f_outfile, g2f_file.h: removed by the CLI on
+ * SIGINT / SIGTERM), which is renamed to PATH only by a successful
  * g2f_writer_close(w, 1); an interrupted or failed write leaves no file
  * under the requested name.
  *

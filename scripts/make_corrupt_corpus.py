@@ -465,7 +465,7 @@ def fixture_cases():
     # a name with a newline and a terminal escape: the message stays one line
     f("fixture/newline_in_name.safetensors",
       [("h.77777.mlp.in\n\x1b[2J", "F32", [2, 64], x), ("h.0.mlp.out", "F32", [2, 64], x)],
-      "'h.77777.mlp.in??[2J': layer index")
+      r"'h.77777.mlp.in\x0a\x1b[2J': layer index")
 
 
 def main():

@@ -177,7 +177,6 @@ static void fixture_should_fit_layers_below_the_checkpoints_count(void) {
         REFUSED(g2f_fixture_check_inputs(f, 3, 2, &err), err, "has inputs for layer 3 but the checkpoint has 3 layers");
     }
     g2f_fixture_close(f);
-    CHECK(strcmp(g2f_fx_kind_name(G2F_FX_ACT), "act") == 0 && strcmp(g2f_fx_kind_name(G2F_FX_COUNT), "?") == 0);
 }
 
 int main(void) {

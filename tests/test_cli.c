@@ -256,6 +256,73 @@ static void verify_should_show_cosine_sqnr_and_the_worst_element(void) {
     CHECK_CONTAINS(out_text, "  layer 3: out[");
 }
 
+/* --json / --html naming an input (the weights, config.json, the fixture, a
+ * link to one) is exit 2 with one line, and the input is untouched. */
+static void reports_should_never_replace_an_input(void) {
+    char cmd[1600], args[2400], ck[400], fx[400], link_path[400];
+    snprintf(ck, sizeof ck, "%s/ck", dir);
+    snprintf(fx, sizeof fx, "%s/fx.safetensors", dir);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/tiny' '%s' && cp '%s/tiny_tanh.safetensors' '%s'", fixtures, ck, fixtures, fx);
+    CHECK(system(cmd) == 0);
+    snprintf(link_path, sizeof link_path, "%s/link.json", dir);
+    char model[450], config[450];
+    snprintf(model, sizeof model, "%s/model.safetensors", ck);
+    snprintf(config, sizeof config, "%s/config.json", ck);
+    CHECK(symlink(model, link_path) == 0);
+    struct stat before_m, before_c, before_f, st;
+    CHECK(stat(model, &before_m) == 0 && stat(config, &before_c) == 0 && stat(fx, &before_f) == 0);
+    char cases[8][1400];
+    snprintf(cases[0], sizeof cases[0], "verify '%s' '%s' --json '%s'", ck, fx, model);
+    snprintf(cases[1], sizeof cases[1], "verify '%s' '%s' --html '%s'", ck, fx, config);
+    snprintf(cases[2], sizeof cases[2], "verify '%s' '%s' --json '%s'", ck, fx, fx);
+    snprintf(cases[3], sizeof cases[3], "verify '%s' '%s' --json '%s'", ck, fx, link_path);
+    snprintf(cases[4], sizeof cases[4], "inspect '%s' --json '%s'", ck, model);
+    snprintf(cases[5], sizeof cases[5], "inspect '%s' --json '%s'", ck, link_path);
+    snprintf(cases[6], sizeof cases[6], "diff '%s/tiny' '%s' --json '%s'", fixtures, ck, config);
+    snprintf(cases[7], sizeof cases[7], "diff '%s' '%s/tiny' --json '%s'", ck, fixtures, link_path);
+    for (size_t i = 0; i < 8; i++) {
+        int rc = run(cases[i]);
+        if (rc != 2) fprintf(stderr, "exit %d for %s\n", rc, cases[i]);
+        CHECK(rc == 2);
+        CHECK(count(err_text, "\n") == 1);
+        CHECK_CONTAINS(err_text, "writing there would replace it");
+        CHECK(out_text[0] == '\0');
+    }
+    /* nothing was rewritten: same inode, size and time */
+    CHECK(stat(model, &st) == 0 && st.st_ino == before_m.st_ino && st.st_size == before_m.st_size &&
+          st.st_mtime == before_m.st_mtime);
+    CHECK(stat(config, &st) == 0 && st.st_ino == before_c.st_ino && st.st_size == before_c.st_size);
+    CHECK(stat(fx, &st) == 0 && st.st_ino == before_f.st_ino && st.st_size == before_f.st_size);
+    /* reports beside the inputs are fine */
+    snprintf(args, sizeof args, "verify '%s' '%s' --json '%s/report.json' --html '%s/report.html'", ck, fx, ck, ck);
+    CHECK(run(args) == 0);
+}
+
+/* Output that cannot be written (a full disk, here /dev/full) is an error,
+ * exit 2 and one line on stderr, never a silent exit 0. */
+static void commands_should_exit_2_when_stdout_cannot_be_written(void) {
+    char cases[6][1200];
+    snprintf(cases[0], sizeof cases[0], "verify '%s/tiny' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
+    snprintf(cases[1], sizeof cases[1], "verify '%s/tiny' '%s/tiny_erf.safetensors' --json -", fixtures, fixtures);
+    snprintf(cases[2], sizeof cases[2], "inspect '%s/tiny'", fixtures);
+    snprintf(cases[3], sizeof cases[3], "diff '%s/tiny' '%s/tiny'", fixtures, fixtures);
+    snprintf(cases[4], sizeof cases[4], "run '%s/tiny' '%s/tiny_tanh.safetensors' -o '%s/full.safetensors'", fixtures,
+             fixtures, dir);
+    snprintf(cases[5], sizeof cases[5], "--help");
+    for (size_t i = 0; i < 6; i++) {
+        char cmd[2400], p[400];
+        snprintf(cmd, sizeof cmd, "'%.500s' %.1200s > /dev/full 2> '%.300s/err.txt'", cli, cases[i], dir);
+        int st = system(cmd);
+        snprintf(p, sizeof p, "%s/err.txt", dir);
+        slurp(p, err_text, sizeof err_text);
+        int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        if (rc != 2) fprintf(stderr, "exit %d for %s > /dev/full\n", rc, cases[i]);
+        CHECK(rc == 2);
+        CHECK_CONTAINS(err_text, "cannot write to standard output: No space left on device");
+        CHECK(count(err_text, "\n") == 1);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "cli") != 0) return 1;
     fixtures = argv[1];
@@ -271,6 +338,8 @@ int main(int argc, char **argv) {
     RUN(verify_should_never_pass_nan);
     RUN(verify_should_colour_and_show_progress_only_on_a_terminal);
     RUN(verify_should_show_cosine_sqnr_and_the_worst_element);
+    RUN(reports_should_never_replace_an_input);
+    RUN(commands_should_exit_2_when_stdout_cannot_be_written);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

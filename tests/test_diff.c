@@ -125,7 +125,7 @@ static void diff_should_classify_each_kind_of_port(void) {
         const g2f_diff_tensor *t = &r.tensors[cases[i].layer][cases[i].tensor];
         if (r.equivalent != cases[i].equivalent || t->kind != cases[i].kind) {
             fprintf(stderr, "%s: equivalent %d (want %d), layer %zu %s is %s (want %s)\n", cases[i].file, r.equivalent,
-                    cases[i].equivalent, cases[i].layer, g2f_diff_tensor_name(cases[i].tensor),
+                    cases[i].equivalent, cases[i].layer, g2f_model_tensor_role(cases[i].tensor),
                     g2f_diff_kind_name(t->kind), g2f_diff_kind_name(cases[i].kind));
             check_failures++;
         }

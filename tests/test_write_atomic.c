@@ -1,10 +1,13 @@
 /* Write-safety: every file gpt2ffn writes goes to a temporary name and is
  * renamed into place only when complete, so a failed or interrupted write
  * never leaves a half-written file under the requested name, nor replaces a
- * good one. Covers g2f_write_file_atomic (reports) and g2f_writer (run
- * outputs) directly. */
+ * good one. Covers g2f_outfile (the one implementation), through
+ * g2f_write_file_atomic (reports) and g2f_writer (run outputs); the
+ * temporary is created afresh (never written through a file or link already
+ * there) and is removed by the signal cleanup. */
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "g2f_report.h"
@@ -94,10 +97,80 @@ static void writer_should_show_nothing_until_commit(void) {
     unlink(path);
 }
 
+/* A file or link already at the temporary's name is neither followed nor
+ * truncated: the write goes to another temporary name. */
+static void outfile_should_never_write_through_an_existing_temporary(void) {
+    char path[400], tmp[450], victim[400];
+    g2f_error err = {0};
+    snprintf(path, sizeof path, "%s/out.safetensors", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    CHECK(write_bytes(victim, "precious", 8) == 0);
+    CHECK(symlink(victim, tmp) == 0);
+    g2f_out_spec spec = {"h.0.mlp.out", 2, {2, 3}};
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    g2f_writer *w = NULL;
+    CHECK(g2f_writer_open(path, G2F_OUT_SAFETENSORS, &spec, 1, NULL, 0, &w, &err) == G2F_OK);
+    if (w) {
+        CHECK(g2f_writer_put(w, data, &err) == G2F_OK);
+        CHECK(g2f_writer_close(w, 1, &err) == G2F_OK);
+    }
+    char *t = read_all(victim);
+    CHECK(t && strcmp(t, "precious") == 0);
+    free(t);
+    struct stat st;
+    CHECK(lstat(tmp, &st) == 0 && S_ISLNK(st.st_mode)); /* not ours: left alone */
+    CHECK(stat(path, &st) == 0 && st.st_size > 24);
+    CHECK(g2f_write_file_atomic(path, "{}", &err) == G2F_OK);
+    t = read_all(victim);
+    CHECK(t && strcmp(t, "precious") == 0);
+    free(t);
+    unlink(tmp);
+    unlink(victim);
+    unlink(path);
+    CHECK(tmp_leftovers() == 0);
+}
+
+/* What the CLI's SIGINT / SIGTERM handler calls: every temporary being
+ * written is unlinked (then the process dies); the commit that would have
+ * followed fails instead of publishing anything. More files open at once
+ * than there are slots are still written atomically. */
+static void outfile_temporaries_should_go_with_the_signal_cleanup(void) {
+    enum { N = G2F_OUTFILE_SLOTS + 3 };
+    g2f_outfile *f[N] = {0};
+    g2f_error err = {0};
+    char path[N][400];
+    for (int i = 0; i < N; i++) {
+        snprintf(path[i], sizeof path[i], "%s/report%d.json", dir, i);
+        CHECK(g2f_outfile_open(path[i], &f[i], &err) == G2F_OK);
+        if (f[i]) fputs("{}", g2f_outfile_stream(f[i]));
+    }
+    CHECK(tmp_leftovers() == N);
+    g2f_outfile_remove_temporaries();
+    CHECK(tmp_leftovers() == N - G2F_OUTFILE_SLOTS); /* the unregistered ones */
+    struct stat st;
+    for (int i = 0; i < N; i++) {
+        g2f_status s = g2f_outfile_close(f[i], 1, &err);
+        CHECK(i < G2F_OUTFILE_SLOTS ? s == G2F_ERR_IO : s == G2F_OK);
+        CHECK((stat(path[i], &st) == 0) == (i >= G2F_OUTFILE_SLOTS));
+        unlink(path[i]);
+    }
+    CHECK(tmp_leftovers() == 0);
+    /* slots are free again once closed: a new file is registered */
+    g2f_outfile *g = NULL;
+    CHECK(g2f_outfile_open(path[0], &g, &err) == G2F_OK);
+    g2f_outfile_remove_temporaries();
+    CHECK(tmp_leftovers() == 0);
+    CHECK(g2f_outfile_close(g, 0, &err) == G2F_OK);
+    CHECK(g2f_outfile_close(NULL, 1, &err) == G2F_OK);
+}
+
 int main(void) {
     if (make_tmpdir(dir, sizeof dir, "atomic") != 0) return 1;
     RUN(report_write_should_replace_whole_or_not_at_all);
     RUN(writer_should_show_nothing_until_commit);
+    RUN(outfile_should_never_write_through_an_existing_temporary);
+    RUN(outfile_temporaries_should_go_with_the_signal_cleanup);
     rmdir(dir);
     CHECK_EXIT();
 }

@@ -36,7 +36,4 @@ typedef struct g2f_error {
 g2f_status g2f_error_set(g2f_error *err, g2f_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Short lowercase name of a status ("format error", ...). */
-const char *g2f_status_name(g2f_status status);
-
 #endif

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,4 +187,153 @@ g2f_status g2f_read_small_file(const char *path, size_t max_bytes, char **out, s
     *out = buf;
     g2f_mapping_close(&m);
     return G2F_OK;
+}
+
+g2f_status g2f_path_list_add(g2f_path_list *l, const char *path, g2f_error *err) {
+    if (l->count == l->cap) {
+        size_t nc = l->cap ? 2 * l->cap : 8; /* a count of pointers in memory: doubling cannot overflow */
+        char **p = realloc(l->paths, nc * sizeof *p);
+        if (!p) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        l->paths = p;
+        l->cap = nc;
+    }
+    if (!(l->paths[l->count] = g2f_strdup(path))) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    l->count++;
+    return G2F_OK;
+}
+
+void g2f_path_list_free(g2f_path_list *l) {
+    if (!l) return;
+    for (size_t i = 0; i < l->count; i++) free(l->paths[i]);
+    free(l->paths);
+    memset(l, 0, sizeof *l);
+}
+
+g2f_status g2f_output_check(const char *out_path, const g2f_path_list *inputs, g2f_error *err) {
+    struct stat o, in;
+    if (stat(out_path, &o) != 0) return G2F_OK; /* nothing there: no input can be replaced */
+    for (size_t i = 0; i < inputs->count; i++) {
+        const char *p = inputs->paths[i];
+        if (stat(p, &in) != 0 || in.st_dev != o.st_dev || in.st_ino != o.st_ino) continue;
+        if (!strcmp(p, out_path))
+            return g2f_error_set(err, G2F_ERR_USAGE, "%s: is an input; writing there would replace it (choose "
+                                 "another output name)", out_path);
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: is the same file as the input %s (a link to it); writing "
+                             "there would replace it (choose another output name)", out_path, p);
+    }
+    return G2F_OK;
+}
+
+/* ---- output files ------------------------------------------------------ */
+
+/* The registered temporaries. state: 0 free, 1 being filled or emptied by
+ * its owner, 2 armed (path complete; the signal handler may unlink it).
+ * Lock-free atomics only, so the handler can read the table whatever the
+ * interrupted thread was doing. */
+#define SLOT_PATH 4160 /* PATH_MAX plus ".tmp-PID.N" */
+static struct {
+    atomic_int state;
+    char path[SLOT_PATH];
+} slots[G2F_OUTFILE_SLOTS];
+
+static int slot_arm(const char *path) {
+    size_t n = strlen(path);
+    if (n >= SLOT_PATH) return -1;
+    for (int i = 0; i < G2F_OUTFILE_SLOTS; i++) {
+        int expect = 0;
+        if (!atomic_compare_exchange_strong(&slots[i].state, &expect, 1)) continue;
+        memcpy(slots[i].path, path, n + 1);
+        atomic_store(&slots[i].state, 2);
+        return i;
+    }
+    return -1; /* all busy: written unregistered */
+}
+
+static void slot_disarm(int i) {
+    if (i < 0) return;
+    atomic_store(&slots[i].state, 1);
+    slots[i].path[0] = '\0';
+    atomic_store(&slots[i].state, 0);
+}
+
+void g2f_outfile_remove_temporaries(void) {
+    for (int i = 0; i < G2F_OUTFILE_SLOTS; i++)
+        if (atomic_load(&slots[i].state) == 2) unlink(slots[i].path);
+}
+
+struct g2f_outfile {
+    char *path, *tmp;
+    FILE *fp;
+    int slot;
+};
+
+g2f_status g2f_outfile_open(const char *path, g2f_outfile **out, g2f_error *err) {
+    *out = NULL;
+    g2f_outfile *f = calloc(1, sizeof *f);
+    size_t cap = strlen(path) + 32;
+    if (!f || !(f->path = g2f_strdup(path)) || !(f->tmp = malloc(cap))) {
+        if (f) free(f->path);
+        free(f);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
+    }
+    long pid = (long)getpid();
+    int fd = -1, e = 0;
+    for (int k = 0; k < 100 && fd < 0; k++) {
+        if (k == 0) snprintf(f->tmp, cap, "%s.tmp-%ld", path, pid);
+        else snprintf(f->tmp, cap, "%s.tmp-%ld.%d", path, pid, k);
+        /* registered before it exists, so no moment has it on disk unregistered */
+        f->slot = slot_arm(f->tmp);
+        fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        e = errno;
+        if (fd < 0) slot_disarm(f->slot);
+        if (fd < 0 && e != EEXIST) break;
+    }
+    if (fd >= 0 && !(f->fp = fdopen(fd, "wb"))) {
+        e = errno;
+        close(fd);
+        unlink(f->tmp);
+        slot_disarm(f->slot);
+    }
+    if (!f->fp) {
+        g2f_status s = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+        free(f->tmp);
+        free(f->path);
+        free(f);
+        return s;
+    }
+    *out = f;
+    return G2F_OK;
+}
+
+FILE *g2f_outfile_stream(g2f_outfile *f) { return f->fp; }
+
+g2f_status g2f_outfile_close(g2f_outfile *f, int commit, g2f_error *err) {
+    if (!f) return G2F_OK;
+    g2f_status s = G2F_OK;
+    /* a write that failed earlier is sticky (ferror); its errno is long gone */
+    int bad = ferror(f->fp), e = bad ? EIO : 0;
+    if (fclose(f->fp) != 0 && !bad) bad = 1, e = errno;
+    if (commit && bad) s = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", f->path, strerror(e));
+    else if (commit && rename(f->tmp, f->path) != 0)
+        s = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", f->path, strerror(errno));
+    if (!commit || s != G2F_OK) unlink(f->tmp);
+    slot_disarm(f->slot); /* after the rename: a signal in between unlinks a name that is gone */
+    free(f->tmp);
+    free(f->path);
+    free(f);
+    return s;
+}
+
+g2f_status g2f_write_file_atomic(const char *path, const char *text, g2f_error *err) {
+    g2f_outfile *f;
+    g2f_status s = g2f_outfile_open(path, &f, err);
+    if (s != G2F_OK) return s;
+    FILE *fp = g2f_outfile_stream(f);
+    size_t len = strlen(text);
+    if (fwrite(text, 1, len, fp) != len || fputc('\n', fp) == EOF) {
+        int e = errno;
+        g2f_outfile_close(f, 0, NULL);
+        return g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+    }
+    return g2f_outfile_close(f, 1, err);
 }

@@ -1,16 +1,19 @@
-/* g2f_file: read-only mappings of whole regular files, the mapped file +
- * parsed table pair the readers hand out, small whole-file reads and path
- * helpers. Everything that opens a file for reading goes through
- * g2f_mapping_open, which refuses anything but a regular file (or a symlink
- * to one) without blocking on it: a FIFO, a device, a socket or a directory
- * is an error saying what it is ("x.npy: is a FIFO (named pipe), not a
- * regular file"), never an open() that waits forever for a writer.
+/* g2f_file: files as gpt2ffn reads and writes them: read-only mappings of
+ * whole regular files, the mapped file + parsed table pair the readers hand
+ * out, small whole-file reads, path helpers, and atomic output files.
+ * Everything that opens a file for reading goes through g2f_mapping_open,
+ * which refuses anything but a regular file (or a symlink to one) without
+ * blocking on it: a FIFO, a device, a socket or a directory is an error
+ * saying what it is ("x.npy: is a FIFO (named pipe), not a regular file"),
+ * never an open() that waits forever for a writer. Everything that writes a
+ * file goes through g2f_outfile.
  */
 #ifndef G2F_FILE_H
 #define G2F_FILE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "g2f_error.h"
 #include "g2f_tensor.h"
@@ -72,5 +75,64 @@ g2f_status g2f_file_id(const char *path, g2f_file_identity *out, g2f_error *err)
  * buffer the caller frees. G2F_ERR_IO when it cannot be read, G2F_ERR_FORMAT
  * when it is larger than max_bytes. */
 g2f_status g2f_read_small_file(const char *path, size_t max_bytes, char **out, size_t *len, g2f_error *err);
+
+/* A list of paths (owned copies). Zero-initialise it ({0}). */
+typedef struct g2f_path_list {
+    char **paths;
+    size_t count, cap;
+} g2f_path_list;
+/* Appends a copy of path. */
+g2f_status g2f_path_list_add(g2f_path_list *l, const char *path, g2f_error *err);
+/* Frees every path and zeroes l; NULL is a no-op. */
+void g2f_path_list_free(g2f_path_list *l);
+
+/* ---- output files ------------------------------------------------------
+ * Every file gpt2ffn writes (reports, `run` outputs) is written atomically:
+ * into PATH.tmp-PID beside it (created exclusively: never through a file or
+ * a link that is already there; PATH.tmp-PID.N when that name is taken), and
+ * renamed over PATH only once complete, so a failed or interrupted write
+ * leaves nothing under PATH, nor replaces a good file.
+ *
+ * While it is being written the temporary's name is registered in a table
+ * of G2F_OUTFILE_SLOTS entries, so that a SIGINT / SIGTERM handler can
+ * remove it with g2f_outfile_remove_temporaries (async-signal-safe: it only
+ * reads the table and calls unlink). This table is the one piece of global
+ * state in the library, since signals are process-wide; beyond
+ * G2F_OUTFILE_SLOTS files open at once, the others are written unregistered
+ * (still atomic, but a signal leaves their temporary behind). The library
+ * installs no signal handler itself; the CLI does.
+ *
+ *     g2f_outfile *f;
+ *     if (g2f_outfile_open(path, &f, &err) != G2F_OK) return err.status;
+ *     fwrite(data, 1, n, g2f_outfile_stream(f));
+ *     return g2f_outfile_close(f, 1, &err); // close, then rename over path
+ */
+#define G2F_OUTFILE_SLOTS 16
+
+typedef struct g2f_outfile g2f_outfile;
+
+/* Creates the temporary for path; *out is set only on success. */
+g2f_status g2f_outfile_open(const char *path, g2f_outfile **out, g2f_error *err);
+/* The temporary's stream, for fwrite / ftell. Borrowed until close. */
+FILE *g2f_outfile_stream(g2f_outfile *f);
+/* commit != 0: close the stream (any write error that happened on it is
+ * reported here, naming path) and rename the temporary over path; commit
+ * == 0, or any failure: remove the temporary. Frees f either way; NULL is a
+ * no-op returning G2F_OK. */
+g2f_status g2f_outfile_close(g2f_outfile *f, int commit, g2f_error *err);
+
+/* text plus a final newline, written to path atomically as above. */
+g2f_status g2f_write_file_atomic(const char *path, const char *text, g2f_error *err);
+
+/* Refuses an output path that is one of the inputs: when out_path exists
+ * and resolves to the same file (device and inode, so a hard link or a
+ * symlink to an input counts) as any path in inputs, G2F_ERR_USAGE naming
+ * both; otherwise G2F_OK. Called before anything is written, since the
+ * rename at the end of an atomic write would replace the input. */
+g2f_status g2f_output_check(const char *out_path, const g2f_path_list *inputs, g2f_error *err);
+
+/* Unlinks every temporary output file that is registered (being written).
+ * Async-signal-safe: for signal handlers, which then re-raise the signal. */
+void g2f_outfile_remove_temporaries(void);
 
 #endif

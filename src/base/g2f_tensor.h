@@ -7,8 +7,11 @@
  * safetensors file with an unpadded header), so element access goes through
  * memcpy-based loads here, never through a cast pointer.
  *
- * Byte order: all formats read here are little-endian and so is every host we
- * build for (x86-64, aarch64); g2f_tensor.c refuses to compile otherwise.
+ * Byte order: all formats read here are little-endian, and so must be the
+ * host: g2f_tensor.c refuses to compile otherwise. x86-64 is what is built
+ * and tested (with the AVX2 / F16C / SHA-NI kernels, and GPT2FFN_SIMD=OFF
+ * for the portable ones); another little-endian host (aarch64) gets the
+ * portable kernels only, and no test runs on one.
  */
 #ifndef G2F_TENSOR_H
 #define G2F_TENSOR_H

@@ -13,11 +13,8 @@
 static const char *const kind_names[] = {"identical", "rounded", "zero_bias", "f16_rounded", "bf16_rounded",
                                          "transposed", "from_layer", "scaled", "missing", "different"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_DIFF_KIND_COUNT, "one name per kind");
-static const char *const tensor_names[] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
-_Static_assert(sizeof tensor_names / sizeof tensor_names[0] == G2F_FFN_TENSORS, "one name per tensor");
 
 const char *g2f_diff_kind_name(g2f_diff_kind k) { return (unsigned)k < G2F_DIFF_KIND_COUNT ? kind_names[k] : "?"; }
-const char *g2f_diff_tensor_name(int k) { return (unsigned)k < G2F_FFN_TENSORS ? tensor_names[k] : "?"; }
 
 /* Relative rounding of a value stored in dtype, against an exact original. */
 static double storage_roundoff(g2f_dtype d) {
@@ -126,7 +123,7 @@ static void classify(differ *df, size_t L, int k, const loaded *A, const loaded 
                      g2f_error *err, g2f_status *st) {
     size_t n = tensor_size(k, df->d, df->h);
     const float *a = A->v[k], *b = B->v[k];
-    memset(o, 0, sizeof *o);
+    memset(o, 0, sizeof *o); /* equivalent 0: set only by the verdicts that are */
     o->from_layer = -1;
     if (!a || !b) {
         const float *only = a ? a : b;
@@ -144,13 +141,19 @@ static void classify(differ *df, size_t L, int k, const loaded *A, const loaded 
     }
     tol t = tol_for(A->dtype[k], B->dtype[k]);
     tol loose = {t.rel > 0x1p-23 ? t.rel : 0x1p-23, t.abs}; /* for derived values: one more rounding */
-    if (identical) o->kind = G2F_DIFF_IDENTICAL;
-    else if (t.rel > 0 && within(a, b, n, t)) o->kind = G2F_DIFF_ROUNDED;
-    else if (rounds_to(a, b, n, 0) || rounds_to(b, a, n, 0)) o->kind = G2F_DIFF_F16_ROUNDED;
-    else if (rounds_to(a, b, n, 1) || rounds_to(b, a, n, 1)) o->kind = G2F_DIFF_BF16_ROUNDED;
-    if (o->kind != G2F_DIFF_IDENTICAL || identical) {
-        o->equivalent = o->kind == G2F_DIFF_IDENTICAL || o->kind == G2F_DIFF_ROUNDED;
-        if (identical || o->kind != G2F_DIFF_IDENTICAL) return;
+    /* the verdicts in order, the first that fits: each returns */
+    if (identical || (t.rel > 0 && within(a, b, n, t))) {
+        o->kind = identical ? G2F_DIFF_IDENTICAL : G2F_DIFF_ROUNDED;
+        o->equivalent = 1;
+        return;
+    }
+    if (rounds_to(a, b, n, 0) || rounds_to(b, a, n, 0)) {
+        o->kind = G2F_DIFF_F16_ROUNDED;
+        return;
+    }
+    if (rounds_to(a, b, n, 1) || rounds_to(b, a, n, 1)) {
+        o->kind = G2F_DIFF_BF16_ROUNDED;
+        return;
     }
     if (k == 0 || k == 2) { /* A's bytes read in the other layout */
         const loaded *src = A;
@@ -232,7 +235,7 @@ g2f_status g2f_diff_run(const g2f_model *a, const g2f_model *b, g2f_diff_result 
             break;
         }
         for (int k = 0; k < G2F_FFN_TENSORS && st == G2F_OK; k++) {
-            if (!A.v[k] && !B.v[k]) {
+            if (!A.v[k] && !B.v[k]) { /* a bias neither file has: the same (absent) tensor */
                 out->tensors[L][k] = (g2f_diff_tensor){G2F_DIFF_IDENTICAL, 1, 0, 0, 0, -1, 0};
                 continue;
             }

@@ -44,8 +44,6 @@ typedef enum g2f_diff_kind {
 } g2f_diff_kind;
 
 const char *g2f_diff_kind_name(g2f_diff_kind k);
-/* The names of the FFN tensors in diff reports: "c_fc.weight", ... */
-const char *g2f_diff_tensor_name(int k);
 
 typedef struct g2f_diff_tensor {
     g2f_diff_kind kind;

@@ -17,8 +17,6 @@ typedef struct g2f_stats {
 /* Statistics of n floats, accumulated in double (Welford). */
 void g2f_stats_compute(const float *v, size_t n, g2f_stats *out);
 
-enum { G2F_FFN_FC_W, G2F_FFN_FC_B, G2F_FFN_PROJ_W, G2F_FFN_PROJ_B, G2F_FFN_TENSORS };
-
 typedef struct g2f_inspect_layer {
     const g2f_tensor *tensor[G2F_FFN_TENSORS]; /* borrowed from the model; bias may be NULL */
     g2f_stats stats[G2F_FFN_TENSORS];

@@ -227,3 +227,20 @@ void g2f_verify_result_free(g2f_verify_result *r) {
     free(r->layers);
     memset(r, 0, sizeof *r);
 }
+
+/* ---- the per-layer totals the reports show ---------------------------- */
+
+g2f_layer_totals g2f_layer_result_totals(const g2f_layer_result *r) {
+    g2f_layer_totals t = {0, 0, 0.0};
+    if (r->status == G2F_LAYER_SKIPPED) return t;
+    const g2f_cmp *parts[3] = {&r->out, r->has_pre ? &r->pre : NULL, r->has_act ? &r->act : NULL};
+    for (int i = 0; i < 3; i++) {
+        const g2f_cmp *c = parts[i];
+        if (!c) continue;
+        t.mismatched += c->mismatched;
+        t.total += c->total;
+        /* margins are >= 0; once NaN, no comparison replaces it */
+        if (c->margin > t.margin || isnan(c->margin)) t.margin = c->margin;
+    }
+    return t;
+}

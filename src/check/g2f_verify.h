@@ -80,4 +80,15 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
                           g2f_verify_result *out, g2f_error *err);
 void g2f_verify_result_free(g2f_verify_result *r);
 
+/* A layer's figures as every report (text, JSON, HTML) shows them, computed
+ * here once so that the reports cannot disagree: the elements compared and
+ * mismatched over out, pre and act (those the fixture has), and the largest
+ * margin among them. A NaN margin in any of them makes the margin NaN (it
+ * never reads as a pass). A skipped layer gives zeros. */
+typedef struct g2f_layer_totals {
+    size_t mismatched, total;
+    double margin;
+} g2f_layer_totals;
+g2f_layer_totals g2f_layer_result_totals(const g2f_layer_result *r);
+
 #endif

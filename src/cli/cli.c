@@ -1,7 +1,11 @@
 /* gpt2ffn command-line tool: argument parsing and subcommands. The only code
  * that prints to the terminal or chooses an exit code:
- *   0 pass / equivalent, 1 mismatch / different, 2 usage error or bad input. */
+ *   0 pass / equivalent, 1 mismatch / different, 2 usage error or bad input
+ *   (also: an output that is an input, standard output not writable).
+ * Everything it prints that came from a file or the command line goes
+ * through g2f_escape (g2f_text.h). */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +21,7 @@
 #include "g2f_model.h"
 #include "g2f_report.h"
 #include "g2f_run.h"
-#include "g2f_sha256.h"
+#include "g2f_text.h"
 #include "g2f_verify.h"
 
 #define EXIT_MISMATCH 1
@@ -37,14 +41,16 @@ typedef struct command {
     int (*run)(const char **pos, const char **vals);
 } command;
 
+/* One line on stderr. Messages quote paths and names from files and the
+ * command line: everything is escaped for the terminal (g2f_text.h). */
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int bad(const char *fmt, ...) {
+    char raw[4096], line[4 * sizeof raw];
     va_list ap;
     va_start(ap, fmt);
-    fputs("gpt2ffn: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "gpt2ffn: %s\n", g2f_escape(raw, line, sizeof line));
     return EXIT_BAD;
 }
 
@@ -258,6 +264,24 @@ static void opened_close(opened *o) {
     memset(o, 0, sizeof *o);
 }
 
+/* Refuses outputs that are inputs (README: Exit codes): each path in outs
+ * (NULL and "-" skipped) against every file the models and the fixture were
+ * read from. Before anything is written. 0, or 1 after printing. */
+static int check_outputs(const char *const *outs, size_t n_outs, const g2f_model *a, const g2f_model *b,
+                         const g2f_fixture *fx) {
+    g2f_error err = {0};
+    g2f_path_list inputs = {0};
+    g2f_status st = G2F_OK;
+    if (a) st = g2f_model_files(a, &inputs, &err);
+    if (st == G2F_OK && b) st = g2f_model_files(b, &inputs, &err);
+    if (st == G2F_OK && fx) st = g2f_fixture_files(fx, &inputs, &err);
+    for (size_t i = 0; i < n_outs && st == G2F_OK; i++)
+        if (outs[i] && strcmp(outs[i], "-") != 0) st = g2f_output_check(outs[i], &inputs, &err);
+    g2f_path_list_free(&inputs);
+    if (st != G2F_OK) bad("%s", err.msg);
+    return st != G2F_OK;
+}
+
 static int open_inputs(const char *cmd, const char *checkpoint, const char *config, const char *fixture,
                        const char *layers, opened *o) {
     g2f_error err = {0};
@@ -333,6 +357,8 @@ static int run_verify(const char **pos, const char **v) {
     int rc = EXIT_BAD;
     opened o;
     if (open_inputs("verify", pos[0], v[V_CONFIG], pos[1], v[V_LAYERS], &o) != 0) goto done;
+    const char *outs[] = {v[V_JSON], v[V_HTML]};
+    if (check_outputs(outs, 2, o.model, NULL, o.fx) != 0) goto done;
     g2f_model *model = o.model;
     g2f_fixture *fx = o.fx;
     unsigned char *select = o.select;
@@ -399,6 +425,7 @@ static int run_inspect(const char **pos, const char **v) {
         bad("%s", err.msg);
         goto done;
     }
+    if (check_outputs(&v[I_JSON], 1, model, NULL, NULL) != 0) goto done;
     const g2f_model_info *mi = g2f_model_get_info(model);
     if (v[I_JSON] && emit_json(v[I_JSON], g2f_report_inspect_json(pos[0], mi, &r)) != 0) goto done;
     if (!v[I_JSON] || strcmp(v[I_JSON], "-") != 0) g2f_report_inspect_text(stdout, mi, &r);
@@ -442,6 +469,7 @@ static int run_diff(const char **pos, const char **v) {
         bad("%s", err.msg);
         goto done;
     }
+    if (check_outputs(&v[D_JSON], 1, a, b, NULL) != 0) goto done;
     const g2f_model_info *ia = g2f_model_get_info(a), *ib = g2f_model_get_info(b);
     if (v[D_JSON] && emit_json(v[D_JSON], g2f_report_diff_json(ia, ib, &r)) != 0) goto done;
     if (!v[D_JSON] || strcmp(v[D_JSON], "-") != 0) g2f_report_diff_text(stdout, ia, ib, &r);
@@ -506,6 +534,7 @@ static int run_run(const char **pos, const char **v) {
     char sha[65];
     opened o;
     if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], &o) != 0) goto done;
+    if (check_outputs(&v[R_OUT], 1, o.model, NULL, o.fx) != 0) goto done;
     g2f_model *model = o.model;
     g2f_fixture *fx = o.fx;
     unsigned char *select = o.select;
@@ -523,7 +552,7 @@ static int run_run(const char **pos, const char **v) {
     p.n_threads = (int)threads;
     g2f_run_result r;
     /* checked before the hash, which reads the whole checkpoint */
-    if (g2f_run_check(model, fx, &p, &err) != G2F_OK || g2f_sha256_file(mi->path, sha, &err) != G2F_OK) {
+    if (g2f_run_check(model, fx, &p, &err) != G2F_OK || g2f_model_sha256(model, sha, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
     }
@@ -531,8 +560,10 @@ static int run_run(const char **pos, const char **v) {
         bad("%s", err.msg);
         goto done;
     }
-    printf("wrote %s: %zu layers, %zu tensors, %s GELU (%s), checkpoint sha256 %s\n", v[R_OUT], r.layers, r.tensors,
-           g2f_gelu_name(p.gelu), gelu_source, sha);
+    char *shown = g2f_escape_dup(v[R_OUT]), src[4 * sizeof gelu_source];
+    printf("wrote %s: %zu layers, %zu tensors, %s GELU (%s), checkpoint sha256 %s\n", shown ? shown : "?", r.layers,
+           r.tensors, g2f_gelu_name(p.gelu), g2f_escape(gelu_source, src, sizeof src), sha);
+    free(shown);
     rc = 0;
 done:
     opened_close(&o);
@@ -563,8 +594,40 @@ static const char usage_main[] =
     "Run 'gpt2ffn <command> --help' for options and examples.\n"
     "Exit codes: 0 pass, 1 mismatch, 2 usage error or unreadable/malformed input.\n";
 
-int main(int argc, char **argv) {
-    cli_sigbus_install(); /* a mapped input truncated under us: one line, exit 2 */
+/* SIGINT, SIGTERM, SIGHUP while an output is being written: remove its
+ * temporary file (g2f_outfile_remove_temporaries: unlink only, which is
+ * async-signal-safe), then die of the same signal, as the shell expects.
+ * SA_RESETHAND has already restored the default action, and the signal,
+ * blocked during the handler, is delivered when it returns. */
+static void on_signal(int sig) {
+    int saved = errno;
+    g2f_outfile_remove_temporaries();
+    raise(sig);
+    errno = saved;
+}
+
+static void catch_signals(void) {
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        struct sigaction old, sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        /* a signal the caller ignores (nohup, a background job) stays ignored */
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* Every command ends here: what it printed must have reached stdout (a full
+ * disk or a closed pipe is an error, exit 2, not a silent success). */
+static int finish(int rc) {
+    int e = fflush(stdout) != 0 ? errno : 0;
+    if (ferror(stdout)) return bad("cannot write to standard output: %s", e ? strerror(e) : "a write to it failed");
+    return rc;
+}
+
+static int run_main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         fputs(usage_main, argc < 2 ? stderr : stdout);
         return argc < 2 ? EXIT_BAD : 0;
@@ -583,4 +646,14 @@ int main(int argc, char **argv) {
     const char *s = closest(argv[1], &commands[0].name, sizeof commands[0], n);
     if (s) return bad("unknown command '%s'; did you mean '%s'? (see gpt2ffn --help)", argv[1], s);
     return bad("unknown command '%s' (commands: verify, inspect, diff, run; see gpt2ffn --help)", argv[1]);
+}
+
+int main(int argc, char **argv) {
+    /* Reports go out in one piece at the end when stdout is a file or a
+     * pipe, so that a write error surfaces in finish() with its cause. */
+    static char out_buf[1 << 18];
+    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, out_buf, _IOFBF, sizeof out_buf);
+    cli_sigbus_install(); /* a mapped input truncated under us: one line, exit 2 */
+    catch_signals();
+    return finish(run_main(argc, argv));
 }

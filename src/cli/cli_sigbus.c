@@ -5,6 +5,7 @@
  * first thread prints and exits, the others wait for the exit, so there is
  * one line, and no thread meets the default action in between. */
 #include "cli_sigbus.h"
+#include "g2f_file.h"
 
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,6 +25,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *ctx) {
                                   "read (SIGBUS on a mapped page)\n";
         ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
         (void)w;
+        g2f_outfile_remove_temporaries(); /* unlink only: async-signal-safe */
         _exit(EXIT_BAD);
     }
     /* not a lost file page (another kind of bus error, or kill -BUS): the

@@ -506,12 +506,6 @@ void g2f_ffn_proj_sq(const g2f_ffn_weights *w, const float *act, const float *q,
               n_threads, ws);
 }
 
-void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads,
-                g2f_ffn_ws *ws) {
-    g2f_matmul(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, w->b_fc, pre,
-               n_threads, ws);
-}
-
 void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, float *out, int n_threads,
                   g2f_ffn_ws *ws) {
     g2f_matmul(act, n_tokens, w->n_inner, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, w->n_embd, w->b_proj,

@@ -96,9 +96,6 @@ void g2f_ffn_fc_gelu_sq(const g2f_ffn_weights *w, const float *x, size_t n_token
 void g2f_ffn_proj_sq(const g2f_ffn_weights *w, const float *act, const float *q, size_t n_tokens, float *out,
                      float *v, int n_threads, g2f_ffn_ws *ws);
 
-/* pre (n_tokens, n_inner) = x (n_tokens, n_embd) W_fc + b_fc */
-void g2f_ffn_fc(const g2f_ffn_weights *w, const float *x, size_t n_tokens, float *pre, int n_threads,
-                g2f_ffn_ws *ws);
 /* pre = x W_fc + b_fc and act = GELU(pre) in one pass: the GELU is applied
  * to each block of pre right after it is computed (fused epilogue). */
 void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre, float *act,

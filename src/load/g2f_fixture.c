@@ -12,8 +12,6 @@
 static const char *const kind_names[] = {"in", "out", "pre", "act"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_FX_COUNT, "one name per kind");
 
-const char *g2f_fx_kind_name(g2f_fx_kind k) { return (unsigned)k < G2F_FX_COUNT ? kind_names[k] : "?"; }
-
 struct g2f_fixture {
     g2f_source *src;
     char *path;
@@ -274,4 +272,8 @@ void g2f_fixture_close(g2f_fixture *f) {
     free(f->slots);
     free(f->path);
     free(f);
+}
+
+g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error *err) {
+    return g2f_source_files(f->src, out, err);
 }

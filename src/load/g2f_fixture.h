@@ -24,12 +24,10 @@
 #include <stddef.h>
 
 #include "g2f_error.h"
+#include "g2f_file.h"
 #include "g2f_tensor.h"
 
 typedef enum g2f_fx_kind { G2F_FX_IN, G2F_FX_OUT, G2F_FX_PRE, G2F_FX_ACT, G2F_FX_COUNT } g2f_fx_kind;
-
-/* "in", "out", "pre", "act" */
-const char *g2f_fx_kind_name(g2f_fx_kind k);
 
 typedef struct g2f_fixture g2f_fixture;
 
@@ -77,6 +75,9 @@ const g2f_tensor *g2f_fixture_input(const g2f_fixture *f, size_t layer);
 /* The name a tensor of this kind gets in the layer's own naming scheme
  * (canonical, with the same prefix, or TransformerLens). */
 void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_fx_kind kind, char *buf, size_t n);
+/* Every file the fixture was read from (the file, or every *.npy of a
+ * folder), appended to out. For g2f_output_check. */
+g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error *err);
 /* NULL is a no-op. */
 void g2f_fixture_close(g2f_fixture *f);
 

@@ -10,12 +10,16 @@
 #include <sys/stat.h>
 
 #include "g2f_json.h"
+#include "g2f_sha256.h"
 #include "g2f_source.h"
 
 #define MAX_LAYERS 4096
 #define CONFIG_MAX_BYTES (1u << 20)
 
-enum { T_FC_W, T_FC_B, T_PROJ_W, T_PROJ_B, T_COUNT };
+static const char *const roles[] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
+_Static_assert(sizeof roles / sizeof roles[0] == G2F_FFN_TENSORS, "one name per tensor");
+
+const char *g2f_model_tensor_role(int k) { return (unsigned)k < G2F_FFN_TENSORS ? roles[k] : "?"; }
 
 /* The naming schemes of GPT-2 FFN tensors in the wild. A tensor name is
  * [containers.]<block>.<N>.<middle><suffix>, where containers are the
@@ -25,7 +29,7 @@ typedef struct scheme {
     const char *name;      /* for reports */
     const char *block;     /* "h", "blocks", "blk" */
     const char *middle;    /* "mlp." or "" */
-    const char *suffix[T_COUNT];
+    const char *suffix[G2F_FFN_TENSORS];
     const char *ln2;       /* ln_2 weight after "<block>.0.", gives n_embd */
 } scheme;
 
@@ -52,7 +56,7 @@ struct g2f_model {
     char *activation;
     int scheme;
     char layout_why[160];
-    const g2f_tensor *(*layers)[T_COUNT]; /* n_layer entries */
+    const g2f_tensor *(*layers)[G2F_FFN_TENSORS]; /* n_layer entries */
 };
 
 int g2f_activation_to_gelu(const char *a, g2f_gelu *out) {
@@ -72,7 +76,7 @@ int g2f_activation_to_gelu(const char *a, g2f_gelu *out) {
 
 
 
-/* Matches name against the schemes: returns the tensor slot (T_*), or -1 when
+/* Matches name against the schemes: returns the tensor slot (G2F_FFN_*), or -1 when
  * it is not an FFN tensor, -2 when its layer index is absurd. *prefix_len is
  * the length of the container prefix. */
 static int match_ffn_name(const char *name, int *scheme_out, size_t *layer, size_t *prefix_len) {
@@ -103,7 +107,7 @@ static int match_ffn_name(const char *name, int *scheme_out, size_t *layer, size
         size_t ml = strlen(S->middle);
         if (strncmp(q, S->middle, ml)) continue;
         q += ml;
-        for (int k = 0; k < T_COUNT; k++) {
+        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
             if (!strcmp(q, S->suffix[k])) {
                 *scheme_out = sc;
                 *layer = v;
@@ -258,9 +262,9 @@ static g2f_status find_layers(g2f_model *m, const g2f_table *t, g2f_error *err) 
     m->info.naming = schemes[m->scheme].name;
     const scheme *S = &schemes[m->scheme];
     for (size_t L = 0; L < n_layer; L++) {
-        for (int k = 0; k < T_COUNT; k++) {
+        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
             const g2f_tensor *x = m->layers[L][k];
-            int is_bias = k == T_FC_B || k == T_PROJ_B;
+            int is_bias = k == G2F_FFN_FC_B || k == G2F_FFN_PROJ_B;
             if (!x && !is_bias)
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s%s.%zu.%s%s' is missing", file, m->prefix,
                                      S->block, L, S->middle, S->suffix[k]);
@@ -299,7 +303,7 @@ static g2f_layout conventional_layout(const g2f_model *m, const char **why) {
 
 static g2f_status decide_shapes(g2f_model *m, const g2f_table *t, g2f_error *err) {
     g2f_model_info *in = &m->info;
-    const g2f_tensor *fc = m->layers[0][T_FC_W], *pj = m->layers[0][T_PROJ_W];
+    const g2f_tensor *fc = m->layers[0][G2F_FFN_FC_W], *pj = m->layers[0][G2F_FFN_PROJ_W];
     uint64_t a = fc->shape[0], b = fc->shape[1];
     char s1[64], s2[64];
     g2f_shape_format(fc, s1, sizeof s1);
@@ -332,14 +336,14 @@ static g2f_status decide_shapes(g2f_model *m, const g2f_table *t, g2f_error *err
     in->n_embd = (size_t)(in->layout == G2F_LAYOUT_CONV1D ? a : b);
     in->n_inner = (size_t)(in->layout == G2F_LAYOUT_CONV1D ? b : a);
     in->dtype = fc->dtype;
-    in->has_fc_bias = m->layers[0][T_FC_B] != NULL;
-    in->has_proj_bias = m->layers[0][T_PROJ_B] != NULL;
+    in->has_fc_bias = m->layers[0][G2F_FFN_FC_B] != NULL;
+    in->has_proj_bias = m->layers[0][G2F_FFN_PROJ_B] != NULL;
     for (size_t L = 0; L < in->n_layer; L++) {
         const g2f_tensor *x;
-        if ((x = m->layers[L][T_FC_W])->shape[0] != a || x->shape[1] != b ||
-            (x = m->layers[L][T_PROJ_W])->shape[0] != b || x->shape[1] != a ||
-            ((x = m->layers[L][T_FC_B]) && x->shape[0] != in->n_inner) ||
-            ((x = m->layers[L][T_PROJ_B]) && x->shape[0] != in->n_embd)) {
+        if ((x = m->layers[L][G2F_FFN_FC_W])->shape[0] != a || x->shape[1] != b ||
+            (x = m->layers[L][G2F_FFN_PROJ_W])->shape[0] != b || x->shape[1] != a ||
+            ((x = m->layers[L][G2F_FFN_FC_B]) && x->shape[0] != in->n_inner) ||
+            ((x = m->layers[L][G2F_FFN_PROJ_B]) && x->shape[0] != in->n_embd)) {
             char sh[64];
             g2f_shape_format(x, sh, sizeof sh);
             return g2f_error_set(err, G2F_ERR_FORMAT,
@@ -407,7 +411,7 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
         return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
     const g2f_tensor *const *x = m->layers[layer];
     uint64_t need = 0;
-    for (int k = 0; k < T_COUNT; k++)
+    for (int k = 0; k < G2F_FFN_TENSORS; k++)
         if (x[k] && !usable_in_place(x[k])) need += x[k]->numel; /* sizes validated against the file */
     if (need) {
         out->owned = g2f_alloc_array((size_t)need, sizeof(float));
@@ -415,10 +419,10 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
             return g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: cannot allocate %llu floats for conversion", layer,
                                  (unsigned long long)need);
     }
-    const float *views[T_COUNT] = {0};
-    for (int k = 0; k < T_COUNT; k++) out->src[k] = x[k];
+    const float *views[G2F_FFN_TENSORS] = {0};
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) out->src[k] = x[k];
     float *cur = out->owned;
-    for (int k = 0; k < T_COUNT; k++) {
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
         if (!x[k]) continue;
         if (usable_in_place(x[k])) {
             views[k] = (const float *)(const void *)x[k]->data;
@@ -430,14 +434,14 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
     }
     out->w = (g2f_ffn_weights){.n_embd = m->info.n_embd, .n_inner = m->info.n_inner,
                                .layout_fc = m->info.layout, .layout_proj = m->info.layout,
-                               .w_fc = views[T_FC_W], .b_fc = views[T_FC_B],
-                               .w_proj = views[T_PROJ_W], .b_proj = views[T_PROJ_B]};
+                               .w_fc = views[G2F_FFN_FC_W], .b_fc = views[G2F_FFN_FC_B],
+                               .w_proj = views[G2F_FFN_PROJ_W], .b_proj = views[G2F_FFN_PROJ_B]};
     return G2F_OK;
 }
 
 void g2f_layer_free(g2f_layer *l) {
     if (!l) return;
-    for (int k = 0; k < T_COUNT; k++)
+    for (int k = 0; k < G2F_FFN_TENSORS; k++)
         if (l->src[k]) g2f_mapping_release(l->src[k]->data, l->src[k]->nbytes);
     free(l->owned);
     memset(l, 0, sizeof *l);
@@ -452,4 +456,36 @@ void g2f_model_close(g2f_model *m) {
     free(m->prefix);
     free(m->activation);
     free(m);
+}
+
+/* ---- the files read, and the checkpoint's digest ----------------------- */
+
+g2f_status g2f_model_files(const g2f_model *m, g2f_path_list *out, g2f_error *err) {
+    g2f_status st = g2f_source_files(m->src, out, err);
+    if (st == G2F_OK && m->config_path) st = g2f_path_list_add(out, m->config_path, err);
+    return st;
+}
+
+g2f_status g2f_model_sha256(const g2f_model *m, char hex[65], g2f_error *err) {
+    g2f_path_list shards = {0};
+    g2f_status st = g2f_source_shards(m->src, &shards, err);
+    if (st == G2F_OK && shards.count == 0) st = g2f_sha256_file(m->info.path, hex, err);
+    if (st == G2F_OK && shards.count) {
+        /* sha256sum's output for the shards, in name order, then its digest */
+        g2f_sha256 all;
+        g2f_sha256_init(&all);
+        for (size_t i = 0; i < shards.count && st == G2F_OK; i++) {
+            char one[65];
+            const char *slash = strrchr(shards.paths[i], '/');
+            const char *name = slash ? slash + 1 : shards.paths[i];
+            if ((st = g2f_sha256_file(shards.paths[i], one, err)) != G2F_OK) break;
+            g2f_sha256_update(&all, one, 64);
+            g2f_sha256_update(&all, "  ", 2);
+            g2f_sha256_update(&all, name, strlen(name));
+            g2f_sha256_update(&all, "\n", 1);
+        }
+        if (st == G2F_OK) g2f_sha256_final_hex(&all, hex);
+    }
+    g2f_path_list_free(&shards);
+    return st;
 }

@@ -1,25 +1,38 @@
 /* g2f_model: finds the GPT-2 FFN weights of every layer in a checkpoint.
  *
- * The only module that knows GPT-2 naming. For every layer L it looks for
- *   [transformer.]h.L.mlp.c_fc.weight    Conv1D (n_embd, n_inner) or Linear (n_inner, n_embd)
- *   [transformer.]h.L.mlp.c_fc.bias      (n_inner), optional
- *   [transformer.]h.L.mlp.c_proj.weight  Conv1D (n_inner, n_embd) or Linear (n_embd, n_inner)
- *   [transformer.]h.L.mlp.c_proj.bias    (n_embd), optional
- * and ignores every other tensor. Layers must be 0..n_layer-1 without holes,
- * with the same shapes; a bias is present in every layer or in none.
+ * The checkpoint is any file g2f_source reads (safetensors, sharded or not;
+ * a torch.save zip, sharded or not; GGUF; llm.c), or the folder holding
+ * model.safetensors / its index / pytorch_model.bin / its index. The only
+ * module that knows GPT-2 naming. For every layer L it looks for the four
+ * FFN tensors (g2f_ffn_tensor) under one naming scheme:
+ *   HF               h.L.mlp.c_fc.weight / .bias, h.L.mlp.c_proj.weight / .bias
+ *   minGPT           blocks.L.mlp.c_fc.* / c_proj.*
+ *   TransformerLens  blocks.L.mlp.W_in / b_in / W_out / b_out
+ *   GGUF             blk.L.ffn_up.weight / .bias, blk.L.ffn_down.*
+ * after container prefixes (model., model_state., state_dict., module.,
+ * _orig_mod., transformer.), with the shapes
+ *   c_fc.weight    Conv1D (n_embd, n_inner) or Linear (n_inner, n_embd)
+ *   c_fc.bias      (n_inner), optional
+ *   c_proj.weight  Conv1D (n_inner, n_embd) or Linear (n_embd, n_inner)
+ *   c_proj.bias    (n_embd), optional
+ * and ignores every other tensor. Two schemes or prefixes in one file are an
+ * error. Layers must be 0..n_layer-1 without holes, with the same shapes; a
+ * bias is present in every layer or in none.
  *
- * n_embd comes from ln_2.weight / wte.weight when present, else config.json,
- * else from the shapes (n_inner = 4 n_embd); the layout (Conv1D or Linear)
- * follows from n_embd and the c_fc shape, and when n_inner == n_embd the
- * format's convention decides (safetensors from HF: Conv1D). info says which.
+ * n_embd comes from ln_2.weight / wte.weight (or their equivalents) when
+ * present, else from the shapes taking n_inner = 4 n_embd; the layout
+ * (Conv1D or Linear) follows from n_embd and the c_fc shape, and when the
+ * shapes cannot tell (n_inner == n_embd) the format's convention decides (HF
+ * files and TransformerLens: Conv1D; nanoGPT, minGPT, GGUF, llm.c: Linear).
+ * info says which.
  *
  * config.json beside the checkpoint (optional) is cross-checked: n_layer /
- * num_hidden_layers, n_embd / hidden_size, n_inner (null = 4 n_embd), and
- * activation_function (gelu_new, gelu_pytorch_tanh, gelu_fast: tanh; gelu:
- * erf) which becomes the default GELU form. It must be a regular file of at
- * most 1 MiB holding a JSON object in which no object repeats a key
- * (Python's json would take the last value, cJSON the first: refused); a
- * FIFO or folder named config.json is refused, not skipped.
+ * num_hidden_layers, n_embd / hidden_size, n_inner (null = 4 n_embd) must
+ * match the tensors, and activation_function (gelu_new, gelu_pytorch_tanh,
+ * gelu_fast: tanh; gelu: erf) becomes the default GELU form. It must be a
+ * regular file of at most 1 MiB holding a JSON object in which no object
+ * repeats a key (Python's json would take the last value, cJSON the first:
+ * refused); a FIFO or folder named config.json is refused, not skipped.
  *
  * Ownership: the model owns its mapping; g2f_layer views point into it (F32,
  * aligned) or into the layer's own buffer (converted), valid until
@@ -31,6 +44,7 @@
 #include <stddef.h>
 
 #include "g2f_error.h"
+#include "g2f_file.h"
 #include "g2f_ffn.h"
 #include "g2f_tensor.h"
 
@@ -52,15 +66,27 @@ typedef struct g2f_model_info {
     const char *config_activation; /* the config's string, or NULL */
 } g2f_model_info;
 
+/* The four FFN tensors of a layer, in the one order every per-tensor array
+ * uses (g2f_layer.src, inspect's statistics, diff's verdicts, the reports). */
+typedef enum g2f_ffn_tensor {
+    G2F_FFN_FC_W,   /* c_fc.weight */
+    G2F_FFN_FC_B,   /* c_fc.bias, optional */
+    G2F_FFN_PROJ_W, /* c_proj.weight */
+    G2F_FFN_PROJ_B, /* c_proj.bias, optional */
+    G2F_FFN_TENSORS
+} g2f_ffn_tensor;
+/* The role's name in reports: "c_fc.weight", "c_fc.bias", "c_proj.weight",
+ * "c_proj.bias" ("?" out of range). */
+const char *g2f_model_tensor_role(int k);
+
 typedef struct g2f_layer {
     g2f_ffn_weights w;
     float *owned; /* converted or realigned tensors; NULL when all are views */
-    const g2f_tensor *src[4]; /* c_fc.weight, c_fc.bias, c_proj.weight, c_proj.bias as found
-                               (bias NULL when absent); borrowed from the model */
+    const g2f_tensor *src[G2F_FFN_TENSORS]; /* as found (bias NULL when absent); borrowed from the model */
 } g2f_layer;
 
-/* path: a checkpoint in any format g2f_source reads (safetensors, a shard
- * index, torch.save, GGUF, llm.c, .npz), or a folder holding one.
+/* path: a checkpoint file in any format g2f_source reads, a shard index, or
+ * a folder holding one (see the top of this file).
  * config_path: a config.json to cross-check, or NULL to use config.json
  * beside the checkpoint when there is one. */
 g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model **out, g2f_error *err);
@@ -73,6 +99,23 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
 /* Frees the conversions and drops the layer's mapped pages from the
  * resident set (see g2f_mapping_release). */
 void g2f_layer_free(g2f_layer *l);
+/* Every file the model was read from, appended to out: the checkpoint file
+ * (for a sharded one the index and every shard) and the config.json read,
+ * if any. For g2f_output_check. */
+g2f_status g2f_model_files(const g2f_model *m, g2f_path_list *out, g2f_error *err);
+
+/* The checkpoint's SHA-256 as 64 lowercase hex digits (hex[65]), recorded
+ * by `run` (metadata checkpoint_sha256):
+ *   - one file: the digest of that file (what `sha256sum FILE` prints);
+ *   - sharded (an index): the digest of the text `sha256sum` prints for the
+ *     shards in byte order of their names, one line "<digest>  <name>\n"
+ *     per shard with the name as the index gives it (a plain file name):
+ *     `cd DIR && LC_ALL=C sha256sum $(ls SHARDS | LC_ALL=C sort) | sha256sum`.
+ *     The index itself is not hashed: it only maps names to shards, and the
+ *     weights are what the digest identifies.
+ * Reads every byte of the checkpoint once. */
+g2f_status g2f_model_sha256(const g2f_model *m, char hex[65], g2f_error *err);
+
 /* NULL is a no-op. */
 void g2f_model_close(g2f_model *m);
 

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_text.h"
+
 /* ---- growable buffer ------------------------------------------------- */
 
 /* Makes room for `extra` more bytes plus the NUL; 0 or -1 (overflow or
@@ -75,23 +77,6 @@ void g2f_html_buf_free(g2f_html_buf *b) {
     memset(b, 0, sizeof *b);
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when s does not start
- * one (overlong forms, surrogates and code points above U+10FFFF refused). */
-static size_t utf8_len(const unsigned char *s) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
-    if (c >= 0xE0 && c <= 0xEF) {
-        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-        return (s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80) ? 3 : 0;
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-        return (s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80) ? 4 : 0;
-    }
-    return 0;
-}
-
 int g2f_html_escape_append(g2f_html_buf *b, const char *s) {
     if (!b) return -1;
     if (!s || b->failed) return b->failed ? -1 : 0;
@@ -101,7 +86,7 @@ int g2f_html_escape_append(g2f_html_buf *b, const char *s) {
         const unsigned char *run = p;
         size_t k;
         while (*p && *p != '&' && *p != '<' && *p != '>' && *p != '"' && *p != '\'' &&
-               (*p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r') && *p != 0x7F && (k = utf8_len(p)) != 0)
+               (*p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r') && *p != 0x7F && (k = g2f_utf8_len(p)) != 0)
             p += k;
         if (p > run) buf_putn(b, (const char *)run, (size_t)(p - run));
         if (!*p) break;
@@ -136,24 +121,6 @@ static void put_cosine(g2f_html_buf *b, double v) {
     } else {
         put_num(b, v);
     }
-}
-
-/* ---- shared with the text and JSON reports ---------------------------- */
-
-/* The margin the text report prints: the largest over out, pre and act. */
-static double layer_margin(const g2f_layer_result *r) {
-    double m = r->out.margin;
-    if (r->has_pre && (r->pre.margin > m || isnan(r->pre.margin))) m = r->pre.margin;
-    if (r->has_act && (r->act.margin > m || isnan(r->act.margin))) m = r->act.margin;
-    return m;
-}
-
-static size_t layer_mismatched(const g2f_layer_result *r) {
-    return r->out.mismatched + (r->has_pre ? r->pre.mismatched : 0) + (r->has_act ? r->act.mismatched : 0);
-}
-
-static size_t layer_total(const g2f_layer_result *r) {
-    return r->out.total + (r->has_pre ? r->pre.total : 0) + (r->has_act ? r->act.total : 0);
 }
 
 /* A code list escaped, with break opportunities after ':' and ',' so a
@@ -414,7 +381,7 @@ static void put_chart(g2f_html_buf *b, const g2f_report_ctx *c) {
                        cx, y_bot + 16, skipped ? "#a0a7ae" : "#1f2328",
                        r->status == G2F_LAYER_FAIL ? " font-weight=\"700\"" : "", r->layer);
         if (skipped) continue;
-        double m = layer_margin(r), y = chart_y(m);
+        double m = g2f_layer_result_totals(r).margin, y = chart_y(m);
         int fail = r->status == G2F_LAYER_FAIL;
         buf_printf(b, "<a href=\"#layer-%zu\"><rect class=\"bar %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                       "fill=\"%s\"><title>layer %zu, %s GELU: margin ",
@@ -513,8 +480,9 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
         buf_put(b, "</td><td>");
         put_num(b, r->out.max_rel);
         buf_put(b, "</td><td>");
-        put_num(b, layer_margin(r));
-        buf_printf(b, "</td><td>%zu / %zu</td><td>", layer_mismatched(r), layer_total(r));
+        g2f_layer_totals tot = g2f_layer_result_totals(r);
+        put_num(b, tot.margin);
+        buf_printf(b, "</td><td>%zu / %zu</td><td>", tot.mismatched, tot.total);
         put_cosine(b, r->out.cosine);
         buf_put(b, "</td><td>");
         put_num(b, r->out.sqnr_db);
@@ -625,8 +593,9 @@ static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_laye
     size_t width = mi->n_embd ? mi->n_embd : 1;
     buf_printf(b, "<section class=\"layer\" id=\"fail-%zu\">\n<h3>Layer %zu: FAIL <span class=\"muted\">"
                   "(margin ", r->layer, r->layer);
-    put_num(b, layer_margin(r));
-    buf_printf(b, ", %zu of %zu elements outside the tolerance)</span></h3>\n", layer_mismatched(r), layer_total(r));
+    g2f_layer_totals tot = g2f_layer_result_totals(r);
+    put_num(b, tot.margin);
+    buf_printf(b, ", %zu of %zu elements outside the tolerance)</span></h3>\n", tot.mismatched, tot.total);
     buf_put(b, "<div class=\"cols\">\n<div>\n<p class=\"lead\">");
     esc(b, r->explanation);
     buf_put(b, "</p>\n<dl class=\"meta\">\n<dt>diagnosis</dt><dd>");

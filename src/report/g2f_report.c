@@ -2,28 +2,151 @@
 #include "g2f_report.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "g2f_text.h"
+
+/* ---- strings from files on the terminal -------------------------------- */
+
+/* Escaped copies (g2f_text.h) of the file-derived strings a text report
+ * prints, freed together when the report (or one row of it) is done. A
+ * plain string is used as it is, without a copy; when memory runs out the
+ * string is shown as "?". */
+typedef struct esc_pool {
+    char *s[16];
+    size_t n;
+} esc_pool;
+
+static const char *esc(esc_pool *p, const char *s) {
+    if (!s) return "";
+    if (g2f_text_is_plain(s)) return s;
+    if (p->n == sizeof p->s / sizeof p->s[0]) return "?";
+    char *d = g2f_escape_dup(s);
+    return d ? (p->s[p->n++] = d) : "?";
+}
+
+static void esc_pool_free(esc_pool *p) {
+    for (size_t i = 0; i < p->n; i++) free(p->s[i]);
+    p->n = 0;
+}
+
+/* ---- JSON that is complete or absent ----------------------------------- */
+
+/* Every builder goes through these: any cJSON allocation that fails (or a
+ * NULL parent left by an earlier failure) sets `failed`, and the builder then
+ * returns NULL instead of printing a partial tree. */
+typedef struct jb {
+    int failed;
+} jb;
+
+static cJSON *j_check(jb *b, cJSON *item) {
+    if (!item) b->failed = 1;
+    return item;
+}
+
+static void j_num(jb *b, cJSON *o, const char *k, double v) { j_check(b, o ? cJSON_AddNumberToObject(o, k, v) : NULL); }
+static void j_bool(jb *b, cJSON *o, const char *k, int v) { j_check(b, o ? cJSON_AddBoolToObject(o, k, v) : NULL); }
+static void j_null(jb *b, cJSON *o, const char *k) { j_check(b, o ? cJSON_AddNullToObject(o, k) : NULL); }
+static cJSON *j_obj(jb *b, cJSON *o, const char *k) { return j_check(b, o ? cJSON_AddObjectToObject(o, k) : NULL); }
+static cJSON *j_arr(jb *b, cJSON *o, const char *k) { return j_check(b, o ? cJSON_AddArrayToObject(o, k) : NULL); }
+
+/* Attaches item (a fresh tree, or NULL after a failure) to object o under
+ * k, or to array o when k is NULL; frees it when it cannot be attached. */
+static void j_add(jb *b, cJSON *o, const char *k, cJSON *item) {
+    int ok = o && item && (k ? cJSON_AddItemToObject(o, k, item) : cJSON_AddItemToArray(o, item));
+    if (!ok) {
+        cJSON_Delete(item);
+        b->failed = 1;
+    }
+}
+
+/* A JSON string literal for s where cJSON's own escaping is not enough:
+ * cJSON escapes only '"', '\\' and C0 controls, and copies DEL, C1 and bidi
+ * controls and bytes that are not UTF-8 as they are, so `--json -` could
+ * still drive a terminal or print invalid UTF-8. Here those are \u escapes
+ * (invalid bytes become U+FFFD: JSON text is UTF-8). NULL when out of
+ * memory. */
+static char *json_literal(const char *s) {
+    size_t cap = 3 + 6 * strlen(s), used = 0; /* at most 6 bytes ("\uXXXX") per input byte */
+    char *d = malloc(cap);
+    if (!d) return NULL;
+    d[used++] = '"';
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = g2f_utf8_len(p);
+        if (n == 0) { /* not UTF-8 */
+            used += (size_t)snprintf(d + used, cap - used, "\\ufffd");
+            p++;
+            continue;
+        }
+        char one[5] = {0};
+        memcpy(one, p, n);
+        unsigned cp = n == 1 ? p[0]
+                    : n == 2 ? (unsigned)(p[0] & 0x1F) << 6 | (p[1] & 0x3F)
+                    : n == 3 ? (unsigned)(p[0] & 0x0F) << 12 | (unsigned)(p[1] & 0x3F) << 6 | (p[2] & 0x3F)
+                             : 0x10000; /* four-byte characters are all printable */
+        if (cp == '"' || cp == '\\') {
+            d[used++] = '\\';
+            d[used++] = (char)cp;
+        } else if (cp == '\n' || cp == '\t' || cp == '\r' || cp == '\b' || cp == '\f') { /* as cJSON writes them */
+            d[used++] = '\\';
+            d[used++] = cp == '\n' ? 'n' : cp == '\t' ? 't' : cp == '\r' ? 'r' : cp == '\b' ? 'b' : 'f';
+        } else if (!g2f_text_is_plain(one)) {
+            used += (size_t)snprintf(d + used, cap - used, "\\u%04x", cp);
+        } else {
+            memcpy(d + used, p, n);
+            used += n;
+        }
+        p += n;
+    }
+    d[used++] = '"';
+    d[used] = '\0';
+    return d;
+}
+
+/* A string member; cJSON's own string when that is safe (every report of
+ * an ordinary fixture), else json_literal's. */
+static void j_str(jb *b, cJSON *o, const char *k, const char *s) {
+    if (!o) {
+        b->failed = 1;
+        return;
+    }
+    if (g2f_text_is_plain(s)) {
+        j_check(b, cJSON_AddStringToObject(o, k, s));
+        return;
+    }
+    char *lit = json_literal(s);
+    j_check(b, lit ? cJSON_AddRawToObject(o, k, lit) : NULL);
+    free(lit);
+}
+
+/* Prints and frees the tree; NULL when anything failed. */
+static char *j_finish(jb *b, cJSON *root) {
+    char *s = b->failed || !root ? NULL : cJSON_Print(root);
+    cJSON_Delete(root);
+    return s;
+}
+
+/* The note on the fixture's GELU claim; the claim is escaped and cut to 20
+ * bytes. */
 static const char *claim_check(const g2f_report_ctx *c, char *buf, size_t n) {
-    const char *claim = c->fixture_claim;
-    if (!claim) return NULL;
-    size_t tanh_n = 0, erf_n = 0, other = 0;
+    if (!c->fixture_claim) return NULL;
+    char claim[21];
+    g2f_escape(c->fixture_claim, claim, sizeof claim);
+    size_t tanh_n = 0, erf_n = 0;
     for (size_t i = 0; i < c->result->n_layers; i++) {
         const g2f_layer_result *r = &c->result->layers[i];
         if (r->status == G2F_LAYER_SKIPPED) continue;
         if (r->best_gelu == G2F_BEST_TANH) tanh_n++;
         else if (r->best_gelu == G2F_BEST_ERF) erf_n++;
-        else other++;
     }
-    if (strcmp(claim, "tanh") != 0 && strcmp(claim, "erf") != 0)
-        snprintf(buf, n, "fixture metadata claims gelu=\"%.20s\", which is neither tanh nor erf", claim);
-    else if ((!strcmp(claim, "tanh") && erf_n) || (!strcmp(claim, "erf") && tanh_n))
+    int is_tanh = !strcmp(c->fixture_claim, "tanh"), is_erf = !strcmp(c->fixture_claim, "erf");
+    if (!is_tanh && !is_erf)
+        snprintf(buf, n, "fixture metadata claims gelu=\"%s\", which is neither tanh nor erf", claim);
+    else if ((is_tanh && erf_n) || (is_erf && tanh_n))
         snprintf(buf, n, "fixture metadata claims gelu=%s, but the data of %zu layer(s) matches %s", claim,
-                 !strcmp(claim, "tanh") ? erf_n : tanh_n, !strcmp(claim, "tanh") ? "erf" : "tanh");
+                 is_tanh ? erf_n : tanh_n, is_tanh ? "erf" : "tanh");
     else if (tanh_n + erf_n)
         snprintf(buf, n, "fixture metadata claims gelu=%s; the data agrees", claim);
     else
@@ -51,49 +174,53 @@ static void diag_codes(const g2f_layer_result *r, char *buf, size_t n) {
 }
 
 /* The checkpoint's description, shared by every report. */
-static cJSON *model_json(const g2f_model_info *mi) {
-    cJSON *model = cJSON_CreateObject();
-    if (!model) return NULL;
-    cJSON_AddStringToObject(model, "path", mi->path);
-    cJSON_AddStringToObject(model, "format", mi->format);
-    cJSON_AddStringToObject(model, "naming", mi->naming);
-    cJSON_AddStringToObject(model, "prefix", mi->prefix);
-    cJSON_AddStringToObject(model, "dtype", g2f_dtype_name(mi->dtype));
-    cJSON_AddStringToObject(model, "layout", mi->layout == G2F_LAYOUT_LINEAR ? "linear" : "conv1d");
-    cJSON_AddStringToObject(model, "layout_source", mi->layout_source);
-    cJSON_AddNumberToObject(model, "n_layer", (double)mi->n_layer);
-    cJSON_AddNumberToObject(model, "n_embd", (double)mi->n_embd);
-    cJSON_AddNumberToObject(model, "n_inner", (double)mi->n_inner);
-    cJSON_AddBoolToObject(model, "fc_bias", mi->has_fc_bias);
-    cJSON_AddBoolToObject(model, "proj_bias", mi->has_proj_bias);
-    if (mi->config_path) cJSON_AddStringToObject(model, "config", mi->config_path);
-    else cJSON_AddNullToObject(model, "config");
-    if (mi->config_activation) cJSON_AddStringToObject(model, "activation_function", mi->config_activation);
+static cJSON *model_json(jb *b, const g2f_model_info *mi) {
+    cJSON *model = j_check(b, cJSON_CreateObject());
+    j_str(b, model, "path", mi->path);
+    j_str(b, model, "format", mi->format);
+    j_str(b, model, "naming", mi->naming);
+    j_str(b, model, "prefix", mi->prefix);
+    j_str(b, model, "dtype", g2f_dtype_name(mi->dtype));
+    j_str(b, model, "layout", mi->layout == G2F_LAYOUT_LINEAR ? "linear" : "conv1d");
+    j_str(b, model, "layout_source", mi->layout_source);
+    j_num(b, model, "n_layer", (double)mi->n_layer);
+    j_num(b, model, "n_embd", (double)mi->n_embd);
+    j_num(b, model, "n_inner", (double)mi->n_inner);
+    j_bool(b, model, "fc_bias", mi->has_fc_bias);
+    j_bool(b, model, "proj_bias", mi->has_proj_bias);
+    if (mi->config_path) j_str(b, model, "config", mi->config_path);
+    else j_null(b, model, "config");
+    if (mi->config_activation) j_str(b, model, "activation_function", mi->config_activation);
     return model;
 }
 
 static void model_text(FILE *fp, const char *label, const g2f_model_info *mi) {
-    fprintf(fp, "%-11s %s (%s, %s, %zu layers, n_embd %zu, n_inner %zu, %s, %s)\n", label, mi->path, mi->format,
-            g2f_dtype_name(mi->dtype), mi->n_layer, mi->n_embd, mi->n_inner, g2f_layout_name(mi->layout),
+    esc_pool ep = {{0}, 0};
+    fprintf(fp, "%-11s %s (%s, %s, %zu layers, n_embd %zu, n_inner %zu, %s, %s)\n", label, esc(&ep, mi->path),
+            esc(&ep, mi->format), g2f_dtype_name(mi->dtype), mi->n_layer, mi->n_embd, mi->n_inner,
+            g2f_layout_name(mi->layout),
             mi->has_fc_bias && mi->has_proj_bias ? "with biases"
             : (mi->has_fc_bias || mi->has_proj_bias) ? "one bias missing"
                                                      : "no biases");
-    fprintf(fp, "naming      %s%s%s%s\n", mi->naming, *mi->prefix ? " under '" : "", mi->prefix,
+    fprintf(fp, "naming      %s%s%s%s\n", esc(&ep, mi->naming), *mi->prefix ? " under '" : "", esc(&ep, mi->prefix),
             *mi->prefix ? "'" : "");
-    fprintf(fp, "layout      %s\n", mi->layout_source);
+    fprintf(fp, "layout      %s\n", esc(&ep, mi->layout_source));
     if (mi->config_path)
-        fprintf(fp, "config      %s%s%s%s\n", mi->config_path, mi->config_activation ? " (activation_function \"" : "",
-                mi->config_activation ? mi->config_activation : "", mi->config_activation ? "\")" : "");
+        fprintf(fp, "config      %s%s%s%s\n", esc(&ep, mi->config_path),
+                mi->config_activation ? " (activation_function \"" : "", esc(&ep, mi->config_activation),
+                mi->config_activation ? "\")" : "");
     else
         fprintf(fp, "config      none beside the checkpoint\n");
+    esc_pool_free(&ep);
 }
 
 void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     const g2f_model_info *mi = c->model;
     const g2f_verify_result *res = c->result;
+    esc_pool ep = {{0}, 0};
     model_text(fp, "checkpoint", mi);
-    fprintf(fp, "fixtures    %s (%s)\n", c->fixtures_arg, g2f_dtype_name(c->fixture_dtype));
-    fprintf(fp, "gelu        %s (%s)\n", g2f_gelu_name(res->gelu), c->gelu_source);
+    fprintf(fp, "fixtures    %s (%s)\n", esc(&ep, c->fixtures_arg), g2f_dtype_name(c->fixture_dtype));
+    fprintf(fp, "gelu        %s (%s)\n", g2f_gelu_name(res->gelu), esc(&ep, c->gelu_source));
     if (c->tol->user)
         fprintf(fp, "tolerance   |err| <= atol + rtol |expected| with atol %g, rtol %g (from the command line)\n",
                 c->tol->atol, c->tol->rtol);
@@ -105,9 +232,10 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     fprintf(fp, "\n");
     if (res->first_fail >= 0)
         fprintf(fp, "first divergence at layer %ld: %s\n\n", res->first_fail,
-                res->layers[res->first_fail].explanation);
+                esc(&ep, res->layers[res->first_fail].explanation));
     else if (res->pass)
         fprintf(fp, "all %zu compared layers match the reference\n\n", res->compared);
+    esc_pool_free(&ep);
 
     fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s  %s\n", "layer", "tokens", "max_abs_err", "max_rel_err",
             "margin", "mismatched/total", "cosine", "sqnr_db", "verdict", "gelu", "diagnosis");
@@ -125,17 +253,13 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
             i = j;
             continue;
         }
-        size_t mism = r->out.mismatched + (r->has_pre ? r->pre.mismatched : 0) + (r->has_act ? r->act.mismatched : 0);
-        size_t total = r->out.total + (r->has_pre ? r->pre.total : 0) + (r->has_act ? r->act.total : 0);
-        double margin = r->out.margin;
-        if (r->has_pre && r->pre.margin > margin) margin = r->pre.margin;
-        if (r->has_act && r->act.margin > margin) margin = r->act.margin;
-        char frac[40], codes[512];
-        snprintf(frac, sizeof frac, "%zu/%zu", mism, total);
+        g2f_layer_totals tot = g2f_layer_result_totals(r);
+        char frac[48], codes[512];
+        snprintf(frac, sizeof frac, "%zu/%zu", tot.mismatched, tot.total);
         diag_codes(r, codes, sizeof codes);
         const char *on = !c->color ? "" : r->status == G2F_LAYER_PASS ? "\033[32m" : "\033[1;31m";
         fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %10.8f %8.1f %s%7s%s %17s  %s\n", r->layer, r->tokens,
-                r->out.max_abs, r->out.max_rel, margin, frac, r->out.cosine, r->out.sqnr_db, on,
+                r->out.max_abs, r->out.max_rel, tot.margin, frac, r->out.cosine, r->out.sqnr_db, on,
                 r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", c->color ? "\033[0m" : "", g2f_best_gelu_name(r->best_gelu),
                 codes);
     }
@@ -149,116 +273,107 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     fprintf(fp, "\n");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
-        if (r->status == G2F_LAYER_FAIL && (long)i != res->first_fail) fprintf(fp, "  %s\n", r->explanation);
+        if (r->status == G2F_LAYER_FAIL && (long)i != res->first_fail) {
+            fprintf(fp, "  %s\n", esc(&ep, r->explanation));
+            esc_pool_free(&ep);
+        }
     }
     fprintf(fp, "result: %s%s%s (%zu compared, %zu failed, %zu skipped)\n",
             !c->color ? "" : res->pass ? "\033[32m" : "\033[1;31m", res->pass ? "PASS" : "FAIL", c->color ? "\033[0m" : "",
             res->compared, res->failed, res->n_layers - res->compared);
 }
 
-static cJSON *cmp_json(const g2f_cmp *c, size_t width) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    cJSON_AddNumberToObject(o, "max_abs_err", c->max_abs);
-    cJSON_AddNumberToObject(o, "max_rel_err", c->max_rel);
-    cJSON_AddNumberToObject(o, "margin", c->margin);
-    cJSON_AddNumberToObject(o, "mismatched", (double)c->mismatched);
-    cJSON_AddNumberToObject(o, "total", (double)c->total);
-    cJSON_AddNumberToObject(o, "nonfinite", (double)c->nonfinite);
-    cJSON_AddNumberToObject(o, "cosine", c->cosine);
-    if (isfinite(c->sqnr_db)) cJSON_AddNumberToObject(o, "sqnr_db", c->sqnr_db);
-    else cJSON_AddNullToObject(o, "sqnr_db");
-    cJSON *w = cJSON_AddObjectToObject(o, "worst");
-    if (w) {
-        cJSON_AddNumberToObject(w, "token", (double)(c->worst / width));
-        cJSON_AddNumberToObject(w, "index", (double)(c->worst % width));
-        cJSON_AddNumberToObject(w, "expected", c->worst_expected);
-        cJSON_AddNumberToObject(w, "computed", c->worst_computed);
-        cJSON_AddNumberToObject(w, "tolerance", c->worst_tol);
-    }
+static cJSON *cmp_json(jb *b, const g2f_cmp *c, size_t width) {
+    cJSON *o = j_check(b, cJSON_CreateObject());
+    j_num(b, o, "max_abs_err", c->max_abs);
+    j_num(b, o, "max_rel_err", c->max_rel);
+    j_num(b, o, "margin", c->margin);
+    j_num(b, o, "mismatched", (double)c->mismatched);
+    j_num(b, o, "total", (double)c->total);
+    j_num(b, o, "nonfinite", (double)c->nonfinite);
+    j_num(b, o, "cosine", c->cosine);
+    if (isfinite(c->sqnr_db)) j_num(b, o, "sqnr_db", c->sqnr_db);
+    else j_null(b, o, "sqnr_db");
+    cJSON *w = j_obj(b, o, "worst");
+    j_num(b, w, "token", (double)(c->worst / width));
+    j_num(b, w, "index", (double)(c->worst % width));
+    j_num(b, w, "expected", c->worst_expected);
+    j_num(b, w, "computed", c->worst_computed);
+    j_num(b, w, "tolerance", c->worst_tol);
     return o;
 }
 
-char *g2f_report_json(const g2f_report_ctx *c) {
+/* One element of the "layers" array of the verify report. */
+static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result *r) {
     const g2f_model_info *mi = c->model;
+    cJSON *l = j_check(b, cJSON_CreateObject());
+    j_num(b, l, "layer", (double)r->layer);
+    j_str(b, l, "status", g2f_layer_status_name(r->status));
+    j_str(b, l, "explanation", r->explanation);
+    if (r->status == G2F_LAYER_SKIPPED) return l;
+    g2f_layer_totals tot = g2f_layer_result_totals(r);
+    j_num(b, l, "tokens", (double)r->tokens);
+    j_num(b, l, "max_abs_err", r->out.max_abs);
+    j_num(b, l, "max_rel_err", r->out.max_rel);
+    j_num(b, l, "mismatched", (double)tot.mismatched);
+    j_num(b, l, "total", (double)tot.total);
+    j_num(b, l, "margin", tot.margin);
+    j_str(b, l, "best_gelu", g2f_best_gelu_name(r->best_gelu));
+    j_num(b, l, "gelu_separation", r->gelu_separation);
+    cJSON *codes = j_arr(b, l, "diagnosis");
+    cJSON *causes = j_arr(b, l, "causes");
+    for (size_t k = 0; codes && causes && k < r->diag.n_causes; k++) {
+        char one[128];
+        g2f_cause_codes(&r->diag.causes[k], one, sizeof one);
+        cJSON *cause = j_check(b, cJSON_CreateObject());
+        cJSON *list = j_arr(b, cause, "codes");
+        for (char *save = NULL, *tok = strtok_r(one, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            j_add(b, list, NULL, cJSON_CreateString(tok));
+            j_add(b, codes, NULL, cJSON_CreateString(tok));
+        }
+        j_num(b, cause, "margin", r->diag.causes[k].margin);
+        j_add(b, causes, NULL, cause);
+    }
+    for (int d = G2F_DIAG_NONFINITE; codes && d < G2F_DIAG_COUNT; d++)
+        if (r->diagnosis & (1u << d)) j_add(b, codes, NULL, cJSON_CreateString(g2f_diag_name(d)));
+    j_bool(b, l, "undetermined", r->diag.undetermined);
+    if (r->diagnosis & (1u << G2F_DIAG_UNEXPLAINED)) j_str(b, l, "where", r->diag.where);
+    if (r->status == G2F_LAYER_FAIL && !(r->diagnosis & (1u << G2F_DIAG_NONFINITE)))
+        j_num(b, l, "hypotheses_tried", (double)r->diag.hypotheses_tried);
+    cJSON *cmp = j_obj(b, l, "compared");
+    j_add(b, cmp, "out", cmp_json(b, &r->out, mi->n_embd));
+    j_add(b, cmp, "out_other_gelu", cmp_json(b, &r->out_other, mi->n_embd));
+    if (r->has_pre) j_add(b, cmp, "pre", cmp_json(b, &r->pre, mi->n_inner));
+    if (r->has_act) j_add(b, cmp, "act", cmp_json(b, &r->act, mi->n_inner));
+    return l;
+}
+
+char *g2f_report_json(const g2f_report_ctx *c) {
     const g2f_verify_result *res = c->result;
-    cJSON *root = cJSON_CreateObject();
-    if (!root) return NULL;
-    cJSON_AddStringToObject(root, "checkpoint", c->checkpoint_arg);
-    cJSON_AddStringToObject(root, "fixtures", c->fixtures_arg);
-    cJSON_AddStringToObject(root, "gelu", g2f_gelu_name(res->gelu));
-    cJSON_AddStringToObject(root, "gelu_source", c->gelu_source);
-    cJSON_AddStringToObject(root, "status", res->pass ? "pass" : "fail");
-    cJSON_AddItemToObject(root, "model", model_json(mi));
-    cJSON *tol = cJSON_AddObjectToObject(root, "tolerance");
-    if (tol) {
-        cJSON_AddStringToObject(tol, "mode", c->tol->user ? "user" : "derived");
-        if (c->tol->user) {
-            cJSON_AddNumberToObject(tol, "rtol", c->tol->rtol);
-            cJSON_AddNumberToObject(tol, "atol", c->tol->atol);
-        } else {
-            cJSON_AddNumberToObject(tol, "sigmas", c->tol->lambda > 0 ? c->tol->lambda : G2F_TOL_LAMBDA);
-        }
+    jb b = {0};
+    cJSON *root = j_check(&b, cJSON_CreateObject());
+    j_str(&b, root, "checkpoint", c->checkpoint_arg);
+    j_str(&b, root, "fixtures", c->fixtures_arg);
+    j_str(&b, root, "gelu", g2f_gelu_name(res->gelu));
+    j_str(&b, root, "gelu_source", c->gelu_source);
+    j_str(&b, root, "status", res->pass ? "pass" : "fail");
+    j_add(&b, root, "model", model_json(&b, c->model));
+    cJSON *tol = j_obj(&b, root, "tolerance");
+    j_str(&b, tol, "mode", c->tol->user ? "user" : "derived");
+    if (c->tol->user) {
+        j_num(&b, tol, "rtol", c->tol->rtol);
+        j_num(&b, tol, "atol", c->tol->atol);
+    } else {
+        j_num(&b, tol, "sigmas", c->tol->lambda > 0 ? c->tol->lambda : G2F_TOL_LAMBDA);
     }
-    cJSON_AddStringToObject(root, "fixture_dtype", g2f_dtype_name(c->fixture_dtype));
-    if (c->fixture_claim) cJSON_AddStringToObject(root, "fixture_gelu_claim", c->fixture_claim);
-    else cJSON_AddNullToObject(root, "fixture_gelu_claim");
-    if (res->first_fail >= 0) cJSON_AddNumberToObject(root, "first_divergence", (double)res->first_fail);
-    else cJSON_AddNullToObject(root, "first_divergence");
-    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
-    for (size_t i = 0; layers && i < res->n_layers; i++) {
-        const g2f_layer_result *r = &res->layers[i];
-        cJSON *l = cJSON_CreateObject();
-        if (!l) break;
-        cJSON_AddItemToArray(layers, l);
-        cJSON_AddNumberToObject(l, "layer", (double)r->layer);
-        cJSON_AddStringToObject(l, "status", g2f_layer_status_name(r->status));
-        cJSON_AddStringToObject(l, "explanation", r->explanation);
-        if (r->status == G2F_LAYER_SKIPPED) continue;
-        cJSON_AddNumberToObject(l, "tokens", (double)r->tokens);
-        cJSON_AddNumberToObject(l, "max_abs_err", r->out.max_abs);
-        cJSON_AddNumberToObject(l, "max_rel_err", r->out.max_rel);
-        size_t mism = r->out.mismatched + (r->has_pre ? r->pre.mismatched : 0) + (r->has_act ? r->act.mismatched : 0);
-        size_t total = r->out.total + (r->has_pre ? r->pre.total : 0) + (r->has_act ? r->act.total : 0);
-        cJSON_AddNumberToObject(l, "mismatched", (double)mism);
-        cJSON_AddNumberToObject(l, "total", (double)total);
-        double margin = r->out.margin;
-        if (r->has_pre && r->pre.margin > margin) margin = r->pre.margin;
-        if (r->has_act && r->act.margin > margin) margin = r->act.margin;
-        cJSON_AddNumberToObject(l, "margin", margin);
-        cJSON_AddStringToObject(l, "best_gelu", g2f_best_gelu_name(r->best_gelu));
-        cJSON_AddNumberToObject(l, "gelu_separation", r->gelu_separation);
-        cJSON *codes = cJSON_AddArrayToObject(l, "diagnosis");
-        cJSON *causes = cJSON_AddArrayToObject(l, "causes");
-        for (size_t k = 0; codes && causes && k < r->diag.n_causes; k++) {
-            char one[128];
-            g2f_cause_codes(&r->diag.causes[k], one, sizeof one);
-            cJSON *cause = cJSON_CreateObject();
-            cJSON *list = cJSON_AddArrayToObject(cause, "codes");
-            for (char *save = NULL, *tok = strtok_r(one, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                cJSON_AddItemToArray(list, cJSON_CreateString(tok));
-                cJSON_AddItemToArray(codes, cJSON_CreateString(tok));
-            }
-            cJSON_AddNumberToObject(cause, "margin", r->diag.causes[k].margin);
-            cJSON_AddItemToArray(causes, cause);
-        }
-        for (int d = G2F_DIAG_NONFINITE; codes && d < G2F_DIAG_COUNT; d++)
-            if (r->diagnosis & (1u << d)) cJSON_AddItemToArray(codes, cJSON_CreateString(g2f_diag_name(d)));
-        cJSON_AddBoolToObject(l, "undetermined", r->diag.undetermined);
-        if (r->diagnosis & (1u << G2F_DIAG_UNEXPLAINED)) cJSON_AddStringToObject(l, "where", r->diag.where);
-        if (r->status == G2F_LAYER_FAIL && !(r->diagnosis & (1u << G2F_DIAG_NONFINITE)))
-            cJSON_AddNumberToObject(l, "hypotheses_tried", (double)r->diag.hypotheses_tried);
-        cJSON *cmp = cJSON_AddObjectToObject(l, "compared");
-        if (cmp) {
-            cJSON_AddItemToObject(cmp, "out", cmp_json(&r->out, mi->n_embd));
-            cJSON_AddItemToObject(cmp, "out_other_gelu", cmp_json(&r->out_other, mi->n_embd));
-            if (r->has_pre) cJSON_AddItemToObject(cmp, "pre", cmp_json(&r->pre, mi->n_inner));
-            if (r->has_act) cJSON_AddItemToObject(cmp, "act", cmp_json(&r->act, mi->n_inner));
-        }
-    }
-    char *s = cJSON_Print(root);
-    cJSON_Delete(root);
-    return s;
+    j_str(&b, root, "fixture_dtype", g2f_dtype_name(c->fixture_dtype));
+    if (c->fixture_claim) j_str(&b, root, "fixture_gelu_claim", c->fixture_claim);
+    else j_null(&b, root, "fixture_gelu_claim");
+    if (res->first_fail >= 0) j_num(&b, root, "first_divergence", (double)res->first_fail);
+    else j_null(&b, root, "first_divergence");
+    cJSON *layers = j_arr(&b, root, "layers");
+    for (size_t i = 0; !b.failed && i < res->n_layers; i++) j_add(&b, layers, NULL, layer_json(&b, c, &res->layers[i]));
+    return j_finish(&b, root);
 }
 
 void g2f_report_inspect_text(FILE *fp, const g2f_model_info *mi, const g2f_inspect_result *r) {
@@ -271,57 +386,55 @@ void g2f_report_inspect_text(FILE *fp, const g2f_model_info *mi, const g2f_inspe
             const g2f_tensor *t = r->layers[L].tensor[k];
             const g2f_stats *st = &r->layers[L].stats[k];
             if (!t) {
-                fprintf(fp, "%5zu %-14s (absent)\n", L, g2f_diff_tensor_name(k));
+                fprintf(fp, "%5zu %-14s (absent)\n", L, g2f_model_tensor_role(k));
                 continue;
             }
             char sh[64];
             g2f_shape_format(t, sh, sizeof sh);
-            fprintf(fp, "%5zu %-14s %-5s %-14s %11.4g %11.4g %11.4g %11.4g %5llu %5llu\n", L, g2f_diff_tensor_name(k),
+            fprintf(fp, "%5zu %-14s %-5s %-14s %11.4g %11.4g %11.4g %11.4g %5llu %5llu\n", L, g2f_model_tensor_role(k),
                     g2f_tensor_type_name(t), sh, st->min, st->max, st->mean, st->std, (unsigned long long)st->nan,
                     (unsigned long long)st->inf);
         }
     }
 }
 
-static cJSON *shape_json(const g2f_tensor *t) {
-    cJSON *a = cJSON_CreateArray();
-    for (size_t d = 0; a && d < t->ndim; d++) cJSON_AddItemToArray(a, cJSON_CreateNumber((double)t->shape[d]));
+static cJSON *shape_json(jb *b, const g2f_tensor *t) {
+    cJSON *a = j_check(b, cJSON_CreateArray());
+    for (size_t d = 0; a && d < t->ndim; d++) j_add(b, a, NULL, cJSON_CreateNumber((double)t->shape[d]));
     return a;
 }
 
 char *g2f_report_inspect_json(const char *checkpoint_arg, const g2f_model_info *mi, const g2f_inspect_result *r) {
-    cJSON *root = cJSON_CreateObject();
-    if (!root) return NULL;
-    cJSON_AddStringToObject(root, "checkpoint", checkpoint_arg);
-    cJSON_AddItemToObject(root, "model", model_json(mi));
-    cJSON_AddNumberToObject(root, "ffn_params_per_layer", (double)r->ffn_params);
-    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
-    for (size_t L = 0; layers && L < r->n_layers; L++) {
-        cJSON *l = cJSON_CreateObject();
-        cJSON_AddItemToArray(layers, l);
-        cJSON_AddNumberToObject(l, "layer", (double)L);
-        cJSON *ts = cJSON_AddArrayToObject(l, "tensors");
+    jb b = {0};
+    cJSON *root = j_check(&b, cJSON_CreateObject());
+    j_str(&b, root, "checkpoint", checkpoint_arg);
+    j_add(&b, root, "model", model_json(&b, mi));
+    j_num(&b, root, "ffn_params_per_layer", (double)r->ffn_params);
+    cJSON *layers = j_arr(&b, root, "layers");
+    for (size_t L = 0; !b.failed && L < r->n_layers; L++) {
+        cJSON *l = j_check(&b, cJSON_CreateObject());
+        j_num(&b, l, "layer", (double)L);
+        cJSON *ts = j_arr(&b, l, "tensors");
         for (int k = 0; ts && k < G2F_FFN_TENSORS; k++) {
             const g2f_tensor *t = r->layers[L].tensor[k];
             if (!t) continue;
             const g2f_stats *st = &r->layers[L].stats[k];
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddItemToArray(ts, o);
-            cJSON_AddStringToObject(o, "role", g2f_diff_tensor_name(k));
-            cJSON_AddStringToObject(o, "name", t->name);
-            cJSON_AddStringToObject(o, "dtype", g2f_tensor_type_name(t));
-            cJSON_AddItemToObject(o, "shape", shape_json(t));
-            cJSON_AddNumberToObject(o, "min", st->min);
-            cJSON_AddNumberToObject(o, "max", st->max);
-            cJSON_AddNumberToObject(o, "mean", st->mean);
-            cJSON_AddNumberToObject(o, "std", st->std);
-            cJSON_AddNumberToObject(o, "nan", (double)st->nan);
-            cJSON_AddNumberToObject(o, "inf", (double)st->inf);
+            cJSON *o = j_check(&b, cJSON_CreateObject());
+            j_str(&b, o, "role", g2f_model_tensor_role(k));
+            j_str(&b, o, "name", t->name);
+            j_str(&b, o, "dtype", g2f_tensor_type_name(t));
+            j_add(&b, o, "shape", shape_json(&b, t));
+            j_num(&b, o, "min", st->min);
+            j_num(&b, o, "max", st->max);
+            j_num(&b, o, "mean", st->mean);
+            j_num(&b, o, "std", st->std);
+            j_num(&b, o, "nan", (double)st->nan);
+            j_num(&b, o, "inf", (double)st->inf);
+            j_add(&b, ts, NULL, o);
         }
+        j_add(&b, layers, NULL, l);
     }
-    char *out = cJSON_Print(root);
-    cJSON_Delete(root);
-    return out;
+    return j_finish(&b, root);
 }
 
 static void diff_verdict(const g2f_diff_tensor *t, char *buf, size_t n) {
@@ -344,7 +457,7 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
             const g2f_diff_tensor *t = &r->tensors[L][k];
             char v[64];
             diff_verdict(t, v, sizeof v);
-            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s\n", L, g2f_diff_tensor_name(k), t->max_abs, t->max_rel, v,
+            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s\n", L, g2f_model_tensor_role(k), t->max_abs, t->max_rel, v,
                     t->equivalent ? "" : "  <-");
         }
     fprintf(fp, "\nresult: %s (%zu of %zu tensors differ; rounding allowed: %.3g relative)\n",
@@ -352,59 +465,32 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
 }
 
 char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r) {
-    cJSON *root = cJSON_CreateObject();
-    if (!root) return NULL;
-    cJSON_AddItemToObject(root, "a", model_json(a));
-    cJSON_AddItemToObject(root, "b", model_json(b));
-    cJSON_AddStringToObject(root, "status", r->equivalent ? "equivalent" : "different");
-    if (!r->same_sizes) cJSON_AddStringToObject(root, "sizes", r->sizes_msg);
-    cJSON_AddNumberToObject(root, "roundoff", r->roundoff);
-    cJSON_AddNumberToObject(root, "differing", (double)r->differing);
-    cJSON *layers = cJSON_AddArrayToObject(root, "layers");
-    for (size_t L = 0; layers && L < r->n_layers; L++) {
-        cJSON *l = cJSON_CreateObject();
-        cJSON_AddItemToArray(layers, l);
-        cJSON_AddNumberToObject(l, "layer", (double)L);
-        cJSON *ts = cJSON_AddArrayToObject(l, "tensors");
+    jb j = {0};
+    cJSON *root = j_check(&j, cJSON_CreateObject());
+    j_add(&j, root, "a", model_json(&j, a));
+    j_add(&j, root, "b", model_json(&j, b));
+    j_str(&j, root, "status", r->equivalent ? "equivalent" : "different");
+    if (!r->same_sizes) j_str(&j, root, "sizes", r->sizes_msg);
+    j_num(&j, root, "roundoff", r->roundoff);
+    j_num(&j, root, "differing", (double)r->differing);
+    cJSON *layers = j_arr(&j, root, "layers");
+    for (size_t L = 0; !j.failed && L < r->n_layers; L++) {
+        cJSON *l = j_check(&j, cJSON_CreateObject());
+        j_num(&j, l, "layer", (double)L);
+        cJSON *ts = j_arr(&j, l, "tensors");
         for (int k = 0; ts && k < G2F_FFN_TENSORS; k++) {
             const g2f_diff_tensor *t = &r->tensors[L][k];
             char v[64];
             diff_verdict(t, v, sizeof v);
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddItemToArray(ts, o);
-            cJSON_AddStringToObject(o, "tensor", g2f_diff_tensor_name(k));
-            cJSON_AddStringToObject(o, "verdict", v);
-            cJSON_AddBoolToObject(o, "equivalent", t->equivalent);
-            cJSON_AddNumberToObject(o, "max_abs_err", isfinite(t->max_abs) ? t->max_abs : -1);
-            cJSON_AddNumberToObject(o, "max_rel_err", isfinite(t->max_rel) ? t->max_rel : -1);
+            cJSON *o = j_check(&j, cJSON_CreateObject());
+            j_str(&j, o, "tensor", g2f_model_tensor_role(k));
+            j_str(&j, o, "verdict", v);
+            j_bool(&j, o, "equivalent", t->equivalent);
+            j_num(&j, o, "max_abs_err", isfinite(t->max_abs) ? t->max_abs : -1);
+            j_num(&j, o, "max_rel_err", isfinite(t->max_rel) ? t->max_rel : -1);
+            j_add(&j, ts, NULL, o);
         }
+        j_add(&j, layers, NULL, l);
     }
-    char *out = cJSON_Print(root);
-    cJSON_Delete(root);
-    return out;
-}
-
-g2f_status g2f_write_file_atomic(const char *path, const char *text, g2f_error *err) {
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-    snprintf(tmp, n + 16, "%s.tmp%ld", path, (long)getpid() % 100000);
-    FILE *fp = fopen(tmp, "w");
-    if (!fp) {
-        g2f_status s = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        free(tmp);
-        return s;
-    }
-    size_t len = strlen(text);
-    int ok = fwrite(text, 1, len, fp) == len;
-    ok &= fputc('\n', fp) != EOF;
-    ok &= fclose(fp) == 0;
-    if (!ok || rename(tmp, path) != 0) {
-        g2f_status s = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-        remove(tmp);
-        free(tmp);
-        return s;
-    }
-    free(tmp);
-    return G2F_OK;
+    return j_finish(&j, root);
 }

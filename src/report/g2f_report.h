@@ -1,11 +1,14 @@
 /* g2f_report: text and JSON reports written from one verify result, so the
- * two never disagree. The JSON schema is documented in README.md. */
+ * two never disagree (the per-layer totals come from g2f_layer_result_totals,
+ * as in the HTML report). The JSON schema is documented in README.md and
+ * checked against it by tests/test_json_schema. */
 #ifndef G2F_REPORT_H
 #define G2F_REPORT_H
 
 #include <stdio.h>
 
 #include "g2f_error.h"
+#include "g2f_file.h"
 #include "g2f_fixture.h"
 #include "g2f_model.h"
 #include "g2f_diff.h"
@@ -24,11 +27,16 @@ typedef struct g2f_report_ctx {
     int color;                   /* ANSI colours in the text report (a TTY without NO_COLOR) */
 } g2f_report_ctx;
 
-/* Human-readable report: a one-sentence verdict, then the per-layer table. */
+/* Human-readable report: a one-sentence verdict, then the per-layer table.
+ * Strings from files and from the command line are escaped for the
+ * terminal (g2f_text.h), here and in the inspect and diff reports. */
 void g2f_report_text(FILE *fp, const g2f_report_ctx *c);
 
-/* JSON report as a malloc'd string the caller frees; NULL on allocation
- * failure. */
+/* JSON report as a malloc'd string the caller frees; NULL when any
+ * allocation fails (never a partial report). Strings from files are escaped
+ * for JSON: control, DEL, C1 and bidi characters as \uXXXX, bytes that are
+ * not UTF-8 as U+FFFD; non-finite numbers are written as null. The same for
+ * the inspect and diff reports below. */
 char *g2f_report_json(const g2f_report_ctx *c);
 
 /* inspect: the checkpoint's description and per-layer tensor statistics. */
@@ -39,8 +47,6 @@ char *g2f_report_inspect_json(const char *checkpoint_arg, const g2f_model_info *
 void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r);
 char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r);
 
-/* Writes text to path atomically: a temporary file beside it, then rename,
- * so an interrupted run never leaves a half-written report. */
-g2f_status g2f_write_file_atomic(const char *path, const char *text, g2f_error *err);
+/* g2f_write_file_atomic (g2f_file.h) writes a report to a file atomically. */
 
 #endif

@@ -1,0 +1,470 @@
+/* The JSON reports against the schema README.md documents ("JSON report"),
+ * so that neither can drift from the other:
+ *   1. every JSON report the CLI writes over the bundled fixtures (verify on
+ *      every fixture, with --gelu erf, --layers, --atol; inspect on every
+ *      checkpoint format; diff across formats and sizes) is parsed and
+ *      checked field by field: names (no missing required field, no
+ *      undocumented one), types, enumerations, and the rules on which
+ *      fields appear when;
+ *   2. the schema below and README's section name the same things: every
+ *      quoted name in the section is a field or an enumerated value here,
+ *      and every field and value here is quoted there.
+ * argv[1] = fixtures folder (README.md is in its parent), argv[2] = CLI. */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "test_util.h"
+
+static const char *fixtures, *cli;
+static char dir[256];
+
+/* ---- the schema ---------------------------------------------------------
+ * A field: its key, the JSON types it may take, whether it is required, and
+ * for strings an enumeration ("a|b"; "*" = any string), for objects the
+ * object's fields, for arrays the items' type (and their fields). */
+enum { S = 1, I = 2, N = 4, Z = 8, B = 16, O = 32, A = 64 }; /* string, integer, number, null, bool, object, array */
+
+typedef struct field field;
+struct field {
+    const char *key;
+    int types, required;
+    const char *values;   /* strings: "a|b", or a rule name in <...>; NULL: any */
+    const field *fields;  /* O, or A of O: the object's fields (ended by a NULL key) */
+    int item_types;       /* A: the items' types */
+    const char *item_values;
+};
+
+#define END {NULL, 0, 0, NULL, NULL, 0, NULL}
+#define FLOAT_DTYPES "F32|F16|BF16|F64"
+#define ROLES "c_fc.weight|c_fc.bias|c_proj.weight|c_proj.bias"
+
+static const field model_fields[] = {
+    {"path", S, 1, NULL, NULL, 0, NULL},
+    {"format", S, 1, NULL, NULL, 0, NULL},
+    {"naming", S, 1, NULL, NULL, 0, NULL},
+    {"prefix", S, 1, NULL, NULL, 0, NULL},
+    {"dtype", S, 1, FLOAT_DTYPES, NULL, 0, NULL},
+    {"layout", S, 1, "conv1d|linear", NULL, 0, NULL},
+    {"layout_source", S, 1, NULL, NULL, 0, NULL},
+    {"n_layer", I, 1, NULL, NULL, 0, NULL},
+    {"n_embd", I, 1, NULL, NULL, 0, NULL},
+    {"n_inner", I, 1, NULL, NULL, 0, NULL},
+    {"fc_bias", B, 1, NULL, NULL, 0, NULL},
+    {"proj_bias", B, 1, NULL, NULL, 0, NULL},
+    {"config", S | Z, 1, NULL, NULL, 0, NULL},
+    {"activation_function", S, 0, "gelu_new|gelu_pytorch_tanh|gelu_fast|gelu", NULL, 0, NULL},
+    END};
+
+static const field worst_fields[] = {
+    {"token", I, 1, NULL, NULL, 0, NULL},    {"index", I, 1, NULL, NULL, 0, NULL},
+    {"expected", N | Z, 1, NULL, NULL, 0, NULL}, {"computed", N | Z, 1, NULL, NULL, 0, NULL},
+    {"tolerance", N | Z, 1, NULL, NULL, 0, NULL}, END};
+
+/* numbers that can be non-finite are N | Z: JSON writes NaN and Inf as null */
+static const field cmp_fields[] = {
+    {"max_abs_err", N, 1, NULL, NULL, 0, NULL},  {"max_rel_err", N, 1, NULL, NULL, 0, NULL},
+    {"margin", N | Z, 1, NULL, NULL, 0, NULL},   {"mismatched", I, 1, NULL, NULL, 0, NULL},
+    {"total", I, 1, NULL, NULL, 0, NULL},        {"nonfinite", I, 1, NULL, NULL, 0, NULL},
+    {"cosine", N, 1, NULL, NULL, 0, NULL},       {"sqnr_db", N | Z, 1, NULL, NULL, 0, NULL},
+    {"worst", O, 1, NULL, worst_fields, 0, NULL}, END};
+
+static const field compared_fields[] = {
+    {"out", O, 1, NULL, cmp_fields, 0, NULL},
+    {"out_other_gelu", O, 1, NULL, cmp_fields, 0, NULL},
+    {"pre", O, 0, NULL, cmp_fields, 0, NULL},
+    {"act", O, 0, NULL, cmp_fields, 0, NULL},
+    END};
+
+static const field cause_fields[] = {
+    {"codes", A, 1, NULL, NULL, S, "<code>"},
+    {"margin", N | Z, 1, NULL, NULL, 0, NULL},
+    END};
+
+/* layer: "compared" marks the fields only compared layers have */
+static const field layer_fields[] = {
+    {"layer", I, 1, NULL, NULL, 0, NULL},
+    {"status", S, 1, "pass|fail|skipped", NULL, 0, NULL},
+    {"explanation", S, 1, NULL, NULL, 0, NULL},
+    {"tokens", I, 0, NULL, NULL, 0, NULL},
+    {"max_abs_err", N, 0, NULL, NULL, 0, NULL},
+    {"max_rel_err", N, 0, NULL, NULL, 0, NULL},
+    {"mismatched", I, 0, NULL, NULL, 0, NULL},
+    {"total", I, 0, NULL, NULL, 0, NULL},
+    {"margin", N | Z, 0, NULL, NULL, 0, NULL},
+    {"best_gelu", S, 0, "tanh|erf|indistinguishable|neither", NULL, 0, NULL},
+    {"gelu_separation", N | Z, 0, NULL, NULL, 0, NULL},
+    {"diagnosis", A, 0, NULL, NULL, S, "<code>"},
+    {"causes", A, 0, NULL, cause_fields, O, NULL},
+    {"undetermined", B, 0, NULL, NULL, 0, NULL},
+    {"where", S, 0, NULL, NULL, 0, NULL},
+    {"hypotheses_tried", I, 0, NULL, NULL, 0, NULL},
+    {"compared", O, 0, NULL, compared_fields, 0, NULL},
+    END};
+
+static const field tolerance_fields[] = {
+    {"mode", S, 1, "derived|user", NULL, 0, NULL},
+    {"sigmas", N, 0, NULL, NULL, 0, NULL},
+    {"rtol", N, 0, NULL, NULL, 0, NULL},
+    {"atol", N, 0, NULL, NULL, 0, NULL},
+    END};
+
+static const field verify_fields[] = {
+    {"checkpoint", S, 1, NULL, NULL, 0, NULL},
+    {"fixtures", S, 1, NULL, NULL, 0, NULL},
+    {"gelu", S, 1, "tanh|erf", NULL, 0, NULL},
+    {"gelu_source", S, 1, "<gelu_source>", NULL, 0, NULL},
+    {"status", S, 1, "pass|fail", NULL, 0, NULL},
+    {"model", O, 1, NULL, model_fields, 0, NULL},
+    {"tolerance", O, 1, NULL, tolerance_fields, 0, NULL},
+    {"fixture_dtype", S, 1, FLOAT_DTYPES, NULL, 0, NULL},
+    {"fixture_gelu_claim", S | Z, 1, NULL, NULL, 0, NULL},
+    {"first_divergence", I | Z, 1, NULL, NULL, 0, NULL},
+    {"layers", A, 1, NULL, layer_fields, O, NULL},
+    END};
+
+static const field tensor_fields[] = {
+    {"role", S, 1, ROLES, NULL, 0, NULL},      {"name", S, 1, NULL, NULL, 0, NULL},
+    {"dtype", S, 1, FLOAT_DTYPES, NULL, 0, NULL}, {"shape", A, 1, NULL, NULL, I, NULL},
+    {"min", N, 1, NULL, NULL, 0, NULL},        {"max", N, 1, NULL, NULL, 0, NULL},
+    {"mean", N, 1, NULL, NULL, 0, NULL},       {"std", N, 1, NULL, NULL, 0, NULL},
+    {"nan", I, 1, NULL, NULL, 0, NULL},        {"inf", I, 1, NULL, NULL, 0, NULL},
+    END};
+
+static const field inspect_layer_fields[] = {
+    {"layer", I, 1, NULL, NULL, 0, NULL}, {"tensors", A, 1, NULL, tensor_fields, O, NULL}, END};
+
+static const field inspect_fields[] = {
+    {"checkpoint", S, 1, NULL, NULL, 0, NULL},
+    {"model", O, 1, NULL, model_fields, 0, NULL},
+    {"ffn_params_per_layer", I, 1, NULL, NULL, 0, NULL},
+    {"layers", A, 1, NULL, inspect_layer_fields, O, NULL},
+    END};
+
+static const field diff_tensor_fields[] = {
+    {"tensor", S, 1, ROLES, NULL, 0, NULL},
+    {"verdict", S, 1, "<verdict>", NULL, 0, NULL},
+    {"equivalent", B, 1, NULL, NULL, 0, NULL},
+    {"max_abs_err", N, 1, NULL, NULL, 0, NULL},
+    {"max_rel_err", N, 1, NULL, NULL, 0, NULL},
+    END};
+
+static const field diff_layer_fields[] = {
+    {"layer", I, 1, NULL, NULL, 0, NULL}, {"tensors", A, 1, NULL, diff_tensor_fields, O, NULL}, END};
+
+static const field diff_fields[] = {
+    {"a", O, 1, NULL, model_fields, 0, NULL},
+    {"b", O, 1, NULL, model_fields, 0, NULL},
+    {"status", S, 1, "equivalent|different", NULL, 0, NULL},
+    {"sizes", S, 0, NULL, NULL, 0, NULL},
+    {"roundoff", N, 1, NULL, NULL, 0, NULL},
+    {"differing", I, 1, NULL, NULL, 0, NULL},
+    {"layers", A, 1, NULL, diff_layer_fields, O, NULL},
+    END};
+
+/* Enumerations written as rules: the diagnosis codes and diff verdicts
+ * carry a parameter; gelu_source is one of three phrasings. */
+#define CODES "gelu_erf|gelu_tanh|fc_bias_missing|proj_bias_missing|residual_included|weights_f16_rounded|" \
+              "weights_bf16_rounded|nonfinite|unexplained"
+#define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different"
+
+static int in_list(const char *v, const char *list) {
+    size_t n = strlen(v);
+    for (const char *p = list; p; p = strchr(p, '|') ? strchr(p, '|') + 1 : NULL)
+        if (!strncmp(p, v, n) && (p[n] == '|' || p[n] == '\0')) return 1;
+    return 0;
+}
+
+static int is_uint(const char *s) {
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s)) return 0;
+    return 1;
+}
+
+static int valid_value(const char *v, const char *values) {
+    if (!values) return 1;
+    if (!strcmp(values, "<code>"))
+        return in_list(v, CODES) || (!strncmp(v, "weights_from_layer:", 19) && is_uint(v + 19)) ||
+               in_list(v, "layout_misread:c_fc|layout_misread:c_proj|layout_misread:both");
+    if (!strcmp(values, "<verdict>")) {
+        char *end;
+        if (!strncmp(v, "scaled:", 7)) return strtod(v + 7, &end), end != v + 7 && !*end;
+        return in_list(v, VERDICTS) || (!strncmp(v, "from_layer:", 11) && is_uint(v + 11));
+    }
+    if (!strcmp(values, "<gelu_source>"))
+        return !strcmp(v, "from --gelu") || !strncmp(v, "from config.json ", 17) || !strncmp(v, "default: ", 9);
+    return in_list(v, values);
+}
+
+static int type_of(const cJSON *v) {
+    if (cJSON_IsString(v)) return S;
+    if (cJSON_IsNull(v)) return Z;
+    if (cJSON_IsBool(v)) return B;
+    if (cJSON_IsObject(v)) return O;
+    if (cJSON_IsArray(v)) return A;
+    if (cJSON_IsNumber(v)) return v->valuedouble == (double)(long long)v->valuedouble ? I | N : N;
+    return 0;
+}
+
+static int schema_errors;
+
+static void fail(const char *where, const char *what, const char *key) {
+    fprintf(stderr, "%s: %s \"%s\"\n", where, what, key);
+    schema_errors++;
+}
+
+static void check_object(const cJSON *o, const field *fs, const char *where);
+
+static void check_value(const cJSON *v, int types, const char *values, const field *fs, const char *where,
+                        const char *key) {
+    int t = type_of(v);
+    if (!(t & types)) return fail(where, "wrong type for", key);
+    if (t == S && !valid_value(v->valuestring, values)) return fail(where, "value not in the enumeration for", key);
+    if (t == O && fs) check_object(v, fs, where);
+}
+
+static void check_object(const cJSON *o, const field *fs, const char *where) {
+    for (const field *f = fs; f->key; f++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, f->key);
+        if (!v) {
+            if (f->required) fail(where, "missing field", f->key);
+            continue;
+        }
+        char sub[512];
+        snprintf(sub, sizeof sub, "%s.%s", where, f->key);
+        check_value(v, f->types, f->values, f->fields, sub, f->key);
+        if (cJSON_IsArray(v)) {
+            int i = 0;
+            for (const cJSON *it = v->child; it; it = it->next, i++) {
+                char item[600];
+                snprintf(item, sizeof item, "%s[%d]", sub, i);
+                check_value(it, f->item_types, f->item_values, f->fields, item, f->key);
+            }
+        }
+    }
+    for (const cJSON *c = o->child; c; c = c->next) {
+        const field *f = fs;
+        while (f->key && strcmp(f->key, c->string)) f++;
+        if (!f->key) fail(where, "undocumented field", c->string);
+    }
+}
+
+/* The rules of a verify report beyond each field's own type. */
+static void check_verify_rules(const cJSON *root, const char *where) {
+    static const char *const compared_only[] = {"tokens", "max_abs_err", "max_rel_err", "mismatched", "total",
+                                                "margin", "best_gelu", "gelu_separation", "diagnosis", "causes",
+                                                "undetermined", "compared"};
+    const cJSON *tol = cJSON_GetObjectItemCaseSensitive(root, "tolerance");
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(tol, "mode");
+    int user = cJSON_IsString(mode) && !strcmp(mode->valuestring, "user");
+    if (user != (cJSON_HasObjectItem(tol, "rtol") && cJSON_HasObjectItem(tol, "atol")) ||
+        user == cJSON_HasObjectItem(tol, "sigmas"))
+        fail(where, "tolerance fields do not follow its mode", "tolerance");
+    int any_fail = 0;
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
+    for (const cJSON *l = layers ? layers->child : NULL; l; l = l->next) {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(l, "status");
+        if (!cJSON_IsString(st)) continue;
+        int skipped = !strcmp(st->valuestring, "skipped"), failed = !strcmp(st->valuestring, "fail");
+        any_fail |= failed;
+        for (size_t k = 0; k < sizeof compared_only / sizeof compared_only[0]; k++)
+            if (cJSON_HasObjectItem(l, compared_only[k]) == skipped)
+                fail(where, skipped ? "skipped layer has" : "compared layer lacks", compared_only[k]);
+        const cJSON *diag = cJSON_GetObjectItemCaseSensitive(l, "diagnosis");
+        int unexplained = 0, nonfinite = 0;
+        for (const cJSON *d = diag ? diag->child : NULL; d; d = d->next) {
+            unexplained |= cJSON_IsString(d) && !strcmp(d->valuestring, "unexplained");
+            nonfinite |= cJSON_IsString(d) && !strcmp(d->valuestring, "nonfinite");
+        }
+        if (cJSON_HasObjectItem(l, "where") != unexplained) fail(where, "\"where\" is for unexplained layers:", "where");
+        if (cJSON_HasObjectItem(l, "hypotheses_tried") != (failed && !nonfinite))
+            fail(where, "\"hypotheses_tried\" is for failing layers:", "hypotheses_tried");
+    }
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(root, "status");
+    const cJSON *first = cJSON_GetObjectItemCaseSensitive(root, "first_divergence");
+    if (cJSON_IsString(status) && (strcmp(status->valuestring, "pass") == 0) == any_fail)
+        fail(where, "status disagrees with the layers", "status");
+    if (cJSON_IsNull(first) == any_fail) fail(where, "first_divergence disagrees with the layers", "first_divergence");
+}
+
+/* ---- the reports -------------------------------------------------------- */
+
+typedef enum { K_VERIFY, K_INSPECT, K_DIFF } kind;
+static size_t reports_checked;
+
+/* Runs the CLI (args, with --json - for stdout) and checks the report; the
+ * verdict (exit 0 or 1) is other tests' business. */
+static void check_report(kind k, const char *args) {
+    char cmd[2400], path[400];
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    snprintf(cmd, sizeof cmd, "'%s' %s %s --json - > '%s' 2> /dev/null", cli, args, k == K_VERIFY ? "--threads 1" : "",
+             path);
+    int st = system(cmd);
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (rc != 0 && rc != 1) fprintf(stderr, "exit %d: %s\n", rc, args);
+    CHECK(rc == 0 || rc == 1);
+    FILE *fp = fopen(path, "rb");
+    static char text[1 << 20];
+    size_t n = fp ? fread(text, 1, sizeof text - 1, fp) : 0;
+    text[n] = '\0';
+    if (fp) fclose(fp);
+    cJSON *root = cJSON_Parse(text);
+    CHECK(cJSON_IsObject(root));
+    if (!cJSON_IsObject(root)) fprintf(stderr, "not a JSON object: %s\n", args);
+    int before = schema_errors;
+    if (root) {
+        const field *fs = k == K_VERIFY ? verify_fields : k == K_INSPECT ? inspect_fields : diff_fields;
+        check_object(root, fs, args);
+        if (k == K_VERIFY) check_verify_rules(root, args);
+    }
+    CHECK(schema_errors == before);
+    reports_checked++;
+    cJSON_Delete(root);
+}
+
+static void reports_should_follow_the_documented_schema(void) {
+    static const char *const fx[] = {
+        "tiny_tanh.safetensors", "tiny_erf.safetensors", "tiny_tanh_f16.safetensors", "npz/tiny_tanh.npz",
+        "npz/tiny_tanh_compressed.npz", "npz/tiny_tanh_f64.npz", "npz/tiny_tanh_tlens.npz", "npz/tiny_tanh_npy",
+        "diag/erf.safetensors", "diag/erf_fc_bias_missing.safetensors", "diag/erf_residual.safetensors",
+        "diag/fc_bias_missing.safetensors", "diag/layout_misread_both.safetensors",
+        "diag/layout_misread_fc.safetensors", "diag/layout_misread_proj.safetensors", "diag/nonfinite.safetensors",
+        "diag/proj_bias_missing.safetensors", "diag/residual_included.safetensors", "diag/unexplained.safetensors",
+        "diag/weights_bf16_rounded.safetensors", "diag/weights_f16_rounded.safetensors",
+        "diag/weights_from_layer.safetensors"};
+    char args[1400];
+    for (size_t i = 0; i < sizeof fx / sizeof fx[0]; i++) {
+        snprintf(args, sizeof args, "verify '%s/tiny' '%s/%s'", fixtures, fixtures, fx[i]);
+        check_report(K_VERIFY, args);
+    }
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --gelu erf", fixtures, fixtures);
+    check_report(K_VERIFY, args);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --layers 1,3", fixtures, fixtures);
+    check_report(K_VERIFY, args);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --atol 1e-2", fixtures, fixtures);
+    check_report(K_VERIFY, args);
+    snprintf(args, sizeof args, "verify '%s/diag/tiny_pre' '%s/diag/tiny_pre_erf.safetensors'", fixtures, fixtures);
+    check_report(K_VERIFY, args);
+    snprintf(args, sizeof args, "verify '%s/torch/nobias_ckpt.pt' '%s/torch/nobias_ref.safetensors'", fixtures,
+             fixtures);
+    check_report(K_VERIFY, args);
+    static const char *const ck[] = {"tiny", "torch/hf_tiny.bin", "torch/mingpt_ckpt.pt", "torch/nanogpt_ckpt.pt",
+                                     "torch/nobias_ckpt.pt", "torch/sharded", "formats2/tiny.gguf",
+                                     "formats2/tiny_f16.gguf", "formats2/tiny_llmc.bin",
+                                     "formats2/tiny_llmc_bf16.bin", "diag/tiny_pre"};
+    for (size_t i = 0; i < sizeof ck / sizeof ck[0]; i++) {
+        snprintf(args, sizeof args, "inspect '%s/%s'", fixtures, ck[i]);
+        check_report(K_INSPECT, args);
+        snprintf(args, sizeof args, "diff '%s/tiny' '%s/%s'", fixtures, fixtures, ck[i]);
+        check_report(K_DIFF, args);
+    }
+    CHECK(reports_checked >= 49);
+}
+
+/* ---- README against the schema ------------------------------------------ */
+
+typedef struct names {
+    const char *v[400];
+    size_t n;
+} names;
+
+static void add_name(names *s, const char *v) {
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i], v)) return;
+    if (s->n < sizeof s->v / sizeof s->v[0]) s->v[s->n++] = v;
+}
+
+static void add_list(names *s, const char *list, char *store, size_t *used, size_t cap) {
+    for (const char *p = list; p && *p;) {
+        size_t n = strcspn(p, "|");
+        if (*used + n + 1 <= cap) {
+            memcpy(store + *used, p, n);
+            store[*used + n] = '\0';
+            add_name(s, store + *used);
+            *used += n + 1;
+        }
+        p = p[n] ? p + n + 1 : NULL;
+    }
+}
+
+static char store[8192];
+static size_t store_used;
+
+static void collect(names *s, const field *fs) {
+    for (const field *f = fs; f->key; f++) {
+        add_name(s, f->key);
+        if (f->values && f->values[0] != '<') add_list(s, f->values, store, &store_used, sizeof store);
+        if (f->item_values && f->item_values[0] != '<') add_list(s, f->item_values, store, &store_used, sizeof store);
+        if (f->fields) collect(s, f->fields);
+    }
+}
+
+static void readme_should_document_exactly_this_schema(void) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/../README.md", fixtures);
+    FILE *fp = fopen(path, "rb");
+    static char readme[1 << 18];
+    size_t n = fp ? fread(readme, 1, sizeof readme - 1, fp) : 0;
+    readme[n] = '\0';
+    if (fp) fclose(fp);
+    char *sec = strstr(readme, "\n## JSON report\n");
+    CHECK(sec != NULL);
+    if (!sec) return;
+    char *end = strstr(sec + 1, "\n## ");
+    if (end) *end = '\0';
+    names schema = {{0}, 0};
+    collect(&schema, verify_fields);
+    collect(&schema, inspect_fields);
+    collect(&schema, diff_fields);
+    /* every quoted identifier in README is a field, an enumerated value, a
+     * diagnosis code or a verdict */
+    names quoted = {{0}, 0};
+    static char qstore[1 << 14];
+    size_t qused = 0;
+    for (char *p = strchr(sec, '"'); p; p = strchr(p + 1, '"')) {
+        char *q = strchr(p + 1, '"');
+        if (!q) break;
+        size_t len = (size_t)(q - p - 1);
+        int ident = len > 0 && len < 64;
+        for (char *c = p + 1; ident && c < q; c++) ident = isalnum((unsigned char)*c) || *c == '_' || *c == ':' || *c == '.';
+        if (ident && qused + len + 1 < sizeof qstore) {
+            memcpy(qstore + qused, p + 1, len);
+            qstore[qused + len] = '\0';
+            const char *w = qstore + qused;
+            qused += len + 1;
+            add_name(&quoted, w);
+            int known = 0;
+            for (size_t i = 0; i < schema.n && !known; i++) known = !strcmp(schema.v[i], w);
+            known |= valid_value(w, "<code>") || valid_value(w, "<verdict>");
+            if (!known) {
+                fprintf(stderr, "README's JSON report names \"%s\", which no report has\n", w);
+                check_failures++;
+            }
+        }
+        p = q;
+    }
+    /* and every field and value of the schema is in README */
+    for (size_t i = 0; i < schema.n; i++) {
+        int found = 0;
+        for (size_t j = 0; j < quoted.n && !found; j++) found = !strcmp(schema.v[i], quoted.v[j]);
+        if (!found) {
+            fprintf(stderr, "the reports write \"%s\", which README's JSON report does not document\n", schema.v[i]);
+            check_failures++;
+        }
+    }
+    CHECK(schema.n > 80);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || make_tmpdir(dir, sizeof dir, "schema") != 0) return 1;
+    fixtures = argv[1];
+    cli = argv[2];
+    RUN(reports_should_follow_the_documented_schema);
+    RUN(readme_should_document_exactly_this_schema);
+    remove_tmpdir(dir);
+    CHECK_EXIT();
+}

@@ -44,6 +44,11 @@ void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size
  * for the exact form. in and out may be the same. */
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
 
+/* out[i] = x sigmoid(v(x)) (see g2f_gelu_math.h) for the HF quick_gelu form
+ * (mlx 0) or MLX's (mlx 1): bitwise g2f_gelu_sigmoid_d / g2f_gelu_mlx_d
+ * rounded to float. in and out may be the same. */
+void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n);
+
 /* y (n) = x (k) B, B (k, n) row-major: y = 0, then y += x[kk] B[kk, :] for
  * kk in order (one FMA per term). Streams the rows of B front to back. */
 void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y);

@@ -242,6 +242,42 @@ void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) {
     }
 }
 
+/* x / (1 + exp(-v)) on two vectors of 4 doubles: the operations of
+ * g2f_gelu_sigmoid_d / g2f_gelu_mlx_d in the same order, so the same bits. */
+static inline void gelu_sigmoid_pd2(int mlx, const __m256d x[2], __m256d y[2]) {
+    __m256d xc[2], e[2];
+    LANES2 {
+        xc[v] = _mm256_max_pd(x[v], _mm256_set1_pd(G2F_GELU_SIGMOID_XMIN));
+        __m256d arg;
+        if (mlx) {
+            __m256d w = _mm256_add_pd(_mm256_set1_pd(1.0),
+                                      _mm256_mul_pd(_mm256_set1_pd(G2F_GELU_MLX_C), _mm256_mul_pd(xc[v], xc[v])));
+            arg = _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(G2F_GELU_MLX_K), xc[v]), w);
+        } else {
+            arg = _mm256_mul_pd(_mm256_set1_pd(G2F_GELU_SIGMOID_K), xc[v]);
+        }
+        e[v] = _mm256_sub_pd(_mm256_setzero_pd(), arg);
+    }
+    exp_pd2(e);
+    LANES2 y[v] = _mm256_div_pd(xc[v], _mm256_add_pd(_mm256_set1_pd(1.0), e[v]));
+}
+
+void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 f = _mm256_loadu_ps(in + i);
+        __m256d x[2] = {_mm256_cvtps_pd(_mm256_castps256_ps128(f)), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))}, y[2];
+        gelu_sigmoid_pd2(mlx, x, y);
+        __m256 r = _mm256_set_m128(_mm256_cvtpd_ps(y[1]), _mm256_cvtpd_ps(y[0]));
+        /* NaN in, NaN out: max_pd turned it into the clamp */
+        _mm256_storeu_ps(out + i, _mm256_blendv_ps(r, f, _mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
+    }
+    for (; i < n; i++) {
+        float x = in[i];
+        out[i] = x != x ? x : (float)(mlx ? g2f_gelu_mlx_d(x) : g2f_gelu_sigmoid_d(x));
+    }
+}
+
 /* Eight rows per pass over y: each element still gets its FMAs in kk order
  * (bitwise the same sums), y is loaded and stored an eighth as often, and
  * eight read streams keep more of the weights in flight (scripts/bench-ab,

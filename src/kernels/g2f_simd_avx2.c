@@ -3,6 +3,7 @@
 #include "g2f_simd.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "g2f_gelu_math.h"
@@ -276,6 +277,54 @@ void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n) {
         float x = in[i];
         out[i] = x != x ? x : (float)(mlx ? g2f_gelu_mlx_d(x) : g2f_gelu_sigmoid_d(x));
     }
+}
+
+static inline __m256 scale8(__m256 f, __m256d sc) {
+    __m256d lo = _mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f)), sc);
+    __m256d hi = _mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)), sc);
+    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
+
+void g2f_simd_softmax(float *s, size_t n, double scale) {
+    const __m256d sc = _mm256_set1_pd(scale);
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 f = scale8(_mm256_loadu_ps(s + i), sc);
+        _mm256_storeu_ps(s + i, f);
+        mx = _mm256_max_ps(mx, f);
+    }
+    float lanes[8], m;
+    _mm256_storeu_ps(lanes, mx);
+    m = lanes[0];
+    for (int v = 1; v < 8; v++) m = lanes[v] > m ? lanes[v] : m;
+    for (; i < n; i++) {
+        s[i] = (float)((double)s[i] * scale);
+        m = s[i] > m ? s[i] : m;
+    }
+    /* e_j = exp(s_j - m): the difference in float, as PyTorch forms it */
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 t = _mm256_sub_ps(_mm256_loadu_ps(s + i), mv);
+        __m256d x[2] = {_mm256_cvtps_pd(_mm256_castps256_ps128(t)), _mm256_cvtps_pd(_mm256_extractf128_ps(t, 1))};
+        exp_pd2(x);
+        __m128 e0 = _mm256_cvtpd_ps(x[0]), e1 = _mm256_cvtpd_ps(x[1]);
+        _mm256_storeu_ps(s + i, _mm256_set_m128(e1, e0));
+        acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(e0));
+        acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(e1));
+    }
+    double part[4], sum;
+    _mm256_storeu_pd(part, _mm256_add_pd(acc0, acc1));
+    sum = (part[0] + part[1]) + (part[2] + part[3]);
+    for (; i < n; i++) {
+        s[i] = (float)g2f_exp_d((double)(s[i] - m));
+        sum += s[i];
+    }
+    const double inv = 1.0 / sum;
+    const __m256d iv = _mm256_set1_pd(inv);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(s + i, scale8(_mm256_loadu_ps(s + i), iv));
+    for (; i < n; i++) s[i] = (float)((double)s[i] * inv);
 }
 
 /* Eight rows per pass over y: each element still gets its FMAs in kk order

@@ -16,6 +16,7 @@ void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) { (void)erf, 
 void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n) {
     (void)mlx, (void)in, (void)out, (void)n;
 }
+void g2f_simd_softmax(float *s, size_t n, double scale) { (void)s, (void)n, (void)scale; }
 void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y) {
     (void)x, (void)k, (void)b, (void)n, (void)y;
 }

@@ -155,8 +155,8 @@ static void attn_should_reproduce_worked_example(void) {
         CHECK(z[0] == 1 && z[1] == 2 && p[0] == 1 && p[1] == 0);
         CHECK_NEAR(p[2], 0.3302385, 1e-7);
         CHECK_NEAR(p[3], 0.6697615, 1e-7);
-        CHECK_NEAR(z[2], 2.3395231, 2e-7);
-        CHECK_NEAR(z[3], -0.0092846, 2e-7);
+        CHECK_NEAR(z[2], 2.3395231, 5e-7); /* two float roundings of terms summing to 2.34, two ulps */
+        CHECK_NEAR(z[3], -0.0092846, 5e-7);
         o.causal = 0;
         CHECK((ref ? g2f_attn_forward_ref(qkv, 2, 2, 1, &o, z, p, NULL)
                    : g2f_attn_forward(qkv, 2, 2, 1, &o, z, p, 1, NULL, NULL)) == G2F_OK);

@@ -64,8 +64,8 @@ static void naive_attn(const float *qkv, size_t T, size_t d, size_t H, const g2f
  *    A_ij + u |s_ij|, with A_ij = sum_c |q_ic k_jc|, gamma(n) = n u/(1-n u);
  *  - the exponent x_ij = float(s_ij - m), m the row max (any common shift
  *    cancels in the normalization): rounding adds u |s_ij - m|; exp in
- *    double rounded to float adds a relative u (and 2^-50 of the
- *    polynomial): so p_ij is proportional to exp(s_ij + eta_ij) with
+ *    double rounded to float adds a relative u (and 7e-12 of the
+ *    polynomial, 1e-4 u): so p_ij is proportional to exp(s_ij + eta_ij) with
  *    |eta_ij| <= eps_ij + u |s_ij - m| + 1.01 u;
  *  - normalizing with the perturbed exponents moves p_ij by a factor within
  *    exp(+-2 max_j |eta_ij|); the double sum and the multiplication by its

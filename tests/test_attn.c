@@ -170,9 +170,10 @@ typedef struct shape {
 
 /* T off the 96-query blocks (130, 97, 200; 193 leaves a one-row block, the
  * GEMM's matrix-vector path), T = 1, d_head 64 (GPT-2's, with 12 and 25
- * heads), odd d_head (25, 33), d off 8 and 16 (50, 99). */
-static const shape shapes[] = {{1, 8, 1},     {5, 12, 3},   {37, 64, 1},  {130, 768, 12},
-                               {97, 50, 2},   {200, 99, 3}, {20, 1600, 25}, {193, 128, 2}};
+ * heads), odd d_head (25, 33), d off 8 and 16 (50, 99), d_head 300 (deeper
+ * than one 256-deep block of the GEMM). */
+static const shape shapes[] = {{1, 8, 1},   {5, 12, 3},     {37, 64, 1},   {130, 768, 12}, {97, 50, 2},
+                               {200, 99, 3}, {20, 1600, 25}, {193, 128, 2}, {30, 300, 1}};
 
 static void attn_should_agree_with_reference_and_be_thread_count_independent(void) {
     bound_stats st = {0};

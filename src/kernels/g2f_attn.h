@@ -42,6 +42,12 @@
  *                         loops on one thread, reading qkv in place with its
  *                         own indexing: the oracle in tests.
  *
+ * Non-finite inputs propagate: a NaN or Inf score makes its row NaN; a NaN
+ * or Inf in v reaches, through 0 * NaN, the z of the queries of its
+ * 96-query block that may not see it (PyTorch's P @ V multiplies every
+ * masked zero, so there it reaches all of them); the reference skips
+ * masked keys.
+ *
  * Ownership: all arrays are the caller's; merged and probs are written
  * entirely (probs may be NULL). The fast kernel's scratch lives in a
  * caller-owned g2f_attn_ws (start {0}, keep it across calls and sequences,

@@ -162,8 +162,9 @@ void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, f
 void g2f_ffn_forward(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre,
                      float *act, float *out, int n_threads, g2f_ffn_ws *ws);
 
-/* Reference: double accumulation and double GELU, rounded to float at the
- * end; pre and act may be NULL. Single-threaded, for tests and oracles.
+/* Reference: double accumulation and double GELU (g2f_gelu_eval_f64: the
+ * F16_TABLE form of the float pre, as a port sees it), rounded to float at
+ * the end; pre and act may be NULL. Single-threaded, for tests and oracles.
  * Fails only when its (n_inner) scratch vector cannot be allocated. */
 g2f_status g2f_ffn_forward_ref(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g,
                                float *pre, float *act, float *out, g2f_error *err);

@@ -51,9 +51,10 @@ void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n);
 
 /* Softmax of one row of scores in place (g2f_attn): s_j = float(s_j *
  * scale) (the product in double, rounded once); m = max_j s_j; e_j =
- * float(exp(double(s_j - m))) with the exp of g2f_gelu_math.h; sum = the
- * e_j added in double (eight lanes, combined in a fixed order); s_j =
- * float(e_j * (1 / sum)). n >= 1. */
+ * float(exp(double(s_j - m))), the exp a degree-9 polynomial in double
+ * (the correctly rounded float but within 1e-4 ulp of a tie); sum = the
+ * e_j added in double (four lanes, combined in a fixed order, then the
+ * tail); s_j = float(e_j * (1 / sum)). n >= 1. */
 void g2f_simd_softmax(float *s, size_t n, double scale);
 
 /* y (n) = x (k) B, B (k, n) row-major: y = 0, then y += x[kk] B[kk, :] for

@@ -87,7 +87,8 @@ typedef struct g2f_attn_opts {
     double scale;          /* scores multiplier: 1/sqrt(d_head); 1.0 models the scale missing,
                               1/(sqrt(d_head) (L+1)) HF's scale_attn_by_inverse_layer_idx */
     int qkv_order[3];      /* the third (0, 1, 2) of a qkv row read as q, k, v in that order:
-                              {0,1,2} GPT-2, {1,0,2} a port that split it as k, q, v */
+                              {0,1,2} GPT-2; a port doing `k, q, v = qkv.split(d)` is {1,0,2},
+                              `k, v, q = ...` is {2,0,1} (q from the third third) */
     int heads_interleaved; /* 0: feature i of head h at h d_head + i; 1: at i n_head + h */
 } g2f_attn_opts;
 

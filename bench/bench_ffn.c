@@ -13,6 +13,10 @@
  *   bench_ffn time CMD ARGS...        runs CMD (stdout to /dev/null): "sec=S maxrss_mib=M exit=E"
  *   bench_ffn ffn [--torch FILE] [--open-s S --cat-s S --file-bytes N] [--quick]
  *                                     the FFN tables (markdown) and the summary of targets
+ *   bench_ffn attn [T]                causal attention (g2f_attn_forward) and LayerNorm on
+ *                                     GPT-2 124M and 1.5B shapes at T tokens (default 1024):
+ *                                     median ms on 1 and all threads, and the CPU seconds of
+ *                                     the 1-thread calls (robust to other load on the host)
  *
  * Shapes are synthesized: GPT-2 124M (d 768), 355M (d 1024), 1.5B (d 1600),
  * n_inner 4d, Conv1D layout, magnitudes as scripts/export_fixtures.py synth
@@ -37,7 +41,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "g2f_attn.h"
 #include "g2f_ffn.h"
+#include "g2f_layernorm.h"
 #include "g2f_model.h"
 #include "g2f_tol.h"
 
@@ -914,6 +920,56 @@ static int cmd_time(char **argv) {
     return 0;
 }
 
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Attention on one sequence of T tokens (q, k ~ N(0, 1), as after c_attn
+ * on an ln_1 output), and the LayerNorm of (T, d). The flops counted are
+ * the useful ones: 2 T^2 d for S and P V together, causal halving both. */
+static int cmd_attn(size_t T) {
+    static const struct { const char *name; size_t d, heads; } shapes[] = {{"124M", 768, 12}, {"1.5B", 1600, 25}};
+    int all = omp_get_max_threads(), reps = 9;
+    printf("| shape | T | threads | attention ms (median) | GFLOP/s | 1-thread CPU ms | LayerNorm ms |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t si = 0; si < 2; si++) {
+        size_t d = shapes[si].d, H = shapes[si].heads;
+        float *qkv = xalloc(T * 3 * d * sizeof(float)), *z = xalloc(T * d * sizeof(float)), *y = xalloc(T * d * sizeof(float));
+        fill_normal(qkv, T * 3 * d, 0.0, 1.0);
+        g2f_attn_ws ws = {0};
+        g2f_error err = {0};
+        for (int threads = 1; threads <= all; threads = threads == all ? all + 1 : all) {
+            double v[9], c[9], l[9];
+            if (g2f_attn_forward(qkv, T, d, H, NULL, z, NULL, threads, &ws, &err) != G2F_OK) { /* warm-up */
+                fprintf(stderr, "bench_ffn: %s\n", err.msg);
+                return 2;
+            }
+            for (int r = 0; r < reps; r++) {
+                wait_quiet();
+                double t0 = now(), c0 = cpu_seconds();
+                g2f_attn_forward(qkv, T, d, H, NULL, z, NULL, threads, &ws, NULL);
+                v[r] = now() - t0;
+                c[r] = cpu_seconds() - c0;
+                t0 = now();
+                g2f_ln_forward(qkv, T, d, NULL, NULL, 1e-5, y, NULL, NULL, threads);
+                l[r] = now() - t0;
+            }
+            double ms = median(v, reps) * 1e3, flops = 2.0 * (double)T * (double)T * (double)d;
+            char cpu[32] = "-";
+            if (threads == 1) snprintf(cpu, sizeof cpu, "%.1f", median(c, reps) * 1e3);
+            printf("| %s | %zu | %d | %.1f | %.1f | %s | %.2f |\n", shapes[si].name, T, threads, ms, flops / ms * 1e-6,
+                   cpu, median(l, reps) * 1e3);
+        }
+        g2f_attn_ws_free(&ws);
+        free(qkv);
+        free(z);
+        free(y);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "write")) return cmd_write(argv[2], atoi(argv[3]), (size_t)atol(argv[4]));
     if (argc >= 4 && !strcmp(argv[1], "open")) return cmd_open(argv[2], atoi(argv[3]));
@@ -924,5 +980,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | e2e-data DIR LAYERS D TOKENS | time CMD ARGS... | "
                     "open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
                     "--file-bytes N] [--quick] [--only D]\n");
+    return 0;
+}
+
+    if (argc >= 2 && !strcmp(argv[1], "attn")) return cmd_attn(argc >= 3 ? (size_t)atol(argv[2]) : 1024);
+    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
+                    "--file-bytes N] [--quick] [--only D] | attn [T]\n");
     return 2;
 }

@@ -1,5 +1,7 @@
 /* FFN kernels: the worked example, layouts, position-wise behaviour, agreement
  * with the double reference, and bitwise determinism across thread counts. */
+#include <float.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,7 +100,36 @@ static void ffn_should_agree_with_reference_and_be_thread_count_independent(void
                 g2f_ffn_forward(&r.w, x, T, (g2f_gelu)g, p2, a2, o2, 2, NULL);
                 CHECK(memcmp(o1, o2, T * d * sizeof(float)) == 0);
                 CHECK(memcmp(pre, p2, T * h * sizeof(float)) == 0);
-                CHECK(g2f_ffn_forward_ref(&r.w, x, T, (g2f_gelu)g, NULL, NULL, oref, NULL) == G2F_OK);
+                CHECK(memcmp(act, a2, T * h * sizeof(float)) == 0);
+                for (size_t i = 0; i < T * h; i++) /* the fused epilogue or the separate pass: g2f_ffn_gelu */
+                    if (act[i] != g2f_gelu_eval((g2f_gelu)g, pre[i])) {
+                        CHECK(act[i] == g2f_gelu_eval((g2f_gelu)g, pre[i]));
+                        break;
+                    }
+                if (g == G2F_GELU_F16_TABLE) {
+                    /* the reference's act is the table of its own pre */
+                    CHECK(g2f_ffn_forward_ref(&r.w, x, T, (g2f_gelu)g, p2, a2, oref, NULL) == G2F_OK);
+                    for (size_t i = 0; i < T * h; i++)
+                        if (a2[i] != g2f_gelu_f16_table(p2[i])) {
+                            CHECK(a2[i] == g2f_gelu_f16_table(p2[i]));
+                            break;
+                        }
+                    /* A step function: where the fast pre and the reference's sit on
+                     * two sides of a half-way point between halves (about 1 element
+                     * in 500 here), act moves by an f16 ulp, 5e-4 of it, and out by
+                     * that times a weight. So the reference is fed the fast act
+                     * (act itself was checked above): c_proj alone, in double. */
+                    for (size_t t = 0; t < T; t++)
+                        for (size_t j = 0; j < d; j++) {
+                            double acc = r.b2[j];
+                            for (size_t u = 0; u < h; u++)
+                                acc += (double)act[t * h + u] *
+                                       (layout == G2F_LAYOUT_LINEAR ? r.w2[j * h + u] : r.w2[u * d + j]);
+                            oref[t * d + j] = (float)acc;
+                        }
+                } else {
+                    CHECK(g2f_ffn_forward_ref(&r.w, x, T, (g2f_gelu)g, NULL, NULL, oref, NULL) == G2F_OK);
+                }
                 double worst = 0;
                 for (size_t i = 0; i < T * d; i++) {
                     double e = fabs((double)o1[i] - oref[i]);
@@ -215,6 +246,60 @@ static void matmul_sq_should_equal_the_product_of_squares(void) {
                 }
 }
 
+static uint32_t bits_of(float f) {
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+static float float_of(uint32_t b) {
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+/* TF32 keeps 10 of float's 23 fraction bits: 1 + 2^-10 is a TF32 number,
+ * 1 + 2^-11 a tie between 1 and 1 + 2^-10 (to even: 1), 1 + 3 2^-11 a tie
+ * between 1 + 2^-10 and 1 + 2^-9 (to even: 1 + 2^-9). Checked against a
+ * rounding written with nearbyint on the scaled value over many floats. */
+static void round_tf32_should_keep_10_bits_ties_to_even(void) {
+    CHECK(g2f_round_tf32(1.0f + 0x1p-10f) == 1.0f + 0x1p-10f);
+    CHECK(g2f_round_tf32(1.0f + 0x1p-11f) == 1.0f);
+    CHECK(g2f_round_tf32(1.0f + 3 * 0x1p-11f) == 1.0f + 0x1p-9f);
+    CHECK(g2f_round_tf32(1.0f + 0x1p-11f + 0x1p-23f) == 1.0f + 0x1p-10f);
+    CHECK(g2f_round_tf32(-(1.0f + 0x1p-11f + 0x1p-23f)) == -(1.0f + 0x1p-10f));
+    CHECK(g2f_round_tf32(3.14159265f) == 3.140625f); /* pi: 1.1001001000|01111.. -> 1.1001001000 */
+    CHECK(g2f_round_tf32(INFINITY) == INFINITY && g2f_round_tf32(-INFINITY) == -INFINITY);
+    CHECK(isnan(g2f_round_tf32(NAN)));
+    CHECK(isnan(g2f_round_tf32(float_of(0x7f800001u)))); /* payload below the kept bits: still NaN */
+    CHECK(g2f_round_tf32(FLT_MAX) == INFINITY); /* above the largest TF32 number by more than half an ulp */
+    CHECK(g2f_round_tf32(float_of(0x7f7fefffu)) == float_of(0x7f7fe000u)); /* just below that half */
+    CHECK(bits_of(g2f_round_tf32(-0.0f)) == 0x80000000u);
+    CHECK(g2f_round_tf32(0x1p-149f) == 0.0f); /* subnormal: the same 13 bits dropped */
+    CHECK(g2f_round_tf32(0x1p-136f) == 0x1p-136f);
+    uint64_t s = 99;
+    size_t n = 100000, bad = 0;
+    float *v = malloc(n * sizeof(float)), *r = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        uint32_t b = (uint32_t)(s >> 32);
+        if ((b & 0x7f800000u) == 0x7f800000u || (b & 0x7f800000u) == 0) b ^= 0x20000000u; /* normal numbers */
+        if (i % 8 == 0) b = (b & ~0x1fffu) | 0x1000u;                                   /* ties */
+        v[i] = float_of(b);
+    }
+    g2f_round_tf32_buf(v, r, n);
+    for (size_t i = 0; i < n; i++) {
+        int e;
+        frexpf(v[i], &e); /* v = m 2^e, m in [0.5, 1): TF32's quantum is 2^(e - 11) */
+        float want = ldexpf(nearbyintf(ldexpf(v[i], 11 - e)), e - 11);
+        bad += bits_of(r[i]) != bits_of(want);
+    }
+    CHECK(bad == 0);
+    g2f_round_tf32_buf(v, v, n); /* in place */
+    CHECK(memcmp(v, r, n * sizeof(float)) == 0);
+    free(v); free(r);
+}
+
 int main(void) {
     RUN(ffn_should_reproduce_worked_example);
     RUN(ffn_should_be_position_wise);
@@ -223,5 +308,6 @@ int main(void) {
     RUN(matmul_should_add_bias_after_the_sum);
     RUN(workspace_reuse_should_not_change_results);
     RUN(matmul_sq_should_equal_the_product_of_squares);
+    RUN(round_tf32_should_keep_10_bits_ties_to_even);
     CHECK_EXIT();
 }

@@ -76,8 +76,21 @@ static int thread_count(int n_threads) {
 
 static int simd_ok(void) { return g2f_cpu_features()->avx2_fma; }
 
-const char *g2f_gelu_name(g2f_gelu g) { return g == G2F_GELU_ERF ? "erf" : "tanh"; }
-g2f_gelu g2f_gelu_other(g2f_gelu g) { return g == G2F_GELU_ERF ? G2F_GELU_TANH : G2F_GELU_ERF; }
+static const char *const gelu_names[] = {"tanh", "erf", "sigmoid", "mlx_approx", "f16_table"};
+_Static_assert(sizeof gelu_names / sizeof gelu_names[0] == G2F_GELU_COUNT, "one name per GELU form");
+
+const char *g2f_gelu_name(g2f_gelu g) { return (unsigned)g < G2F_GELU_COUNT ? gelu_names[g] : "?"; }
+
+int g2f_gelu_from_name(const char *name, g2f_gelu *out) {
+    for (int g = 0; g < G2F_GELU_COUNT; g++)
+        if (name && strcmp(name, gelu_names[g]) == 0) {
+            *out = (g2f_gelu)g;
+            return 1;
+        }
+    return 0;
+}
+
+g2f_gelu g2f_gelu_other(g2f_gelu g) { return g == G2F_GELU_TANH ? G2F_GELU_ERF : G2F_GELU_TANH; }
 
 const char *g2f_layout_name(g2f_layout l) {
     return l == G2F_LAYOUT_LINEAR ? "Linear [out, in]" : "Conv1D [in, out]";
@@ -88,6 +101,38 @@ const char *g2f_layout_name(g2f_layout l) {
  * cancellation in 1 + tanh(u) for negative x. */
 float g2f_gelu_tanh(float x) { return x != x ? x : (float)g2f_gelu_tanh_d(x); }
 float g2f_gelu_erf(float x) { return x != x ? x : (float)g2f_gelu_erf_d(x); }
+float g2f_gelu_sigmoid(float x) { return x != x ? x : (float)g2f_gelu_sigmoid_d(x); }
+float g2f_gelu_mlx(float x) { return x != x ? x : (float)g2f_gelu_mlx_d(x); }
+
+/* ggml_gelu_f32 as the table is filled (see g2f_ffn.h): float arithmetic in
+ * ggml's order, the contracted fma written out (this build is ISO C and
+ * never contracts on its own). */
+static float gelu_ggml_f32(float x) {
+    float inner = fmaf(0.044715f * x, x, 1.0f);
+    return 0.5f * x * (1.0f + tanhf(0.79788456080286535587989211986876f * x * inner));
+}
+
+static float round_f16(float x) { return g2f_f16_to_f32(g2f_f32_to_f16(x)); }
+
+/* ggml_vec_gelu_f32 with GGML_GELU_FP16: the clamps, else the table entry
+ * of x rounded to half (NaN falls through to the table's NaN). Computed per
+ * element instead of kept as a table: no global state, and the cost (a
+ * tanhf) only matters to a diagnosis that recomputes this form. */
+float g2f_gelu_f16_table(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    return round_f16(gelu_ggml_f32(round_f16(x)));
+}
+
+float g2f_gelu_eval(g2f_gelu g, float x) {
+    switch (g) {
+    case G2F_GELU_ERF: return g2f_gelu_erf(x);
+    case G2F_GELU_SIGMOID: return g2f_gelu_sigmoid(x);
+    case G2F_GELU_MLX: return g2f_gelu_mlx(x);
+    case G2F_GELU_F16_TABLE: return g2f_gelu_f16_table(x);
+    default: return g2f_gelu_tanh(x);
+    }
+}
 
 /* The textbook formulas in double, for the reference kernel and tests. */
 double g2f_gelu_tanh_f64(double x) {
@@ -101,16 +146,87 @@ void g2f_gelu_deriv_span(const float *x, float *g, size_t n) {
     else g2f_gelu_deriv_loop(x, g, n);
 }
 
+double g2f_gelu_sigmoid_f64(double x) { return x / (1.0 + exp(-G2F_GELU_SIGMOID_K * x)); }
+
+double g2f_gelu_mlx_f64(double x) {
+    return x / (1.0 + exp(-G2F_GELU_MLX_K * x * (1.0 + G2F_GELU_MLX_C * x * x)));
+}
+
+double g2f_gelu_f16_table_f64(double x) { return g2f_gelu_f16_table((float)x); }
+
+double g2f_gelu_eval_f64(g2f_gelu g, double x) {
+    switch (g) {
+    case G2F_GELU_ERF: return g2f_gelu_erf_f64(x);
+    case G2F_GELU_SIGMOID: return g2f_gelu_sigmoid_f64(x);
+    case G2F_GELU_MLX: return g2f_gelu_mlx_f64(x);
+    case G2F_GELU_F16_TABLE: return g2f_gelu_f16_table_f64(x);
+    default: return g2f_gelu_tanh_f64(x);
+    }
+}
+
 double g2f_gelu_deriv(double x) {
     return 0.5 * (1.0 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x);
 }
 
+/* x s(v(x)) has derivative s + x s (1 - s) v', s = sigmoid(v); s and 1 - s
+ * are each formed without cancellation. */
+static double deriv_sigmoid_form(double x, double v, double dv) {
+    double s = 1.0 / (1.0 + exp(-v)), s1 = 1.0 / (1.0 + exp(v));
+    return s + x * s * s1 * dv;
+}
+
+double g2f_gelu_deriv_of(g2f_gelu g, double x) {
+    switch (g) {
+    case G2F_GELU_ERF: return g2f_gelu_deriv(x);
+    case G2F_GELU_SIGMOID: return deriv_sigmoid_form(x, G2F_GELU_SIGMOID_K * x, G2F_GELU_SIGMOID_K);
+    case G2F_GELU_MLX:
+        return deriv_sigmoid_form(x, G2F_GELU_MLX_K * x * (1.0 + G2F_GELU_MLX_C * x * x),
+                                  G2F_GELU_MLX_K * (1.0 + 3.0 * G2F_GELU_MLX_C * x * x));
+    default: { /* TANH, and F16_TABLE, which rounds it */
+        double a = G2F_SQRT_2_OVER_PI, u = a * (x + 0.044715 * x * x * x), t = tanh(u);
+        /* 1 - t^2 = 4 / (e^u + e^-u)^2, without cancellation for large |u| */
+        double c = cosh(u), sech2 = 1.0 / (c * c);
+        return 0.5 * (1.0 + t) + 0.5 * x * sech2 * a * (1.0 + 3.0 * 0.044715 * x * x);
+    }
+    }
+}
+
+float g2f_round_tf32(float x) {
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    if ((b & 0x7f800000u) == 0x7f800000u) { /* Inf as is; NaN quieted, never rounded into Inf */
+        if (b & 0x7fffffu) b |= 0x400000u;
+    } else { /* add half an ulp of TF32 (less one when the kept bit is even: ties to even), then cut */
+        b += 0xfffu + ((b >> 13) & 1u);
+        b &= ~(uint32_t)0x1fffu;
+    }
+    memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+void g2f_round_tf32_buf(const float *in, float *out, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = g2f_round_tf32(in[i]);
+}
+
 static void gelu_span(g2f_gelu g, const float *in, float *out, size_t n) {
-    if (simd_ok()) {
-        g2f_simd_gelu(g == G2F_GELU_ERF, in, out, n);
+    int simd = simd_ok();
+    switch (g) {
+    case G2F_GELU_TANH:
+    case G2F_GELU_ERF:
+        if (simd) g2f_simd_gelu(g == G2F_GELU_ERF, in, out, n);
+        else
+            for (size_t i = 0; i < n; i++) out[i] = g == G2F_GELU_ERF ? g2f_gelu_erf(in[i]) : g2f_gelu_tanh(in[i]);
+        return;
+    case G2F_GELU_SIGMOID:
+    case G2F_GELU_MLX:
+        if (simd) g2f_simd_gelu_sigmoid(g == G2F_GELU_MLX, in, out, n);
+        else
+            for (size_t i = 0; i < n; i++) out[i] = g == G2F_GELU_MLX ? g2f_gelu_mlx(in[i]) : g2f_gelu_sigmoid(in[i]);
+        return;
+    default:
+        for (size_t i = 0; i < n; i++) out[i] = g2f_gelu_eval(g, in[i]);
         return;
     }
-    for (size_t i = 0; i < n; i++) out[i] = g == G2F_GELU_ERF ? g2f_gelu_erf(in[i]) : g2f_gelu_tanh(in[i]);
 }
 
 /* Packs B[k0 : k0+kc, j0 : j0+nb] as ceil(nb/NR) micro-panels of (kc x NR),
@@ -485,6 +601,12 @@ void g2f_matmul_sq(const float *a, const float *a2, size_t m, size_t k, const fl
 
 void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre, float *act,
                      int n_threads, g2f_ffn_ws *ws) {
+    if (g != G2F_GELU_TANH && g != G2F_GELU_ERF) { /* the SIMD tile's epilogue knows these two only */
+        g2f_matmul(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, w->b_fc, pre,
+                   n_threads, ws);
+        g2f_ffn_gelu(g, pre, n_tokens * w->n_inner, act, n_threads);
+        return;
+    }
     epilogue ep = {w->b_fc, 1 + (int)g, act};
     matmul_ex(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, pre, &ep, NULL,
               n_threads, ws);
@@ -492,10 +614,12 @@ void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, 
 
 void g2f_ffn_fc_gelu_sq(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre,
                         float *act, float *s, int n_threads, g2f_ffn_ws *ws) {
-    epilogue ep = {w->b_fc, 1 + (int)g, act};
+    int fused = g == G2F_GELU_TANH || g == G2F_GELU_ERF; /* the SIMD tile's epilogue knows these two only */
+    epilogue ep = {w->b_fc, fused ? 1 + (int)g : 0, act};
     second sc = {NULL, s};
     matmul_ex(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, pre, &ep, &sc,
               n_threads, ws);
+    if (!fused) g2f_ffn_gelu(g, pre, n_tokens * w->n_inner, act, n_threads);
 }
 
 void g2f_ffn_proj_sq(const g2f_ffn_weights *w, const float *act, const float *q, size_t n_tokens, float *out,
@@ -542,7 +666,7 @@ g2f_status g2f_ffn_forward_ref(const g2f_ffn_weights *w, const float *x, size_t 
         for (size_t u = 0; u < h; u++) {
             double s = w->b_fc ? w->b_fc[u] : 0.0;
             for (size_t i = 0; i < d; i++) s += (double)xt[i] * (lin_fc ? w->w_fc[u * d + i] : w->w_fc[i * h + u]);
-            double a = g == G2F_GELU_ERF ? g2f_gelu_erf_f64(s) : g2f_gelu_tanh_f64(s);
+            double a = g2f_gelu_eval_f64(g, s);
             if (pre) pre[t * h + u] = (float)s;
             if (act) act[t * h + u] = (float)a;
             hid[u] = a;

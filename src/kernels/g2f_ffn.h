@@ -6,6 +6,7 @@
  *   out = act W_proj + b_proj    (n_embd)
  * GELU_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  (GPT-2, HF "gelu_new")
  * GELU_erf(x)  = 0.5 x (1 + erf(x / sqrt 2))                         (torch F.gelu default, HF "gelu")
+ * and the forms ports are found to run instead (g2f_gelu below).
  *
  * Weight layouts (both read in place, never transposed into a copy):
  *   G2F_LAYOUT_CONV1D  HF Conv1D [in, out]:  W_fc (n_embd, n_inner), W_proj (n_inner, n_embd)
@@ -25,23 +26,88 @@
 
 #include "g2f_error.h"
 
-typedef enum g2f_gelu { G2F_GELU_TANH, G2F_GELU_ERF, G2F_GELU_COUNT } g2f_gelu;
+/* The GELU forms. TANH and ERF keep the values 0 and 1 (stored in reports
+ * and JSON); the others model what ports run instead:
+ *   SIGMOID    x sigmoid(1.702 x)                              HF "quick_gelu"
+ *   MLX        x sigmoid(1.60033 x (1 + 0.0433603 x^2))        MLX's former gelu_approx
+ *   F16_TABLE  0 for x <= -10, x for x >= 10, else
+ *              f16(gelu_ggml(f16(x)))                          ggml's CPU GELU (llama.cpp)
+ * where f16() rounds to IEEE half, to nearest even, and gelu_ggml is the
+ * tanh form evaluated in float as ggml fills its 65536-entry table
+ * (ggml_table_gelu_f16, from ggml_gelu_f32):
+ *   0.5f*x * (1.0f + tanhf((0.7978845608f*x) * fmaf(0.044715f*x, x, 1.0f)))
+ * The fma is the compilers' default contraction of 0.044715f*x*x + 1.0f
+ * (GCC in GNU mode, clang) on the FMA machines llama.cpp targets; without
+ * it one entry of the 65536 moves by one f16 ulp (x = -1.998046875), and
+ * with a correctly rounded tanhf instead of glibc's none does (measured).
+ * The float inside the table is what matters: 268 entries differ from the
+ * exact tanh GELU rounded to f16, all at x < 0, where 1 + tanh cancels. */
+typedef enum g2f_gelu {
+    G2F_GELU_TANH = 0,
+    G2F_GELU_ERF = 1,
+    G2F_GELU_SIGMOID,
+    G2F_GELU_MLX,
+    G2F_GELU_F16_TABLE,
+    G2F_GELU_COUNT
+} g2f_gelu;
 
-/* "tanh" / "erf" */
+/* "tanh", "erf", "sigmoid", "mlx_approx", "f16_table"; "?" out of range. */
 const char *g2f_gelu_name(g2f_gelu g);
-/* The other form (tanh <-> erf). */
+/* The form named by g2f_gelu_name; 0 when the name is unknown. */
+int g2f_gelu_from_name(const char *name, g2f_gelu *out);
+/* The other form of the tanh/erf pair: erf for tanh, tanh for erf, and
+ * tanh for every other form (they are approximations of it). */
 g2f_gelu g2f_gelu_other(g2f_gelu g);
 
+/* The float forms: computed in double and rounded once, so within 1 ulp of
+ * the exact value (test_gelu measures <= 0.5 ulp plus a hair for each
+ * smooth form); F16_TABLE is exact per its definition above. NaN gives NaN;
+ * +inf gives +inf; -inf gives -0 for SIGMOID and MLX (the limit), +0 for
+ * F16_TABLE (ggml's clamp) and -inf for TANH and ERF (as they always did). */
 float g2f_gelu_tanh(float x);
 float g2f_gelu_erf(float x);
+float g2f_gelu_sigmoid(float x);
+float g2f_gelu_mlx(float x);
+float g2f_gelu_f16_table(float x);
+/* Any form, by g2f_gelu (the functions above). */
+float g2f_gelu_eval(g2f_gelu g, float x);
+
+/* The textbook formulas in double (libm), for the reference kernel and
+ * tests. The F16_TABLE form is a float function by definition: its f64 form
+ * is g2f_gelu_f16_table((float)x), as the port sees a float input. */
 double g2f_gelu_tanh_f64(double x);
 double g2f_gelu_erf_f64(double x);
+double g2f_gelu_sigmoid_f64(double x);
+double g2f_gelu_mlx_f64(double x);
+double g2f_gelu_f16_table_f64(double x);
+double g2f_gelu_eval_f64(g2f_gelu g, double x);
+
 /* d GELU_erf / dx, used to propagate errors through either form (the two
  * derivatives differ by < 2e-3). */
 double g2f_gelu_deriv(double x);
 /* g[i] = GELU'(x[i]) to about 1e-6 (g2f_gelu_deriv.h), vectorized: what the
  * tolerance uses for every element (the same bits on every CPU). */
 void g2f_gelu_deriv_span(const float *x, float *g, size_t n);
+
+/* d GELU / dx of form g, exact for the smooth forms (TANH, ERF, SIGMOID,
+ * MLX); for F16_TABLE, the derivative of the tanh form that the table
+ * rounds (its steps are rounding: half an f16 ulp of the input and of the
+ * output, for the tolerance to add). g2f_gelu_deriv differs from it by at
+ * most 8.7e-4 (TANH), 0.030 (SIGMOID), 8.8e-4 (MLX) on the real line
+ * (test_gelu measures). */
+double g2f_gelu_deriv_of(g2f_gelu g, double x);
+
+/* TF32, the input precision of PyTorch's matmuls on Ampere and later GPUs
+ * with allow_tf32: float32 with 10 explicit mantissa bits. Rounds to nearest,
+ * ties to even, keeping the sign and the 8-bit exponent (so a value above
+ * the largest TF32 number by half an ulp or more becomes Inf, as in any
+ * IEEE rounding); Inf stays Inf and NaN stays NaN (quieted; its payload's
+ * low bits are never rounded into an Inf). Subnormals keep 10 bits of
+ * fraction like the normal numbers. The GPU's own conversion may break ties
+ * away from zero instead; ties are 1 in 8192 of random inputs. */
+float g2f_round_tf32(float x);
+/* out[i] = g2f_round_tf32(in[i]) for n elements; out may equal in. */
+void g2f_round_tf32_buf(const float *in, float *out, size_t n);
 
 typedef enum g2f_layout { G2F_LAYOUT_CONV1D, G2F_LAYOUT_LINEAR, G2F_LAYOUT_COUNT } g2f_layout;
 /* "Conv1D [in, out]" / "Linear [out, in]" */
@@ -97,11 +163,14 @@ void g2f_ffn_proj_sq(const g2f_ffn_weights *w, const float *act, const float *q,
                      float *v, int n_threads, g2f_ffn_ws *ws);
 
 /* pre = x W_fc + b_fc and act = GELU(pre) in one pass: the GELU is applied
- * to each block of pre right after it is computed (fused epilogue). */
+ * to each block of pre right after it is computed (fused epilogue, for the
+ * tanh and erf forms; the others are applied in a pass over pre after it,
+ * with the same results as g2f_ffn_gelu). */
 void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre, float *act,
                      int n_threads, g2f_ffn_ws *ws);
 /* act[i] = GELU(pre[i]) for count elements (act may equal pre), in double
- * precision rounded once (within 1 ulp of the correctly rounded value). */
+ * precision rounded once (within 1 ulp of the correctly rounded value), or
+ * the F16_TABLE form exactly; bitwise g2f_gelu_eval(g, pre[i]). */
 void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads);
 /* out (n_tokens, n_embd) = act (n_tokens, n_inner) W_proj + b_proj */
 void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, float *out, int n_threads,
@@ -112,8 +181,9 @@ void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, f
 void g2f_ffn_forward(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre,
                      float *act, float *out, int n_threads, g2f_ffn_ws *ws);
 
-/* Reference: double accumulation and double GELU, rounded to float at the
- * end; pre and act may be NULL. Single-threaded, for tests and oracles.
+/* Reference: double accumulation and double GELU (g2f_gelu_eval_f64: the
+ * F16_TABLE form of the float pre, as a port sees it), rounded to float at
+ * the end; pre and act may be NULL. Single-threaded, for tests and oracles.
  * Fails only when its (n_inner) scratch vector cannot be allocated. */
 g2f_status g2f_ffn_forward_ref(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g,
                                float *pre, float *act, float *out, g2f_error *err);

@@ -10,8 +10,14 @@
  *              erfc(z) = 1 - erf(z) (Taylor series) for |z| < 0.5,
  *                        erfcx(z) exp(-z^2) for z >= 0.5 (Chebyshev fit,
  *                        g2f_gelu_coeffs.h), 2 - erfc(-z) for z <= -0.5.
+ *   sigmoid forms: GELU(x) = x sigmoid(v) = x / (1 + exp(-v)), with
+ *              v = 1.702 x (HF quick_gelu) or 1.60033 x (1 + 0.0433603 x^2)
+ *              (MLX); x is clamped below at -1000 (the float result is -0
+ *              from far above that), so -inf gives -0 and not -inf/inf.
  * exp is Cody-Waite reduction plus a degree-13 Taylor polynomial, with the
  * argument clamped to [-700, 700] (beyond, the float result is 0 or x).
+ * No fma anywhere (the build is ISO C, which does not contract), so the
+ * vector forms compute bitwise the same values as these.
  */
 #ifndef G2F_GELU_MATH_H
 #define G2F_GELU_MATH_H
@@ -27,6 +33,10 @@
 #define G2F_SQRT_2_OVER_PI 0.7978845608028654
 #define G2F_INV_SQRT2 0.70710678118654752440
 #define G2F_TWO_OVER_SQRT_PI 1.1283791670955126
+#define G2F_GELU_SIGMOID_K 1.702
+#define G2F_GELU_MLX_K 1.60033
+#define G2F_GELU_MLX_C 0.0433603
+#define G2F_GELU_SIGMOID_XMIN -1000.0
 
 static inline double g2f_exp_d(double x) {
     x = x < -700.0 ? -700.0 : x > 700.0 ? 700.0 : x;
@@ -82,6 +92,17 @@ static inline double g2f_gelu_erf_d(double x) {
     else if (z <= -0.5) erfc = 2.0 - g2f_erfcx_d(-z) * g2f_exp_d(-z * z);
     else erfc = 1.0 - g2f_erf_small_d(z);
     return 0.5 * x * erfc;
+}
+
+static inline double g2f_gelu_sigmoid_d(double x) {
+    double xc = x < G2F_GELU_SIGMOID_XMIN ? G2F_GELU_SIGMOID_XMIN : x;
+    return xc / (1.0 + g2f_exp_d(-(G2F_GELU_SIGMOID_K * xc)));
+}
+
+static inline double g2f_gelu_mlx_d(double x) {
+    double xc = x < G2F_GELU_SIGMOID_XMIN ? G2F_GELU_SIGMOID_XMIN : x;
+    double v = (G2F_GELU_MLX_K * xc) * (1.0 + G2F_GELU_MLX_C * (xc * xc));
+    return xc / (1.0 + g2f_exp_d(-v));
 }
 
 #endif

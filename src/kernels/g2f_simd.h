@@ -47,6 +47,19 @@ void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
 /* g[i] = GELU'(x[i]) (g2f_gelu_deriv.h), 8 at a time. */
 void g2f_simd_gelu_deriv(const float *x, float *g, size_t n);
 
+/* out[i] = x sigmoid(v(x)) (see g2f_gelu_math.h) for the HF quick_gelu form
+ * (mlx 0) or MLX's (mlx 1): bitwise g2f_gelu_sigmoid_d / g2f_gelu_mlx_d
+ * rounded to float. in and out may be the same. */
+void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n);
+
+/* Softmax of one row of scores in place (g2f_attn): s_j = float(s_j *
+ * scale) (the product in double, rounded once); m = max_j s_j; e_j =
+ * float(exp(double(s_j - m))), the exp a degree-9 polynomial in double
+ * (the correctly rounded float but within 1e-4 ulp of a tie); sum = the
+ * e_j added in double (four lanes, combined in a fixed order, then the
+ * tail); s_j = float(e_j * (1 / sum)). n >= 1. */
+void g2f_simd_softmax(float *s, size_t n, double scale);
+
 /* y (n) = x (k) B, B (k, n) row-major: y = 0, then y += x[kk] B[kk, :] for
  * kk in order (one FMA per term). Streams the rows of B front to back. */
 void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y);

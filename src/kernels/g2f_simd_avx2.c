@@ -3,6 +3,7 @@
 #include "g2f_simd.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "g2f_gelu_math.h"
@@ -240,6 +241,118 @@ void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) {
         float x = in[i];
         out[i] = x != x ? x : (float)(erf ? g2f_gelu_erf_d(x) : g2f_gelu_tanh_d(x));
     }
+}
+
+/* x / (1 + exp(-v)) on two vectors of 4 doubles: the operations of
+ * g2f_gelu_sigmoid_d / g2f_gelu_mlx_d in the same order, so the same bits. */
+static inline void gelu_sigmoid_pd2(int mlx, const __m256d x[2], __m256d y[2]) {
+    __m256d xc[2], e[2];
+    LANES2 {
+        xc[v] = _mm256_max_pd(x[v], _mm256_set1_pd(G2F_GELU_SIGMOID_XMIN));
+        __m256d arg;
+        if (mlx) {
+            __m256d w = _mm256_add_pd(_mm256_set1_pd(1.0),
+                                      _mm256_mul_pd(_mm256_set1_pd(G2F_GELU_MLX_C), _mm256_mul_pd(xc[v], xc[v])));
+            arg = _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(G2F_GELU_MLX_K), xc[v]), w);
+        } else {
+            arg = _mm256_mul_pd(_mm256_set1_pd(G2F_GELU_SIGMOID_K), xc[v]);
+        }
+        e[v] = _mm256_sub_pd(_mm256_setzero_pd(), arg);
+    }
+    exp_pd2(e);
+    LANES2 y[v] = _mm256_div_pd(xc[v], _mm256_add_pd(_mm256_set1_pd(1.0), e[v]));
+}
+
+void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 f = _mm256_loadu_ps(in + i);
+        __m256d x[2] = {_mm256_cvtps_pd(_mm256_castps256_ps128(f)), _mm256_cvtps_pd(_mm256_extractf128_ps(f, 1))}, y[2];
+        gelu_sigmoid_pd2(mlx, x, y);
+        __m256 r = _mm256_set_m128(_mm256_cvtpd_ps(y[1]), _mm256_cvtpd_ps(y[0]));
+        /* NaN in, NaN out: max_pd turned it into the clamp */
+        _mm256_storeu_ps(out + i, _mm256_blendv_ps(r, f, _mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
+    }
+    for (; i < n; i++) {
+        float x = in[i];
+        out[i] = x != x ? x : (float)(mlx ? g2f_gelu_mlx_d(x) : g2f_gelu_sigmoid_d(x));
+    }
+}
+
+/* exp(x) for the softmax's x = s_j - max <= 0, from floats: Cody-Waite
+ * reduction with FMA, then a degree-9 Taylor polynomial on |r| <= ln2/2,
+ * whose truncation (7e-12 relative) is far below float's 6e-8: rounded to
+ * float it is the correctly rounded exp except within 1e-4 ulp of a
+ * half-way point. Cheaper than exp_pd2 (which must match the scalar GELU
+ * bit for bit, so no FMA, and degree 13 for double accuracy). x is clamped
+ * at -200, whose exp already rounds to float 0; NaN stays NaN. */
+static inline void exp_neg_pd2(__m256d x[2]) {
+    static const double inv_fact[10] = {1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
+                                        1.0 / 24.0,     1.0 / 6.0,     0.5,          1.0,         1.0};
+    __m256d n[2], r[2], p[2];
+    LANES2 {
+        x[v] = _mm256_max_pd(_mm256_set1_pd(-200.0), x[v]); /* max_pd returns its second operand for NaN */
+        n[v] = _mm256_round_pd(_mm256_mul_pd(x[v], _mm256_set1_pd(G2F_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r[v] = _mm256_fnmadd_pd(n[v], _mm256_set1_pd(G2F_LN2_HI), x[v]);
+        r[v] = _mm256_fnmadd_pd(n[v], _mm256_set1_pd(G2F_LN2_LO), r[v]);
+        p[v] = _mm256_set1_pd(inv_fact[0]);
+    }
+    for (int i = 1; i < 10; i++) LANES2 p[v] = _mm256_fmadd_pd(p[v], r[v], _mm256_set1_pd(inv_fact[i]));
+    LANES2 {
+        __m256i e = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(n[v]));
+        e = _mm256_slli_epi64(_mm256_add_epi64(e, _mm256_set1_epi64x(1023)), 52);
+        x[v] = _mm256_mul_pd(p[v], _mm256_castsi256_pd(e));
+    }
+}
+
+static inline __m256 scale8(__m256 f, __m256d sc) {
+    __m256d lo = _mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f)), sc);
+    __m256d hi = _mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)), sc);
+    return _mm256_set_m128(_mm256_cvtpd_ps(hi), _mm256_cvtpd_ps(lo));
+}
+
+void g2f_simd_softmax(float *s, size_t n, double scale) {
+    const __m256d sc = _mm256_set1_pd(scale);
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 f = scale8(_mm256_loadu_ps(s + i), sc);
+        _mm256_storeu_ps(s + i, f);
+        mx = _mm256_max_ps(mx, f);
+    }
+    float lanes[8], m;
+    _mm256_storeu_ps(lanes, mx);
+    m = lanes[0];
+    for (int v = 1; v < 8; v++) m = lanes[v] > m ? lanes[v] : m;
+    for (; i < n; i++) {
+        s[i] = (float)((double)s[i] * scale);
+        m = s[i] > m ? s[i] : m;
+    }
+    /* e_j = exp(s_j - m): the difference in float, as PyTorch forms it */
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 t = _mm256_sub_ps(_mm256_loadu_ps(s + i), mv);
+        __m256d x[2] = {_mm256_cvtps_pd(_mm256_castps256_ps128(t)), _mm256_cvtps_pd(_mm256_extractf128_ps(t, 1))};
+        exp_neg_pd2(x);
+        __m128 e0 = _mm256_cvtpd_ps(x[0]), e1 = _mm256_cvtpd_ps(x[1]);
+        _mm256_storeu_ps(s + i, _mm256_set_m128(e1, e0));
+        acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(e0));
+        acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(e1));
+    }
+    double part[4], sum;
+    _mm256_storeu_pd(part, _mm256_add_pd(acc0, acc1));
+    sum = (part[0] + part[1]) + (part[2] + part[3]);
+    for (; i < n; i++) { /* the tail through the vector exp too: every e_j the same function */
+        __m256d x[2] = {_mm256_set1_pd((double)(s[i] - m)), _mm256_setzero_pd()};
+        exp_neg_pd2(x);
+        s[i] = (float)_mm256_cvtsd_f64(x[0]);
+        sum += s[i];
+    }
+    const double inv = 1.0 / sum;
+    const __m256d iv = _mm256_set1_pd(inv);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(s + i, scale8(_mm256_loadu_ps(s + i), iv));
+    for (; i < n; i++) s[i] = (float)((double)s[i] * inv);
 }
 
 /* Eight rows per pass over y: each element still gets its FMAs in kk order

@@ -14,6 +14,10 @@ void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size
 }
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) { (void)erf, (void)in, (void)out, (void)n; }
 void g2f_simd_gelu_deriv(const float *x, float *g, size_t n) { (void)x, (void)g, (void)n; }
+void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n) {
+    (void)mlx, (void)in, (void)out, (void)n;
+}
+void g2f_simd_softmax(float *s, size_t n, double scale) { (void)s, (void)n, (void)scale; }
 void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, float *y) {
     (void)x, (void)k, (void)b, (void)n, (void)y;
 }

@@ -326,6 +326,7 @@ char *g2f_report_inspect_json(const char *checkpoint_arg, const g2f_model_info *
 
 static void diff_verdict(const g2f_diff_tensor *t, char *buf, size_t n) {
     if (t->kind == G2F_DIFF_FROM_LAYER) snprintf(buf, n, "from_layer:%ld", t->from_layer);
+    else if (t->kind == G2F_DIFF_QUANTIZED) snprintf(buf, n, "quantized:%s", g2f_dtype_name(t->quant));
     else if (t->kind == G2F_DIFF_SCALED) snprintf(buf, n, "scaled:%.6g", t->scale);
     else snprintf(buf, n, "%s", g2f_diff_kind_name(t->kind));
 }
@@ -342,13 +343,26 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
     for (size_t L = 0; L < r->n_layers; L++)
         for (int k = 0; k < G2F_FFN_TENSORS; k++) {
             const g2f_diff_tensor *t = &r->tensors[L][k];
-            char v[64];
+            char v[64], q[96] = "";
             diff_verdict(t, v, sizeof v);
-            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s\n", L, g2f_diff_tensor_name(k), t->max_abs, t->max_rel, v,
-                    t->equivalent ? "" : "  <-");
+            if (t->kind == G2F_DIFF_QUANTIZED)
+                snprintf(q, sizeof q, " (%.2f steps)%s", t->max_steps, t->accepted ? ", accepted" : "");
+            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s%s\n", L, g2f_diff_tensor_name(k), t->max_abs, t->max_rel, v, q,
+                    t->equivalent || t->accepted ? "" : "  <-");
+        }
+    size_t quantized = 0, unaccepted = 0;
+    for (size_t L = 0; L < r->n_layers; L++)
+        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+            quantized += r->tensors[L][k].kind == G2F_DIFF_QUANTIZED;
+            unaccepted += r->tensors[L][k].kind == G2F_DIFF_QUANTIZED && !r->tensors[L][k].accepted;
         }
     fprintf(fp, "\nresult: %s (%zu of %zu tensors differ; rounding allowed: %.3g relative)\n",
-            r->equivalent ? "EQUIVALENT" : "DIFFERENT", r->differing, r->n_layers * G2F_FFN_TENSORS, r->roundoff);
+            r->equivalent ? "EQUIVALENT" : r->all_accepted ? "ACCEPTED" : "DIFFERENT", r->differing,
+            r->n_layers * G2F_FFN_TENSORS, r->roundoff);
+    if (quantized)
+        fprintf(fp, "%zu tensors are quantized weights within the bound of ggml's reference rounding (%s)\n", quantized,
+                unaccepted ? "not equivalent; --accept weights_quantized accepts them"
+                           : "accepted as weights_quantized");
 }
 
 char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r) {
@@ -356,7 +370,11 @@ char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, con
     if (!root) return NULL;
     cJSON_AddItemToObject(root, "a", model_json(a));
     cJSON_AddItemToObject(root, "b", model_json(b));
-    cJSON_AddStringToObject(root, "status", r->equivalent ? "equivalent" : "different");
+    cJSON_AddStringToObject(root, "status", r->equivalent ? "equivalent" : r->all_accepted ? "accepted" : "different");
+    cJSON *acc = cJSON_AddArrayToObject(root, "accept");
+    for (unsigned c = 1; acc && c; c <<= 1)
+        if ((r->accept & c) && g2f_diff_accept_name(c))
+            cJSON_AddItemToArray(acc, cJSON_CreateString(g2f_diff_accept_name(c)));
     if (!r->same_sizes) cJSON_AddStringToObject(root, "sizes", r->sizes_msg);
     cJSON_AddNumberToObject(root, "roundoff", r->roundoff);
     cJSON_AddNumberToObject(root, "differing", (double)r->differing);
@@ -375,8 +393,19 @@ char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, con
             cJSON_AddStringToObject(o, "tensor", g2f_diff_tensor_name(k));
             cJSON_AddStringToObject(o, "verdict", v);
             cJSON_AddBoolToObject(o, "equivalent", t->equivalent);
+            if (t->accept_class) {
+                cJSON_AddStringToObject(o, "accept_class", g2f_diff_accept_name(t->accept_class));
+            }
+            if (t->accepted) cJSON_AddStringToObject(o, "accepted_as", g2f_diff_accept_name(t->accept_class));
+            else cJSON_AddNullToObject(o, "accepted_as");
             cJSON_AddNumberToObject(o, "max_abs_err", isfinite(t->max_abs) ? t->max_abs : -1);
             cJSON_AddNumberToObject(o, "max_rel_err", isfinite(t->max_rel) ? t->max_rel : -1);
+            if (t->kind == G2F_DIFF_QUANTIZED) {
+                cJSON *q = cJSON_AddObjectToObject(o, "quantized");
+                cJSON_AddStringToObject(q, "type", g2f_dtype_name(t->quant));
+                cJSON_AddNumberToObject(q, "max_err_steps", isfinite(t->max_steps) ? t->max_steps : -1);
+                cJSON_AddNumberToObject(q, "max_err_bound_ratio", t->bound_ratio);
+            }
         }
     }
     char *out = cJSON_Print(root);

@@ -108,36 +108,33 @@ static g2f_status load(const g2f_model *m, size_t L, loaded *o, g2f_error *err) 
     memset(o, 0, sizeof *o);
     g2f_status s = g2f_model_layer_load(m, L, &o->lay, err);
     if (s != G2F_OK) return s;
-    size_t nq = 0; /* elements of quantized tensors: a step and a bound each, twice (raw, logical) */
+    size_t nq = 0; /* elements of quantized tensors: a step and a bound each, plus one raw tensor's worth */
     for (int k = 0; k < G2F_FFN_TENSORS; k++)
         if (o->lay.src[k] && g2f_dtype_is_quant(o->lay.src[k]->dtype)) nq += tensor_size(k, d, h);
     o->buf = g2f_alloc_array(2 * d * h + d + h, sizeof(float));
-    o->qbuf = nq ? g2f_alloc_array(4 * nq, sizeof(float)) : NULL;
+    o->qbuf = nq ? g2f_alloc_array(2 * nq + d * h, sizeof(float)) : NULL;
     if (!o->buf || (nq && !o->qbuf)) {
         free(o->buf);
         free(o->qbuf);
         g2f_layer_free(&o->lay);
         return g2f_error_set(err, G2F_ERR_NOMEM, "diff: cannot allocate layer %zu", L);
     }
-    float *q = o->qbuf;
+    float *raw = o->qbuf ? o->qbuf + 2 * nq : NULL, *q = o->qbuf;
     for (int k = 0; k < G2F_FFN_TENSORS; k++) {
         const g2f_tensor *src = o->lay.src[k];
         if (!src || !g2f_dtype_is_quant(src->dtype)) continue;
         size_t n = tensor_size(k, d, h);
-        float *raw_step = q, *raw_bound = q + n, *st = q + 2 * n, *bd = q + 3 * n;
-        g2f_quant_bounds(src->dtype, src->data, 0, n, raw_step, raw_bound);
-        if (k == 0 || k == 2) {
-            g2f_layout lay = k == 0 ? o->lay.w.layout_fc : o->lay.w.layout_proj;
-            size_t rows = k == 0 ? d : h, cols = k == 0 ? h : d;
-            logical(raw_step, lay, rows, cols, st);
-            logical(raw_bound, lay, rows, cols, bd);
-        } else {
-            memcpy(st, raw_step, n * sizeof(float));
-            memcpy(bd, raw_bound, n * sizeof(float));
+        float *st = q, *bd = q + n;
+        g2f_layout lay = k == 0 ? o->lay.w.layout_fc : o->lay.w.layout_proj;
+        size_t rows = k == 0 ? d : h, cols = k == 0 ? h : d;
+        for (int which = 0; which < 2; which++) { /* step, then bound, in the file's order, then logical */
+            g2f_quant_bounds(src->dtype, src->data, 0, n, which ? NULL : raw, which ? raw : NULL);
+            if (k == 0 || k == 2) logical(raw, lay, rows, cols, which ? bd : st);
+            else memcpy(which ? bd : st, raw, n * sizeof(float));
         }
         o->step[k] = st;
         o->bound[k] = bd;
-        q += 4 * n;
+        q += 2 * n;
     }
     const float *views[G2F_FFN_TENSORS] = {o->lay.w.w_fc, o->lay.w.b_fc, o->lay.w.w_proj, o->lay.w.b_proj};
     float *p = o->buf;

@@ -361,7 +361,7 @@ static void bounds_should_hold_for_reference_quantized_data(void) {
         g2f_safetensors_close(st);
     }
     /* random data of several shapes through the C quantizers */
-    const size_t n = 256 * 256;
+    const size_t n = 256 * 64;
     float *x = malloc(n * sizeof *x);
     unsigned char *q = malloc(n * 2);
     static const char *const dists[] = {"normal", "uniform", "outliers", "heavy tail", "offset", "one loud sub-block"};

@@ -25,25 +25,25 @@ typedef struct ggml_type_info {
     const char *name; /* NULL: id removed from ggml (Q4_2, Q4_0_4_4, ...) */
     uint32_t block;   /* elements per block */
     uint32_t size;    /* bytes per block */
-    g2f_dtype dtype;  /* OPAQUE for block-quantized types */
+    g2f_dtype dtype;  /* G2F_DTYPE_Q* for the types g2f_quant decodes, else OPAQUE */
 } ggml_type_info;
 
 #define QK_K 256
 static const ggml_type_info ggml_types[GGML_TYPE_COUNT_KNOWN] = {
     [0] = {"F32", 1, 4, G2F_DTYPE_F32},
     [1] = {"F16", 1, 2, G2F_DTYPE_F16},
-    [2] = {"Q4_0", 32, 2 + 16, G2F_DTYPE_OPAQUE},
-    [3] = {"Q4_1", 32, 2 + 2 + 16, G2F_DTYPE_OPAQUE},
-    [6] = {"Q5_0", 32, 2 + 4 + 16, G2F_DTYPE_OPAQUE},
-    [7] = {"Q5_1", 32, 2 + 2 + 4 + 16, G2F_DTYPE_OPAQUE},
-    [8] = {"Q8_0", 32, 2 + 32, G2F_DTYPE_OPAQUE},
+    [2] = {"Q4_0", 32, 2 + 16, G2F_DTYPE_Q4_0},
+    [3] = {"Q4_1", 32, 2 + 2 + 16, G2F_DTYPE_Q4_1},
+    [6] = {"Q5_0", 32, 2 + 4 + 16, G2F_DTYPE_Q5_0},
+    [7] = {"Q5_1", 32, 2 + 2 + 4 + 16, G2F_DTYPE_Q5_1},
+    [8] = {"Q8_0", 32, 2 + 32, G2F_DTYPE_Q8_0},
     /* ggml-common.h: two halves d, s (gguf-py's table still says two floats) */
     [9] = {"Q8_1", 32, 2 + 2 + 32, G2F_DTYPE_OPAQUE},
     [10] = {"Q2_K", QK_K, 2 + 2 + QK_K / 16 + QK_K / 4, G2F_DTYPE_OPAQUE},
     [11] = {"Q3_K", QK_K, 2 + QK_K / 4 + QK_K / 8 + 12, G2F_DTYPE_OPAQUE},
-    [12] = {"Q4_K", QK_K, 2 + 2 + QK_K / 2 + 12, G2F_DTYPE_OPAQUE},
-    [13] = {"Q5_K", QK_K, 2 + 2 + QK_K / 2 + QK_K / 8 + 12, G2F_DTYPE_OPAQUE},
-    [14] = {"Q6_K", QK_K, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16, G2F_DTYPE_OPAQUE},
+    [12] = {"Q4_K", QK_K, 2 + 2 + QK_K / 2 + 12, G2F_DTYPE_Q4_K},
+    [13] = {"Q5_K", QK_K, 2 + 2 + QK_K / 2 + QK_K / 8 + 12, G2F_DTYPE_Q5_K},
+    [14] = {"Q6_K", QK_K, 2 + QK_K / 2 + QK_K / 4 + QK_K / 16, G2F_DTYPE_Q6_K},
     [15] = {"Q8_K", QK_K, 4 + QK_K + QK_K / 8, G2F_DTYPE_OPAQUE},
     [16] = {"IQ2_XXS", QK_K, 2 + QK_K / 4, G2F_DTYPE_OPAQUE},
     [17] = {"IQ2_XS", QK_K, 2 + QK_K / 4 + QK_K / 32, G2F_DTYPE_OPAQUE},
@@ -366,7 +366,7 @@ static g2f_status read_tensor_info(cursor *c, uint64_t i, g2f_tensor *t, g2f_nam
     t->numel = numel;
     t->nbytes = nbytes;
     t->dtype = ti->dtype;
-    t->type_name = ti->dtype == G2F_DTYPE_OPAQUE ? ti->name : NULL;
+    t->type_name = ti->dtype == G2F_DTYPE_OPAQUE ? ti->name : NULL; /* the quantized dtypes name themselves */
     t->name = dup_bytes(np, nlen);
     if (!t->name) return g2f_error_set(c->err, G2F_ERR_NOMEM, "%s: out of memory", c->label);
     return G2F_OK;

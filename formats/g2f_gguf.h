@@ -27,10 +27,13 @@
  * token_embd.weight ne = [n_embd, n_vocab]: row-major [n_vocab, n_embd].
  *
  * Types: F32, F16, BF16 (id 30), F64 (28) and I8..I64 (24..27) map to g2f
- * dtypes; the block-quantized types (Q4_0 ... Q8_K, IQ*, TQ*, MXFP4) become
- * G2F_DTYPE_OPAQUE with type_name "Q8_0" etc. and nbytes from ggml's table
- * (ne[0] / block size * type size * ne[1] * ...). Ids ggml removed or does
- * not define (4, 5, 31-33, 36-38, >= 40) are errors.
+ * dtypes; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K to the quantized
+ * dtypes G2F_DTYPE_Q4_0 ... (g2f_quant.h: layouts, dequantization; their
+ * scales are checked by g2f_quant_check when a layer is loaded); the other
+ * block-quantized types (Q8_1, Q2_K, Q3_K, Q8_K, IQ*, TQ*, MXFP4) become
+ * G2F_DTYPE_OPAQUE with type_name "Q2_K" etc. Both have nbytes from ggml's
+ * table (ne[0] / block size * type size * ne[1] * ...). Ids ggml removed or
+ * does not define (4, 5, 31-33, 36-38, >= 40) are errors.
  *
  * Metadata: string and scalar KVs go into table->meta as strings (integers in
  * decimal, floats with %.9g / %.17g, bools as "true"/"false"), e.g.

@@ -221,6 +221,11 @@ mutations (fixture --mutate CODE[@LAYERS], repeatable, they compose):
                          still generated with the layer's own ln_2)
   weights_f16_rounded    all four FFN tensors rounded to float16 (t.half().float())
   weights_bf16_rounded   ... to bfloat16 (t.bfloat16().float()); both RNE
+  weights_quantized:TYPE the two FFN weight matrices quantized to ggml's TYPE (Q8_0,
+                         Q4_0, Q4_1, Q5_0, Q5_1; Q4_K, Q5_K, Q6_K when n_embd and
+                         n_inner are multiples of 256) with ggml's reference rounding
+                         and dequantized back, as llama.cpp stores them (rows of the
+                         Linear [out, in] transpose); biases stay float32
   layout_misread:fc|proj|both
                          Conv1D [in,out] bytes read as nn.Linear [out,in] without a
                          transpose: c_fc M = W.view(n_inner, n_embd), pre = x @ M.T + b;
@@ -228,7 +233,8 @@ mutations (fixture --mutate CODE[@LAYERS], repeatable, they compose):
   perturb_act:K          act[:, K] += 0.05 before c_proj (pre matches, act/out do not)
   perturb_proj:J         out[:, J] += 0.01 after c_proj (pre/act match, out does not)
   nonfinite              out[token 1, channel 3] = NaN (flattened token index)
-Order inside one layer: weights_from_layer, then f16/bf16 rounding, then
+Order inside one layer: weights_from_layer, then f16/bf16 rounding and
+weights_quantized, then
 layout_misread; bias drops; GELU (--gelu; erf is a mutation of its own);
 perturb_act; c_proj; perturb_proj; residual_included; nonfinite.
 Layers: CODE@LAYERS (e.g. perturb_proj:5@1, fc_bias_missing@0,2-3) applies CODE to
@@ -237,7 +243,7 @@ layers). Unmutated layers are computed exactly as without --mutate.  Metadata ge
 "mutations" ("code1,code2") and "mutated_layers" ("code1@0,1;code2@3") for humans.
 """
 
-_PARAM_CODES = {"weights_from_layer", "layout_misread", "perturb_act", "perturb_proj"}
+_PARAM_CODES = {"weights_from_layer", "layout_misread", "perturb_act", "perturb_proj", "weights_quantized"}
 _PLAIN_CODES = {"fc_bias_missing", "proj_bias_missing", "residual_included",
                 "weights_f16_rounded", "weights_bf16_rounded", "nonfinite"}
 PERTURB_ACT = 0.05
@@ -253,6 +259,8 @@ def parse_mutation(code):
         return name, None
     if name not in _PARAM_CODES:
         sys.exit("error: unknown mutation %r (see --help)" % code)
+    if name == "weights_quantized":
+        return name, parse_quant_type(param)
     if name == "layout_misread":
         if param not in ("fc", "proj", "both"):
             sys.exit("error: layout_misread needs :fc, :proj or :both")
@@ -286,6 +294,31 @@ def _swap_weights(weights, K):
         sys.exit("error: weights_from_layer:%d: checkpoint has no layer %d" % (K, K))
 
 
+def parse_quant_type(param):
+    """weights_quantized:TYPE -> TYPE (a ggml block type scripts/ggml_quant.py knows)."""
+    import ggml_quant
+    if param not in ggml_quant.TYPES:
+        sys.exit("error: weights_quantized needs a ggml type: weights_quantized:%s"
+                 % "|".join(ggml_quant.TYPES))
+    return param
+
+
+def quantized_weights(w, qtype):
+    """The FFN weights a llama.cpp port of this checkpoint computes with: each 2-D
+    weight transposed to nn.Linear [out, in] (as llama.cpp's converter does),
+    quantized row by row with ggml's reference rounding (scripts/ggml_quant.py),
+    dequantized, and transposed back to Conv1D [in, out]; biases unchanged."""
+    import ggml_quant
+    out = dict(w)
+    for k in ("c_fc.weight", "c_proj.weight"):
+        lin = w[k].t().contiguous().numpy()  # [out, in]: ggml rows of length in
+        if lin.shape[1] % ggml_quant.block_size(qtype):
+            sys.exit("error: weights_quantized:%s: %s rows of %d values are not a multiple of the "
+                     "block size %d" % (qtype, k, lin.shape[1], ggml_quant.block_size(qtype)))
+        out[k] = torch.from_numpy(ggml_quant.roundtrip(lin, qtype)).t().contiguous()
+    return out
+
+
 def mutated_mlp(x2d, w, gelu, muts, weights):
     """GPT2MLP with the porting bugs `muts` injected (see MUTATIONS_HELP).
 
@@ -300,6 +333,8 @@ def mutated_mlp(x2d, w, gelu, muts, weights):
         w = {k: v.half().float() for k, v in w.items()}
     if "weights_bf16_rounded" in has:
         w = {k: v.bfloat16().float() for k, v in w.items()}
+    if "weights_quantized" in has:
+        w = quantized_weights(w, has["weights_quantized"][-1])
     d, ni = w["c_fc.weight"].shape
     wfc, wproj = w["c_fc.weight"], w["c_proj.weight"]
     lm = set(has.get("layout_misread", []))

@@ -10,7 +10,7 @@ train_gpt2.py write_model: a 256-int32 header, then every parameter in
 llm.c's fixed order, nn.Linear [out, in] weights, wte padded with zero rows.
 
 Subcommands
-  gguf --dtype F32|F16|Q8_0 --out FILE
+  gguf --dtype F32|F16|Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K [--quantize-embeddings] --out FILE
         llama.cpp GPT-2 names and layout: token_embd.weight, blk.N.ffn_norm.{weight,bias}
         (ln_2), blk.N.ffn_up.{weight,bias} (c_fc), blk.N.ffn_down.{weight,bias} (c_proj).
         Weights are the HF Conv1D tensors transposed to torch Linear [out, in], written as is,
@@ -18,6 +18,11 @@ Subcommands
         F16 stores the 2-D weights (and token_embd) as F16 and the 1-D tensors as F32, as
         llama.cpp's converter does; Q8_0 stores the four FFN weight matrices as Q8_0 blocks
         (32 values -> f16 scale + 32 int8, gguf-py's rounding) and the rest as F32.
+        The other quantized types (and Q8_0) go through scripts/ggml_quant.py, ggml's
+        reference quantizers (quantize_row_*_ref): the 2-D FFN weights in the type,
+        biases and norms F32, as llama.cpp's quantize does; with --quantize-embeddings
+        token_embd too (llama.cpp quantizes it with the rest unless told otherwise).
+        K-quants need rows (n_embd and n_inner) that are multiples of 256.
   llmc --dtype F32|BF16 --out FILE [--padded-vocab N]
         llm.c checkpoint, version 3 (F32) or 5 (BF16), every parameter taken from the checkpoint.
 
@@ -36,6 +41,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from export_fixtures import load_checkpoint  # noqa: E402  (strips "transformer.")
+import ggml_quant  # noqa: E402
 
 def load_config(folder):
     with open(os.path.join(folder, "config.json")) as f:
@@ -49,6 +55,8 @@ def load_config(folder):
 GGUF_UINT32, GGUF_FLOAT32, GGUF_STRING = 4, 6, 8
 GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
 QK8_0 = 32
+# llama_ftype of a file whose 2-D weights are all of one quantized type
+QUANT_FILE_TYPES = {"Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q4_K": 14, "Q5_K": 16, "Q6_K": 18}
 
 
 def _gguf_str(s):
@@ -125,6 +133,12 @@ def _gguf_tensor(name, t, gtype):
         if a.shape[-1] % QK8_0:
             raise ValueError("%s: row length %d is not a multiple of %d" % (name, a.shape[-1], QK8_0))
         data = quantize_q8_0(a)
+    elif isinstance(gtype, str):  # a ggml_quant type name: ggml's reference quantizer
+        blk = ggml_quant.block_size(gtype)
+        if a.shape[-1] % blk:
+            raise ValueError("%s: row length %d is not a multiple of the %s block size %d" % (name, a.shape[-1], gtype, blk))
+        data = ggml_quant.quantize(a, gtype).tobytes()
+        return (name, ggml_quant.TYPES[gtype][0], ne, data)
     else:
         raise ValueError("unsupported ggml type %d" % gtype)
     return (name, gtype, ne, data)
@@ -135,13 +149,20 @@ def cmd_gguf(a):
     cfg = load_config(a.checkpoint)
     n_layer, d = cfg["n_layer"], cfg["n_embd"]
     ni = cfg.get("n_inner") or 4 * d
-    weight_type = {"F32": GGML_F32, "F16": GGML_F16, "Q8_0": GGML_Q8_0}[a.dtype]
-    matrix_type = GGML_F16 if a.dtype == "F16" else GGML_F32   # token_embd
-    file_type = {"F32": 0, "F16": 1, "Q8_0": 7}[a.dtype]        # llama_ftype ALL_F32, MOSTLY_F16, MOSTLY_Q8_0
+    if a.dtype in ("F32", "F16") or (a.dtype == "Q8_0" and not a.quantize_embeddings):
+        # the historical fixtures: gguf-py's Q8_0, token_embd F32 (byte-identical to before)
+        weight_type = {"F32": GGML_F32, "F16": GGML_F16, "Q8_0": GGML_Q8_0}[a.dtype]
+    else:
+        weight_type = a.dtype
+    if a.dtype == "F16":  # token_embd
+        matrix_type = GGML_F16
+    else:
+        matrix_type = a.dtype if a.quantize_embeddings and a.dtype in QUANT_FILE_TYPES else GGML_F32
+    file_type = {"F32": 0, "F16": 1}.get(a.dtype) if a.dtype in ("F32", "F16") else QUANT_FILE_TYPES[a.dtype]
 
     kvs = [
         ("general.architecture", GGUF_STRING, "gpt2"),
-        ("general.name", GGUF_STRING, "gpt2ffn tiny"),
+        ("general.name", GGUF_STRING, a.name),
         ("general.alignment", GGUF_UINT32, 32),
         ("general.file_type", GGUF_UINT32, file_type),
         ("gpt2.block_count", GGUF_UINT32, n_layer),
@@ -151,7 +172,7 @@ def cmd_gguf(a):
         ("gpt2.attention.head_count", GGUF_UINT32, cfg["n_head"]),
         ("gpt2.attention.layer_norm_epsilon", GGUF_FLOAT32, cfg["layer_norm_epsilon"]),
     ]
-    if a.dtype == "Q8_0":
+    if a.dtype not in ("F32", "F16"):
         kvs.append(("general.quantization_version", GGUF_UINT32, 2))
 
     tensors = [_gguf_tensor("token_embd.weight", w["wte.weight"], matrix_type)]  # ne [d, vocab]
@@ -234,7 +255,10 @@ def main(argv=None):
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("gguf", help="write a llama.cpp-style GPT-2 GGUF file")
     g.add_argument("--checkpoint", default="fixtures/tiny", help="folder with model.safetensors + config.json")
-    g.add_argument("--dtype", choices=["F32", "F16", "Q8_0"], default="F32")
+    g.add_argument("--dtype", choices=["F32", "F16"] + list(QUANT_FILE_TYPES), default="F32")
+    g.add_argument("--quantize-embeddings", action="store_true",
+                   help="token_embd in the quantized type too (default F32)")
+    g.add_argument("--name", default="gpt2ffn tiny", help="general.name")
     g.add_argument("--out", required=True)
     g.set_defaults(fn=cmd_gguf)
     m = sub.add_parser("llmc", help="write an llm.c checkpoint")

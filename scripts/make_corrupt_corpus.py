@@ -412,6 +412,18 @@ def gguf_cases():
     put("gguf/overlapping_tensors.gguf",
         gguf(kvs=[arch], tensors=[("a", [16], 0, 0), ("b", [16], 0, 32)], data=b"\0" * 96), ck, "overlap")
     put("gguf/huge_dims_overflow.gguf", gguf(kvs=[arch], tensors=[("t", [2 ** 40, 2 ** 40], 0, 0)]), ck, "overflows")
+    # Quantized FFN weights (n_embd 32, n_inner 128, Q8_0: 34-byte blocks of 32, an f16 scale first).
+    up, down = b"\0" * (128 * 34), bytearray(32 * 4 * 34)
+    down[5 * 34:5 * 34 + 2] = struct.pack("<H", 0x7E00)  # block 5's scale d: NaN
+    q8 = [("blk.0.ffn_up.weight", [32, 128], 8, 0), ("blk.0.ffn_down.weight", [128, 32], 8, len(up))]
+    put("gguf/quant_nan_scale.gguf", gguf(kvs=[arch], tensors=q8, data=up + bytes(down)), ck,
+        "tensor 'blk.0.ffn_down.weight': Q8_0 block 5 (elements [160, 192)) has scale d = NaN")
+    put("gguf/quant_row_not_whole_blocks.gguf",
+        gguf(kvs=[arch], tensors=[("blk.0.ffn_up.weight", [48, 128], 8, 0)], data=b"\0" * 8192), ck,
+        "ne[0] = 48 is not a multiple of the Q8_0 block size 32")
+    q2k = [("blk.0.ffn_up.weight", [256, 1], 10, 0), ("blk.0.ffn_down.weight", [256, 1], 10, 96)]  # 84-byte blocks
+    put("gguf/quant_unsupported_type.gguf", gguf(kvs=[arch], tensors=q2k, data=b"\0" * 192), ck,
+        "dtype Q2_K is not F32, F16, BF16 or F64 nor a quantized type gpt2ffn reads")
 
 
 # ---- llm.c ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /* GGUF reader: one small corrupt image per validation rule, built here in C,
  * each asserting the status and the message; valid images (every scalar
- * metadata type, v2 and v3, quantized tensors as OPAQUE); and the committed
+ * metadata type, v2 and v3, quantized tensors); and the committed
  * fixtures/formats2/tiny*.gguf checked value by value against the safetensors
  * checkpoint they were exported from. argv[1] is the fixtures folder. */
 #include <stdint.h>
@@ -311,24 +311,27 @@ static void gguf_should_reject_bad_offsets(void) {
 
 /* ---- valid images ---- */
 
-static void gguf_should_read_quantized_tensors_as_opaque(void) {
+static void gguf_should_read_quantized_tensors(void) {
     gb b;
-    const uint64_t q8[2] = {64, 3}, q4k[1] = {512}, f16[1] = {2};
-    gb_header(&b, 3, 3, 0);
+    const uint64_t q8[2] = {64, 3}, q4k[1] = {512}, f16[1] = {2}, q2k[1] = {256};
+    gb_header(&b, 3, 4, 0);
     gb_tinfo(&b, "q8", 2, q8, 8, 0);     /* 3 rows x 2 blocks x 34 bytes = 204 */
     gb_tinfo(&b, "q4k", 1, q4k, 12, 224); /* 2 blocks x 144 bytes = 288 */
     gb_tinfo(&b, "h", 1, f16, 1, 512);
+    gb_tinfo(&b, "q2k", 1, q2k, 10, 544); /* 1 block x 84 bytes */
     gb_align(&b, 32);
-    gb_zeros(&b, 516);
+    gb_zeros(&b, 628);
     g2f_table t;
     g2f_error err = {0};
     CHECK(g2f_gguf_parse(b.p, b.n, "q.gguf", &t, &err) == G2F_OK);
     const g2f_tensor *q = g2f_table_find(&t, "q8");
-    CHECK(q && q->dtype == G2F_DTYPE_OPAQUE && q->type_name && strcmp(q->type_name, "Q8_0") == 0);
+    CHECK(q && q->dtype == G2F_DTYPE_Q8_0); /* dequantized by g2f_tensor_read_f32 (tests/test_quant.c) */
     CHECK(q && q->ndim == 2 && q->shape[0] == 3 && q->shape[1] == 64 && q->numel == 192 && q->nbytes == 204);
     CHECK(q && strcmp(g2f_tensor_type_name(q), "Q8_0") == 0);
     const g2f_tensor *k = g2f_table_find(&t, "q4k");
-    CHECK(k && k->dtype == G2F_DTYPE_OPAQUE && strcmp(k->type_name, "Q4_K") == 0 && k->nbytes == 288);
+    CHECK(k && k->dtype == G2F_DTYPE_Q4_K && strcmp(g2f_tensor_type_name(k), "Q4_K") == 0 && k->nbytes == 288);
+    const g2f_tensor *k2 = g2f_table_find(&t, "q2k"); /* a type gpt2ffn does not decode: OPAQUE, named */
+    CHECK(k2 && k2->dtype == G2F_DTYPE_OPAQUE && strcmp(k2->type_name, "Q2_K") == 0 && k2->nbytes == 84);
     const g2f_tensor *h = g2f_table_find(&t, "h");
     CHECK(h && h->dtype == G2F_DTYPE_F16 && h->type_name == NULL && h->nbytes == 4);
     g2f_table_free(&t);
@@ -457,7 +460,7 @@ static void check_fixture(const char *file, int kind, const g2f_table *ref) {
             CHECK(r->shape[0] == cols && r->shape[1] == rows); /* Conv1D [in, out] */
             float *rv = read_all(r);
             if (kind == 2) {
-                CHECK(w->dtype == G2F_DTYPE_OPAQUE && strcmp(w->type_name, "Q8_0") == 0);
+                CHECK(w->dtype == G2F_DTYPE_Q8_0 && strcmp(g2f_tensor_type_name(w), "Q8_0") == 0);
                 CHECK(w->nbytes == rows * cols / 32 * 34);
                 /* Dequantize: per 32 values an f16 scale d then 32 int8 q.
                  * |q d - x| <= d/2 (rounding) + 127 |d - d_f16| (scale
@@ -542,7 +545,7 @@ int main(int argc, char **argv) {
     RUN(gguf_should_reject_bad_values);
     RUN(gguf_should_reject_bad_tensor_infos);
     RUN(gguf_should_reject_bad_offsets);
-    RUN(gguf_should_read_quantized_tensors_as_opaque);
+    RUN(gguf_should_read_quantized_tensors);
     RUN(gguf_should_read_metadata_shapes_and_values);
     RUN(gguf_should_read_the_exported_fixtures);
     RUN(gguf_open_should_name_missing_files);

@@ -144,12 +144,21 @@ static const field inspect_fields[] = {
     {"layers", A, 1, NULL, inspect_layer_fields, O, NULL},
     END};
 
+static const field diff_quantized_fields[] = {
+    {"type", S, 1, "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K", NULL, 0, NULL},
+    {"max_err_steps", N, 1, NULL, NULL, 0, NULL},
+    {"max_err_bound_ratio", N, 1, NULL, NULL, 0, NULL},
+    END};
+
 static const field diff_tensor_fields[] = {
     {"tensor", S, 1, ROLES, NULL, 0, NULL},
     {"verdict", S, 1, "<verdict>", NULL, 0, NULL},
     {"equivalent", B, 1, NULL, NULL, 0, NULL},
+    {"accept_class", S, 0, "weights_quantized", NULL, 0, NULL},
+    {"accepted_as", S | Z, 1, "weights_quantized", NULL, 0, NULL},
     {"max_abs_err", N, 1, NULL, NULL, 0, NULL},
     {"max_rel_err", N, 1, NULL, NULL, 0, NULL},
+    {"quantized", O, 0, NULL, diff_quantized_fields, 0, NULL},
     END};
 
 static const field diff_layer_fields[] = {
@@ -158,7 +167,8 @@ static const field diff_layer_fields[] = {
 static const field diff_fields[] = {
     {"a", O, 1, NULL, model_fields, 0, NULL},
     {"b", O, 1, NULL, model_fields, 0, NULL},
-    {"status", S, 1, "equivalent|different", NULL, 0, NULL},
+    {"status", S, 1, "equivalent|accepted|different", NULL, 0, NULL},
+    {"accept", A, 1, NULL, NULL, S, "weights_quantized"},
     {"sizes", S, 0, NULL, NULL, 0, NULL},
     {"roundoff", N, 1, NULL, NULL, 0, NULL},
     {"differing", I, 1, NULL, NULL, 0, NULL},
@@ -193,7 +203,8 @@ static int valid_value(const char *v, const char *values) {
     if (!strcmp(values, "<verdict>")) {
         char *end;
         if (!strncmp(v, "scaled:", 7)) return strtod(v + 7, &end), end != v + 7 && !*end;
-        return in_list(v, VERDICTS) || (!strncmp(v, "from_layer:", 11) && is_uint(v + 11));
+        return in_list(v, VERDICTS) || (!strncmp(v, "from_layer:", 11) && is_uint(v + 11)) ||
+               (!strncmp(v, "quantized:", 10) && in_list(v + 10, "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K"));
     }
     if (!strcmp(values, "<gelu_source>"))
         return !strcmp(v, "from --gelu") || !strncmp(v, "from config.json ", 17) || !strncmp(v, "default: ", 9);

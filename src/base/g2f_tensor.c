@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "g2f_cpu.h"
+#include "g2f_quant.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "gpt2ffn reads little-endian files on little-endian hosts only"
@@ -21,7 +22,9 @@ static const struct {
 } dtype_info[] = {
     {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"F64", 8}, {"BOOL", 1}, {"U8", 1},
     {"I8", 1},  {"I16", 2}, {"U16", 2},  {"I32", 4}, {"U32", 4},  {"I64", 8},
-    {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"OPAQUE", 0},
+    {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1},
+    {"Q4_0", 0}, {"Q4_1", 0}, {"Q5_0", 0}, {"Q5_1", 0}, {"Q8_0", 0}, {"Q4_K", 0}, {"Q5_K", 0}, {"Q6_K", 0}, /* blocks */
+    {"OPAQUE", 0},
 };
 _Static_assert(sizeof dtype_info / sizeof dtype_info[0] == G2F_DTYPE_COUNT, "one entry per dtype");
 
@@ -31,6 +34,7 @@ const char *g2f_dtype_name(g2f_dtype dtype) {
 
 bool g2f_dtype_from_name(const char *name, g2f_dtype *out) {
     for (int i = 0; i < G2F_DTYPE_OPAQUE; i++) { /* OPAQUE is never a file's name */
+        if (g2f_dtype_is_quant((g2f_dtype)i)) continue; /* ggml's names, not safetensors dtypes */
         if (strcmp(name, dtype_info[i].name) == 0) {
             *out = (g2f_dtype)i;
             return true;
@@ -51,6 +55,10 @@ bool g2f_dtype_is_float(g2f_dtype dtype) {
     return dtype == G2F_DTYPE_F32 || dtype == G2F_DTYPE_F16 || dtype == G2F_DTYPE_BF16 ||
            dtype == G2F_DTYPE_F64;
 }
+
+bool g2f_dtype_is_quant(g2f_dtype dtype) { return g2f_quant_info_of(dtype) != NULL; }
+
+bool g2f_dtype_is_convertible(g2f_dtype dtype) { return g2f_dtype_is_float(dtype) || g2f_dtype_is_quant(dtype); }
 
 double g2f_dtype_store_roundoff(g2f_dtype dtype) {
     switch (dtype) {
@@ -161,6 +169,10 @@ static double load_f64(const unsigned char *p) { double v; memcpy(&v, p, 8); ret
 static uint16_t load_u16(const unsigned char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 
 void g2f_tensor_read_f32(const g2f_tensor *t, uint64_t start, uint64_t count, float *dst) {
+    if (g2f_dtype_is_quant(t->dtype)) {
+        g2f_quant_dequantize(t->dtype, t->data, start, count, dst);
+        return;
+    }
     const unsigned char *p = t->data + start * g2f_dtype_size(t->dtype);
     switch (t->dtype) {
     case G2F_DTYPE_F32: memcpy(dst, p, count * sizeof(float)); break;
@@ -178,6 +190,16 @@ void g2f_tensor_read_f32(const g2f_tensor *t, uint64_t start, uint64_t count, fl
 }
 
 void g2f_tensor_read_f64(const g2f_tensor *t, uint64_t start, uint64_t count, double *dst) {
+    if (g2f_dtype_is_quant(t->dtype)) { /* in pieces of one block, widened */
+        float buf[G2F_QUANT_MAX_BLOCK];
+        for (uint64_t done = 0; done < count;) {
+            uint64_t n = count - done < G2F_QUANT_MAX_BLOCK ? count - done : G2F_QUANT_MAX_BLOCK;
+            g2f_quant_dequantize(t->dtype, t->data, start + done, n, buf);
+            for (uint64_t i = 0; i < n; i++) dst[done + i] = buf[i];
+            done += n;
+        }
+        return;
+    }
     const unsigned char *p = t->data + start * g2f_dtype_size(t->dtype);
     switch (t->dtype) {
     case G2F_DTYPE_F32: for (uint64_t i = 0; i < count; i++) dst[i] = load_f32(p + 4 * i); break;

@@ -39,19 +39,37 @@ typedef enum g2f_dtype {
     G2F_DTYPE_U64,
     G2F_DTYPE_F8_E4M3,
     G2F_DTYPE_F8_E5M2,
+    /* ggml's block-quantized weight types (GGUF), dequantized to float by
+     * g2f_tensor_read_f32/f64 (g2f_quant.h: layouts, validation, bounds).
+     * g2f_dtype_size is 0 for them: sizes go by blocks (g2f_quant_block). */
+    G2F_DTYPE_Q4_0,
+    G2F_DTYPE_Q4_1,
+    G2F_DTYPE_Q5_0,
+    G2F_DTYPE_Q5_1,
+    G2F_DTYPE_Q8_0,
+    G2F_DTYPE_Q4_K,
+    G2F_DTYPE_Q5_K,
+    G2F_DTYPE_Q6_K,
     /* A type the format knows but gpt2ffn cannot convert (a GGUF quantized
      * type, ...): g2f_tensor.type_name names it; numel/nbytes still hold. */
     G2F_DTYPE_OPAQUE,
     G2F_DTYPE_COUNT
 } g2f_dtype;
 
-/* safetensors-style upper-case name ("F32", "BF16", ...). */
+/* safetensors-style upper-case name ("F32", "BF16", ...); ggml's for the
+ * quantized types ("Q8_0", "Q4_K", ...). */
 const char *g2f_dtype_name(g2f_dtype dtype);
-/* Parses a safetensors dtype name; false when unknown. */
+/* Parses a safetensors dtype name; false when unknown (the quantized types'
+ * names are not safetensors dtypes and are refused too). */
 bool g2f_dtype_from_name(const char *name, g2f_dtype *out);
+/* Bytes per element; 0 for the quantized (block) types and OPAQUE. */
 size_t g2f_dtype_size(g2f_dtype dtype);
-/* True for F32, F16, BF16, F64: the dtypes g2f_tensor_read_f32 converts. */
+/* True for F32, F16, BF16, F64. */
 bool g2f_dtype_is_float(g2f_dtype dtype);
+/* True for the ggml block-quantized types (G2F_DTYPE_Q4_0 ... Q6_K). */
+bool g2f_dtype_is_quant(g2f_dtype dtype);
+/* True for the dtypes g2f_tensor_read_f32/f64 convert: float or quantized. */
+bool g2f_dtype_is_convertible(g2f_dtype dtype);
 /* Unit roundoff of storing a float32 value in this dtype: 0 for F32 and F64
  * (no loss), 2^-11 for F16, 2^-8 for BF16. Used by the tolerance model. */
 double g2f_dtype_store_roundoff(g2f_dtype dtype);
@@ -65,7 +83,8 @@ typedef struct g2f_tensor {
     uint64_t shape[G2F_MAX_DIMS];
     uint64_t numel;            /* product of shape, checked against overflow */
     const unsigned char *data; /* borrowed from the reader, maybe unaligned */
-    uint64_t nbytes;           /* numel * dtype size (OPAQUE: the format's size) */
+    uint64_t nbytes;           /* numel * dtype size (quantized: numel / block
+                                  elements * block bytes; OPAQUE: the format's size) */
     const char *type_name;     /* OPAQUE only: the format's name for the type (static) */
 } g2f_tensor;
 
@@ -99,10 +118,14 @@ const char *g2f_tensor_type_name(const g2f_tensor *t);
 /* Writes shape as "[a, b, c]" into buf (always NUL-terminated). */
 void g2f_shape_format(const g2f_tensor *t, char *buf, size_t size);
 
-/* Converts elements [start, start + count) of a float tensor to float32 in
- * dst (F64 rounds to nearest). The caller has checked the range. */
+/* Converts elements [start, start + count) of a float or quantized tensor
+ * to float32 in dst (F64 rounds to nearest; quantized types are dequantized
+ * exactly as ggml does, any range, block boundaries or not). The caller has
+ * checked the range, and for a quantized tensor that its scales are finite
+ * (g2f_quant_check): a NaN scale reads as NaN values. */
 void g2f_tensor_read_f32(const g2f_tensor *t, uint64_t start, uint64_t count, float *dst);
-/* Same, to double (exact for every float dtype). */
+/* Same, to double (exact for every float dtype; a dequantized value is a
+ * float32, widened). */
 void g2f_tensor_read_f64(const g2f_tensor *t, uint64_t start, uint64_t count, double *dst);
 
 float g2f_f16_to_f32(uint16_t h);

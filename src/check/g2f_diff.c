@@ -8,13 +8,44 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_quant.h"
+
 #define SIGNATURE 16 /* leading logical values kept per tensor to find layer swaps */
 
-static const char *const kind_names[] = {"identical", "rounded", "zero_bias", "f16_rounded", "bf16_rounded",
-                                         "transposed", "from_layer", "scaled", "missing", "different"};
+static const char *const kind_names[] = {"identical",  "rounded", "zero_bias", "f16_rounded", "bf16_rounded",
+                                         "transposed", "from_layer", "scaled", "quantized", "missing", "different"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_DIFF_KIND_COUNT, "one name per kind");
 
 const char *g2f_diff_kind_name(g2f_diff_kind k) { return (unsigned)k < G2F_DIFF_KIND_COUNT ? kind_names[k] : "?"; }
+
+const char *g2f_diff_accept_name(unsigned accept_class) {
+    return accept_class == G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED ? "weights_quantized" : NULL;
+}
+
+bool g2f_diff_accept_parse(const char *list, unsigned *classes) {
+    unsigned c = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == strlen("weights_quantized") && !strncmp(p, "weights_quantized", n)) c |= G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED;
+        else return false;
+        p += n;
+        if (*p == ',') p++;
+    }
+    *classes = c;
+    return true;
+}
+
+void g2f_diff_accept(g2f_diff_result *r, unsigned classes) {
+    r->accept = classes;
+    r->accepted = 0;
+    for (size_t L = 0; r->tensors && L < r->n_layers; L++)
+        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+            g2f_diff_tensor *t = &r->tensors[L][k];
+            t->accepted = !t->equivalent && t->accept_class && (t->accept_class & classes) == t->accept_class;
+            r->accepted += (size_t)t->accepted;
+        }
+    r->all_accepted = r->same_sizes && !r->equivalent && r->accepted == r->differing;
+}
 
 /* Relative rounding of a value stored in dtype, against an exact original. */
 static double storage_roundoff(g2f_dtype d) {
@@ -37,10 +68,11 @@ static tol tol_for(g2f_dtype a, g2f_dtype b) {
     return (tol){ra > rb ? ra : rb, f16 ? ldexp(1.0, -25) : 0}; /* F16 subnormals: absolute steps of 2^-24 */
 }
 
-static int within(const float *a, const float *b, size_t n, tol t) {
+/* |a - b| <= t, plus bound[i] when bound is not NULL (quantized weights). */
+static int within(const float *a, const float *b, size_t n, tol t, const float *bound) {
     for (size_t i = 0; i < n; i++) {
         double d = fabs((double)a[i] - b[i]);
-        if (!(d <= t.rel * fabs(a[i]) + t.abs)) return 0;
+        if (!(d <= t.rel * fabs(a[i]) + t.abs + (bound ? bound[i] : 0))) return 0;
     }
     return 1;
 }
@@ -60,6 +92,8 @@ typedef struct loaded {
     const float *v[G2F_FFN_TENSORS];
     const float *raw[G2F_FFN_TENSORS];  /* the layer views, valid while lay is held */
     g2f_dtype dtype[G2F_FFN_TENSORS];
+    const float *step[G2F_FFN_TENSORS], *bound[G2F_FFN_TENSORS]; /* quantized tensors: logical order */
+    float *qbuf;         /* owned: their steps and bounds */
     g2f_layer lay;
 } loaded;
 
@@ -71,10 +105,33 @@ static g2f_status load(const g2f_model *m, size_t L, loaded *o, g2f_error *err) 
     memset(o, 0, sizeof *o);
     g2f_status s = g2f_model_layer_load(m, L, &o->lay, err);
     if (s != G2F_OK) return s;
+    size_t nq = 0; /* elements of quantized tensors: a step and a bound each, plus one raw tensor's worth */
+    for (int k = 0; k < G2F_FFN_TENSORS; k++)
+        if (o->lay.src[k] && g2f_dtype_is_quant(o->lay.src[k]->dtype)) nq += tensor_size(k, d, h);
     o->buf = g2f_alloc_array(2 * d * h + d + h, sizeof(float));
-    if (!o->buf) {
+    o->qbuf = nq ? g2f_alloc_array(2 * nq + d * h, sizeof(float)) : NULL;
+    if (!o->buf || (nq && !o->qbuf)) {
+        free(o->buf);
+        free(o->qbuf);
         g2f_layer_free(&o->lay);
         return g2f_error_set(err, G2F_ERR_NOMEM, "diff: cannot allocate layer %zu", L);
+    }
+    float *raw = o->qbuf ? o->qbuf + 2 * nq : NULL, *q = o->qbuf;
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        const g2f_tensor *src = o->lay.src[k];
+        if (!src || !g2f_dtype_is_quant(src->dtype)) continue;
+        size_t n = tensor_size(k, d, h);
+        float *st = q, *bd = q + n;
+        g2f_layout lay = k == 0 ? o->lay.w.layout_fc : o->lay.w.layout_proj;
+        size_t rows = k == 0 ? d : h, cols = k == 0 ? h : d;
+        for (int which = 0; which < 2; which++) { /* step, then bound, in the file's order, then logical */
+            g2f_quant_bounds(src->dtype, src->data, 0, n, which ? NULL : raw, which ? raw : NULL);
+            if (k == 0 || k == 2) logical(raw, lay, rows, cols, which ? bd : st);
+            else memcpy(which ? bd : st, raw, n * sizeof(float));
+        }
+        o->step[k] = st;
+        o->bound[k] = bd;
+        q += 2 * n;
     }
     const float *views[G2F_FFN_TENSORS] = {o->lay.w.w_fc, o->lay.w.b_fc, o->lay.w.w_proj, o->lay.w.b_proj};
     float *p = o->buf;
@@ -94,6 +151,7 @@ static g2f_status load(const g2f_model *m, size_t L, loaded *o, g2f_error *err) 
 
 static void unload(loaded *o) {
     free(o->buf);
+    free(o->qbuf);
     g2f_layer_free(&o->lay);
     memset(o, 0, sizeof *o);
 }
@@ -117,7 +175,23 @@ typedef struct differ {
     size_t d, h;
     float (*sig)[G2F_FFN_TENSORS][SIGNATURE]; /* A's leading logical values per layer */
     float *scratch;                            /* d * h floats */
+    float *qscratch;                           /* d * h floats: A's bound + B's when both are quantized */
 } differ;
+
+/* B is A quantized: every |B - A| is within the bound qb. */
+static void quantized_verdict(g2f_diff_tensor *o, const float *a, const float *b, size_t n, const float *qb,
+                              const float *step, g2f_dtype dtype) {
+    o->kind = G2F_DIFF_QUANTIZED;
+    o->quant = dtype;
+    o->accept_class = G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        double steps = e == 0 ? 0 : step[i] > 0 ? e / step[i] : INFINITY;
+        double ratio = e == 0 ? 0 : e / qb[i];
+        if (steps > o->max_steps) o->max_steps = steps;
+        if (ratio > o->bound_ratio) o->bound_ratio = ratio;
+    }
+}
 
 static void classify(differ *df, size_t L, int k, const loaded *A, const loaded *B, g2f_diff_tensor *o,
                      g2f_error *err, g2f_status *st) {
@@ -131,6 +205,16 @@ static void classify(differ *df, size_t L, int k, const loaded *A, const loaded 
         o->equivalent = o->kind == G2F_DIFF_ZERO_BIAS;
         return;
     }
+    /* Quantized weights: the bound of B's blocks (A's too when A is quantized). */
+    const float *qb = B->bound[k];
+    if (A->bound[k]) {
+        if (qb) {
+            for (size_t i = 0; i < n; i++) df->qscratch[i] = A->bound[k][i] + qb[i];
+            qb = df->qscratch;
+        } else {
+            qb = A->bound[k];
+        }
+    }
     int identical = 1;
     for (size_t i = 0; i < n; i++) {
         double diff = fabs((double)a[i] - b[i]);
@@ -142,7 +226,11 @@ static void classify(differ *df, size_t L, int k, const loaded *A, const loaded 
     tol t = tol_for(A->dtype[k], B->dtype[k]);
     tol loose = {t.rel > 0x1p-23 ? t.rel : 0x1p-23, t.abs}; /* for derived values: one more rounding */
     /* the verdicts in order, the first that fits: each returns */
-    if (identical || (t.rel > 0 && within(a, b, n, t))) {
+    if (!identical && qb && within(a, b, n, t, qb)) {
+        quantized_verdict(o, a, b, n, qb, B->step[k] ? B->step[k] : A->step[k], B->step[k] ? B->dtype[k] : A->dtype[k]);
+        return;
+    }
+    if (identical || (t.rel > 0 && within(a, b, n, t, NULL))) {
         o->kind = identical ? G2F_DIFF_IDENTICAL : G2F_DIFF_ROUNDED;
         o->equivalent = 1;
         return;
@@ -161,23 +249,27 @@ static void classify(differ *df, size_t L, int k, const loaded *A, const loaded 
         g2f_layout other = lay == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D;
         size_t rows = k == 0 ? df->d : df->h, cols = k == 0 ? df->h : df->d;
         logical(src->raw[k], other, rows, cols, df->scratch);
-        if (within(df->scratch, b, n, t)) {
+        if (within(df->scratch, b, n, t, B->bound[k])) {
             o->kind = G2F_DIFF_TRANSPOSED;
             return;
         }
     }
     size_t n_layer = g2f_model_get_info(df->a)->n_layer;
     for (size_t K = 0; K < n_layer; K++) {
-        if (K == L || !within(df->sig[K][k], b, n < SIGNATURE ? n : SIGNATURE, t)) continue;
+        if (K == L || !within(df->sig[K][k], b, n < SIGNATURE ? n : SIGNATURE, t, B->bound[k])) continue;
         loaded other;
         if ((*st = load(df->a, K, &other, err)) != G2F_OK) return;
-        int same = other.v[k] && within(other.v[k], b, n, t);
+        int same = other.v[k] && within(other.v[k], b, n, t, B->bound[k]);
         unload(&other);
         if (same) {
             o->kind = G2F_DIFF_FROM_LAYER;
             o->from_layer = (long)K;
             return;
         }
+    }
+    if (qb) {
+        o->kind = G2F_DIFF_DIFFERENT; /* a scale is not looked for under quantization noise */
+        return;
     }
     double ab = 0, aa = 0;
     for (size_t i = 0; i < n; i++) ab += (double)a[i] * b[i], aa += (double)a[i] * a[i];
@@ -207,13 +299,14 @@ g2f_status g2f_diff_run(const g2f_model *a, const g2f_model *b, g2f_diff_result 
         return G2F_OK;
     }
     out->same_sizes = 1;
-    differ df = {a, b, ia->n_embd, ia->n_inner, NULL, NULL};
+    differ df = {a, b, ia->n_embd, ia->n_inner, NULL, NULL, NULL};
     size_t n_layer = ia->n_layer;
     out->tensors = calloc(n_layer ? n_layer : 1, sizeof *out->tensors);
     df.sig = calloc(n_layer ? n_layer : 1, sizeof *df.sig);
     df.scratch = g2f_alloc_array(df.d * df.h, sizeof(float));
+    df.qscratch = g2f_alloc_array(df.d * df.h, sizeof(float));
     g2f_status st = G2F_OK;
-    if (!out->tensors || !df.sig || !df.scratch) {
+    if (!out->tensors || !df.sig || !df.scratch || !df.qscratch) {
         st = g2f_error_set(err, G2F_ERR_NOMEM, "diff: out of memory");
         goto done;
     }
@@ -235,8 +328,8 @@ g2f_status g2f_diff_run(const g2f_model *a, const g2f_model *b, g2f_diff_result 
             break;
         }
         for (int k = 0; k < G2F_FFN_TENSORS && st == G2F_OK; k++) {
-            if (!A.v[k] && !B.v[k]) { /* a bias neither file has: the same (absent) tensor */
-                out->tensors[L][k] = (g2f_diff_tensor){G2F_DIFF_IDENTICAL, 1, 0, 0, 0, -1, 0};
+            if (!A.v[k] && !B.v[k]) {
+                out->tensors[L][k] = (g2f_diff_tensor){.kind = G2F_DIFF_IDENTICAL, .equivalent = 1, .from_layer = -1};
                 continue;
             }
             double ro = tol_for(A.dtype[k], B.dtype[k]).rel;
@@ -248,9 +341,11 @@ g2f_status g2f_diff_run(const g2f_model *a, const g2f_model *b, g2f_diff_result 
         unload(&B);
     }
     out->equivalent = st == G2F_OK && out->differing == 0;
+    g2f_diff_accept(out, 0);
 done:
     free(df.sig);
     free(df.scratch);
+    free(df.qscratch);
     if (st != G2F_OK) g2f_diff_result_free(out);
     return st;
 }

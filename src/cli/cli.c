@@ -438,8 +438,8 @@ done:
 
 /* ---- diff ------------------------------------------------------------ */
 
-static const opt_spec diff_opts[] = {{"--json", "FILE|-"}};
-enum { D_JSON, D_COUNT };
+static const opt_spec diff_opts[] = {{"--json", "FILE|-"}, {"--accept", "LIST"}};
+enum { D_JSON, D_ACCEPT, D_COUNT };
 _Static_assert(sizeof diff_opts / sizeof diff_opts[0] == D_COUNT, "one spec per option");
 
 static const char usage_diff[] =
@@ -448,22 +448,31 @@ static const char usage_diff[] =
     "Validates ported FFN weights B against the original A, no fixture needed: the\n"
     "same sizes, then per layer and tensor the largest differences (each file's layout\n"
     "undone) and what they are: identical, rounded (within the lower dtype's rounding),\n"
-    "f16_rounded, bf16_rounded, transposed, from_layer:K, scaled:C, missing, different.\n"
+    "f16_rounded, bf16_rounded, transposed, from_layer:K, scaled:C, quantized:T (a GGUF\n"
+    "Q8_0, Q4_K, ... tensor within the error bound of ggml's reference rounding, about\n"
+    "half a step; the largest error is given in steps), missing, different.\n"
     "\n"
     "options:\n"
     "  --json FILE|-     also write the JSON report (to stdout with '-', then no text)\n"
+    "  --accept LIST     also accept these non-equivalent verdicts (exit 0, status\n"
+    "                    'accepted'): weights_quantized (quantized:T)\n"
     "  -h, --help        this help\n"
     "\n"
-    "exit codes: 0 equivalent within the dtypes' rounding, 1 different, 2 bad input\n"
+    "exit codes: 0 equivalent within the dtypes' rounding (or accepted), 1 different,\n"
+    "2 bad input\n"
     "\n"
-    "example:\n"
-    "  gpt2ffn diff original/model.safetensors port/model.gguf\n";
+    "examples:\n"
+    "  gpt2ffn diff original/model.safetensors port/model.gguf\n"
+    "  gpt2ffn diff original/model.safetensors port/model-q8_0.gguf --accept weights_quantized\n";
 
 static int run_diff(const char **pos, const char **v) {
     g2f_error err = {0};
     g2f_model *a = NULL, *b = NULL;
     g2f_diff_result r = {0};
     int rc = EXIT_BAD;
+    unsigned accept = 0;
+    if (v[D_ACCEPT] && !g2f_diff_accept_parse(v[D_ACCEPT], &accept))
+        return bad("diff: --accept '%s': unknown class (known: weights_quantized)", v[D_ACCEPT]);
     if (g2f_model_open(pos[0], NULL, &a, &err) != G2F_OK || g2f_model_open(pos[1], NULL, &b, &err) != G2F_OK ||
         g2f_diff_run(a, b, &r, &err) != G2F_OK) {
         bad("%s", err.msg);
@@ -471,9 +480,10 @@ static int run_diff(const char **pos, const char **v) {
     }
     if (check_outputs(&v[D_JSON], 1, a, b, NULL) != 0) goto done;
     const g2f_model_info *ia = g2f_model_get_info(a), *ib = g2f_model_get_info(b);
+    g2f_diff_accept(&r, accept);
     if (v[D_JSON] && emit_json(v[D_JSON], g2f_report_diff_json(ia, ib, &r)) != 0) goto done;
     if (!v[D_JSON] || strcmp(v[D_JSON], "-") != 0) g2f_report_diff_text(stdout, ia, ib, &r);
-    rc = r.equivalent ? 0 : EXIT_MISMATCH;
+    rc = r.equivalent || r.all_accepted ? 0 : EXIT_MISMATCH;
 done:
     g2f_diff_result_free(&r);
     g2f_model_close(b);

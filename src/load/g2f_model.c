@@ -11,6 +11,7 @@
 
 #include "g2f_json.h"
 #include "g2f_sha256.h"
+#include "g2f_quant.h"
 #include "g2f_source.h"
 
 #define MAX_LAYERS 4096
@@ -272,10 +273,13 @@ static g2f_status find_layers(g2f_model *m, const g2f_table *t, g2f_error *err) 
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s%s.%zu.%s%s' is %s but layer 0 %s one", file,
                                      m->prefix, S->block, L, S->middle, S->suffix[k], x ? "present" : "missing",
                                      x ? "has no" : "has");
-            if (x && !g2f_dtype_is_float(x->dtype))
+            if (x && !g2f_dtype_is_convertible(x->dtype))
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64%s",
                                      file, x->name, g2f_tensor_type_name(x),
-                                     x->dtype == G2F_DTYPE_OPAQUE ? " (quantized weights cannot be verified)" : "");
+                                     x->dtype == G2F_DTYPE_OPAQUE
+                                         ? " nor a quantized type gpt2ffn reads (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, "
+                                           "Q4_K, Q5_K, Q6_K)"
+                                         : "");
             if (x && x->ndim != (is_bias ? 1u : 2u)) {
                 char sh[128];
                 g2f_shape_format(x, sh, sizeof sh);
@@ -410,6 +414,10 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
     if (layer >= m->info.n_layer)
         return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
     const g2f_tensor *const *x = m->layers[layer];
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) { /* quantized blocks: sizes and finite scales, before any use */
+        g2f_status s = x[k] ? g2f_quant_check(x[k], m->path, err) : G2F_OK;
+        if (s != G2F_OK) return s;
+    }
     uint64_t need = 0;
     for (int k = 0; k < G2F_FFN_TENSORS; k++)
         if (x[k] && !usable_in_place(x[k])) need += x[k]->numel; /* sizes validated against the file */

@@ -34,6 +34,13 @@
  * repeats a key (Python's json would take the last value, cJSON the first:
  * refused); a FIFO or folder named config.json is refused, not skipped.
  *
+ * Weights may be F32, F16, BF16, F64 or one of ggml's quantized types (GGUF
+ * Q4_0 ... Q6_K, g2f_quant.h), converted to float32 one layer at a time;
+ * info.dtype names the type of layer 0's c_fc.weight ("Q8_0"), so a
+ * quantized checkpoint is never described as float. g2f_model_layer_load
+ * checks a quantized tensor's blocks first (sizes, finite f16 scales) and
+ * fails with G2F_ERR_FORMAT naming the tensor and the block.
+ *
  * Ownership: the model owns its mapping; g2f_layer views point into it (F32,
  * aligned) or into the layer's own buffer (converted), valid until
  * g2f_layer_free / g2f_model_close.

@@ -439,6 +439,7 @@ char *g2f_report_inspect_json(const char *checkpoint_arg, const g2f_model_info *
 
 static void diff_verdict(const g2f_diff_tensor *t, char *buf, size_t n) {
     if (t->kind == G2F_DIFF_FROM_LAYER) snprintf(buf, n, "from_layer:%ld", t->from_layer);
+    else if (t->kind == G2F_DIFF_QUANTIZED) snprintf(buf, n, "quantized:%s", g2f_dtype_name(t->quant));
     else if (t->kind == G2F_DIFF_SCALED) snprintf(buf, n, "scaled:%.6g", t->scale);
     else snprintf(buf, n, "%s", g2f_diff_kind_name(t->kind));
 }
@@ -455,13 +456,26 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
     for (size_t L = 0; L < r->n_layers; L++)
         for (int k = 0; k < G2F_FFN_TENSORS; k++) {
             const g2f_diff_tensor *t = &r->tensors[L][k];
-            char v[64];
+            char v[64], q[96] = "";
             diff_verdict(t, v, sizeof v);
-            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s\n", L, g2f_model_tensor_role(k), t->max_abs, t->max_rel, v,
-                    t->equivalent ? "" : "  <-");
+            if (t->kind == G2F_DIFF_QUANTIZED)
+                snprintf(q, sizeof q, " (%.2f steps)%s", t->max_steps, t->accepted ? ", accepted" : "");
+            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s%s\n", L, g2f_model_tensor_role(k), t->max_abs, t->max_rel, v, q,
+                    t->equivalent || t->accepted ? "" : "  <-");
+        }
+    size_t quantized = 0, unaccepted = 0;
+    for (size_t L = 0; L < r->n_layers; L++)
+        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+            quantized += r->tensors[L][k].kind == G2F_DIFF_QUANTIZED;
+            unaccepted += r->tensors[L][k].kind == G2F_DIFF_QUANTIZED && !r->tensors[L][k].accepted;
         }
     fprintf(fp, "\nresult: %s (%zu of %zu tensors differ; rounding allowed: %.3g relative)\n",
-            r->equivalent ? "EQUIVALENT" : "DIFFERENT", r->differing, r->n_layers * G2F_FFN_TENSORS, r->roundoff);
+            r->equivalent ? "EQUIVALENT" : r->all_accepted ? "ACCEPTED" : "DIFFERENT", r->differing,
+            r->n_layers * G2F_FFN_TENSORS, r->roundoff);
+    if (quantized)
+        fprintf(fp, "%zu tensors are quantized weights within the bound of ggml's reference rounding (%s)\n", quantized,
+                unaccepted ? "not equivalent; --accept weights_quantized accepts them"
+                           : "accepted as weights_quantized");
 }
 
 char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r) {
@@ -469,7 +483,10 @@ char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, con
     cJSON *root = j_check(&j, cJSON_CreateObject());
     j_add(&j, root, "a", model_json(&j, a));
     j_add(&j, root, "b", model_json(&j, b));
-    j_str(&j, root, "status", r->equivalent ? "equivalent" : "different");
+    j_str(&j, root, "status", r->equivalent ? "equivalent" : r->all_accepted ? "accepted" : "different");
+    cJSON *acc = j_arr(&j, root, "accept");
+    for (unsigned c = 1; !j.failed && c; c <<= 1)
+        if ((r->accept & c) && g2f_diff_accept_name(c)) j_add(&j, acc, NULL, j_check(&j, cJSON_CreateString(g2f_diff_accept_name(c))));
     if (!r->same_sizes) j_str(&j, root, "sizes", r->sizes_msg);
     j_num(&j, root, "roundoff", r->roundoff);
     j_num(&j, root, "differing", (double)r->differing);
@@ -486,8 +503,17 @@ char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, con
             j_str(&j, o, "tensor", g2f_model_tensor_role(k));
             j_str(&j, o, "verdict", v);
             j_bool(&j, o, "equivalent", t->equivalent);
+            if (t->accept_class) j_str(&j, o, "accept_class", g2f_diff_accept_name(t->accept_class));
+            if (t->accepted) j_str(&j, o, "accepted_as", g2f_diff_accept_name(t->accept_class));
+            else j_null(&j, o, "accepted_as");
             j_num(&j, o, "max_abs_err", isfinite(t->max_abs) ? t->max_abs : -1);
             j_num(&j, o, "max_rel_err", isfinite(t->max_rel) ? t->max_rel : -1);
+            if (t->kind == G2F_DIFF_QUANTIZED) {
+                cJSON *q = j_obj(&j, o, "quantized");
+                j_str(&j, q, "type", g2f_dtype_name(t->quant));
+                j_num(&j, q, "max_err_steps", isfinite(t->max_steps) ? t->max_steps : -1);
+                j_num(&j, q, "max_err_bound_ratio", t->bound_ratio);
+            }
             j_add(&j, ts, NULL, o);
         }
         j_add(&j, layers, NULL, l);

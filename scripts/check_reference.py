@@ -16,8 +16,10 @@ exporter:
       Also the GELU table of gelu_f16_table: how many of the f16 inputs in (-10, 10)
       get another table entry when tanhf is torch's float32 tanh or when
       1 + 0.044715*x*x is contracted to an FMA (as a compiler may do in ggml).
-  scripts/check_reference.py table CLEAN FILE...
-      Markdown rows: for each FILE, max |FILE - CLEAN| per stage over all layers.
+  scripts/check_reference.py table [--by-layer] CLEAN FILE...
+      Markdown rows: for each FILE, max |FILE - CLEAN| per stage (the maximum over the
+      layers, or per layer with --by-layer); transformer. prefixes dropped and ln_2.out
+      read as mlp.in; stages that are identical are left out.
 """
 import argparse
 import math
@@ -163,22 +165,31 @@ def gelu_table_check(ar):
              max((alt_tanh - base).abs().max().item(), (alt_fma - base).abs().max().item())))
 
 
+def _norm(name):
+    if name.startswith("transformer."):
+        name = name[len("transformer."):]
+    return name.replace(".ln_2.out", ".mlp.in")
+
+
 def table(a):
-    clean = read_safetensors(a.clean)[0]
+    clean = {_norm(k): v for k, v in read_safetensors(a.clean)[0].items()}
     for f in a.files:
-        t = read_safetensors(f)[0]
-        per = {}
-        for k, v in t.items():
+        t = {_norm(k): v for k, v in read_safetensors(f)[0].items()}
+        per, common = {}, 0
+        for k, v in sorted(t.items(), key=lambda kv: kv[0].split(".")[1:2] + [kv[0]]):
             if k not in clean or v.dtype == torch.int64:
                 continue
-            stage = k.split(".", 2)[2] if k.startswith("h.") or k.startswith("blocks.") else k
+            common += 1
+            layered = k.startswith("h.") or k.startswith("blocks.")
+            stage = k if (a.by_layer or not layered) else k.split(".", 2)[2]
             dv = (v - clean[k]).abs()
-            m = dv[torch.isfinite(dv)].max().item() if torch.isfinite(dv).any() else float("nan")
             if not torch.isfinite(dv).all():
-                m = "NaN"
-            per[stage] = max(per.get(stage, 0.0), m) if m != "NaN" else "NaN"
+                per[stage] = "NaN"
+            elif per.get(stage) != "NaN":
+                per[stage] = max(per.get(stage, 0.0), dv.max().item())
         cells = ["%s %s" % (s, v if v == "NaN" else "%.2g" % v) for s, v in per.items() if v != 0.0]
-        print("| `%s` | %s |" % (os.path.basename(f), ", ".join(cells) or "identical"))
+        print("| `%s` | %s |" % (os.path.basename(f), ", ".join(cells) or
+                                 ("identical" if common else "no common tensors")))
 
 
 def main():
@@ -187,6 +198,7 @@ def main():
     s = sub.add_parser("selfcheck")
     s.add_argument("--checkpoint", default="fixtures/tiny")
     t = sub.add_parser("table")
+    t.add_argument("--by-layer", action="store_true", help="one column per layer's stage")
     t.add_argument("clean")
     t.add_argument("files", nargs="+")
     a = ap.parse_args()

@@ -634,9 +634,11 @@ def gelu_from_config(cfg):
     return g
 
 
-def parse_shape(a):
+def parse_shape(a, default=None):
     if getattr(a, "shape", None):
         shape = tuple(int(s) for s in a.shape.split(",") if s.strip())
+    elif a.tokens is None:
+        shape = default
     else:
         shape = (a.tokens,)
     if not shape or min(shape) < 1:
@@ -843,7 +845,7 @@ def cmd_block(a):
     ar = ref.Arith("portable")
     layers = parse_layers(a.layers, all_layers)
     stages = parse_stages(a.stages, BLOCK_STAGES)
-    shape = parse_shape(a)
+    shape = parse_shape(a, (2, 6))
     lead, T = shape[:-1], shape[-1]
     B = int(np.prod(lead, dtype=np.int64)) if lead else 1
     plan, top, codes = plan_mutations(a.mutate, all_layers, _B, a.mutate_layers, layers)
@@ -1122,9 +1124,9 @@ def main(argv=None):
                        formatter_class=RD, epilog=STAGES_HELP + "\n" + BLOCK_HELP + "\n" + FFN_HELP)
     block_opts(b, False)
     sh = b.add_mutually_exclusive_group()
-    sh.add_argument("--tokens", type=int, default=12, help="one sequence of N tokens")
-    sh.add_argument("--shape", default="2,6", help="leading shape, e.g. 2,6 (default): 2 "
-                    "sequences of 6 tokens")
+    sh.add_argument("--tokens", type=int, help="one sequence of N tokens: tensors [N, ...]")
+    sh.add_argument("--shape", help="leading shape, e.g. 2,6 (the default): 2 sequences of "
+                    "6 tokens, tensors [2, 6, ...]")
     b.add_argument("--in-scale", type=float, default=0.1, metavar="S",
                    help="layer 0's input is S x a realistic residual stream (default 0.1: "
                         "variance about 0.02, the scale of GPT-2's embeddings)")

@@ -144,6 +144,8 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
             r->act = res.act;
             r->act_other = res.act_other;
         }
+        r->sep_out = res.sep_out;
+        r->sep_act = res.sep_act;
         r->gelu_separation = res.sep_out > res.sep_act ? res.sep_out : res.sep_act;
         const g2f_cmp *pre = res.has_pre ? &r->pre : NULL;
         int ok = all_pass(&r->out, pre, res.has_act ? &r->act : NULL);

@@ -46,7 +46,8 @@ typedef struct g2f_layer_result {
     size_t other_tokens;    /* 0: out_other covers every token; else the tokens it covers (g2f_verify.c) */
     int has_pre, has_act;
     g2f_cmp pre, act, act_other;
-    double gelu_separation; /* max |out_tanh - out_erf| / tol: > 1 means the data can tell */
+    double gelu_separation; /* max(sep_out, sep_act): > 1 means the data can tell */
+    double sep_out, sep_act; /* max |ours - other form| / tol over out, over act (0 without act) */
     g2f_best_gelu best_gelu;
     unsigned diagnosis;     /* bit (1u << g2f_diag) per code: the union of diag.causes */
     g2f_diag_result diag;   /* failing layers: the explanations found, or where the error lives */

@@ -32,7 +32,7 @@ static inline float g2f_deriv_expf(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    int32_t e = ((int32_t)n + 127) << 23;
+    uint32_t e = (uint32_t)((int32_t)n + 127) << 23; /* n in [-126, 0]: a normal exponent */
     float scale;
     memcpy(&scale, &e, sizeof scale);
     return p * scale;
@@ -41,6 +41,7 @@ static inline float g2f_deriv_expf(float x) {
 static inline void g2f_gelu_deriv_loop(const float *restrict x, float *restrict g, size_t n) {
     for (size_t i = 0; i < n; i++) {
         float v = x[i];
+        v = v == v ? v : 0.0f;       /* NaN: any finite value (the comparison reports the NaN) */
         v = v < -30.0f ? -30.0f : v; /* beyond, GELU' is 0 or 1 in float */
         v = v > 30.0f ? 30.0f : v;
         float z = v * 0.707106781f, az = __builtin_fabsf(z);

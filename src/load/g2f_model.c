@@ -12,6 +12,7 @@
 #include "g2f_json.h"
 #include "g2f_sha256.h"
 #include "g2f_quant.h"
+#include "g2f_names.h"
 #include "g2f_source.h"
 
 #define MAX_LAYERS 4096
@@ -32,16 +33,21 @@ typedef struct scheme {
     const char *middle;    /* "mlp." or "" */
     const char *suffix[G2F_FFN_TENSORS];
     const char *ln2;       /* ln_2 weight after "<block>.0.", gives n_embd */
+    const char *ln[2][2];  /* ln_1 and ln_2: weight and bias after "<block>.N." */
+    const char *ln_f[2];   /* the final LayerNorm after the prefix */
 } scheme;
 
 enum { S_HF, S_MINGPT, S_TLENS, S_GGUF, S_COUNT };
 static const scheme schemes[] = {
-    {"HF GPT-2 (h.N.mlp.c_fc)", "h", "mlp.", {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"}, "ln_2.weight"},
+    {"HF GPT-2 (h.N.mlp.c_fc)", "h", "mlp.", {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"}, "ln_2.weight",
+     {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}}, {"ln_f.weight", "ln_f.bias"}},
     {"minGPT (blocks.N.mlp.c_fc)", "blocks", "mlp.", {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"},
-     "ln_2.weight"},
-    {"TransformerLens (blocks.N.mlp.W_in)", "blocks", "mlp.", {"W_in", "b_in", "W_out", "b_out"}, "ln2.w"},
+     "ln_2.weight", {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}}, {"ln_f.weight", "ln_f.bias"}},
+    {"TransformerLens (blocks.N.mlp.W_in)", "blocks", "mlp.", {"W_in", "b_in", "W_out", "b_out"}, "ln2.w",
+     {{"ln1.w", "ln1.b"}, {"ln2.w", "ln2.b"}}, {"ln_final.w", "ln_final.b"}},
     {"GGUF (blk.N.ffn_up)", "blk", "", {"ffn_up.weight", "ffn_up.bias", "ffn_down.weight", "ffn_down.bias"},
-     "ffn_norm.weight"},
+     "ffn_norm.weight", {{"attn_norm.weight", "attn_norm.bias"}, {"ffn_norm.weight", "ffn_norm.bias"}},
+     {"output_norm.weight", "output_norm.bias"}},
 };
 _Static_assert(sizeof schemes / sizeof schemes[0] == S_COUNT, "one entry per scheme");
 
@@ -58,6 +64,7 @@ struct g2f_model {
     int scheme;
     char layout_why[160];
     const g2f_tensor *(*layers)[G2F_FFN_TENSORS]; /* n_layer entries */
+    g2f_name_ref *by_name;                        /* the table's names, sorted: lookups in log n */
 };
 
 int g2f_activation_to_gelu(const char *a, g2f_gelu *out) {
@@ -178,6 +185,15 @@ static g2f_status check_config(g2f_model *m, g2f_error *err) {
         s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_inner is %ld but the FFN weights in %s have n_inner %zu", cfg,
                           n_inner, in->path, in->n_inner);
         goto done;
+    }
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_epsilon");
+    if (eps && !cJSON_IsNull(eps)) {
+        if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0 && eps->valuedouble < 1)) {
+            s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: \"layer_norm_epsilon\" must be a number in (0, 1)", cfg);
+            goto done;
+        }
+        in->ln_eps = eps->valuedouble;
+        in->config_has_ln_eps = 1;
     }
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "activation_function");
     if (act && !cJSON_IsNull(act)) {
@@ -373,8 +389,13 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
     }
     m->info.path = m->path;
     m->info.format = g2f_source_description(m->src);
+    m->info.ln_eps = 1e-5; /* HF GPT2Config's default, unless config.json says */
     const g2f_table *t = g2f_source_table(m->src);
     if ((s = find_layers(m, t, err)) != G2F_OK || (s = decide_shapes(m, t, err)) != G2F_OK) goto fail;
+    if (!(m->by_name = g2f_names_of_table(t))) {
+        s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     m->info.prefix = m->prefix;
     char *cfg = config_path ? g2f_strdup(config_path) : g2f_path_join(dir, "config.json");
     if (!cfg) {
@@ -463,6 +484,7 @@ void g2f_model_close(g2f_model *m) {
     free(m->config_path);
     free(m->prefix);
     free(m->activation);
+    free(m->by_name);
     free(m);
 }
 
@@ -496,4 +518,74 @@ g2f_status g2f_model_sha256(const g2f_model *m, char hex[65], g2f_error *err) {
     }
     g2f_path_list_free(&shards);
     return st;
+}
+
+/* A tensor of the checkpoint by its name after the model's prefix (or at
+ * the root: an HF lm_head sits outside "transformer."); NULL when absent. */
+static const g2f_tensor *lookup(const g2f_model *m, const char *rest, int layer) {
+    const g2f_table *t = g2f_source_table(m->src);
+    char name[512];
+    for (int root = 0; root < 2; root++) {
+        const char *pre = root ? "" : m->prefix;
+        if (layer >= 0)
+            snprintf(name, sizeof name, "%s%s.%d.%s", pre, schemes[m->scheme].block, layer, rest);
+        else
+            snprintf(name, sizeof name, "%s%s", pre, rest);
+        const g2f_name_ref *r = g2f_names_find(m->by_name, t->count, name, strlen(name));
+        if (r) return &t->tensors[r->index];
+        if (!*m->prefix) break;
+    }
+    return NULL;
+}
+
+/* Converts (or views) a float vector tensor of n elements into dst / *view. */
+static g2f_status vector_view(const g2f_model *m, const g2f_tensor *x, size_t n, const char *role, float **owned,
+                              const float **view, g2f_error *err) {
+    *view = NULL;
+    if (!x) return G2F_OK;
+    if (!g2f_dtype_is_float(x->dtype) || x->numel != n)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): %s, expected %zu floats", m->path, x->name,
+                             role, g2f_tensor_type_name(x), n);
+    if (x->dtype == G2F_DTYPE_F32 && (uintptr_t)x->data % _Alignof(float) == 0) {
+        *view = (const float *)(const void *)x->data;
+        return G2F_OK;
+    }
+    float *buf = g2f_alloc_array(n ? n : 1, sizeof(float));
+    if (!buf) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", m->path);
+    g2f_tensor_read_f32(x, 0, n, buf);
+    *owned = buf;
+    *view = buf;
+    return G2F_OK;
+}
+
+g2f_status g2f_model_ln_load(const g2f_model *m, int which, size_t layer, g2f_ln *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    const scheme *S = &schemes[m->scheme];
+    out->d = m->info.n_embd;
+    out->eps = m->info.ln_eps;
+    if (!m->by_name) return G2F_OK; /* set by g2f_model_open */
+    const g2f_tensor *w, *b;
+    if (which == 0) {
+        w = lookup(m, S->ln_f[0], -1);
+        b = lookup(m, S->ln_f[1], -1);
+    } else {
+        if (which != 1 && which != 2)
+            return g2f_error_set(err, G2F_ERR_USAGE, "g2f_model_ln_load: which is 0, 1 or 2, not %d", which);
+        if (layer >= m->info.n_layer)
+            return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
+        w = lookup(m, S->ln[which - 1][0], (int)layer);
+        b = lookup(m, S->ln[which - 1][1], (int)layer);
+    }
+    out->found = w != NULL;
+    g2f_status st = vector_view(m, w, out->d, "LayerNorm gain", &out->owned[0], &out->w, err);
+    if (st == G2F_OK) st = vector_view(m, b, out->d, "LayerNorm bias", &out->owned[1], &out->b, err);
+    if (st != G2F_OK) g2f_ln_free(out);
+    return st;
+}
+
+void g2f_ln_free(g2f_ln *ln) {
+    if (!ln) return;
+    free(ln->owned[0]);
+    free(ln->owned[1]);
+    memset(ln, 0, sizeof *ln);
 }

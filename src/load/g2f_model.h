@@ -71,6 +71,8 @@ typedef struct g2f_model_info {
     int config_has_gelu;       /* config named a GELU form */
     g2f_gelu config_gelu;
     const char *config_activation; /* the config's string, or NULL */
+    double ln_eps;             /* LayerNorm epsilon: config.json layer_norm_epsilon, else 1e-5 */
+    int config_has_ln_eps;
 } g2f_model_info;
 
 /* The four FFN tensors of a layer, in the one order every per-tensor array
@@ -125,6 +127,23 @@ g2f_status g2f_model_sha256(const g2f_model *m, char hex[65], g2f_error *err);
 
 /* NULL is a no-op. */
 void g2f_model_close(g2f_model *m);
+
+/* A LayerNorm's parameters as floats (views, or converted copies it owns),
+ * each NULL when the checkpoint has none; eps from the model info. found is
+ * 0 when the checkpoint holds no gain for it (then w and b are NULL). */
+typedef struct g2f_ln {
+    size_t d;
+    const float *w, *b; /* (d) */
+    double eps;
+    int found;
+    float *owned[2];
+} g2f_ln;
+/* which: 1 ln_1 (before attention), 2 ln_2 (before the FFN) of layer; 0 the
+ * final ln_f (layer ignored). Names follow the checkpoint's scheme (HF
+ * ln_1/ln_2/ln_f, TransformerLens ln1/ln2/ln_final, GGUF attn_norm/ffn_norm/
+ * output_norm). Free with g2f_ln_free. */
+g2f_status g2f_model_ln_load(const g2f_model *m, int which, size_t layer, g2f_ln *out, g2f_error *err);
+void g2f_ln_free(g2f_ln *ln);
 
 /* Maps an HF activation_function string to a GELU form; 0 when it is not
  * one of gelu_new, gelu_pytorch_tanh, gelu_fast (tanh) or gelu (erf). */

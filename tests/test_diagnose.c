@@ -46,8 +46,8 @@ static void codes_of(const g2f_layer_result *l, char *buf, size_t n) {
         g2f_cause_codes(&l->diag.causes[i], one, sizeof one);
         used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " | " : "", one);
     }
-    if (!l->diag.n_causes && (l->diagnosis & (1u << G2F_DIAG_NONFINITE))) snprintf(buf, n, "nonfinite");
-    if (!l->diag.n_causes && (l->diagnosis & (1u << G2F_DIAG_UNEXPLAINED))) snprintf(buf, n, "unexplained");
+    if (!l->diag.n_causes && (l->diagnosis & (G2F_DIAG_BIT(G2F_DIAG_NONFINITE)))) snprintf(buf, n, "nonfinite");
+    if (!l->diag.n_causes && (l->diagnosis & (G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED)))) snprintf(buf, n, "unexplained");
 }
 
 /* Every layer in `layers` (bit mask) fails with exactly `want`; the others pass. */
@@ -98,17 +98,93 @@ static void diagnosis_should_name_pairs(void) {
     EXPECT_CODES("erf_residual.safetensors", 0xf, "gelu_erf,residual_included");
 }
 
+/* The codes of issue 16 (GELU variants, precision paths, quantized weights,
+ * the LayerNorm input), each on the tiny model (trained-like magnitudes, in
+ * and out of layers 0-1) and on the small one (small random weights, pre and
+ * act recorded): exactly its code, nothing else, nothing undetermined. */
+static void expect_codes_on(const char *model_dir, const char *fixture, unsigned layers, const char *want, int line) {
+    char model[400], fx[400];
+    snprintf(model, sizeof model, "%s/%s", fixtures, model_dir);
+    snprintf(fx, sizeof fx, "%s/%s", fixtures, fixture);
+    run_result r = verify(model, fx, G2F_GELU_TANH);
+    if (r.status != G2F_OK) {
+        fprintf(stderr, "line %d: %s: %s\n", line, fixture, r.err);
+        check_failures++;
+        return;
+    }
+    for (size_t L = 0; L < r.res.n_layers; L++) {
+        const g2f_layer_result *l = &r.res.layers[L];
+        if (!((layers >> L) & 1u)) continue;
+        char got[512];
+        codes_of(l, got, sizeof got);
+        if (!(l->status == G2F_LAYER_FAIL && !strcmp(got, want) && !l->diag.undetermined)) {
+            fprintf(stderr, "line %d: %s layer %zu: status %s, codes \"%s\", wanted %s\n", line, fixture, L,
+                    g2f_layer_status_name(l->status), got, want);
+            check_failures++;
+        }
+    }
+    g2f_verify_result_free(&r.res);
+}
+
+static void diagnosis_should_name_gelu_variants_and_precision_paths(void) {
+    static const struct { const char *file, *code; } cases[] = {
+        {"gelu_sigmoid", "gelu_sigmoid"},       {"gelu_mlx_approx", "gelu_mlx_approx"},
+        {"gelu_f16_table", "gelu_f16_table"},   {"gelu_clipped", "gelu_clipped"},
+        {"gelu_10", "gelu_erf,gelu_clipped"},   {"tf32_matmul", "tf32_matmul"},
+        {"act_f16_rounded", "act_f16_rounded"}, {"act_bf16_rounded", "act_bf16_rounded"},
+        {"autocast_f16", "autocast_f16"},       {"autocast_bf16", "autocast_bf16"},
+        {"ln2_input_captured", "ln2_input_captured"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char f[128];
+        snprintf(f, sizeof f, "diag/%s.safetensors", cases[i].file);
+        expect_codes_on("tiny", f, 0x3, cases[i].code, __LINE__);
+        snprintf(f, sizeof f, "diag/small_%s.safetensors", cases[i].file);
+        expect_codes_on("small", f, 0x3, cases[i].code, __LINE__);
+    }
+}
+
+/* Quantized weights both ways: a ggml-quantized checkpoint against a float
+ * reference (the tolerance widened by the blocks' error bounds), and a
+ * float checkpoint against a reference computed with quantized weights
+ * (the weights quantized here with ggml's reference rounding). */
+static void diagnosis_should_name_quantized_weights(void) {
+    static const char *const types[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1"};
+    for (size_t i = 0; i < 5; i++) {
+        char ck[64], fx[96], want[64];
+        snprintf(ck, sizeof ck, "quant/tiny_%s.gguf", types[i]);
+        snprintf(want, sizeof want, "weights_quantized:%s", types[i]);
+        for (char *p = want + 18; *p; p++) *p = (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+        expect_codes_on(ck, "tiny_tanh.safetensors", 0xf, want, __LINE__);
+        snprintf(fx, sizeof fx, "quant/weights_quantized_%s.safetensors", types[i]);
+        expect_codes_on("tiny", fx, 0xf, want, __LINE__);
+    }
+    expect_codes_on("quant/k256_q4_k.gguf", "quant/k256_tanh.safetensors", 0x1, "weights_quantized:Q4_K", __LINE__);
+    expect_codes_on("quant/k256_q6_k.gguf", "quant/k256_tanh.safetensors", 0x1, "weights_quantized:Q6_K", __LINE__);
+}
+
 static void diagnosis_should_stay_silent_on_clean_fixtures(void) {
     char model[400], fx[400];
     snprintf(model, sizeof model, "%s/tiny", fixtures);
-    const char *clean[] = {"tiny_tanh.safetensors", "tiny_tanh_f16.safetensors"};
-    for (int i = 0; i < 2; i++) {
-        snprintf(fx, sizeof fx, "%s/%s", fixtures, clean[i]);
-        run_result r = verify(model, fx, G2F_GELU_TANH);
+    /* F32, F16 and BF16 references, the driven ones reaching |pre| 12.3 */
+    static const struct { const char *model, *fx; g2f_gelu g; } clean[] = {
+        {"tiny", "tiny_tanh.safetensors", G2F_GELU_TANH},       {"tiny", "tiny_tanh_f16.safetensors", G2F_GELU_TANH},
+        {"tiny", "diag/driven.safetensors", G2F_GELU_TANH},     {"tiny", "diag/driven_f16.safetensors", G2F_GELU_TANH},
+        {"tiny", "diag/driven_bf16.safetensors", G2F_GELU_TANH}, {"tiny", "diag/driven_erf.safetensors", G2F_GELU_ERF},
+        {"small", "diag/small_driven.safetensors", G2F_GELU_TANH},
+        {"small", "diag/small_driven_f16.safetensors", G2F_GELU_TANH},
+        {"small", "diag/small_driven_bf16.safetensors", G2F_GELU_TANH},
+        {"small", "diag/small_driven_erf.safetensors", G2F_GELU_ERF},
+    };
+    for (size_t i = 0; i < sizeof clean / sizeof clean[0]; i++) {
+        snprintf(model, sizeof model, "%s/%s", fixtures, clean[i].model);
+        snprintf(fx, sizeof fx, "%s/%s", fixtures, clean[i].fx);
+        run_result r = verify(model, fx, clean[i].g);
+        if (!r.res.pass) fprintf(stderr, "%s did not pass\n", clean[i].fx);
         CHECK(r.status == G2F_OK && r.res.pass);
         for (size_t L = 0; L < r.res.n_layers; L++) {
             CHECK(r.res.layers[L].diagnosis == 0);
-            CHECK(r.res.layers[L].out.margin < 0.5); /* clean references pass with room */
+            CHECK(r.res.layers[L].out.margin < 0.6); /* clean references pass with room */
         }
         g2f_verify_result_free(&r.res);
     }
@@ -122,10 +198,10 @@ static void diagnosis_should_locate_unexplained_errors(void) {
     CHECK(r.status == G2F_OK && r.res.n_layers == 4);
     if (r.status != G2F_OK) return;
     const g2f_layer_result *l1 = &r.res.layers[1], *l3 = &r.res.layers[3];
-    CHECK(l1->diagnosis == 1u << G2F_DIAG_UNEXPLAINED);
+    CHECK(l1->diagnosis == G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED));
     CHECK_CONTAINS(l1->diag.where, "1 of 64 output channels (5)");
     CHECK_CONTAINS(l1->diag.where, "divergence is in c_proj");
-    CHECK(l3->diagnosis == 1u << G2F_DIAG_UNEXPLAINED);
+    CHECK(l3->diagnosis == G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED));
     CHECK_CONTAINS(l3->diag.where, "first divergence at the activation: 1 of 256 hidden units (17)");
     CHECK(r.res.layers[0].status == G2F_LAYER_PASS && r.res.layers[2].status == G2F_LAYER_PASS);
     g2f_verify_result_free(&r.res);
@@ -236,6 +312,8 @@ int main(int argc, char **argv) {
     fixtures = argv[1];
     RUN(diagnosis_should_name_each_single_mutation);
     RUN(diagnosis_should_name_pairs);
+    RUN(diagnosis_should_name_gelu_variants_and_precision_paths);
+    RUN(diagnosis_should_name_quantized_weights);
     RUN(diagnosis_should_stay_silent_on_clean_fixtures);
     RUN(diagnosis_should_locate_unexplained_errors);
     RUN(diagnosis_should_call_gelu_undetermined_for_tiny_preactivations);

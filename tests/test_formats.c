@@ -73,7 +73,7 @@ static void rounded_checkpoints_should_be_diagnosed_against_full_precision_refer
     CHECK(verify("formats2/tiny_f16.gguf", "tiny_tanh.safetensors", &res, NULL, &err) == G2F_OK);
     CHECK(!res.pass);
     for (size_t L = 0; L < res.n_layers; L++)
-        CHECK(res.layers[L].diagnosis == 1u << G2F_DIAG_WEIGHTS_F16_ROUNDED);
+        CHECK(res.layers[L].diagnosis == G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED));
     g2f_verify_result_free(&res);
 }
 

@@ -144,12 +144,12 @@ static void reports_should_agree_when_a_margin_is_nan(void) {
     layers[0].pre.margin = NAN;
     layers[0].pre.mismatched = 1;
     layers[0].act.margin = 0.5;
-    layers[0].diagnosis = 1u << G2F_DIAG_NONFINITE;
+    layers[0].diagnosis = G2F_DIAG_BIT(G2F_DIAG_NONFINITE);
     layers[1].status = G2F_LAYER_FAIL;
     layers[1].out.margin = 0.25;
     layers[1].act.margin = 7.5;
     layers[1].act.mismatched = 4;
-    layers[1].diagnosis = 1u << G2F_DIAG_UNEXPLAINED;
+    layers[1].diagnosis = G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED);
     g2f_verify_result res = {G2F_GELU_TANH, 2, layers, 2, 2, 0, 0};
     g2f_model_info mi = tiny_info();
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};

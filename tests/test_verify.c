@@ -112,7 +112,7 @@ static void nonfinite_should_never_pass(void) {
                 check_failures++;
             }
             if (!clean) {
-                CHECK(r->diagnosis == 1u << G2F_DIAG_NONFINITE);
+                CHECK(r->diagnosis == G2F_DIAG_BIT(G2F_DIAG_NONFINITE));
                 CHECK(r->best_gelu == G2F_BEST_NEITHER);
                 CHECK(res.failed == 1 && res.first_fail == 0);
                 CHECK(!(g2f_layer_result_totals(r).mismatched == 0));
@@ -135,7 +135,7 @@ static void results_should_count_layers_and_name_the_first_divergence(void) {
     for (size_t L = 1; L < 4; L++) {
         const g2f_layer_result *r = &res.layers[L];
         CHECK(r->status == G2F_LAYER_FAIL && g2f_layer_result_totals(r).mismatched > 0);
-        CHECK(r->diagnosis == 1u << G2F_DIAG_GELU_ERF && r->best_gelu == G2F_BEST_ERF);
+        CHECK(r->diagnosis == G2F_DIAG_BIT(G2F_DIAG_GELU_ERF) && r->best_gelu == G2F_BEST_ERF);
     }
     g2f_verify_result_free(&res);
     /* the tanh fixture: everything passes, nothing mismatched anywhere */

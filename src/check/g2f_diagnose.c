@@ -8,15 +8,29 @@
 #include <string.h>
 
 #include "g2f_compare.h"
+#include "g2f_quant.h"
 
 static const char *const diag_names[] = {
-    "gelu_erf",         "gelu_tanh",           "fc_bias_missing",      "proj_bias_missing",
+    "gelu_erf",         "gelu_tanh",          "fc_bias_missing",     "proj_bias_missing",
     "residual_included", "weights_from_layer", "weights_f16_rounded", "weights_bf16_rounded",
-    "layout_misread",   "nonfinite",           "unexplained",
+    "layout_misread",   "gelu_sigmoid",       "gelu_mlx_approx",     "gelu_f16_table",
+    "gelu_clipped",     "tf32_matmul",        "act_f16_rounded",     "act_bf16_rounded",
+    "autocast_f16",     "autocast_bf16",      "weights_quantized",   "ln2_input_captured",
+    "nonfinite",        "unexplained",
 };
 _Static_assert(sizeof diag_names / sizeof diag_names[0] == G2F_DIAG_COUNT, "one name per code");
 
 const char *g2f_diag_name(g2f_diag d) { return (unsigned)d < G2F_DIAG_COUNT ? diag_names[d] : "?"; }
+
+g2f_diag g2f_diag_of_gelu(g2f_gelu g) {
+    switch (g) {
+    case G2F_GELU_ERF: return G2F_DIAG_GELU_ERF;
+    case G2F_GELU_SIGMOID: return G2F_DIAG_GELU_SIGMOID;
+    case G2F_GELU_MLX: return G2F_DIAG_GELU_MLX_APPROX;
+    case G2F_GELU_F16_TABLE: return G2F_DIAG_GELU_F16_TABLE;
+    default: return G2F_DIAG_GELU_TANH;
+    }
+}
 
 static const char *const misread_names[] = {"", "c_fc", "c_proj", "both"};
 
@@ -24,19 +38,21 @@ void g2f_cause_codes(const g2f_cause *c, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
     for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++) {
-        if (!(c->codes & (1u << d))) continue;
+        if (!(c->codes & G2F_DIAG_BIT(d))) continue;
         used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", diag_names[d]);
         if (used >= n) break;
         if (d == G2F_DIAG_WEIGHTS_FROM_LAYER) used += (size_t)snprintf(buf + used, n - used, ":%ld", c->from_layer);
         if (d == G2F_DIAG_LAYOUT_MISREAD && c->misread > 0 && c->misread < 4)
             used += (size_t)snprintf(buf + used, n - used, ":%s", misread_names[c->misread]);
+        if (d == G2F_DIAG_WEIGHTS_QUANTIZED)
+            used += (size_t)snprintf(buf + used, n - used, ":%s", g2f_dtype_name(c->quant));
     }
 }
 
 void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
     static const char *const words[] = {
-        "exact erf GELU (torch F.gelu default, HF 'gelu') instead of the tanh approximation ('gelu_new')",
-        "the tanh GELU approximation ('gelu_new') instead of exact erf",
+        "exact erf GELU (torch F.gelu default, HF 'gelu')",
+        "the tanh GELU approximation ('gelu_new')",
         "no c_fc bias",
         "no c_proj bias",
         "the residual added (out = x + FFN(x))",
@@ -44,6 +60,17 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
         "weights rounded to float16",
         "weights rounded to bfloat16",
         "Conv1D [in, out] weights read as Linear [out, in] without a transpose (%s)",
+        "the sigmoid GELU x sigmoid(1.702 x) (HF 'quick_gelu')",
+        "MLX's former gelu_approx x sigmoid(1.60033 x (1 + 0.0433603 x^2))",
+        "ggml's float16 GELU table (llama.cpp's CPU GELU)",
+        "the GELU's output clipped to [-10, 10] (HF 'gelu_10')",
+        "both matmuls with inputs rounded to TF32 (PyTorch on an Ampere+ GPU with TF32 on)",
+        "pre and act stored in float16 between the stages",
+        "pre and act stored in bfloat16 between the stages",
+        "the FFN under torch.autocast(float16): inputs, weights, pre, act and out in float16",
+        "the FFN under torch.autocast(bfloat16)",
+        "weights quantized to %s (ggml's reference rounding)",
+        "in recorded before ln_2 (the residual stream): out = FFN(ln_2(in))",
         "non-finite values",
         "no known cause",
     };
@@ -52,7 +79,7 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
     buf[0] = '\0';
     int first = 1;
     for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++) {
-        if (!(c->codes & (1u << d))) continue;
+        if (!(c->codes & G2F_DIAG_BIT(d))) continue;
         used += (size_t)snprintf(buf + used, n - used, "%s", first ? "" : " and ");
         first = 0;
         if (used >= n) break;
@@ -61,113 +88,298 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
         else if (d == G2F_DIAG_LAYOUT_MISREAD)
             used += (size_t)snprintf(buf + used, n - used, words[d],
                                      c->misread == 3 ? "c_fc and c_proj" : misread_names[c->misread & 3]);
+        else if (d == G2F_DIAG_WEIGHTS_QUANTIZED)
+            used += (size_t)snprintf(buf + used, n - used, words[d], g2f_dtype_name(c->quant));
         else
             used += (size_t)snprintf(buf + used, n - used, "%s", words[d]);
+        if (d == G2F_DIAG_GELU_ERF || d == G2F_DIAG_GELU_TANH || d == G2F_DIAG_GELU_SIGMOID ||
+            d == G2F_DIAG_GELU_MLX_APPROX || d == G2F_DIAG_GELU_F16_TABLE) {
+            const char *instead = c->asked == G2F_GELU_TANH  ? "the tanh approximation ('gelu_new')"
+                                  : c->asked == G2F_GELU_ERF ? "exact erf"
+                                                             : g2f_gelu_name(c->asked);
+            if (used < n) used += (size_t)snprintf(buf + used, n - used, " instead of %s", instead);
+        }
     }
 }
 
-/* A hypothesis: the mutations applied to the computation. */
+/* Precision paths (a port's arithmetic in lower precision). */
+enum { P_NONE, P_TF32, P_ACT_F16, P_ACT_BF16, P_AUTO_F16, P_AUTO_BF16, P_COUNT };
+static const g2f_diag precision_code[P_COUNT] = {G2F_DIAG_UNEXPLAINED, G2F_DIAG_TF32_MATMUL, G2F_DIAG_ACT_F16_ROUNDED,
+                                                 G2F_DIAG_ACT_BF16_ROUNDED, G2F_DIAG_AUTOCAST_F16,
+                                                 G2F_DIAG_AUTOCAST_BF16};
+
+/* A hypothesis: the mutations applied to the computation. Each field is a
+ * dimension; a pair combines two dimensions. */
 typedef struct variant {
-    int other_gelu, no_fc_bias, no_proj_bias, residual;
-    int rounding;    /* 0 none, 1 float16, 2 bfloat16 */
+    int gelu;        /* -1: the form asked for; else another g2f_gelu */
+    int clip;
+    int no_fc_bias, no_proj_bias, residual;
+    int rounding;    /* weights rounded: 0 none, 1 float16, 2 bfloat16 */
     int misread;     /* bit 1: c_fc, bit 2: c_proj */
     long from_layer; /* -1: the layer's own weights */
+    int precision;   /* P_* */
+    g2f_dtype quant; /* G2F_DTYPE_F32: none; a quantized type: the weights as quantized */
+    int ln2;         /* in recorded before ln_2 */
 } variant;
 
-static const variant plain = {0, 0, 0, 0, 0, 0, -1};
+static const variant plain = {-1, 0, 0, 0, 0, 0, 0, -1, P_NONE, G2F_DTYPE_F32, 0};
 
 static int variant_size(const variant *v) {
-    return (v->other_gelu != 0) + v->no_fc_bias + v->no_proj_bias + v->residual + (v->rounding != 0) +
-           (v->misread != 0) + (v->from_layer >= 0);
+    return (v->gelu >= 0) + v->clip + v->no_fc_bias + v->no_proj_bias + v->residual + (v->rounding != 0) +
+           (v->misread != 0) + (v->from_layer >= 0) + (v->precision != P_NONE) + (v->quant != G2F_DTYPE_F32) + v->ln2;
 }
 
 static g2f_cause variant_cause(const variant *v, g2f_gelu asked, double margin) {
-    g2f_cause c = {0, v->misread, v->from_layer, margin};
-    if (v->other_gelu) c.codes |= 1u << (asked == G2F_GELU_TANH ? G2F_DIAG_GELU_ERF : G2F_DIAG_GELU_TANH);
-    if (v->no_fc_bias) c.codes |= 1u << G2F_DIAG_FC_BIAS_MISSING;
-    if (v->no_proj_bias) c.codes |= 1u << G2F_DIAG_PROJ_BIAS_MISSING;
-    if (v->residual) c.codes |= 1u << G2F_DIAG_RESIDUAL_INCLUDED;
-    if (v->rounding == 1) c.codes |= 1u << G2F_DIAG_WEIGHTS_F16_ROUNDED;
-    if (v->rounding == 2) c.codes |= 1u << G2F_DIAG_WEIGHTS_BF16_ROUNDED;
-    if (v->misread) c.codes |= 1u << G2F_DIAG_LAYOUT_MISREAD;
-    if (v->from_layer >= 0) c.codes |= 1u << G2F_DIAG_WEIGHTS_FROM_LAYER;
+    g2f_cause c = {0, v->misread, v->from_layer, v->quant, asked, margin};
+    if (v->gelu >= 0) c.codes |= G2F_DIAG_BIT(g2f_diag_of_gelu((g2f_gelu)v->gelu));
+    if (v->clip) c.codes |= G2F_DIAG_BIT(G2F_DIAG_GELU_CLIPPED);
+    if (v->no_fc_bias) c.codes |= G2F_DIAG_BIT(G2F_DIAG_FC_BIAS_MISSING);
+    if (v->no_proj_bias) c.codes |= G2F_DIAG_BIT(G2F_DIAG_PROJ_BIAS_MISSING);
+    if (v->residual) c.codes |= G2F_DIAG_BIT(G2F_DIAG_RESIDUAL_INCLUDED);
+    if (v->rounding == 1) c.codes |= G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED);
+    if (v->rounding == 2) c.codes |= G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED);
+    if (v->misread) c.codes |= G2F_DIAG_BIT(G2F_DIAG_LAYOUT_MISREAD);
+    if (v->from_layer >= 0) c.codes |= G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_FROM_LAYER);
+    if (v->precision != P_NONE) c.codes |= G2F_DIAG_BIT(precision_code[v->precision]);
+    if (v->quant != G2F_DTYPE_F32) c.codes |= G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANTIZED);
+    if (v->ln2) c.codes |= G2F_DIAG_BIT(G2F_DIAG_LN2_INPUT_CAPTURED);
     return c;
 }
+
+/* The variant a cause describes (the inverse of variant_cause). */
+static variant cause_variant(const g2f_cause *c, g2f_gelu asked) {
+    variant v = plain;
+    for (int g = 0; g < G2F_GELU_COUNT; g++)
+        if (g != (int)asked && (c->codes & G2F_DIAG_BIT(g2f_diag_of_gelu((g2f_gelu)g)))) v.gelu = g;
+    v.clip = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_GELU_CLIPPED));
+    v.no_fc_bias = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_FC_BIAS_MISSING));
+    v.no_proj_bias = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_PROJ_BIAS_MISSING));
+    v.residual = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_RESIDUAL_INCLUDED));
+    v.rounding = c->codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED) ? 1
+                 : c->codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED) ? 2 : 0;
+    v.misread = c->codes & G2F_DIAG_BIT(G2F_DIAG_LAYOUT_MISREAD) ? c->misread : 0;
+    v.from_layer = c->codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_FROM_LAYER) ? c->from_layer : -1;
+    for (int p = 1; p < P_COUNT; p++)
+        if (c->codes & G2F_DIAG_BIT(precision_code[p])) v.precision = p;
+    v.quant = c->codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANTIZED) ? c->quant : G2F_DTYPE_F32;
+    v.ln2 = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_LN2_INPUT_CAPTURED));
+    return v;
+}
+
+/* Weight transforms kept once made: rounded or quantized copies. */
+enum { WT_F16 = 1, WT_BF16, WT_TF32, WT_QUANT0, WT_COUNT = WT_QUANT0 + 8 };
+static const g2f_dtype quant_types[8] = {G2F_DTYPE_Q8_0, G2F_DTYPE_Q4_0, G2F_DTYPE_Q4_1, G2F_DTYPE_Q5_0,
+                                         G2F_DTYPE_Q5_1, G2F_DTYPE_Q4_K, G2F_DTYPE_Q5_K, G2F_DTYPE_Q6_K};
 
 typedef struct ctx {
     const g2f_diag_input *in;
     size_t d, h;
-    g2f_dtype wdtype;        /* the checkpoint's weight dtype */
-    float *rounded_buf[3];   /* rounded copies of the layer's weights, made on first use */
-    g2f_ffn_weights rounded[3];
+    g2f_dtype wdtype;             /* the checkpoint's weight dtype */
+    float *wt_buf[WT_COUNT];      /* transformed copies of the layer's weights, made on first use */
+    g2f_ffn_weights wt[WT_COUNT];
+    int wt_failed[WT_COUNT];      /* the transform does not apply (shapes not whole blocks) */
+    float *wvar;                  /* quantized checkpoint: wvar_fc (d) then wvar_proj (h) */
+    g2f_ln ln2;                   /* the layer's ln_2, loaded on first use */
+    int ln2_state;                /* 0 not loaded, 1 loaded, -1 absent */
     size_t tried;
-    const size_t *sample;    /* screening tokens (ascending) */
+    const size_t *sample;         /* screening tokens (ascending) */
     size_t n_sample;
 } ctx;
 
-static float round_to(float v, int rounding) {
-    return rounding == 1 ? g2f_f16_to_f32(g2f_f32_to_f16(v)) : g2f_bf16_to_f32(g2f_f32_to_bf16(v));
+static void ctx_free(ctx *c) {
+    for (int k = 0; k < WT_COUNT; k++) free(c->wt_buf[k]);
+    free(c->wvar);
+    g2f_ln_free(&c->ln2);
 }
 
-static const g2f_ffn_weights *rounded_weights(ctx *c, int rounding, g2f_error *err) {
-    if (c->rounded_buf[rounding]) return &c->rounded[rounding];
+static g2f_layout flip(g2f_layout l) { return l == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D; }
+
+/* Quantizes a (rows, cols) weight of layout lay as llama.cpp stores it:
+ * Linear [out, in] rows of length in, i.e. rows of a Linear buffer, or the
+ * columns of a Conv1D [in, out] one. */
+static int quantize_matrix(g2f_dtype q, const float *w, g2f_layout lay, size_t in, size_t out, float *dst) {
+    if (lay == G2F_LAYOUT_LINEAR) return g2f_quant_roundtrip(q, w, (uint64_t)in * out, dst);
+    return g2f_quant_roundtrip_cols(q, w, in, out, dst);
+}
+
+/* The layer's weights under transform k (see WT_*), NULL when it does not
+ * apply (*applies 0) or with err set. */
+static const g2f_ffn_weights *transformed(ctx *c, int k, int *applies, g2f_error *err) {
+    *applies = 1;
+    if (c->wt_buf[k]) return &c->wt[k];
+    if (c->wt_failed[k]) return *applies = 0, NULL;
     const g2f_ffn_weights *w = c->in->w;
     size_t dh = c->d * c->h, total = 2 * dh + c->d + c->h; /* fits: the layer's weights are in memory */
     float *buf = g2f_alloc_work(total, 1, sizeof(float), "diagnosis: a rounded copy of the weights", err);
     if (!buf) return NULL;
     g2f_ffn_weights r = *w;
     float *p = buf;
-    for (size_t i = 0; i < dh; i++) p[i] = round_to(w->w_fc[i], rounding);
+    g2f_round rnd = k == WT_F16 ? G2F_ROUND_F16 : k == WT_BF16 ? G2F_ROUND_BF16 : G2F_ROUND_TF32;
+    if (k >= WT_QUANT0) {
+        g2f_dtype q = quant_types[k - WT_QUANT0];
+        if (!quantize_matrix(q, w->w_fc, w->layout_fc, c->d, c->h, p) ||
+            !quantize_matrix(q, w->w_proj, w->layout_proj, c->h, c->d, p + dh)) {
+            free(buf);
+            c->wt_failed[k] = 1;
+            return *applies = 0, NULL;
+        }
+    } else {
+        g2f_round_span(rnd, w->w_fc, p, dh);
+        g2f_round_span(rnd, w->w_proj, p + dh, dh);
+    }
     r.w_fc = p;
-    p += dh;
-    for (size_t i = 0; i < dh; i++) p[i] = round_to(w->w_proj[i], rounding);
-    r.w_proj = p;
-    p += dh;
+    r.w_proj = p + dh;
+    p += 2 * dh;
+    /* biases: float32 in llama.cpp and in a TF32 matmul (added after the
+     * product); rounded with the weights otherwise (autocast casts them) */
+    int keep_bias = k >= WT_QUANT0 || k == WT_TF32;
     if (w->b_fc) {
-        for (size_t i = 0; i < c->h; i++) p[i] = round_to(w->b_fc[i], rounding);
+        if (keep_bias) memcpy(p, w->b_fc, c->h * sizeof(float));
+        else g2f_round_span(rnd, w->b_fc, p, c->h);
         r.b_fc = p;
     }
     p += c->h;
     if (w->b_proj) {
-        for (size_t i = 0; i < c->d; i++) p[i] = round_to(w->b_proj[i], rounding);
+        if (keep_bias) memcpy(p, w->b_proj, c->d * sizeof(float));
+        else g2f_round_span(rnd, w->b_proj, p, c->d);
         r.b_proj = p;
     }
-    c->rounded_buf[rounding] = buf;
-    c->rounded[rounding] = r;
-    return &c->rounded[rounding];
+    c->wt_buf[k] = buf;
+    c->wt[k] = r;
+    return &c->wt[k];
 }
 
-static g2f_layout flip(g2f_layout l) { return l == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D; }
+/* A ggml-quantized checkpoint: per input index, the largest variance of the
+ * weights' quantization error over the outputs (bound^2 / 3, an error
+ * uniform within its bound), for c_fc (n_embd) and c_proj (n_inner). */
+static g2f_status quant_variances(ctx *c, g2f_error *err) {
+    if (c->wvar) return G2F_OK;
+    const g2f_diag_input *in = c->in;
+    const g2f_tensor *src[2] = {in->lw->src[G2F_FFN_FC_W], in->lw->src[G2F_FFN_PROJ_W]};
+    size_t ins[2] = {c->d, c->h}, outs[2] = {c->h, c->d}, dh = c->d * c->h;
+    float *var = g2f_alloc_work(c->d + c->h, 1, sizeof(float), "diagnosis: quantization variances", err);
+    float *bound = var ? g2f_alloc_work(dh, 1, sizeof(float), "diagnosis: quantization bounds", err) : NULL;
+    if (!bound) {
+        free(var);
+        return err ? err->status : G2F_ERR_NOMEM;
+    }
+    float *vp = var;
+    for (int m = 0; m < 2; m++) {
+        g2f_layout lay = m == 0 ? in->w->layout_fc : in->w->layout_proj;
+        memset(vp, 0, ins[m] * sizeof(float));
+        if (src[m] && g2f_dtype_is_quant(src[m]->dtype)) {
+            g2f_quant_bounds(src[m]->dtype, src[m]->data, 0, dh, NULL, bound);
+            for (size_t a = 0; a < ins[m]; a++)
+                for (size_t b = 0; b < outs[m]; b++) {
+                    float e = lay == G2F_LAYOUT_LINEAR ? bound[b * ins[m] + a] : bound[a * outs[m] + b];
+                    float v = e * e / 3.0f;
+                    if (v > vp[a]) vp[a] = v;
+                }
+        }
+        vp += ins[m];
+    }
+    free(bound);
+    c->wvar = var;
+    return G2F_OK;
+}
+
+static const g2f_ln *layer_ln2(ctx *c, g2f_error *err, g2f_status *st) {
+    if (c->ln2_state == 0) {
+        *st = g2f_model_ln_load(c->in->model, 2, c->in->layer, &c->ln2, err);
+        if (*st != G2F_OK) return NULL;
+        c->ln2_state = c->ln2.found ? 1 : -1;
+    }
+    return c->ln2_state > 0 ? &c->ln2 : NULL;
+}
+
+/* Builds the computation of v from base (the layer's own weights or
+ * another layer's): *w receives the weights to use (pointers into c's
+ * copies or base). *applies 0 when v cannot be computed here. */
+static g2f_status build_how(ctx *c, const variant *v, const g2f_ffn_weights *base, g2f_ffn_how *how,
+                            g2f_ffn_weights *w, int *applies, g2f_error *err) {
+    const g2f_diag_input *in = c->in;
+    *applies = 1;
+    *w = *base;
+    memset(how, 0, sizeof *how);
+    how->w = w;
+    how->gelu = v->gelu >= 0 ? (g2f_gelu)v->gelu : in->gelu;
+    how->residual = v->residual;
+    how->clip = v->clip;
+    int wt = 0; /* the weights' transform */
+    g2f_dtype rd = G2F_DTYPE_F32;
+    if (v->rounding) wt = v->rounding == 1 ? WT_F16 : WT_BF16, rd = v->rounding == 1 ? G2F_DTYPE_F16 : G2F_DTYPE_BF16;
+    switch (v->precision) {
+    case P_TF32: wt = WT_TF32, how->gemm_in = G2F_ROUND_TF32; break;
+    case P_ACT_F16: how->store = G2F_ROUND_F16; break;
+    case P_ACT_BF16: how->store = G2F_ROUND_BF16; break;
+    case P_AUTO_F16:
+        wt = WT_F16, rd = G2F_DTYPE_F16;
+        how->gemm_in = how->store = how->out_round = G2F_ROUND_F16;
+        break;
+    case P_AUTO_BF16:
+        wt = WT_BF16, rd = G2F_DTYPE_BF16;
+        how->gemm_in = how->store = how->out_round = G2F_ROUND_BF16;
+        break;
+    default: break;
+    }
+    if (v->quant != G2F_DTYPE_F32) {
+        if (g2f_dtype_is_quant(c->wdtype)) {
+            /* the checkpoint is the quantized side: the reference used the
+             * originals, which we cannot recover, so widen the tolerance */
+            if (c->wdtype != v->quant) return *applies = 0, G2F_OK;
+            g2f_status st = quant_variances(c, err);
+            if (st != G2F_OK) return st;
+            how->wvar_fc = c->wvar;
+            how->wvar_proj = c->wvar + c->d;
+        } else {
+            for (int k = 0; k < 8; k++)
+                if (quant_types[k] == v->quant) wt = WT_QUANT0 + k;
+        }
+    }
+    if (wt && rd != G2F_DTYPE_F32 && c->wdtype == rd) {
+        /* the checkpoint is already rounded: the reference may have used the
+         * originals, which we cannot recover, so widen the tolerance instead */
+        how->weight_roundoff = g2f_dtype_store_roundoff(rd);
+        wt = 0;
+    }
+    if (wt && base == in->w) {
+        int ok;
+        const g2f_ffn_weights *r = transformed(c, wt, &ok, err);
+        if (!ok) return *applies = 0, G2F_OK;
+        if (!r) return err ? err->status : G2F_ERR_NOMEM;
+        *w = *r;
+    } else if (wt) {
+        return *applies = 0, G2F_OK; /* another layer's weights are not transformed as well */
+    }
+    if (v->no_fc_bias) w->b_fc = NULL;
+    if (v->no_proj_bias) w->b_proj = NULL;
+    if (v->misread & 1) w->layout_fc = flip(w->layout_fc);
+    if (v->misread & 2) w->layout_proj = flip(w->layout_proj);
+    if (v->ln2) {
+        g2f_status st = G2F_OK;
+        how->ln = layer_ln2(c, err, &st);
+        if (st != G2F_OK) return st;
+        if (!how->ln) *applies = 0;
+    }
+    return G2F_OK;
+}
 
 /* Recomputes the layer under v on the screening sample (screen) or every
- * token; *match is 1 when every compared tensor is within tolerance. base:
- * the weights v starts from (the layer's own, or another layer's). */
+ * token; *match is 1 when every compared tensor is within tolerance. */
 static g2f_status evaluate(ctx *c, int screen, const variant *v, const g2f_ffn_weights *base, int *match,
                            double *margin, g2f_error *err) {
     const g2f_diag_input *in = c->in;
-    g2f_ffn_weights w = *base;
-    double weight_roundoff = 0;
+    g2f_ffn_how how;
+    g2f_ffn_weights w;
+    int applies;
+    *match = 0;
+    *margin = INFINITY;
+    g2f_status st = build_how(c, v, base, &how, &w, &applies, err);
+    if (st != G2F_OK || !applies) return st;
     c->tried++;
-    if (v->rounding) {
-        g2f_dtype rd = v->rounding == 1 ? G2F_DTYPE_F16 : G2F_DTYPE_BF16;
-        if (c->wdtype == rd) {
-            /* the checkpoint is already rounded: the reference may have used the
-             * originals, which we cannot recover, so widen the tolerance instead */
-            weight_roundoff = g2f_dtype_store_roundoff(rd);
-        } else {
-            const g2f_ffn_weights *r = rounded_weights(c, v->rounding, err);
-            if (!r) return err ? err->status : G2F_ERR_NOMEM;
-            w = *r;
-        }
-    }
-    if (v->no_fc_bias) w.b_fc = NULL;
-    if (v->no_proj_bias) w.b_proj = NULL;
-    if (v->misread & 1) w.layout_fc = flip(w.layout_fc);
-    if (v->misread & 2) w.layout_proj = flip(w.layout_proj);
-    g2f_ffn_how how = {&w, v->other_gelu ? g2f_gelu_other(in->gelu) : in->gelu, v->residual, weight_roundoff};
     g2f_ffn_eval_opts opts = {screen ? c->sample : NULL, screen ? c->n_sample : 0, G2F_EVAL_OTHER_NONE, 0};
     g2f_ffn_eval_result r;
-    g2f_status st = g2f_ffn_eval(&how, in->fx, in->layer, in->tol, &opts, in->n_threads, in->ws, &r, err);
+    st = g2f_ffn_eval(&how, in->fx, in->layer, in->tol, &opts, in->n_threads, in->ws, &r, err);
     if (st != G2F_OK) return st;
     *match = g2f_ffn_eval_match(&r);
     *margin = g2f_ffn_eval_margin(&r);
@@ -194,27 +406,51 @@ static g2f_status try_variant(search *s, const variant *v, const g2f_ffn_weights
 }
 
 /* The cheap hypotheses, each a one-mutation variant. */
-static size_t cheap_singles(const g2f_ffn_weights *w, variant *out) {
+static size_t cheap_singles(const ctx *c, variant *out) {
+    const g2f_ffn_weights *w = c->in->w;
     size_t n = 0;
     variant v = plain;
-    v.other_gelu = 1; out[n++] = v; v = plain;
+    for (int g = 0; g < G2F_GELU_COUNT; g++)
+        if (g != (int)c->in->gelu) { v.gelu = g; out[n++] = v; v = plain; }
+    v.clip = 1; out[n++] = v; v = plain;
     if (w->b_fc) { v.no_fc_bias = 1; out[n++] = v; v = plain; }
     if (w->b_proj) { v.no_proj_bias = 1; out[n++] = v; v = plain; }
     v.residual = 1; out[n++] = v; v = plain;
     for (int r = 1; r <= 2; r++) { v.rounding = r; out[n++] = v; v = plain; }
     for (int m = 1; m <= 3; m++) { v.misread = m; out[n++] = v; v = plain; }
+    for (int p = 1; p < P_COUNT; p++) { v.precision = p; out[n++] = v; v = plain; }
+    if (g2f_dtype_is_quant(c->wdtype)) {
+        v.quant = c->wdtype; out[n++] = v; v = plain;
+    } else {
+        for (int k = 0; k < 8; k++) { v.quant = quant_types[k]; out[n++] = v; v = plain; }
+    }
+    v.ln2 = 1; out[n++] = v;
     return n;
 }
 
-/* Combines two single-mutation variants (from different dimensions). */
+/* Combines two single-mutation variants from different dimensions that can
+ * hold together (the weights have one origin: a rounding, a precision path
+ * that rounds them, or a quantization). */
 static int combine(const variant *a, const variant *b, variant *out) {
-    if ((a->other_gelu && b->other_gelu) || (a->no_fc_bias && b->no_fc_bias) ||
-        (a->no_proj_bias && b->no_proj_bias) || (a->residual && b->residual) || (a->rounding && b->rounding) ||
-        (a->misread && b->misread))
+    int wa = a->rounding || a->precision == P_TF32 || a->precision == P_AUTO_F16 || a->precision == P_AUTO_BF16 ||
+             a->quant != G2F_DTYPE_F32;
+    int wb = b->rounding || b->precision == P_TF32 || b->precision == P_AUTO_F16 || b->precision == P_AUTO_BF16 ||
+             b->quant != G2F_DTYPE_F32;
+    if ((a->gelu >= 0 && b->gelu >= 0) || (a->clip && b->clip) || (a->no_fc_bias && b->no_fc_bias) ||
+        (a->no_proj_bias && b->no_proj_bias) || (a->residual && b->residual) || (wa && wb) ||
+        (a->misread && b->misread) || (a->precision && b->precision) || (a->ln2 && b->ln2))
         return 0;
-    *out = (variant){a->other_gelu | b->other_gelu, a->no_fc_bias | b->no_fc_bias, a->no_proj_bias | b->no_proj_bias,
-                     a->residual | b->residual,     a->rounding + b->rounding,     a->misread + b->misread,
-                     -1};
+    *out = (variant){a->gelu >= 0 ? a->gelu : b->gelu,
+                     a->clip | b->clip,
+                     a->no_fc_bias | b->no_fc_bias,
+                     a->no_proj_bias | b->no_proj_bias,
+                     a->residual | b->residual,
+                     a->rounding + b->rounding,
+                     a->misread + b->misread,
+                     -1,
+                     a->precision + b->precision,
+                     a->quant != G2F_DTYPE_F32 ? a->quant : b->quant,
+                     a->ln2 | b->ln2};
     return 1;
 }
 
@@ -257,7 +493,7 @@ static g2f_status layer_search(search *s, g2f_error *err) {
             variant v = plain;
             v.from_layer = (long)K;
             if ((st = try_variant(s, &v, &lk.w, err)) == G2F_OK) {
-                v.other_gelu = 1;
+                v.gelu = (int)g2f_gelu_other(in->gelu);
                 st = try_variant(s, &v, &lk.w, err);
             }
         }
@@ -282,12 +518,15 @@ static void list_flags(const size_t *counts, size_t n, char *buf, size_t len, si
     if (*flagged > shown && used < len) snprintf(buf + used, len - used, ", ...");
 }
 
-/* Up to 8 indices of counts[i] != 0, "3, 7, 9, ..." plus their number. */
+/* Where the error lives, for a layer nothing explains. */
 static g2f_status locate(const ctx *c, char *buf, size_t len, g2f_error *err) {
     const g2f_diag_input *in = c->in;
     const g2f_fixture_views *fx = in->fx;
     size_t T = fx->n_tokens, d = c->d, h = c->h;
-    g2f_ffn_how how = {in->w, in->gelu, 0, 0.0};
+    g2f_ffn_how how;
+    memset(&how, 0, sizeof how);
+    how.w = in->w;
+    how.gelu = in->gelu;
     g2f_ffn_eval_opts opts = {NULL, 0, G2F_EVAL_OTHER_NONE, 1};
     g2f_ffn_eval_result r;
     g2f_status st = g2f_ffn_eval(&how, fx, in->layer, in->tol, &opts, in->n_threads, in->ws, &r, err);
@@ -331,7 +570,12 @@ done:
 g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2f_error *err) {
     memset(out, 0, sizeof *out);
     const g2f_model_info *mi = g2f_model_get_info(in->model);
-    ctx c = {in, mi->n_embd, mi->n_inner, mi->dtype, {0}, {{0}}, 0, NULL, 0};
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.in = in;
+    c.d = mi->n_embd;
+    c.h = mi->n_inner;
+    c.wdtype = mi->dtype;
     size_t T = in->fx->n_tokens, n = T < G2F_DIAG_SAMPLE ? T : G2F_DIAG_SAMPLE;
     size_t sample[G2F_DIAG_SAMPLE];
     for (size_t i = 0; i < n; i++) sample[i] = i * T / n; /* spread over the whole fixture */
@@ -339,8 +583,8 @@ g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2
     c.n_sample = n;
     out->sample_tokens = n;
     search s = {&c, out};
-    variant singles[16];
-    size_t ns = cheap_singles(in->w, singles);
+    variant singles[40];
+    size_t ns = cheap_singles(&c, singles);
     g2f_status st = G2F_OK;
     for (size_t i = 0; i < ns && st == G2F_OK; i++) st = try_variant(&s, &singles[i], in->w, err);
     if (st == G2F_OK && out->n_causes == 0) st = layer_search(&s, err);
@@ -354,6 +598,43 @@ g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2
     out->undetermined = out->n_causes > 1;
     out->hypotheses_tried = c.tried;
     if (st == G2F_OK && out->n_causes == 0) st = locate(&c, out->where, sizeof out->where, err);
-    for (int r = 0; r < 3; r++) free(c.rounded_buf[r]);
+    ctx_free(&c);
     return st;
+}
+
+g2f_status g2f_diag_how_of(const g2f_diag_input *in, const g2f_cause *cause, g2f_ffn_how *how, g2f_ffn_weights *w,
+                           float **owned, g2f_ln *ln, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(in->model);
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.in = in;
+    c.d = mi->n_embd;
+    c.h = mi->n_inner;
+    c.wdtype = mi->dtype;
+    *owned = NULL;
+    memset(ln, 0, sizeof *ln);
+    variant v = cause_variant(cause, in->gelu);
+    int applies;
+    g2f_status st = build_how(&c, &v, in->w, how, w, &applies, err);
+    if (st == G2F_OK && !applies)
+        st = g2f_error_set(err, G2F_ERR_USAGE, "layer %zu: the cause cannot be recomputed", in->layer);
+    if (st != G2F_OK) {
+        ctx_free(&c);
+        return st;
+    }
+    /* hand the copies the computation points into to the caller */
+    for (int k = 0; k < WT_COUNT; k++)
+        if (c.wt_buf[k] && w->w_fc == c.wt[k].w_fc) *owned = c.wt_buf[k], c.wt_buf[k] = NULL;
+    if (c.wvar) { /* one owned block at most: rounded weights and variances do not go together */
+        if (*owned) free(*owned);
+        *owned = c.wvar;
+        c.wvar = NULL;
+    }
+    if (how->ln) {
+        *ln = c.ln2;
+        memset(&c.ln2, 0, sizeof c.ln2);
+        how->ln = ln;
+    }
+    ctx_free(&c);
+    return G2F_OK;
 }

@@ -11,8 +11,9 @@
  *   2. if none explains: another layer's weights (screened on 4 tokens by
  *      relative error, since a wrong layer is off by O(1)), alone or with
  *      the other GELU form;
- *   3. if still none: pairs of the cheap hypotheses (GELU, biases, residual,
- *      rounding, layout).
+ *   3. if still none: pairs of the cheap hypotheses (GELU forms and clipping,
+ *      biases, residual, rounding, layout, precision paths, quantized
+ *      weights, the LayerNorm input).
  * The smallest explanations win; when several of the same size match, all
  * are reported and the layer is marked undetermined: the data cannot tell
  * them apart. When none matches, the layer is unexplained and the report
@@ -23,6 +24,7 @@
 #define G2F_DIAGNOSE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "g2f_error.h"
 #include "g2f_ffn.h"
@@ -33,8 +35,8 @@
 
 /* Diagnosis codes, as they appear in reports (README: Diagnosis codes). */
 typedef enum g2f_diag {
-    G2F_DIAG_GELU_ERF,            /* reference used exact erf GELU where tanh was asked */
-    G2F_DIAG_GELU_TANH,           /* reference used the tanh GELU where erf was asked */
+    G2F_DIAG_GELU_ERF,            /* reference used exact erf GELU where another form was asked */
+    G2F_DIAG_GELU_TANH,           /* reference used the tanh GELU where another form was asked */
     G2F_DIAG_FC_BIAS_MISSING,
     G2F_DIAG_PROJ_BIAS_MISSING,
     G2F_DIAG_RESIDUAL_INCLUDED,   /* expected = x + FFN(x) */
@@ -42,21 +44,41 @@ typedef enum g2f_diag {
     G2F_DIAG_WEIGHTS_F16_ROUNDED,
     G2F_DIAG_WEIGHTS_BF16_ROUNDED,
     G2F_DIAG_LAYOUT_MISREAD,      /* "layout_misread:c_fc" / ":c_proj" / ":both" */
+    G2F_DIAG_GELU_SIGMOID,        /* x sigmoid(1.702 x): HF quick_gelu */
+    G2F_DIAG_GELU_MLX_APPROX,     /* MLX's former gelu_approx */
+    G2F_DIAG_GELU_F16_TABLE,      /* ggml's float16 GELU table (llama.cpp's CPU GELU) */
+    G2F_DIAG_GELU_CLIPPED,        /* the GELU's result clipped to [-10, 10] (HF gelu_10) */
+    G2F_DIAG_TF32_MATMUL,         /* both products' inputs rounded to TF32 (an Ampere+ GPU with TF32 on) */
+    G2F_DIAG_ACT_F16_ROUNDED,     /* pre and act stored in float16 between the stages */
+    G2F_DIAG_ACT_BF16_ROUNDED,    /* ... in bfloat16 */
+    G2F_DIAG_AUTOCAST_F16,        /* the whole FFN as torch.autocast(float16) runs it */
+    G2F_DIAG_AUTOCAST_BF16,       /* ... autocast(bfloat16) */
+    G2F_DIAG_WEIGHTS_QUANTIZED,   /* "weights_quantized:Q8_0": ggml-quantized weights on one side */
+    G2F_DIAG_LN2_INPUT_CAPTURED,  /* the recorded in is ln_2's input (the residual stream) */
     G2F_DIAG_NONFINITE,           /* NaN or Inf in the reference or the computation */
     G2F_DIAG_UNEXPLAINED,         /* none of the hypotheses reproduces the reference */
     G2F_DIAG_COUNT
 } g2f_diag;
+_Static_assert(G2F_DIAG_COUNT <= 64, "codes are bits of a g2f_diag_set");
+
+/* A set of codes: bit G2F_DIAG_BIT(d) per code. */
+typedef uint64_t g2f_diag_set;
+#define G2F_DIAG_BIT(d) ((g2f_diag_set)1 << (d))
 
 const char *g2f_diag_name(g2f_diag d);
+/* The code naming GELU form g (gelu_tanh, gelu_erf, gelu_sigmoid, ...). */
+g2f_diag g2f_diag_of_gelu(g2f_gelu g);
 
 #define G2F_DIAG_SAMPLE 16
 #define G2F_DIAG_MAX_CAUSES 8
 
-/* One explanation: a set of codes (bits 1u << g2f_diag) and their details. */
+/* One explanation: a set of codes and their details. */
 typedef struct g2f_cause {
-    unsigned codes;
+    g2f_diag_set codes;
     int misread;        /* with LAYOUT_MISREAD: 1 c_fc, 2 c_proj, 3 both */
     long from_layer;    /* with WEIGHTS_FROM_LAYER */
+    g2f_dtype quant;    /* with WEIGHTS_QUANTIZED: the ggml type */
+    g2f_gelu asked;     /* the GELU form verify asked for (the words say what was used instead) */
     double margin;      /* max err / tolerance of the recomputation (<= 1) */
 } g2f_cause;
 
@@ -65,10 +87,17 @@ void g2f_cause_codes(const g2f_cause *c, char *buf, size_t n);
 /* The same in words: "exact erf GELU and no c_fc bias". */
 void g2f_cause_words(const g2f_cause *c, char *buf, size_t n);
 
+/* What verify accepts (--accept): rounding or quantization of the weights
+ * that the user ported on purpose. */
+#define G2F_ACCEPT_F16 G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED)
+#define G2F_ACCEPT_BF16 G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED)
+#define G2F_ACCEPT_QUANTIZED G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANTIZED)
+
 typedef struct g2f_diag_input {
     const g2f_model *model;
     size_t layer;
     const g2f_ffn_weights *w;       /* the layer's weights */
+    const g2f_layer *lw;            /* the layer as loaded (its source tensors: dtypes, quantized blocks) */
     const g2f_fixture_views *fx;    /* the layer's recorded tensors */
     g2f_gelu gelu;                  /* the form asked for */
     const g2f_tol_params *tol;
@@ -86,5 +115,12 @@ typedef struct g2f_diag_result {
 } g2f_diag_result;
 
 g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2f_error *err);
+
+/* The computation a cause describes, for verify to re-run it (an accepted
+ * cause, --accept). *how gets the weights to use; the caller frees
+ * *owned (rounded or quantized copies, NULL when none) and the g2f_ln in
+ * *ln with g2f_ln_free. */
+g2f_status g2f_diag_how_of(const g2f_diag_input *in, const g2f_cause *c, g2f_ffn_how *how, g2f_ffn_weights *w,
+                           float **owned, g2f_ln *ln, g2f_error *err);
 
 #endif

@@ -1,6 +1,8 @@
 /* g2f_ffn_eval: see g2f_ffn_eval.h. */
 #include "g2f_ffn_eval.h"
 
+#include "g2f_layernorm.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,20 +69,23 @@ static double separation(const float *a, const float *b, const float *tol, size_
     return m;
 }
 
-/* The chunk's buffers: floats x, out, v (= tol_out), out2 (C, d); pre, act,
+/* The chunk's buffers: floats x, out, v (= tol_out), out2, xg, a2 (C, d); pre, act,
  * s (= q), tol_pre, tol_act, act2 (C, h); doubles e_out (C, d), e_pre,
  * e_act (C, h). */
 typedef struct chunk {
     size_t cap; /* tokens */
     float *x, *out, *tol_out, *out2, *pre, *act, *q, *tol_pre, *tol_act, *act2;
+    float *xg, *a2; /* (C, d): c_fc's input after LayerNorm / rounding, and its A2 operand */
+    float *pre_u, *act_u, *out_u; /* (C, h), (C, h), (C, d): before a port's roundings */
     double *e_out, *e_pre, *e_act;
+    double *x_pre, *x_out; /* (C): per-token variances from uncertain weights (how->wvar_*) */
 } chunk;
 
 /* Bytes per token of the chunk's buffers; SIZE_MAX on overflow. */
 static size_t bytes_per_token(size_t d, size_t h) {
     size_t a, b, r;
-    if (__builtin_mul_overflow(h, (size_t)40, &a) || __builtin_mul_overflow(d, (size_t)24, &b) ||
-        __builtin_add_overflow(a, b, &r))
+    if (__builtin_mul_overflow(h, (size_t)48, &a) || __builtin_mul_overflow(d, (size_t)36, &b) ||
+        __builtin_add_overflow(a, b, &r) || __builtin_add_overflow(r, (size_t)16, &r))
         return SIZE_MAX;
     return r;
 }
@@ -109,11 +114,18 @@ static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, siz
     c->e_out = dp; dp += cap * d;
     c->e_pre = dp; dp += cap * h;
     c->e_act = dp; dp += cap * h;
+    c->x_pre = dp; dp += cap;
+    c->x_out = dp; dp += cap;
     float *fp = (float *)(void *)dp;
     c->x = fp; fp += cap * d;
     c->out = fp; fp += cap * d;
     c->tol_out = fp; fp += cap * d;
     c->out2 = fp; fp += cap * d;
+    c->xg = fp; fp += cap * d;
+    c->a2 = fp; fp += cap * d;
+    c->out_u = fp; fp += cap * d;
+    c->pre_u = fp; fp += cap * h;
+    c->act_u = fp; fp += cap * h;
     c->pre = fp; fp += cap * h;
     c->act = fp; fp += cap * h;
     c->q = fp; fp += cap * h;
@@ -222,9 +234,18 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
     }
     const int user = p->user;
     const double lambda = p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA;
-    const g2f_tol_units un =
-        g2f_tol_units_for(tin->dtype, tout->dtype, tpre ? tpre->dtype : G2F_DTYPE_F32,
-                          tact ? tact->dtype : G2F_DTYPE_F32, how->weight_roundoff);
+    g2f_tol_units un = g2f_tol_units_for(tin->dtype, tout->dtype, tpre ? tpre->dtype : G2F_DTYPE_F32,
+                                         tact ? tact->dtype : G2F_DTYPE_F32, how->weight_roundoff);
+    const double u_in_fixture = un.u_in;
+    if (how->ln) un.u_in = 0; /* folded into the LayerNorm's output variance */
+    un.store = how->store;
+    un.table_in = how->gelu == G2F_GELU_F16_TABLE; /* ggml rounds the table's input to float16 */
+    un.gemm_act = how->gemm_in != how->store ? how->gemm_in : G2F_ROUND_NONE;
+    un.out_round = how->out_round;
+    /* the plain computation fuses bias + GELU into c_fc's last tiles */
+    const int plain = !how->clip && how->gemm_in == G2F_ROUND_NONE && how->store == G2F_ROUND_NONE &&
+                      how->out_round == G2F_ROUND_NONE && !how->ln;
+
     const g2f_gelu other = g2f_gelu_other(how->gelu);
     const int want_act2 = opts->other != G2F_EVAL_OTHER_NONE, want_out2 = opts->other == G2F_EVAL_OTHER_FULL;
     g2f_cmp_acc a_out, a_pre, a_act, a_act2, a_out2;
@@ -250,18 +271,82 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
                     break;
                 }
         /* c_fc and GELU, with x^2 W_fc^2 beside them */
-        g2f_ffn_fc_gelu_sq(w, c.x, n, how->gelu, c.pre, c.act, user ? NULL : c.q, n_threads, &ws->ffn);
+        const float *fc_in = c.x; /* what c_fc multiplies: x, LayerNorm(x), rounded */
+        const float *pre_u = c.pre, *act_u = c.act; /* before the port's roundings */
+        if (plain) {
+            g2f_ffn_fc_gelu_sq(w, c.x, n, how->gelu, c.pre, c.act, user ? NULL : c.q, n_threads, &ws->ffn);
+        } else {
+            const float *xin = c.x, *a2 = NULL;
+            if (how->ln) { /* the FFN's input is LayerNorm(in); its rounding enters as an input variance */
+                g2f_ln_forward(c.x, n, d, how->ln->w, how->ln->b, how->ln->eps, c.xg, NULL, NULL, n_threads);
+                xin = c.xg;
+                if (!user) {
+                    g2f_tol_layernorm_var(c.x, c.xg, n, d, how->ln->w, how->ln->b, how->ln->eps, u_in_fixture, c.a2,
+                                          n_threads);
+                    /* A2 = x^2 + 2 var / (d u^2): d/2 sum A2 W^2 = d/2 sum x^2 W^2 + sum var W^2 / u^2 */
+                    const double k2 = 2.0 / ((double)d * u * u);
+                    for (size_t i = 0; i < nd; i++) c.a2[i] = (float)((double)c.xg[i] * c.xg[i] + k2 * c.a2[i]);
+                    a2 = c.a2;
+                }
+            }
+            if (how->gemm_in != G2F_ROUND_NONE) { /* the same rounding as the reference's: nothing to add */
+                g2f_round_span(how->gemm_in, xin, c.xg, nd);
+                xin = c.xg;
+            }
+            fc_in = xin;
+            g2f_matmul_sq(xin, a2, n, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, c.pre_u,
+                          user ? NULL : c.q, n_threads, &ws->ffn);
+            pre_u = c.pre_u;
+            g2f_round_span(how->store, c.pre_u, c.pre, nh); /* NONE: a copy */
+            g2f_ffn_gelu(how->gelu, c.pre, nh, c.act_u, n_threads);
+            if (how->clip)
+                for (size_t i = 0; i < nh; i++) c.act_u[i] = c.act_u[i] > 10.0f ? 10.0f : c.act_u[i] < -10.0f ? -10.0f : c.act_u[i];
+            act_u = c.act_u;
+            g2f_round_span(how->store, c.act_u, c.act, nh);
+        }
         if (user) {
             if (tpre) g2f_tol_user(p, c.e_pre, nh, c.tol_pre);
             if (tact) g2f_tol_user(p, c.e_act, nh, c.tol_act);
         } else {
-            g2f_tol_ffn_hidden(nh, d, h, c.pre, c.act, c.q, tpre ? c.e_pre : NULL, tact ? c.e_act : NULL, &un, lambda,
-                               tpre ? c.tol_pre : NULL, tact ? c.tol_act : NULL, c.q, n_threads);
+            const double *xp = NULL;
+            if (how->wvar_fc) { /* sum_i x_i^2 wvar_fc[i] per token, in units of u^2 */
+                for (size_t r = 0; r < n; r++) {
+                    double acc = 0;
+                    for (size_t i = 0; i < d; i++) acc += (double)fc_in[r * d + i] * fc_in[r * d + i] * how->wvar_fc[i];
+                    c.x_pre[r] = acc / (u * u);
+                }
+                xp = c.x_pre;
+            }
+            g2f_tol_ffn_hidden_x(nh, d, h, pre_u, c.pre, act_u, c.act, c.q, tpre ? c.e_pre : NULL,
+                                 tact ? c.e_act : NULL, &un, lambda, xp, tpre ? c.tol_pre : NULL,
+                                 tact ? c.tol_act : NULL, c.q, n_threads);
         }
         /* c_proj, with q W_proj^2 beside it (into tol_out, then the tolerance in place) */
-        g2f_ffn_proj_sq(w, c.act, user ? NULL : c.q, n, c.out, user ? NULL : c.tol_out, n_threads, &ws->ffn);
+        const float *act_in = c.act;
+        if (how->gemm_in != G2F_ROUND_NONE && how->gemm_in != how->store) { /* c_proj's input rounded: into act2 */
+            g2f_round_span(how->gemm_in, c.act, c.act2, nh);
+            act_in = c.act2;
+        }
+        g2f_ffn_proj_sq(w, act_in, user ? NULL : c.q, n, how->out_round ? c.out_u : c.out, user ? NULL : c.tol_out,
+                        n_threads, &ws->ffn);
+        const float *out_u = c.out;
+        if (how->out_round != G2F_ROUND_NONE) {
+            g2f_round_span(how->out_round, c.out_u, c.out, nd);
+            out_u = c.out_u;
+        }
         if (user) g2f_tol_user(p, c.e_out, nd, c.tol_out);
-        else g2f_tol_ffn_out(nd, h, c.out, c.tol_out, c.e_out, &un, lambda, c.tol_out, n_threads);
+        else {
+            const double *xo = NULL;
+            if (how->wvar_proj) { /* sum_k act_k^2 wvar_proj[k] per token */
+                for (size_t r = 0; r < n; r++) {
+                    double acc = 0;
+                    for (size_t k = 0; k < h; k++) acc += (double)act_in[r * h + k] * act_in[r * h + k] * how->wvar_proj[k];
+                    c.x_out[r] = acc / (u * u);
+                }
+                xo = c.x_out;
+            }
+            g2f_tol_ffn_out_x(nd, h, d, out_u, c.tol_out, c.e_out, &un, lambda, xo, c.tol_out, n_threads);
+        }
         if (how->residual)
             for (size_t i = 0; i < nd; i++) {
                 c.out[i] += c.x[i];

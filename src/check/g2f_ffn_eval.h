@@ -30,6 +30,7 @@
 #include "g2f_error.h"
 #include "g2f_ffn.h"
 #include "g2f_fixture.h"
+#include "g2f_model.h"
 #include "g2f_tol.h"
 
 /* Buffers of a chunk, at most this many bytes (the chunk then has at least
@@ -38,12 +39,29 @@
 /* Tokens kept where the GELU forms differ most. */
 #define G2F_EVAL_TRACK 32
 
-/* How our side computes: a hypothesis about what the reference did. */
+/* How our side computes: a hypothesis about what the reference did. The
+ * roundings model a port's precision path (g2f_diagnose): the weights are
+ * rounded by the caller (how->w), the rest here. A value the reference
+ * rounds from its own float32 intermediate rounds to the same value from
+ * ours, except when the two lie on either side of a rounding boundary: the
+ * tolerance allows that one step only for elements whose float32 tolerance
+ * interval holds a boundary (g2f_round_flip), and carries it downstream. */
 typedef struct g2f_ffn_how {
     const g2f_ffn_weights *w; /* weights as the hypothesis has them (rounded, another layer's, misread, no bias) */
     g2f_gelu gelu;
     int residual;             /* the reference stored x + FFN(x) */
     double weight_roundoff;   /* relative uncertainty of the weights (a rounded checkpoint), 0 normally */
+    int clip;                 /* act clipped to [-10, 10] (HF gelu_10) */
+    g2f_round gemm_in;        /* both products' inputs (x and act) rounded: TF32 matmuls, autocast */
+    g2f_round store;          /* pre and act stored rounded between the stages */
+    g2f_round out_round;      /* out rounded (autocast) */
+    const g2f_ln *ln;         /* the recorded in is ln_2's input: the FFN runs on LayerNorm(in) */
+    /* weights known only to within a per-element variance (a ggml-quantized
+     * checkpoint against a float reference): for each input index the
+     * largest variance over its outputs, wvar_fc (n_embd) and wvar_proj
+     * (n_inner), absolute; NULL: none. Enters V_pre as sum_i x_i^2
+     * wvar_fc[i] and V_out as sum_k act_k^2 wvar_proj[k] (an upper bound). */
+    const float *wvar_fc, *wvar_proj;
 } g2f_ffn_how;
 
 typedef enum g2f_eval_other {

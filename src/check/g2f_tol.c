@@ -27,18 +27,55 @@ static double input_roundoff(g2f_dtype d) {
     return d == G2F_DTYPE_F64 ? ldexp(1.0, -24) : r; /* F64 input is rounded to float here */
 }
 
+double g2f_round_unit(g2f_round r) {
+    return r == G2F_ROUND_F16 || r == G2F_ROUND_TF32 ? ldexp(1.0, -11) : r == G2F_ROUND_BF16 ? ldexp(1.0, -8) : 0.0;
+}
+
+float g2f_round_value(g2f_round r, float v) {
+    switch (r) {
+    case G2F_ROUND_F16: return g2f_f16_to_f32(g2f_f32_to_f16(v));
+    case G2F_ROUND_BF16: return g2f_bf16_to_f32(g2f_f32_to_bf16(v));
+    case G2F_ROUND_TF32: return g2f_round_tf32(v);
+    default: return v;
+    }
+}
+
+void g2f_round_span(g2f_round r, const float *in, float *out, size_t n) {
+    if (r == G2F_ROUND_TF32) {
+        g2f_round_tf32_buf(in, out, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) out[i] = g2f_round_value(r, in[i]);
+}
+
+double g2f_round_flip(g2f_round r, float v, double t) {
+    if (r == G2F_ROUND_NONE || !(t >= 0)) return 0;
+    float lo = g2f_round_value(r, (float)((double)v - t)), hi = g2f_round_value(r, (float)((double)v + t));
+    return lo != hi ? fabs((double)hi - lo) : 0;
+}
+
 g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_dtype act, double weight_roundoff) {
     g2f_tol_units u = {input_roundoff(in), weight_roundoff, g2f_dtype_store_roundoff(pre),
-                       g2f_dtype_store_roundoff(act), g2f_dtype_store_roundoff(out)};
+                       g2f_dtype_store_roundoff(act), g2f_dtype_store_roundoff(out), G2F_ROUND_NONE, 0,
+                       G2F_ROUND_NONE, G2F_ROUND_NONE};
     return u;
 }
 
 void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pre, const float *act,
                         const float *s, const double *exp_pre, const double *exp_act, const g2f_tol_units *un,
                         double lambda, float *tol_pre, float *tol_act, float *q, int n_threads) {
+    g2f_tol_ffn_hidden_x(n, n_embd, n_inner, pre, pre, act, act, s, exp_pre, exp_act, un, lambda, NULL, tol_pre,
+                         tol_act, q, n_threads);
+}
+
+void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *pre_u, const float *pre,
+                          const float *act_u, const float *act, const float *s, const double *exp_pre,
+                          const double *exp_act, const g2f_tol_units *un, double lambda, const double *tok_extra,
+                          float *tol_pre, float *tol_act, float *q, int n_threads) {
     const double u = ldexp(1.0, -24);
     const double uin = un->u_in / u, uw = un->u_w / u; /* in units of u */
     const double d = (double)n_embd, h = (double)n_inner;
+    const int rounds = un->store != G2F_ROUND_NONE || un->table_in || un->gemm_act != G2F_ROUND_NONE;
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
     (void)n_threads;
 #ifdef _OPENMP
@@ -51,11 +88,26 @@ void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pr
         for (size_t r = 0; r < m; r++) {
             size_t i = i0 + r;
             double hk = pre[i], ak = act[i];
-            double v1 = d / 2 * s[i] + d / 3 * hk * hk + (uin * uin + uw * uw) * s[i]; /* / u^2 */
+            double v1 = d / 2 * s[i] + d / 3 * hk * hk + (uin * uin + uw * uw) * s[i] +
+                        (tok_extra ? tok_extra[i / n_inner] : 0.0); /* / u^2 */
             double g = gd[r], ge = 2.0 * (fabs(ak) + fabs(hk));
             double vact = g * g * v1 + ge * ge;
-            if (tol_pre && exp_pre) tol_pre[i] = (float)(lambda * u * sqrt(v1) + un->u_pre * fabs(exp_pre[i]));
-            if (tol_act && exp_act) tol_act[i] = (float)(lambda * u * sqrt(vact) + un->u_act * fabs(exp_act[i]));
+            /* allowances (absolute) beyond the random-rounding model: the GELU's curvature over
+             * pre's tolerance interval (|GELU''| <= 2 phi(0) < 0.8, so |GELU(p + e) - GELU(p) - g e|
+             * <= 0.4 e^2: negligible for float32 rounding, e ~ 1e-6, not for quantization noise),
+             * and a rounding boundary within an element's tolerance (one step more) */
+            double tp = lambda * u * sqrt(v1), ta = lambda * u * sqrt(vact), gm = 0;
+            double allow_pre = 0, allow_act = 0.4 * tp * tp;
+            if (rounds) {
+                allow_pre = g2f_round_flip(un->store, pre_u[i], tp);
+                double fin = un->table_in ? g2f_round_flip(G2F_ROUND_F16, pre[i], tp) : 0;
+                allow_act += g * (allow_pre + fin) + g2f_round_flip(un->store, act_u[i], ta) +
+                             (fin > 0 ? g2f_round_unit(G2F_ROUND_F16) * 2 * fabs(ak) : 0);
+                gm = g2f_round_flip(un->gemm_act, act[i], ta + allow_act);
+            }
+            if (tol_pre && exp_pre) tol_pre[i] = (float)(tp + allow_pre + un->u_pre * fabs(exp_pre[i]));
+            if (tol_act && exp_act) tol_act[i] = (float)(ta + allow_act + un->u_act * fabs(exp_act[i]));
+            vact += (allow_act * allow_act + gm * gm) / (lambda * lambda * u * u); /* into c_proj */
             q[i] = (float)((h / 2 + uw * uw) * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
         }
     }
@@ -63,6 +115,12 @@ void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pr
 
 void g2f_tol_ffn_out(size_t n, size_t n_inner, const float *out, const float *v, const double *exp_out,
                      const g2f_tol_units *un, double lambda, float *tol_out, int n_threads) {
+    g2f_tol_ffn_out_x(n, n_inner, 1, out, v, exp_out, un, lambda, NULL, tol_out, n_threads);
+}
+
+void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out, const float *v,
+                       const double *exp_out, const g2f_tol_units *un, double lambda, const double *tok_extra,
+                       float *tol_out, int n_threads) { /* out: before its rounding (un->out_round) */
     const double u = ldexp(1.0, -24), h = (double)n_inner;
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
     (void)n_threads;
@@ -73,9 +131,42 @@ void g2f_tol_ffn_out(size_t n, size_t n_inner, const float *out, const float *v,
         size_t i0 = (size_t)b * BLOCK, i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
         for (size_t i = i0; i < i1; i++) {
             double y = out[i];
-            double var = (double)v[i] + h / 3 * y * y;
-            tol_out[i] = (float)(lambda * u * sqrt(var) + un->u_out * fabs(exp_out[i]));
+            double var = (double)v[i] + h / 3 * y * y + (tok_extra ? tok_extra[i / n_embd] : 0.0);
+            double t = lambda * u * sqrt(var);
+            tol_out[i] = (float)(t + g2f_round_flip(un->out_round, out[i], t) + un->u_out * fabs(exp_out[i]));
         }
+    }
+}
+
+void g2f_tol_layernorm_var(const float *x, const float *y, size_t T, size_t d, const float *w, const float *b,
+                           double eps, double u_in, float *var, int n_threads) {
+    const double u = ldexp(1.0, -24), u2 = u * u, n = (double)d;
+    long rows = (long)T;
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads_of(n_threads))
+#endif
+    for (long t = 0; t < rows; t++) {
+        const float *xr = x + (size_t)t * d, *yr = y + (size_t)t * d;
+        float *vr = var + (size_t)t * d;
+        double sx = 0, sxx = 0;
+        for (size_t i = 0; i < d; i++) sx += xr[i], sxx += (double)xr[i] * xr[i];
+        double mu = sx / n, sp = 0, spp = 0;
+        for (size_t i = 0; i < d; i++) {
+            double p = ((double)xr[i] - mu) * ((double)xr[i] - mu);
+            sp += p, spp += p * p;
+        }
+        double v = sp / n, r = 1.0 / sqrt(v + eps);
+        double var_mu = u2 * (n / 2 * sxx + n / 3 * sx * sx) / (n * n);          /* the mean, a sum of d */
+        double var_v = u2 * (n / 2 * spp + n / 3 * sp * sp) / (n * n);           /* the variance, likewise */
+        double var_r = var_v / (4 * (v + eps) * (v + eps)) + 2 * u2;              /* relative, and 1/sqrt */
+        for (size_t i = 0; i < d; i++) {
+            double wi = w ? w[i] : 1.0, z = ((double)xr[i] - mu) * r;
+            double vz = r * r * var_mu + z * z * var_r + 2 * u2 * z * z            /* centre, scale, sub and mul */
+                        + r * r * u_in * u_in * (double)xr[i] * xr[i];            /* the input's rounding */
+            vr[i] = (float)(wi * wi * vz + u2 * (z * wi) * (z * wi) + u2 * (double)yr[i] * yr[i]);
+        }
+        (void)b;
     }
 }
 

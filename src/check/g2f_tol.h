@@ -45,6 +45,23 @@
 
 #define G2F_TOL_LAMBDA 6.0
 
+/* Roundings a port's arithmetic can apply between the stages. */
+typedef enum g2f_round {
+    G2F_ROUND_NONE,
+    G2F_ROUND_F16,  /* IEEE half, round to nearest even */
+    G2F_ROUND_BF16, /* bfloat16, RNE */
+    G2F_ROUND_TF32, /* 10 explicit mantissa bits (g2f_round_tf32) */
+    G2F_ROUND_COUNT
+} g2f_round;
+/* Unit roundoff of r: 2^-11 (F16, TF32), 2^-8 (BF16), 0 (NONE). */
+double g2f_round_unit(g2f_round r);
+float g2f_round_value(g2f_round r, float v);
+void g2f_round_span(g2f_round r, const float *in, float *out, size_t n);
+/* The step r takes at v when [v - t, v + t] holds one of its rounding
+ * boundaries (two computations of v within t may round to neighbours),
+ * else 0. */
+double g2f_round_flip(g2f_round r, float v, double t);
+
 typedef struct g2f_tol_params {
     int user;           /* 1: use atol + rtol |expected| */
     double rtol, atol;
@@ -56,6 +73,13 @@ typedef struct g2f_tol_units {
     double u_in;            /* the fixture input's rounding, relative (F16 2^-11, F64 read as float 2^-24) */
     double u_w;             /* the weights' uncertainty, relative (0, or a rounding hypothesis) */
     double u_pre, u_act, u_out; /* the stored expected values' own rounding */
+    /* roundings inside the computation (a port's precision path, g2f_ffn_eval):
+     * our value and the reference's round alike unless a boundary lies
+     * between them (g2f_round_flip) */
+    g2f_round store;        /* pre and act stored rounded */
+    int table_in;           /* the GELU rounds its input to float16 (ggml's table) */
+    g2f_round gemm_act;     /* act rounded as c_proj's input (TF32) */
+    g2f_round out_round;    /* out rounded */
 } g2f_tol_units;
 
 /* The units for fixture dtypes (input, out, pre, act) and a weight roundoff. */
@@ -70,11 +94,31 @@ g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_
 void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pre, const float *act,
                         const float *s, const double *exp_pre, const double *exp_act, const g2f_tol_units *un,
                         double lambda, float *tol_pre, float *tol_act, float *q, int n_threads);
+/* The same with a variance per token (units of u^2) added to V_pre or
+ * V_out (tok_extra[i / n_inner], tok_extra[i / n_embd]; NULL: none: a
+ * ggml-quantized checkpoint's weight uncertainty), and the values before
+ * the roundings of un (pre_u, act_u, out_u; equal to pre, act, out when
+ * nothing is rounded), whose flips widen the tolerance (g2f_ffn_eval). */
+void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *pre_u, const float *pre,
+                          const float *act_u, const float *act, const float *s, const double *exp_pre,
+                          const double *exp_act, const g2f_tol_units *un, double lambda, const double *tok_extra,
+                          float *tol_pre, float *tol_act, float *q, int n_threads);
+void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out_u, const float *v,
+                       const double *exp_out, const g2f_tol_units *un, double lambda, const double *tok_extra,
+                       float *tol_out, int n_threads);
 
 /* Element-wise part after c_proj, for n = tokens x n_embd elements: from out
  * and v = q (W_proj o W_proj), tol_out. */
 void g2f_tol_ffn_out(size_t n, size_t n_inner, const float *out, const float *v, const double *exp_out,
                      const g2f_tol_units *un, double lambda, float *tol_out, int n_threads);
+
+/* Absolute variance per element of y = LayerNorm(x) (T rows of d) between
+ * two float32 implementations, by the same rounding model: the mean and the
+ * variance as sums of d terms, 1/sqrt (two roundings), the subtraction,
+ * the two products and the bias add, plus the input's own rounding u_in
+ * (relative) carried through. w and b may be NULL (1 and 0). */
+void g2f_tol_layernorm_var(const float *x, const float *y, size_t T, size_t d, const float *w, const float *b,
+                           double eps, double u_in, float *var, int n_threads);
 
 /* User tolerances: tol[i] = atol + rtol |expected[i]|. */
 void g2f_tol_user(const g2f_tol_params *p, const double *expected, size_t n, float *tol);

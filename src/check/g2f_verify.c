@@ -58,12 +58,12 @@ static void explain(g2f_layer_result *r, g2f_gelu asked) {
                      g2f_gelu_name(asked), r->out_other.margin);
         return;
     }
-    if (dg->n_causes == 1 && dg->causes[0].codes == 1u << G2F_DIAG_GELU_ERF) {
+    if (dg->n_causes == 1 && dg->causes[0].codes == G2F_DIAG_BIT(G2F_DIAG_GELU_ERF)) {
         snprintf(r->explanation, sizeof r->explanation,
                  "layer %zu matches exact erf GELU (torch F.gelu default, HF 'gelu'), not the tanh approximation "
                  "GPT-2 uses ('gelu_new')",
                  r->layer);
-    } else if (dg->n_causes == 1 && dg->causes[0].codes == 1u << G2F_DIAG_GELU_TANH) {
+    } else if (dg->n_causes == 1 && dg->causes[0].codes == G2F_DIAG_BIT(G2F_DIAG_GELU_TANH)) {
         snprintf(r->explanation, sizeof r->explanation,
                  "layer %zu matches the tanh GELU approximation (GPT-2's, HF 'gelu_new'), not exact erf GELU ('gelu')",
                  r->layer);
@@ -130,7 +130,10 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
     g2f_status st = g2f_fixture_layer_views(f, L, &fx, err);
     if (st != G2F_OK) return st;
     if ((st = g2f_model_layer_load(m, L, &lw, err)) != G2F_OK) return st;
-    g2f_ffn_how how = {&lw.w, p->gelu, 0, 0.0};
+    g2f_ffn_how how;
+    memset(&how, 0, sizeof how);
+    how.w = &lw.w;
+    how.gelu = p->gelu;
     g2f_ffn_eval_result res;
     g2f_gelu other = g2f_gelu_other(p->gelu);
     if ((st = evaluate(&how, &fx, L, p, ws, &res, &r->other_tokens, err)) == G2F_OK) {
@@ -160,15 +163,15 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
         if (r->out.nonfinite || r->pre.nonfinite || r->act.nonfinite || res.bad_in >= 0) {
             r->status = G2F_LAYER_FAIL;
             r->best_gelu = G2F_BEST_NEITHER;
-            r->diagnosis = 1u << G2F_DIAG_NONFINITE;
+            r->diagnosis = G2F_DIAG_BIT(G2F_DIAG_NONFINITE);
             explain_nonfinite(r, res.bad_in_value, res.bad_in, d, h);
         } else {
             if (!ok) {
                 /* diagnosis work happens only here, for failing layers */
-                g2f_diag_input di = {m, L, &lw.w, &fx, p->gelu, &p->tol, p->n_threads, ws};
+                g2f_diag_input di = {m, L, &lw.w, &lw, &fx, p->gelu, &p->tol, p->n_threads, ws};
                 st = g2f_diagnose_layer(&di, &r->diag, err);
                 for (size_t i = 0; i < r->diag.n_causes; i++) r->diagnosis |= r->diag.causes[i].codes;
-                if (!r->diag.n_causes) r->diagnosis = 1u << G2F_DIAG_UNEXPLAINED;
+                if (!r->diag.n_causes) r->diagnosis = G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED);
             }
             explain(r, p->gelu);
         }

@@ -49,7 +49,7 @@ typedef struct g2f_layer_result {
     double gelu_separation; /* max(sep_out, sep_act): > 1 means the data can tell */
     double sep_out, sep_act; /* max |ours - other form| / tol over out, over act (0 without act) */
     g2f_best_gelu best_gelu;
-    unsigned diagnosis;     /* bit (1u << g2f_diag) per code: the union of diag.causes */
+    g2f_diag_set diagnosis; /* G2F_DIAG_BIT(code) per code: the union of diag.causes */
     g2f_diag_result diag;   /* failing layers: the explanations found, or where the error lives */
     char explanation[1024]; /* one sentence */
 } g2f_layer_result;

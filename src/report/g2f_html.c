@@ -159,7 +159,7 @@ static void put_codes(g2f_html_buf *b, const g2f_layer_result *r) {
     }
     int any = 0;
     for (int d = 0; d < G2F_DIAG_COUNT; d++)
-        if (r->diagnosis & (1u << d)) {
+        if (r->diagnosis & G2F_DIAG_BIT(d)) {
             if (any++) buf_put(b, ",<wbr>");
             esc(b, g2f_diag_name((g2f_diag)d));
         }
@@ -616,9 +616,9 @@ static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_laye
             buf_put(b, ")</span></li>\n");
         }
         buf_put(b, "</ul>");
-    } else if (r->diagnosis & (1u << G2F_DIAG_NONFINITE)) {
+    } else if (r->diagnosis & (G2F_DIAG_BIT(G2F_DIAG_NONFINITE))) {
         buf_put(b, "<code>nonfinite</code>: NaN or Inf in the reference or the computation");
-    } else if (r->diagnosis & (1u << G2F_DIAG_UNEXPLAINED)) {
+    } else if (r->diagnosis & (G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED))) {
         buf_put(b, "<code>unexplained</code>: none of the known porting mistakes reproduces the reference");
     } else {
         put_codes(b, r);

@@ -168,7 +168,7 @@ static void diag_codes(const g2f_layer_result *r, char *buf, size_t n) {
         return;
     }
     for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++)
-        if (r->diagnosis & (1u << d))
+        if (r->diagnosis & G2F_DIAG_BIT(d))
             used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", g2f_diag_name(d));
     if (!used) snprintf(buf, n, "-");
 }
@@ -335,10 +335,10 @@ static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result 
         j_add(b, causes, NULL, cause);
     }
     for (int d = G2F_DIAG_NONFINITE; codes && d < G2F_DIAG_COUNT; d++)
-        if (r->diagnosis & (1u << d)) j_add(b, codes, NULL, cJSON_CreateString(g2f_diag_name(d)));
+        if (r->diagnosis & G2F_DIAG_BIT(d)) j_add(b, codes, NULL, cJSON_CreateString(g2f_diag_name(d)));
     j_bool(b, l, "undetermined", r->diag.undetermined);
-    if (r->diagnosis & (1u << G2F_DIAG_UNEXPLAINED)) j_str(b, l, "where", r->diag.where);
-    if (r->status == G2F_LAYER_FAIL && !(r->diagnosis & (1u << G2F_DIAG_NONFINITE)))
+    if (r->diagnosis & (G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED))) j_str(b, l, "where", r->diag.where);
+    if (r->status == G2F_LAYER_FAIL && !(r->diagnosis & (G2F_DIAG_BIT(G2F_DIAG_NONFINITE))))
         j_num(b, l, "hypotheses_tried", (double)r->diag.hypotheses_tried);
     cJSON *cmp = j_obj(b, l, "compared");
     j_add(b, cmp, "out", cmp_json(b, &r->out, mi->n_embd));

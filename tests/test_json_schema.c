@@ -84,6 +84,11 @@ static const field cause_fields[] = {
     {"margin", N | Z, 1, NULL, NULL, 0, NULL},
     END};
 
+static const field gelu_margin_fields[] = {
+    {"tanh", N | Z, 1, NULL, NULL, 0, NULL},    {"erf", N | Z, 1, NULL, NULL, 0, NULL},
+    {"sigmoid", N | Z, 1, NULL, NULL, 0, NULL}, {"mlx_approx", N | Z, 1, NULL, NULL, 0, NULL},
+    {"f16_table", N | Z, 1, NULL, NULL, 0, NULL}, END};
+
 /* layer: "compared" marks the fields only compared layers have */
 static const field layer_fields[] = {
     {"layer", I, 1, NULL, NULL, 0, NULL},
@@ -95,8 +100,11 @@ static const field layer_fields[] = {
     {"mismatched", I, 0, NULL, NULL, 0, NULL},
     {"total", I, 0, NULL, NULL, 0, NULL},
     {"margin", N | Z, 0, NULL, NULL, 0, NULL},
-    {"best_gelu", S, 0, "tanh|erf|indistinguishable|neither", NULL, 0, NULL},
+    {"best_gelu", S, 0, "tanh|erf|indistinguishable|neither|sigmoid|mlx_approx|f16_table", NULL, 0, NULL},
     {"gelu_separation", N | Z, 0, NULL, NULL, 0, NULL},
+    {"gelu_margins", O, 0, NULL, gelu_margin_fields, 0, NULL},
+    {"gelu_tokens", I, 0, NULL, NULL, 0, NULL},
+    {"gelu_margins_pre_act", O, 0, NULL, gelu_margin_fields, 0, NULL},
     {"diagnosis", A, 0, NULL, NULL, S, "<code>"},
     {"causes", A, 0, NULL, cause_fields, O, NULL},
     {"undetermined", B, 0, NULL, NULL, 0, NULL},
@@ -178,7 +186,8 @@ static const field diff_fields[] = {
 /* Enumerations written as rules: the diagnosis codes and diff verdicts
  * carry a parameter; gelu_source is one of three phrasings. */
 #define CODES "gelu_erf|gelu_tanh|fc_bias_missing|proj_bias_missing|residual_included|weights_f16_rounded|" \
-              "weights_bf16_rounded|nonfinite|unexplained"
+              "weights_bf16_rounded|gelu_sigmoid|gelu_mlx_approx|gelu_f16_table|gelu_clipped|tf32_matmul|" \
+              "act_f16_rounded|act_bf16_rounded|autocast_f16|autocast_bf16|ln2_input_captured|nonfinite|unexplained"
 #define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different"
 
 static int in_list(const char *v, const char *list) {
@@ -199,6 +208,7 @@ static int valid_value(const char *v, const char *values) {
     if (!values) return 1;
     if (!strcmp(values, "<code>"))
         return in_list(v, CODES) || (!strncmp(v, "weights_from_layer:", 19) && is_uint(v + 19)) ||
+               (!strncmp(v, "weights_quantized:", 18) && in_list(v + 18, "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K")) ||
                in_list(v, "layout_misread:c_fc|layout_misread:c_proj|layout_misread:both");
     if (!strcmp(values, "<verdict>")) {
         char *end;
@@ -267,7 +277,8 @@ static void check_object(const cJSON *o, const field *fs, const char *where) {
 /* The rules of a verify report beyond each field's own type. */
 static void check_verify_rules(const cJSON *root, const char *where) {
     static const char *const compared_only[] = {"tokens", "max_abs_err", "max_rel_err", "mismatched", "total",
-                                                "margin", "best_gelu", "gelu_separation", "diagnosis", "causes",
+                                                "margin", "best_gelu", "gelu_separation", "gelu_margins",
+                                                "gelu_tokens", "diagnosis", "causes",
                                                 "undetermined", "compared"};
     const cJSON *tol = cJSON_GetObjectItemCaseSensitive(root, "tolerance");
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(tol, "mode");

@@ -594,7 +594,26 @@ g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2
             variant v;
             if (combine(&singles[i], &singles[j], &v) && variant_size(&v) == 2) st = try_variant(&s, &v, in->w, err);
         }
-    /* pairs only run when no single matched, so every cause found is minimal */
+    /* pairs only run when no single matched, so every cause found is minimal;
+     * autocast rounds the weights and the activations: when rounding one of
+     * them alone already explains the layer, autocast is not the smaller
+     * explanation */
+    for (size_t i = 0; i < out->n_causes; i++) {
+        g2f_diag_set a = out->causes[i].codes;
+        g2f_diag_set sub = a == G2F_DIAG_BIT(G2F_DIAG_AUTOCAST_F16)
+                               ? G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED) | G2F_DIAG_BIT(G2F_DIAG_ACT_F16_ROUNDED)
+                           : a == G2F_DIAG_BIT(G2F_DIAG_AUTOCAST_BF16)
+                               ? G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED) | G2F_DIAG_BIT(G2F_DIAG_ACT_BF16_ROUNDED)
+                               : 0;
+        int simpler = 0;
+        for (size_t j = 0; sub && j < out->n_causes; j++) simpler |= j != i && (out->causes[j].codes & sub) &&
+                                                               !(out->causes[j].codes & ~sub);
+        if (simpler) {
+            memmove(&out->causes[i], &out->causes[i + 1], (out->n_causes - i - 1) * sizeof out->causes[0]);
+            out->n_causes--;
+            i--;
+        }
+    }
     out->undetermined = out->n_causes > 1;
     out->hypotheses_tried = c.tried;
     if (st == G2F_OK && out->n_causes == 0) st = locate(&c, out->where, sizeof out->where, err);

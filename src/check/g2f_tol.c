@@ -101,7 +101,7 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
             if (rounds) {
                 allow_pre = g2f_round_flip(un->store, pre_u[i], tp);
                 double fin = un->table_in ? g2f_round_flip(G2F_ROUND_F16, pre[i], tp) : 0;
-                allow_act += g * (allow_pre + fin) + g2f_round_flip(un->store, act_u[i], ta) +
+                allow_act += fabs(g) * (allow_pre + fin) + g2f_round_flip(un->store, act_u[i], ta) +
                              (fin > 0 ? g2f_round_unit(G2F_ROUND_F16) * 2 * fabs(ak) : 0);
                 gm = g2f_round_flip(un->gemm_act, act[i], ta + allow_act);
             }

@@ -9,7 +9,8 @@
 
 static const char *const status_names[] = {"pass", "fail", "skipped"};
 _Static_assert(sizeof status_names / sizeof status_names[0] == G2F_LAYER_STATUS_COUNT, "one name per status");
-static const char *const best_names[] = {"tanh", "erf", "indistinguishable", "neither"};
+static const char *const best_names[] = {"tanh", "erf", "indistinguishable", "neither", "sigmoid", "mlx_approx",
+                                         "f16_table"};
 _Static_assert(sizeof best_names / sizeof best_names[0] == G2F_BEST_COUNT, "one name per verdict");
 
 const char *g2f_layer_status_name(g2f_layer_status s) {
@@ -121,6 +122,65 @@ static g2f_status evaluate(const g2f_ffn_how *how, const g2f_fixture_views *fx, 
     return g2f_ffn_eval(how, fx, L, &p->tol, &all, p->n_threads, ws, res, err);
 }
 
+/* Each GELU form's margin over the tokens where tanh and erf differ most
+ * (all of them for a short layer): how decisively the data picks a form. */
+static g2f_status gelu_table(const g2f_ffn_how *base, const g2f_fixture_views *fx, size_t L,
+                             const g2f_verify_params *p, g2f_ffn_eval_ws *ws, const g2f_ffn_eval_result *first,
+                             g2f_layer_result *r, g2f_error *err) {
+    g2f_ffn_eval_opts o = {NULL, 0, G2F_EVAL_OTHER_NONE, 0};
+    if (fx->n_tokens > G2F_EVAL_TRACK && first->n_tracked) {
+        o.tokens = first->tracked;
+        o.n_tokens = first->n_tracked;
+    }
+    r->gelu_tokens = o.tokens ? o.n_tokens : fx->n_tokens;
+    for (int g = 0; g < G2F_GELU_COUNT; g++) {
+        g2f_ffn_how how = *base;
+        how.gelu = (g2f_gelu)g;
+        g2f_ffn_eval_result e;
+        g2f_status st = g2f_ffn_eval(&how, fx, L, &p->tol, &o, p->n_threads, ws, &e, err);
+        if (st != G2F_OK) return st;
+        r->gelu_margin[g] = g2f_ffn_eval_margin(&e);
+        g2f_ffn_eval_result_free(&e);
+    }
+    return G2F_OK;
+}
+
+/* With pre and act recorded: act against each form of the recorded pre, on
+ * every token. The tolerance: the form's own rounding in float32 (2 ulp of
+ * |act| + |pre|, as for our GELU), the stored act's rounding and the stored
+ * pre's carried through the GELU's slope (at most 1.13). */
+static g2f_status gelu_from_pairs(const g2f_fixture_views *fx, size_t h, g2f_layer_result *r, g2f_error *err) {
+    const g2f_tensor *tp = fx->t[G2F_FX_PRE], *ta = fx->t[G2F_FX_ACT];
+    if (!tp || !ta) return G2F_OK;
+    const size_t rows = 64;
+    double *buf = g2f_alloc_work(rows, 2 * h, sizeof(double), "verify: the recorded pre and act", err);
+    float *pf = buf ? g2f_alloc_work(rows, h, sizeof(float), "verify: the recorded pre", err) : NULL;
+    if (!pf) {
+        free(buf);
+        return err ? err->status : G2F_ERR_NOMEM;
+    }
+    double *ep = buf, *ea = buf + rows * h;
+    double up = g2f_dtype_store_roundoff(tp->dtype), ua = g2f_dtype_store_roundoff(ta->dtype), u = ldexp(1.0, -24);
+    for (int g = 0; g < G2F_GELU_COUNT; g++) r->gelu_margin_pa[g] = 0;
+    for (size_t t0 = 0; t0 < fx->n_tokens; t0 += rows) {
+        size_t n = fx->n_tokens - t0 < rows ? fx->n_tokens - t0 : rows;
+        g2f_tensor_read_f64(tp, (uint64_t)t0 * h, (uint64_t)n * h, ep);
+        g2f_tensor_read_f64(ta, (uint64_t)t0 * h, (uint64_t)n * h, ea);
+        for (size_t i = 0; i < n * h; i++) pf[i] = (float)ep[i];
+        for (int g = 0; g < G2F_GELU_COUNT; g++)
+            for (size_t i = 0; i < n * h; i++) {
+                double a = g2f_gelu_eval((g2f_gelu)g, pf[i]), e = ea[i];
+                double tol = 2 * u * (fabs(a) + fabs(ep[i])) + ua * fabs(e) + 1.13 * up * fabs(ep[i]);
+                double m = fabs(a - e) / (tol > 0 ? tol : 1e-300);
+                if (!(m <= r->gelu_margin_pa[g])) r->gelu_margin_pa[g] = m; /* NaN sticks */
+            }
+    }
+    r->has_gelu_pa = 1;
+    free(buf);
+    free(pf);
+    return G2F_OK;
+}
+
 static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p, size_t L,
                                g2f_ffn_eval_ws *ws, g2f_layer_result *r, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
@@ -160,6 +220,21 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
             r->best_gelu = (ok ? p->gelu : other) == G2F_GELU_ERF ? G2F_BEST_ERF : G2F_BEST_TANH;
         else
             r->best_gelu = G2F_BEST_NEITHER;
+        if ((st = gelu_table(&how, &fx, L, p, ws, &res, r, err)) == G2F_OK)
+            st = gelu_from_pairs(&fx, h, r, err);
+        if (st == G2F_OK && r->best_gelu == G2F_BEST_NEITHER) { /* one of the other forms alone fits */
+            int fits = -1, count = 0;
+            for (int g = G2F_GELU_SIGMOID; g < G2F_GELU_COUNT; g++)
+                if (r->gelu_margin[g] <= 1) fits = g, count++;
+            if (count == 1)
+                r->best_gelu = fits == G2F_GELU_SIGMOID ? G2F_BEST_SIGMOID : fits == G2F_GELU_MLX ? G2F_BEST_MLX
+                                                                                           : G2F_BEST_F16_TABLE;
+        }
+        if (st != G2F_OK) {
+            g2f_ffn_eval_result_free(&res);
+            g2f_layer_free(&lw);
+            return st;
+        }
         if (r->out.nonfinite || r->pre.nonfinite || r->act.nonfinite || res.bad_in >= 0) {
             r->status = G2F_LAYER_FAIL;
             r->best_gelu = G2F_BEST_NEITHER;

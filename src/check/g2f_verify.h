@@ -33,6 +33,9 @@ typedef enum g2f_best_gelu {
     G2F_BEST_ERF,
     G2F_BEST_INDISTINGUISHABLE, /* both forms within tolerance on these inputs */
     G2F_BEST_NEITHER,
+    G2F_BEST_SIGMOID,           /* the data fits only one of the other forms (g2f_gelu) */
+    G2F_BEST_MLX,
+    G2F_BEST_F16_TABLE,
     G2F_BEST_COUNT
 } g2f_best_gelu;
 const char *g2f_best_gelu_name(g2f_best_gelu b);
@@ -48,6 +51,15 @@ typedef struct g2f_layer_result {
     g2f_cmp pre, act, act_other;
     double gelu_separation; /* max(sep_out, sep_act): > 1 means the data can tell */
     double sep_out, sep_act; /* max |ours - other form| / tol over out, over act (0 without act) */
+    /* Every GELU form recomputed (g2f_gelu order): the margin of each over
+     * out (and pre/act) on gelu_tokens tokens (the G2F_EVAL_TRACK where tanh
+     * and erf differ most, or all when there are no more), and, when the
+     * fixture records pre and act, of act against each form of the recorded
+     * pre on every token: the variant read directly from the pairs. */
+    double gelu_margin[G2F_GELU_COUNT];
+    size_t gelu_tokens;
+    int has_gelu_pa;
+    double gelu_margin_pa[G2F_GELU_COUNT];
     g2f_best_gelu best_gelu;
     g2f_diag_set diagnosis; /* G2F_DIAG_BIT(code) per code: the union of diag.causes */
     g2f_diag_result diag;   /* failing layers: the explanations found, or where the error lives */

@@ -270,6 +270,22 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         fprintf(fp, "  layer %zu: out[%zu, %zu] %.9g / %.9g, tol %.3g\n", r->layer, r->out.worst / c->model->n_embd,
                 r->out.worst % c->model->n_embd, r->out.worst_expected, r->out.worst_computed, r->out.worst_tol);
     }
+    fprintf(fp, "\nGELU forms per layer (margin of each form recomputed; <= 1 fits; on N tokens%s):\n",
+            "; pre/act: act against each form of the recorded pre");
+    for (size_t i = 0; i < res->n_layers; i++) {
+        const g2f_layer_result *r = &res->layers[i];
+        if (r->status == G2F_LAYER_SKIPPED) continue;
+        fprintf(fp, "  layer %zu (N %zu):", r->layer, r->gelu_tokens);
+        for (int g = 0; g < G2F_GELU_COUNT; g++)
+            fprintf(fp, " %s %.3g%s", g2f_gelu_name((g2f_gelu)g), r->gelu_margin[g], g + 1 < G2F_GELU_COUNT ? "," : "");
+        if (r->has_gelu_pa) {
+            fprintf(fp, "; pre/act:");
+            for (int g = 0; g < G2F_GELU_COUNT; g++)
+                fprintf(fp, " %s %.3g%s", g2f_gelu_name((g2f_gelu)g), r->gelu_margin_pa[g],
+                        g + 1 < G2F_GELU_COUNT ? "," : "");
+        }
+        fprintf(fp, "\n");
+    }
     fprintf(fp, "\n");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
@@ -320,6 +336,13 @@ static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result 
     j_num(b, l, "margin", tot.margin);
     j_str(b, l, "best_gelu", g2f_best_gelu_name(r->best_gelu));
     j_num(b, l, "gelu_separation", r->gelu_separation);
+    cJSON *gm = j_obj(b, l, "gelu_margins");
+    for (int g = 0; g < G2F_GELU_COUNT; g++) j_num(b, gm, g2f_gelu_name((g2f_gelu)g), r->gelu_margin[g]);
+    j_num(b, l, "gelu_tokens", (double)r->gelu_tokens);
+    if (r->has_gelu_pa) {
+        cJSON *pa = j_obj(b, l, "gelu_margins_pre_act");
+        for (int g = 0; g < G2F_GELU_COUNT; g++) j_num(b, pa, g2f_gelu_name((g2f_gelu)g), r->gelu_margin_pa[g]);
+    }
     cJSON *codes = j_arr(b, l, "diagnosis");
     cJSON *causes = j_arr(b, l, "causes");
     for (size_t k = 0; codes && causes && k < r->diag.n_causes; k++) {

@@ -118,7 +118,7 @@ static void verify_should_reject_bad_usage_with_exit_2(void) {
     CHECK_CONTAINS(err_text, "layer 4 is out of range");
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --gelu relu", fixtures, fixtures);
     CHECK(run(args) == 2);
-    CHECK_CONTAINS(err_text, "expected tanh or erf");
+    CHECK_CONTAINS(err_text, "expected tanh, erf, sigmoid, mlx_approx or f16_table");
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --frobnicate", fixtures, fixtures);
     CHECK(run(args) == 2);
     CHECK_CONTAINS(err_text, "unknown option '--frobnicate'");
@@ -323,6 +323,32 @@ static void commands_should_exit_2_when_stdout_cannot_be_written(void) {
     }
 }
 
+/* --accept: an F16 checkpoint against its float32 original's reference
+ * fails with weights_f16_rounded; accepted, every layer passes with the
+ * cause still named and the GELU form still told (F16 weights keep tanh and
+ * erf apart on these inputs); a code outside the list is a usage error. */
+static void verify_should_accept_a_rounding_ported_on_purpose(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/formats2/tiny_f16.gguf' '%s/tiny_tanh.safetensors' --json -", fixtures,
+             fixtures);
+    CHECK(run(args) == 1);
+    CHECK(count(out_text, "\"weights_f16_rounded\"") >= 4);
+    snprintf(args, sizeof args,
+             "verify '%s/formats2/tiny_f16.gguf' '%s/tiny_tanh.safetensors' --accept weights_f16_rounded --json -",
+             fixtures, fixtures);
+    CHECK(run(args) == 0);
+    CHECK(count(out_text, "\"status\":\t\"pass\"") == 5); /* the report and its 4 layers */
+    CHECK(count(out_text, "\"best_gelu\":\t\"tanh\"") == 4);
+    CHECK(count(out_text, "\"accepted\":\t[\"weights_f16_rounded\"]") == 4);
+    snprintf(args, sizeof args,
+             "verify '%s/formats2/tiny_f16.gguf' '%s/tiny_erf.safetensors' --accept weights_f16_rounded", fixtures,
+             fixtures);
+    CHECK(run(args) == 1); /* the erf reference still fails: rounding does not explain it alone */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --accept gelu_erf", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "--accept 'gelu_erf'");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "cli") != 0) return 1;
     fixtures = argv[1];
@@ -333,6 +359,7 @@ int main(int argc, char **argv) {
     RUN(verify_should_pass_an_f16_fixture_with_its_own_rounding);
     RUN(verify_should_skip_unselected_layers_and_honour_user_tolerances);
     RUN(verify_should_reject_bad_usage_with_exit_2);
+    RUN(verify_should_accept_a_rounding_ported_on_purpose);
     RUN(verify_should_reject_malformed_files_with_one_line_and_no_report);
     RUN(verify_should_call_the_gelu_form_undetermined_for_tiny_preactivations);
     RUN(verify_should_never_pass_nan);

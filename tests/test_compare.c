@@ -74,7 +74,7 @@ static g2f_status verify_with_one_element_moved(double factor, g2f_verify_result
     s = g2f_model_open(model_path, NULL, &m, err);
     if (s == G2F_OK) s = g2f_fixture_open(dst, &f, err);
     if (s == G2F_OK) {
-        g2f_verify_params p = {G2F_GELU_TANH, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 1, NULL, NULL};
+        g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .select = NULL, .tol = {0, 0, 0, G2F_TOL_LAMBDA}, .n_threads = 1};
         s = g2f_verify_run(m, f, &p, res, err);
     }
     g2f_fixture_close(f);
@@ -90,7 +90,7 @@ static void tolerance_should_catch_five_tolerances_and_accept_half_of_one(void) 
     snprintf(model_path, sizeof model_path, "%s/tiny", fixtures);
     g2f_model *m = NULL;
     g2f_fixture *f = NULL;
-    g2f_verify_params p = {G2F_GELU_TANH, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 1, NULL, NULL};
+    g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .select = NULL, .tol = {0, 0, 0, G2F_TOL_LAMBDA}, .n_threads = 1};
     CHECK(g2f_model_open(model_path, NULL, &m, &err) == G2F_OK && g2f_fixture_open(src, &f, &err) == G2F_OK &&
           g2f_verify_run(m, f, &p, &clean, &err) == G2F_OK);
     g2f_fixture_close(f);
@@ -139,7 +139,7 @@ static int verify_clean(const char *fixture, g2f_verify_result *res) {
     snprintf(model_path, sizeof model_path, "%s/tiny", fixtures);
     g2f_model *m = NULL;
     g2f_fixture *f = NULL;
-    g2f_verify_params p = {G2F_GELU_TANH, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 1, NULL, NULL};
+    g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .select = NULL, .tol = {0, 0, 0, G2F_TOL_LAMBDA}, .n_threads = 1};
     int ok = g2f_model_open(model_path, NULL, &m, &err) == G2F_OK && g2f_fixture_open(fx, &f, &err) == G2F_OK &&
              g2f_verify_run(m, f, &p, res, &err) == G2F_OK && res->n_layers == 4;
     if (!ok) fprintf(stderr, "%s: %s\n", fixture, err.msg);

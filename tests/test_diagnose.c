@@ -28,7 +28,7 @@ static run_result verify(const char *model_path, const char *fixture_path, g2f_g
     r.status = g2f_model_open(model_path, NULL, &m, &err);
     if (r.status == G2F_OK) r.status = g2f_fixture_open(fixture_path, &f, &err);
     if (r.status == G2F_OK) {
-        g2f_verify_params p = {gelu, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 2, NULL, NULL};
+        g2f_verify_params p = {.gelu = gelu, .gelu_source = "test", .select = NULL, .tol = {0, 0, 0, G2F_TOL_LAMBDA}, .n_threads = 2};
         r.status = g2f_verify_run(m, f, &p, &r.res, &err);
     }
     if (r.status != G2F_OK) fprintf(stderr, "verify %s %s: %s\n", model_path, fixture_path, err.msg);

@@ -55,7 +55,7 @@ static g2f_status verify_file(const char *fx_path, g2f_verify_result *res, g2f_e
     g2f_status s = g2f_model_open(model_path, NULL, &m, err);
     if (s == G2F_OK) s = g2f_fixture_open(fx_path, &f, err);
     if (s == G2F_OK) {
-        g2f_verify_params p = {G2F_GELU_TANH, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 1, NULL, NULL};
+        g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .select = NULL, .tol = {0, 0, 0, G2F_TOL_LAMBDA}, .n_threads = 1};
         s = g2f_verify_run(m, f, &p, res, err);
     }
     g2f_fixture_close(f);

@@ -25,7 +25,7 @@ static g2f_status verify(const char *model, const char *fixture, g2f_verify_resu
         s = g2f_fixture_open(fp, &f, err);
     }
     if (s == G2F_OK) {
-        g2f_verify_params p = {G2F_GELU_TANH, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 2, NULL, NULL};
+        g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .select = NULL, .tol = {0, 0, 0, G2F_TOL_LAMBDA}, .n_threads = 2};
         s = g2f_verify_run(m, f, &p, res, err);
     }
     g2f_fixture_close(f);

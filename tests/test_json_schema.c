@@ -106,6 +106,7 @@ static const field layer_fields[] = {
     {"gelu_tokens", I, 0, NULL, NULL, 0, NULL},
     {"gelu_margins_pre_act", O, 0, NULL, gelu_margin_fields, 0, NULL},
     {"diagnosis", A, 0, NULL, NULL, S, "<code>"},
+    {"accepted", A, 0, NULL, NULL, S, "<code>"},
     {"causes", A, 0, NULL, cause_fields, O, NULL},
     {"undetermined", B, 0, NULL, NULL, 0, NULL},
     {"where", S, 0, NULL, NULL, 0, NULL},

@@ -111,7 +111,7 @@ static void verify_should_accept_every_numpy_fixture_form(void) {
         g2f_fixture *f = NULL;
         g2f_error err = {0};
         g2f_verify_result res = {0};
-        g2f_verify_params p = {G2F_GELU_TANH, "test", NULL, {0, 0, 0, G2F_TOL_LAMBDA}, 1, NULL, NULL};
+        g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .select = NULL, .tol = {0, 0, 0, G2F_TOL_LAMBDA}, .n_threads = 1};
         int ok = g2f_model_open(model, NULL, &m, &err) == G2F_OK && g2f_fixture_open(path, &f, &err) == G2F_OK &&
                  g2f_verify_run(m, f, &p, &res, &err) == G2F_OK;
         if (!ok) fprintf(stderr, "%s: %s\n", files[i], err.msg);

@@ -175,7 +175,7 @@ static int verify_fixture(const char *fixture, const unsigned char *select, g2f_
     g2f_error err = {0};
     snprintf(mp, sizeof mp, "%s/tiny", fixtures);
     snprintf(fp, sizeof fp, "%s/%s", fixtures, fixture);
-    g2f_verify_params p = {G2F_GELU_TANH, "test", select, {0, 0, 0, G2F_TOL_LAMBDA}, 1, NULL, NULL};
+    g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .select = select, .tol = {0, 0, 0, G2F_TOL_LAMBDA}, .n_threads = 1};
     int ok = g2f_model_open(mp, NULL, m, &err) == G2F_OK && g2f_fixture_open(fp, f, &err) == G2F_OK &&
              g2f_verify_run(*m, *f, &p, res, &err) == G2F_OK;
     if (!ok) fprintf(stderr, "verify %s: %s\n", fixture, err.msg);

@@ -27,7 +27,7 @@ static g2f_status verify(const char *model_path, const char *fixture_path, const
     g2f_status s = g2f_model_open(model_path, NULL, &m, &err);
     if (s == G2F_OK) s = g2f_fixture_open(fixture_path, &f, &err);
     if (s == G2F_OK) {
-        g2f_verify_params p = {G2F_GELU_TANH, "test", select, {atol > 0, 0, atol, G2F_TOL_LAMBDA}, 1, NULL, NULL};
+        g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .select = select, .tol = {atol > 0, 0, atol, G2F_TOL_LAMBDA}, .n_threads = 1};
         s = g2f_verify_run(m, f, &p, res, &err);
     }
     if (s != G2F_OK) fprintf(stderr, "verify %s %s: %s\n", model_path, fixture_path, err.msg);

@@ -63,6 +63,8 @@ typedef struct g2f_layer_result {
     g2f_best_gelu best_gelu;
     g2f_diag_set diagnosis; /* G2F_DIAG_BIT(code) per code: the union of diag.causes */
     g2f_diag_result diag;   /* failing layers: the explanations found, or where the error lives */
+    g2f_diag_set accepted;  /* --accept: the accepted cause's codes (the layer was judged on it), or 0 */
+    g2f_cause accepted_cause;
     char explanation[1024]; /* one sentence */
 } g2f_layer_result;
 
@@ -75,6 +77,8 @@ typedef struct g2f_verify_params {
     const char *gelu_source;     /* "--gelu", "config.json ...", "default" */
     const unsigned char *select; /* n_layer flags, NULL = every layer */
     g2f_tol_params tol;
+    g2f_diag_set accept;         /* causes a port has on purpose (G2F_ACCEPT_*): a layer they explain
+                                    alone is judged on them (README: --accept) */
     int n_threads;               /* <= 0: OpenMP default */
     g2f_progress_fn progress;    /* may be NULL */
     void *progress_user;

@@ -212,8 +212,10 @@ static int emit_file(const char *path, char *text) {
  * source says which, for the reports. */
 static g2f_gelu choose_gelu(const char *opt, const g2f_model_info *mi, char *source, size_t n) {
     if (opt) {
+        g2f_gelu g = G2F_GELU_TANH;
         snprintf(source, n, "from --gelu");
-        return !strcmp(opt, "erf") ? G2F_GELU_ERF : G2F_GELU_TANH;
+        g2f_gelu_from_name(opt, &g); /* checked by the caller */
+        return g;
     }
     if (mi->config_has_gelu) {
         snprintf(source, n, "from config.json activation_function \"%.40s\"", mi->config_activation);
@@ -305,10 +307,32 @@ static int open_inputs(const char *cmd, const char *checkpoint, const char *conf
 
 /* ---- verify ---------------------------------------------------------- */
 
-static const opt_spec verify_opts[] = {{"--gelu", "tanh|erf"}, {"--layers", "LIST"}, {"--rtol", "R"},
+static const opt_spec verify_opts[] = {{"--gelu", "FORM"},     {"--layers", "LIST"}, {"--rtol", "R"},
                                        {"--atol", "A"},        {"--threads", "N"},   {"--json", "FILE|-"},
-                                       {"--config", "FILE"},   {"--html", "FILE"},   {"--quiet", NULL}};
-enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_COUNT };
+                                       {"--config", "FILE"},   {"--html", "FILE"},   {"--quiet", NULL},
+                                       {"--accept", "CODES"}};
+enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_ACCEPT, V_COUNT };
+
+/* "tanh", "erf", "sigmoid", "mlx_approx", "f16_table" */
+static int gelu_ok(const char *s) {
+    g2f_gelu g;
+    return g2f_gelu_from_name(s, &g);
+}
+
+/* --accept weights_f16_rounded,weights_bf16_rounded,weights_quantized */
+static int parse_accept(const char *spec, g2f_diag_set *out) {
+    char buf[256];
+    *out = 0;
+    if (strlen(spec) >= sizeof buf || !*spec) return 0;
+    strcpy(buf, spec);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(tok, "weights_f16_rounded")) *out |= G2F_ACCEPT_F16;
+        else if (!strcmp(tok, "weights_bf16_rounded")) *out |= G2F_ACCEPT_BF16;
+        else if (!strcmp(tok, "weights_quantized")) *out |= G2F_ACCEPT_QUANTIZED;
+        else return 0;
+    }
+    return 1;
+}
 _Static_assert(sizeof verify_opts / sizeof verify_opts[0] == V_COUNT, "one spec per option");
 
 static const char usage_verify[] =
@@ -323,8 +347,11 @@ static const char usage_verify[] =
     "FIXTURES    safetensors with h.N.mlp.in / h.N.mlp.out (optionally .pre / .act)\n"
     "\n"
     "options:\n"
-    "  --gelu tanh|erf   GELU form to compute (default: config.json's activation_function,\n"
-    "                    else tanh, GPT-2's)\n"
+    "  --gelu FORM       GELU form to compute: tanh, erf, sigmoid, mlx_approx, f16_table\n"
+    "                    (default: config.json's activation_function, else tanh, GPT-2's)\n"
+    "  --accept CODES    what the port does on purpose: weights_f16_rounded, weights_bf16_rounded,\n"
+    "                    weights_quantized (comma-separated); a layer whose only explanation is\n"
+    "                    an accepted one passes, judged with that rounding in its tolerance\n"
     "  --layers LIST     layers to check, e.g. 0,2-5 (default: all)\n"
     "  --rtol R          use |err| <= atol + rtol*|expected| instead of the derived tolerance\n"
     "  --atol A          (either one switches; the other then defaults to 0)\n"
@@ -345,8 +372,12 @@ static const char usage_verify[] =
 static int run_verify(const char **pos, const char **v) {
     double rtol = 0, atol = 0;
     size_t threads = 0;
-    if (v[V_GELU] && strcmp(v[V_GELU], "tanh") && strcmp(v[V_GELU], "erf"))
-        return bad("verify: --gelu '%s': expected tanh or erf", v[V_GELU]);
+    if (v[V_GELU] && !gelu_ok(v[V_GELU]))
+        return bad("verify: --gelu '%s': expected tanh, erf, sigmoid, mlx_approx or f16_table", v[V_GELU]);
+    g2f_diag_set accept = 0;
+    if (v[V_ACCEPT] && !parse_accept(v[V_ACCEPT], &accept))
+        return bad("verify: --accept '%.60s': expected weights_f16_rounded, weights_bf16_rounded or weights_quantized, "
+                   "comma-separated", v[V_ACCEPT]);
     if (v[V_RTOL] && !parse_double(v[V_RTOL], &rtol)) return bad("verify: --rtol '%s': expected a non-negative number", v[V_RTOL]);
     if (v[V_ATOL] && !parse_double(v[V_ATOL], &atol)) return bad("verify: --atol '%s': expected a non-negative number", v[V_ATOL]);
     if (v[V_THREADS] && (!parse_size(v[V_THREADS], 1024, &threads) || threads == 0))
@@ -369,6 +400,7 @@ static int run_verify(const char **pos, const char **v) {
     p.gelu_source = gelu_source;
     p.select = select;
     p.tol = (g2f_tol_params){v[V_RTOL] || v[V_ATOL], rtol, atol, G2F_TOL_LAMBDA};
+    p.accept = accept;
     p.n_threads = (int)threads;
     progress pg = {now_seconds()};
     if (!v[V_QUIET] && isatty(STDERR_FILENO)) {
@@ -493,7 +525,7 @@ done:
 
 /* ---- run ------------------------------------------------------------- */
 
-static const opt_spec run_opts[] = {{"-o", "OUT"}, {"--gelu", "tanh|erf"}, {"--layers", "LIST"},
+static const opt_spec run_opts[] = {{"-o", "OUT"}, {"--gelu", "FORM"}, {"--layers", "LIST"},
                                     {"--save", "pre,act"}, {"--threads", "N"}, {"--config", "FILE"}};
 enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_COUNT };
 _Static_assert(sizeof run_opts / sizeof run_opts[0] == R_COUNT, "one spec per option");
@@ -510,7 +542,8 @@ static const char usage_run[] =
     "\n"
     "options:\n"
     "  -o OUT            the file to write (atomically: no partial file on failure)\n"
-    "  --gelu tanh|erf   GELU form (default: config.json's activation_function, else tanh)\n"
+    "  --gelu FORM       GELU form: tanh, erf, sigmoid, mlx_approx, f16_table (default:\n"
+    "                    config.json's activation_function, else tanh)\n"
     "  --layers LIST     layers to run, e.g. 0,2-5 (default: every layer with inputs)\n"
     "  --save pre,act    also write c_fc's output (pre) and/or the GELU's (act)\n"
     "  --config FILE     config.json (default: config.json beside CHECKPOINT)\n"
@@ -524,8 +557,8 @@ static int run_run(const char **pos, const char **v) {
     size_t threads = 0;
     int save_pre = 0, save_act = 0;
     if (!v[R_OUT]) return bad("run: -o OUT is required (see gpt2ffn run --help)");
-    if (v[R_GELU] && strcmp(v[R_GELU], "tanh") && strcmp(v[R_GELU], "erf"))
-        return bad("run: --gelu '%s': expected tanh or erf", v[R_GELU]);
+    if (v[R_GELU] && !gelu_ok(v[R_GELU]))
+        return bad("run: --gelu '%s': expected tanh, erf, sigmoid, mlx_approx or f16_table", v[R_GELU]);
     if (v[R_THREADS] && (!parse_size(v[R_THREADS], 1024, &threads) || threads == 0))
         return bad("run: --threads '%s': expected 1 to 1024", v[R_THREADS]);
     if (v[R_SAVE]) {

@@ -360,6 +360,13 @@ static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result 
     for (int d = G2F_DIAG_NONFINITE; codes && d < G2F_DIAG_COUNT; d++)
         if (r->diagnosis & G2F_DIAG_BIT(d)) j_add(b, codes, NULL, cJSON_CreateString(g2f_diag_name(d)));
     j_bool(b, l, "undetermined", r->diag.undetermined);
+    if (r->accepted) {
+        char one[128];
+        g2f_cause_codes(&r->accepted_cause, one, sizeof one);
+        cJSON *acc = j_arr(b, l, "accepted");
+        for (char *save = NULL, *tok = strtok_r(one, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+            j_add(b, acc, NULL, cJSON_CreateString(tok));
+    }
     if (r->diagnosis & (G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED))) j_str(b, l, "where", r->diag.where);
     if (r->status == G2F_LAYER_FAIL && !(r->diagnosis & (G2F_DIAG_BIT(G2F_DIAG_NONFINITE))))
         j_num(b, l, "hypotheses_tried", (double)r->diag.hypotheses_tried);

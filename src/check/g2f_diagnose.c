@@ -16,6 +16,9 @@ static const char *const diag_names[] = {
     "layout_misread",   "gelu_sigmoid",       "gelu_mlx_approx",     "gelu_f16_table",
     "gelu_clipped",     "tf32_matmul",        "act_f16_rounded",     "act_bf16_rounded",
     "autocast_f16",     "autocast_bf16",      "weights_quantized",   "ln2_input_captured",
+    "attn_mask_missing", "attn_scale_missing", "attn_scale_layer_idx", "qkv_order",
+    "heads_interleaved", "attn_bias_missing", "ln_eps",              "ln_bias_missing",
+    "ln_weight_missing", "residual_missing",
     "nonfinite",        "unexplained",
 };
 _Static_assert(sizeof diag_names / sizeof diag_names[0] == G2F_DIAG_COUNT, "one name per code");
@@ -71,6 +74,16 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
         "the FFN under torch.autocast(bfloat16)",
         "weights quantized to %s (ggml's reference rounding)",
         "in recorded before ln_2 (the residual stream): out = FFN(ln_2(in))",
+        "no causal mask",
+        "scores not divided by sqrt(d_head)",
+        "scores also divided by the layer index + 1",
+        "c_attn's output split in another order",
+        "heads split as [d_head, n_head]",
+        "an attention bias left out",
+        "another LayerNorm epsilon",
+        "no LayerNorm bias",
+        "no LayerNorm gain",
+        "a residual add left out",
         "non-finite values",
         "no known cause",
     };

@@ -55,6 +55,17 @@ typedef enum g2f_diag {
     G2F_DIAG_AUTOCAST_BF16,       /* ... autocast(bfloat16) */
     G2F_DIAG_WEIGHTS_QUANTIZED,   /* "weights_quantized:Q8_0": ggml-quantized weights on one side */
     G2F_DIAG_LN2_INPUT_CAPTURED,  /* the recorded in is ln_2's input (the residual stream) */
+    /* the block's stages (g2f_block) */
+    G2F_DIAG_ATTN_MASK_MISSING,   /* attended to later positions (no causal mask) */
+    G2F_DIAG_ATTN_SCALE_MISSING,  /* scores not divided by sqrt(d_head) */
+    G2F_DIAG_ATTN_SCALE_LAYER_IDX, /* scores also divided by layer + 1 (HF scale_attn_by_inverse_layer_idx) */
+    G2F_DIAG_QKV_ORDER,           /* "qkv_order:kqv": c_attn's output split in another order */
+    G2F_DIAG_HEADS_INTERLEAVED,   /* heads split as [d_head, n_head] */
+    G2F_DIAG_ATTN_BIAS_MISSING,   /* "attn_bias_missing:c_attn" / ":c_proj" */
+    G2F_DIAG_LN_EPS,              /* "ln_eps:1e-12": another LayerNorm epsilon */
+    G2F_DIAG_LN_BIAS_MISSING,
+    G2F_DIAG_LN_WEIGHT_MISSING,
+    G2F_DIAG_RESIDUAL_MISSING,    /* "residual_missing:mid" / ":out" */
     G2F_DIAG_NONFINITE,           /* NaN or Inf in the reference or the computation */
     G2F_DIAG_UNEXPLAINED,         /* none of the hypotheses reproduces the reference */
     G2F_DIAG_COUNT

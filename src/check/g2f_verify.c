@@ -307,21 +307,83 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
     return st;
 }
 
+/* The stages' verdict folded into the layer: the mlp stage mirrors the FFN,
+ * the layer fails when any checked stage fails or the chained pass diverges,
+ * and a layer whose FFN matches but another stage does not says which. */
+static void fold_block(g2f_layer_result *r) {
+    g2f_block_result *b = &r->block;
+    g2f_stage_result *ms = &b->stage[G2F_STAGE_MLP];
+    if (r->has_ffn) {
+        g2f_layer_totals tot = g2f_layer_result_totals(r);
+        ms->checked = 1;
+        ms->pass = r->status == G2F_LAYER_PASS;
+        ms->mismatched = tot.mismatched;
+        ms->total = tot.total;
+        ms->margin = tot.margin;
+        ms->worst = r->out;
+        ms->worst_tensor = "mlp.out";
+    }
+    int first = -1;
+    for (int s = 0; s < G2F_STAGE_COUNT; s++)
+        if (b->stage[s].checked && !b->stage[s].pass) {
+            first = s;
+            break;
+        }
+    if (first < 0 && b->diverged) first = (int)b->first_stage;
+    if (first < 0) {
+        if (!r->has_ffn) {
+            r->status = G2F_LAYER_PASS;
+            snprintf(r->explanation, sizeof r->explanation, "layer %zu: every recorded stage of the block matches%s%s",
+                     r->layer, b->attn_skipped ? "; " : "", b->attn_skipped ? b->note : "");
+        }
+        return;
+    }
+    if (first == G2F_STAGE_MLP && r->status == G2F_LAYER_FAIL) return; /* the FFN's own explanation */
+    const g2f_stage_result *fs = &b->stage[first];
+    char codes[256] = "";
+    size_t used = 0;
+    for (size_t k = 0; k < fs->n_causes && used < sizeof codes; k++) {
+        char one[96];
+        g2f_block_cause_codes(&fs->causes[k], one, sizeof one);
+        used += (size_t)snprintf(codes + used, sizeof codes - used, "%s%s", k ? " | " : "", one);
+    }
+    r->status = G2F_LAYER_FAIL;
+    if (!fs->checked) /* only the chained pass saw it */
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %zu, %s: computed from h.%zu.in, %s does not match (margin %.3g); the stage recorded alone "
+                 "is not", r->layer, g2f_stage_name((g2f_stage)first), r->layer, b->first_tensor, b->first_margin);
+    else if (fs->n_causes)
+        snprintf(r->explanation, sizeof r->explanation, "layer %zu, %s: %s%s (%s margin %.3g)", r->layer,
+                 g2f_stage_name((g2f_stage)first), codes, fs->n_causes > 1 ? " (undetermined: each fits)" : "",
+                 fs->worst_tensor, fs->margin);
+    else
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %zu, %s: does not match and no known cause explains it (%s margin %.3g, %zu of %zu elements)",
+                 r->layer, g2f_stage_name((g2f_stage)first), fs->worst_tensor, fs->margin, fs->mismatched, fs->total);
+}
+
 g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,
                           g2f_verify_result *out, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
     memset(out, 0, sizeof *out);
+    size_t n_head = p->n_head ? p->n_head : mi->n_head;
+    if (p->n_head && (mi->n_embd % p->n_head))
+        return g2f_error_set(err, G2F_ERR_USAGE, "--n-head %zu does not divide n_embd %zu", p->n_head, mi->n_embd);
     g2f_status st = g2f_fixture_check(f, mi->n_layer, mi->n_embd, mi->n_inner, err);
+    if (st == G2F_OK) st = g2f_fixture_check_block(f, mi->n_layer, mi->n_embd, n_head, err);
     if (st != G2F_OK) return st;
     out->layers = calloc(mi->n_layer ? mi->n_layer : 1, sizeof *out->layers);
     if (!out->layers) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     out->n_layers = mi->n_layer;
     out->gelu = p->gelu;
     out->first_fail = -1;
+    out->first_stage = -1;
     size_t todo = 0, done = 0;
     unsigned long long bytes = 0;
-    for (size_t L = 0; L < mi->n_layer; L++) todo += (!p->select || p->select[L]) && g2f_fixture_has_layer(f, L);
+    for (size_t L = 0; L < mi->n_layer; L++)
+        todo += (!p->select || p->select[L]) && (g2f_fixture_has_layer(f, L) || g2f_fixture_has_block(f, L));
     g2f_ffn_eval_ws ws = {0}; /* kept from layer to layer: fresh buffers cost page faults */
+    g2f_block_params bp = {n_head, &p->tol, p->gelu, p->n_threads, 1};
     for (size_t L = 0; L < mi->n_layer; L++) {
         g2f_layer_result *r = &out->layers[L];
         r->layer = L;
@@ -331,21 +393,32 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
             snprintf(r->explanation, sizeof r->explanation, "layer %zu not selected by --layers", L);
             continue;
         }
-        if (!g2f_fixture_has_layer(f, L)) {
+        r->has_ffn = g2f_fixture_has_layer(f, L);
+        r->has_block = g2f_fixture_has_block(f, L);
+        if (!r->has_ffn && !r->has_block) {
             snprintf(r->explanation, sizeof r->explanation, "layer %zu has no h.%zu.mlp.in/out in the fixture", L, L);
             continue;
         }
-        if ((st = verify_layer(m, f, p, L, &ws, r, err)) != G2F_OK) {
+        if ((r->has_ffn && (st = verify_layer(m, f, p, L, &ws, r, err)) != G2F_OK) ||
+            (r->has_block && (st = g2f_block_check(m, f, L, &bp, &r->block, err)) != G2F_OK)) {
             g2f_ffn_eval_ws_free(&ws);
             g2f_verify_result_free(out);
             return st;
         }
+        if (r->has_block) fold_block(r);
         out->compared++;
         bytes += (unsigned long long)(2 * mi->n_embd * mi->n_inner) * g2f_dtype_size(mi->dtype);
         if (p->progress) p->progress(p->progress_user, ++done, todo, bytes);
         if (r->status == G2F_LAYER_FAIL) {
             out->failed++;
-            if (out->first_fail < 0) out->first_fail = (long)L;
+            if (out->first_fail < 0) {
+                out->first_fail = (long)L;
+                if (r->has_block) {
+                    for (int s = 0; s < G2F_STAGE_COUNT && out->first_stage < 0; s++)
+                        if (r->block.stage[s].checked && !r->block.stage[s].pass) out->first_stage = s;
+                    if (out->first_stage < 0 && r->block.diverged) out->first_stage = (int)r->block.first_stage;
+                }
+            }
         }
     }
     g2f_ffn_eval_ws_free(&ws);

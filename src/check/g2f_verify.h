@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 
+#include "g2f_block.h"
 #include "g2f_compare.h"
 #include "g2f_diagnose.h"
 #include "g2f_error.h"
@@ -66,6 +67,9 @@ typedef struct g2f_layer_result {
     g2f_diag_set accepted;  /* --accept: the accepted cause's codes (the layer was judged on it), or 0 */
     g2f_cause accepted_cause;
     char explanation[1024]; /* one sentence */
+    int has_ffn;            /* the FFN compared (mlp.in and mlp.out recorded) */
+    int has_block;          /* other stages of the block recorded (g2f_block) */
+    g2f_block_result block; /* their checks; stage[G2F_STAGE_MLP] mirrors the FFN's */
 } g2f_layer_result;
 
 /* Called after each layer verified (done of total), with the bytes of weights
@@ -77,6 +81,7 @@ typedef struct g2f_verify_params {
     const char *gelu_source;     /* "--gelu", "config.json ...", "default" */
     const unsigned char *select; /* n_layer flags, NULL = every layer */
     g2f_tol_params tol;
+    size_t n_head;               /* attention heads; 0: the model's (config.json, GGUF, llm.c, TransformerLens) */
     g2f_diag_set accept;         /* causes a port has on purpose (G2F_ACCEPT_*): a layer they explain
                                     alone is judged on them (README: --accept) */
     int n_threads;               /* <= 0: OpenMP default */
@@ -91,6 +96,7 @@ typedef struct g2f_verify_result {
     size_t compared, failed;
     int pass;                    /* every compared layer passes (and at least one was compared) */
     long first_fail;             /* layer index or -1 */
+    int first_stage;             /* with first_fail: the first diverging stage of that layer (g2f_stage), or -1 */
 } g2f_verify_result;
 
 g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,

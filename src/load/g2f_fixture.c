@@ -12,11 +12,17 @@
 static const char *const kind_names[] = {"in", "out", "pre", "act"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_FX_COUNT, "one name per kind");
 
+#define N_KINDS (G2F_FX_COUNT + G2F_BX_COUNT) /* the FFN's kinds, then the block's */
+static const char *const block_names[] = {"in",          "ln_1.out",    "attn.qkv", "attn.q", "attn.k",
+                                          "attn.v",      "attn.probs",  "attn.merged", "attn.z",
+                                          "attn.out",    "mid",         "out"};
+_Static_assert(sizeof block_names / sizeof block_names[0] == G2F_BX_COUNT, "one name per block kind");
+
 struct g2f_fixture {
     g2f_source *src;
     char *path;
     size_t n_slots;                       /* max layer index + 1 */
-    const g2f_tensor *(*slots)[G2F_FX_COUNT];
+    const g2f_tensor *(*slots)[N_KINDS];
 };
 
 /* Parses "<block>.<N>.<rest>" and returns the layer's number, or -1 / -2
@@ -38,23 +44,40 @@ static long layer_of(const char *p, const char *block, const char **rest) {
 }
 
 /* Canonical names h.N.mlp.{in,out,pre,act} (optionally under "transformer.")
- * and TransformerLens activation-cache names. Returns the kind or -1/-2. */
+ * and the block's stages, and TransformerLens activation-cache names.
+ * Returns the kind (FFN kinds, then G2F_FX_COUNT + block kind) or -1/-2. */
 static int match_name(const char *name, size_t *layer) {
-    static const struct { const char *rest; g2f_fx_kind kind; } tlens[] = {
-        {"ln2.hook_normalized", G2F_FX_IN}, {"hook_mlp_out", G2F_FX_OUT},
-        {"mlp.hook_pre", G2F_FX_PRE},       {"mlp.hook_post", G2F_FX_ACT},
+    static const struct { const char *rest; int kind; } tlens[] = {
+        {"ln2.hook_normalized", G2F_FX_IN},
+        {"hook_mlp_out", G2F_FX_OUT},
+        {"mlp.hook_pre", G2F_FX_PRE},
+        {"mlp.hook_post", G2F_FX_ACT},
+        {"hook_resid_pre", G2F_FX_COUNT + G2F_BX_IN},
+        {"ln1.hook_normalized", G2F_FX_COUNT + G2F_BX_LN1},
+        {"attn.hook_q", G2F_FX_COUNT + G2F_BX_Q},
+        {"attn.hook_k", G2F_FX_COUNT + G2F_BX_K},
+        {"attn.hook_v", G2F_FX_COUNT + G2F_BX_V},
+        {"attn.hook_pattern", G2F_FX_COUNT + G2F_BX_PROBS},
+        {"attn.hook_z", G2F_FX_COUNT + G2F_BX_Z},
+        {"hook_attn_out", G2F_FX_COUNT + G2F_BX_ATTN_OUT},
+        {"hook_resid_mid", G2F_FX_COUNT + G2F_BX_MID},
+        {"hook_resid_post", G2F_FX_COUNT + G2F_BX_OUT},
     };
     const char *p = name, *rest;
     if (strncmp(p, "transformer.", 12) == 0) p += 12;
     long v = layer_of(p, "h", &rest);
     if (v == -2) return -2;
-    if (v >= 0 && strncmp(rest, "mlp.", 4) == 0) {
-        for (int k = 0; k < G2F_FX_COUNT; k++) {
-            if (strcmp(rest + 4, kind_names[k]) == 0) {
-                *layer = (size_t)v;
-                return k;
-            }
+    if (v >= 0) {
+        *layer = (size_t)v;
+        if (strncmp(rest, "mlp.", 4) == 0) {
+            for (int k = 0; k < G2F_FX_COUNT; k++)
+                if (strcmp(rest + 4, kind_names[k]) == 0) return k;
+            return -1;
         }
+        if (!strcmp(rest, "ln_2.out")) return G2F_FX_IN;
+        for (int k = 0; k < G2F_BX_COUNT; k++)
+            if (k != G2F_BX_Q && k != G2F_BX_K && k != G2F_BX_V && k != G2F_BX_Z && !strcmp(rest, block_names[k]))
+                return G2F_FX_COUNT + k;
         return -1;
     }
     v = layer_of(name, "blocks", &rest);
@@ -62,11 +85,13 @@ static int match_name(const char *name, size_t *layer) {
     for (size_t i = 0; v >= 0 && i < sizeof tlens / sizeof tlens[0]; i++) {
         if (strcmp(rest, tlens[i].rest) == 0) {
             *layer = (size_t)v;
-            return (int)tlens[i].kind;
+            return tlens[i].kind;
         }
     }
     return -1;
 }
+
+static const char *kind_label(int k) { return k < G2F_FX_COUNT ? kind_names[k] : block_names[k - G2F_FX_COUNT]; }
 
 g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err) {
     *out = NULL;
@@ -109,7 +134,7 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         if (k < 0) continue;
         if (f->slots[layer][k]) {
             s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensors '%s' and '%s' name the same layer %zu %s", path,
-                              f->slots[layer][k]->name, t->tensors[i].name, layer, kind_names[k]);
+                              f->slots[layer][k]->name, t->tensors[i].name, layer, kind_label(k));
             goto fail;
         }
         f->slots[layer][k] = &t->tensors[i];
@@ -129,12 +154,14 @@ g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd
                              g2f_error *err) {
     for (size_t L = 0; L < f->n_slots; L++) {
         const g2f_tensor *const *sl = f->slots[L];
-        int any = 0;
+        int any = 0, any_block = 0;
         for (int k = 0; k < G2F_FX_COUNT; k++) any |= sl[k] != NULL;
-        if (!any) continue;
-        if (L >= n_layer)
+        for (int k = G2F_FX_COUNT; k < N_KINDS; k++) any_block |= sl[k] != NULL;
+        if ((any || any_block) && L >= n_layer)
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: has tensors for layer %zu but the checkpoint has %zu layers",
                                  f->path, L, n_layer);
+        if (!any || (any_block && !sl[G2F_FX_OUT] && !sl[G2F_FX_PRE] && !sl[G2F_FX_ACT]))
+            continue; /* no FFN stage (a block fixture may record ln_2.out without the FFN's out) */
         for (int k = 0; k < 2; k++)
             if (!sl[k])
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: layer %zu has no 'h.%zu.mlp.%s' tensor", f->path, L, L,
@@ -276,4 +303,94 @@ void g2f_fixture_close(g2f_fixture *f) {
 
 g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error *err) {
     return g2f_source_files(f->src, out, err);
+}
+
+const g2f_tensor *g2f_fixture_block(const g2f_fixture *f, size_t layer, g2f_bx_kind kind) {
+    return layer < f->n_slots && (unsigned)kind < G2F_BX_COUNT ? f->slots[layer][G2F_FX_COUNT + kind] : NULL;
+}
+
+int g2f_fixture_has_block(const g2f_fixture *f, size_t layer) {
+    for (int k = 0; layer < f->n_slots && k < G2F_BX_COUNT; k++)
+        if (f->slots[layer][G2F_FX_COUNT + k]) return 1;
+    return 0;
+}
+
+size_t g2f_fixture_n_slots(const g2f_fixture *f) { return f->n_slots; }
+
+/* The tensor's (n_seq, T) given its trailing shape: width for [..., T, w],
+ * or the head layout for [..., T, H, dh] (split) / [..., H, T, T] (probs). */
+static int seq_shape(const g2f_tensor *t, int kind, size_t d, size_t H, uint64_t *n_seq, uint64_t *T) {
+    size_t nd = t->ndim;
+    const uint64_t *s = t->shape;
+    if (kind == G2F_BX_Q || kind == G2F_BX_K || kind == G2F_BX_V || kind == G2F_BX_Z) {
+        if (nd < 3 || !H || s[nd - 2] != H || s[nd - 1] != d / H) return 0;
+        *T = s[nd - 3];
+    } else if (kind == G2F_BX_PROBS) {
+        if (nd < 3 || !H || s[nd - 3] != H || s[nd - 1] != s[nd - 2]) return 0;
+        *T = s[nd - 1];
+    } else {
+        uint64_t w = kind == G2F_BX_QKV ? 3 * d : d;
+        if (nd < 2 || s[nd - 1] != w) return 0;
+        *T = s[nd - 2];
+    }
+    uint64_t per = t->numel / (*T ? *T : 1);
+    if (kind == G2F_BX_Q || kind == G2F_BX_K || kind == G2F_BX_V || kind == G2F_BX_Z) per /= d;
+    else if (kind == G2F_BX_PROBS) per /= H * *T;
+    else per /= kind == G2F_BX_QKV ? 3 * d : d;
+    *n_seq = per;
+    return *T > 0;
+}
+
+g2f_status g2f_fixture_check_block(const g2f_fixture *f, size_t n_layer, size_t n_embd, size_t n_head,
+                                   g2f_error *err) {
+    for (size_t L = 0; L < f->n_slots; L++) {
+        if (!g2f_fixture_has_block(f, L)) continue;
+        if (L >= n_layer)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: has tensors for layer %zu but the checkpoint has %zu layers",
+                                 f->path, L, n_layer);
+        uint64_t ns0 = 0, T0 = 0;
+        const g2f_tensor *first = NULL;
+        for (int k = 0; k < G2F_BX_COUNT + 2; k++) {
+            /* the block's stages, then mlp.in and mlp.out, which share the sequences */
+            int bk = k < G2F_BX_COUNT ? k : -1;
+            const g2f_tensor *t = bk >= 0 ? f->slots[L][G2F_FX_COUNT + k] : f->slots[L][k - G2F_BX_COUNT];
+            if (!t) continue;
+            int needs_heads = bk == G2F_BX_Q || bk == G2F_BX_K || bk == G2F_BX_V || bk == G2F_BX_Z ||
+                              bk == G2F_BX_PROBS;
+            if (needs_heads && !n_head) continue; /* checked once n_head is known; the stage is skipped */
+            char sh[128];
+            g2f_shape_format(t, sh, sizeof sh);
+            if (!g2f_dtype_is_float(t->dtype))
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64",
+                                     f->path, t->name, g2f_tensor_type_name(t));
+            uint64_t ns, T;
+            if (!seq_shape(t, bk >= 0 ? bk : G2F_BX_IN, n_embd, n_head, &ns, &T))
+                return g2f_error_set(err, G2F_ERR_FORMAT,
+                                     "%s: tensor '%s': shape %s does not fit n_embd %zu%s%s", f->path, t->name, sh,
+                                     n_embd, needs_heads ? " and n_head " : "", needs_heads ? "(see --n-head)" : "");
+            if (!first) {
+                first = t, ns0 = ns, T0 = T;
+            } else if (ns != ns0 || T != T0) {
+                return g2f_error_set(err, G2F_ERR_FORMAT,
+                                     "%s: tensor '%s': %llu sequences of %llu tokens but '%s' has %llu of %llu", f->path,
+                                     t->name, (unsigned long long)ns, (unsigned long long)T, first->name,
+                                     (unsigned long long)ns0, (unsigned long long)T0);
+            }
+        }
+    }
+    return G2F_OK;
+}
+
+void g2f_fixture_block_shape(const g2f_fixture *f, size_t layer, size_t *n_seq, size_t *T) {
+    *n_seq = *T = 0;
+    for (int k = 0; layer < f->n_slots && k < G2F_BX_COUNT; k++) {
+        const g2f_tensor *t = f->slots[layer][G2F_FX_COUNT + k];
+        if (!t || k == G2F_BX_Q || k == G2F_BX_K || k == G2F_BX_V || k == G2F_BX_Z || k == G2F_BX_PROBS) continue;
+        uint64_t ns, TT;
+        if (seq_shape(t, k, t->shape[t->ndim - 1] / (k == G2F_BX_QKV ? 3 : 1), 0, &ns, &TT)) {
+            *n_seq = (size_t)ns;
+            *T = (size_t)TT;
+            return;
+        }
+    }
 }

@@ -29,6 +29,26 @@
 
 typedef enum g2f_fx_kind { G2F_FX_IN, G2F_FX_OUT, G2F_FX_PRE, G2F_FX_ACT, G2F_FX_COUNT } g2f_fx_kind;
 
+/* The other stages of a GPT-2 block a fixture may record (per layer L,
+ * "transformer." optional; TransformerLens names in brackets). The FFN's
+ * input h.L.mlp.in may also be named h.L.ln_2.out [blocks.L.ln2.hook_normalized].
+ *   IN        h.L.in          [..., T, d]  [blocks.L.hook_resid_pre]
+ *   LN1       h.L.ln_1.out    [..., T, d]  [blocks.L.ln1.hook_normalized]
+ *   QKV       h.L.attn.qkv    [..., T, 3d] (c_attn's output)
+ *   Q, K, V   [blocks.L.attn.hook_q / hook_k / hook_v]  [..., T, n_head, d_head]
+ *   PROBS     h.L.attn.probs  [..., n_head, T, T]  [blocks.L.attn.hook_pattern]
+ *   MERGED    h.L.attn.merged [..., T, d]  (heads merged: c_proj's input)
+ *   Z         [blocks.L.attn.hook_z]  [..., T, n_head, d_head]
+ *   ATTN_OUT  h.L.attn.out    [..., T, d]  [blocks.L.hook_attn_out]
+ *   MID       h.L.mid         [..., T, d]  [blocks.L.hook_resid_mid]
+ *   OUT       h.L.out         [..., T, d]  [blocks.L.hook_resid_post]
+ * Leading dimensions before T are independent sequences, each from
+ * position 0. */
+typedef enum g2f_bx_kind {
+    G2F_BX_IN, G2F_BX_LN1, G2F_BX_QKV, G2F_BX_Q, G2F_BX_K, G2F_BX_V, G2F_BX_PROBS, G2F_BX_MERGED, G2F_BX_Z,
+    G2F_BX_ATTN_OUT, G2F_BX_MID, G2F_BX_OUT, G2F_BX_COUNT
+} g2f_bx_kind;
+
 typedef struct g2f_fixture g2f_fixture;
 
 typedef struct g2f_fixture_layer {
@@ -59,6 +79,22 @@ typedef struct g2f_fixture_views {
     size_t n_tokens;
 } g2f_fixture_views;
 g2f_status g2f_fixture_layer_views(const g2f_fixture *f, size_t layer, g2f_fixture_views *out, g2f_error *err);
+
+/* A block stage's tensor of layer (borrowed), or NULL. */
+const g2f_tensor *g2f_fixture_block(const g2f_fixture *f, size_t layer, g2f_bx_kind kind);
+/* Layers with any block stage recorded (slots beyond the FFN's). */
+int g2f_fixture_has_block(const g2f_fixture *f, size_t layer);
+size_t g2f_fixture_n_slots(const g2f_fixture *f);
+/* The block stages' shapes against the model: d-wide stages (n_seq, T, d),
+ * qkv (n_seq, T, 3 d), probs (n_seq, n_head, T, T), q/k/v/z (n_seq, T,
+ * n_head, d_head), one (n_seq, T) per layer shared with mlp.in/out when
+ * recorded; n_head 0 refuses nothing that needs it (those stages are then
+ * skipped by verify). *n_seq / *T of the first layer with block stages. */
+g2f_status g2f_fixture_check_block(const g2f_fixture *f, size_t n_layer, size_t n_embd, size_t n_head,
+                                   g2f_error *err);
+/* The sequence split of a layer's block stages: n_seq sequences of T
+ * tokens (0, 0 without block stages). */
+void g2f_fixture_block_shape(const g2f_fixture *f, size_t layer, size_t *n_seq, size_t *T);
 
 /* Loads one layer whole (after g2f_fixture_check succeeded); memory grows
  * with the layer's tokens: verify reads views instead. */

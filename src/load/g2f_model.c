@@ -35,19 +35,23 @@ typedef struct scheme {
     const char *ln2;       /* ln_2 weight after "<block>.0.", gives n_embd */
     const char *ln[2][2];  /* ln_1 and ln_2: weight and bias after "<block>.N." */
     const char *ln_f[2];   /* the final LayerNorm after the prefix */
+    const char *attn[4];   /* c_attn weight, bias, c_proj weight, bias after "<block>.N." (TL: NULL) */
 } scheme;
 
 enum { S_HF, S_MINGPT, S_TLENS, S_GGUF, S_COUNT };
 static const scheme schemes[] = {
     {"HF GPT-2 (h.N.mlp.c_fc)", "h", "mlp.", {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"}, "ln_2.weight",
-     {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}}, {"ln_f.weight", "ln_f.bias"}},
+     {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}}, {"ln_f.weight", "ln_f.bias"},
+     {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias"}},
     {"minGPT (blocks.N.mlp.c_fc)", "blocks", "mlp.", {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"},
-     "ln_2.weight", {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}}, {"ln_f.weight", "ln_f.bias"}},
+     "ln_2.weight", {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}}, {"ln_f.weight", "ln_f.bias"},
+     {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias"}},
     {"TransformerLens (blocks.N.mlp.W_in)", "blocks", "mlp.", {"W_in", "b_in", "W_out", "b_out"}, "ln2.w",
-     {{"ln1.w", "ln1.b"}, {"ln2.w", "ln2.b"}}, {"ln_final.w", "ln_final.b"}},
+     {{"ln1.w", "ln1.b"}, {"ln2.w", "ln2.b"}}, {"ln_final.w", "ln_final.b"}, {NULL, NULL, NULL, NULL}},
     {"GGUF (blk.N.ffn_up)", "blk", "", {"ffn_up.weight", "ffn_up.bias", "ffn_down.weight", "ffn_down.bias"},
      "ffn_norm.weight", {{"attn_norm.weight", "attn_norm.bias"}, {"ffn_norm.weight", "ffn_norm.bias"}},
-     {"output_norm.weight", "output_norm.bias"}},
+     {"output_norm.weight", "output_norm.bias"},
+     {"attn_qkv.weight", "attn_qkv.bias", "attn_output.weight", "attn_output.bias"}},
 };
 _Static_assert(sizeof schemes / sizeof schemes[0] == S_COUNT, "one entry per scheme");
 
@@ -185,6 +189,17 @@ static g2f_status check_config(g2f_model *m, g2f_error *err) {
         s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_inner is %ld but the FFN weights in %s have n_inner %zu", cfg,
                           n_inner, in->path, in->n_inner);
         goto done;
+    }
+    long n_head = -1;
+    if ((s = json_size_field(root, "n_head", "num_attention_heads", cfg, &n_head, err)) != G2F_OK) goto done;
+    if (n_head > 0) {
+        if ((size_t)n_head > in->n_embd || in->n_embd % (size_t)n_head) {
+            s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_head %ld does not divide n_embd %zu", cfg, n_head,
+                              in->n_embd);
+            goto done;
+        }
+        in->n_head = (size_t)n_head;
+        in->n_head_source = "config.json n_head";
     }
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_epsilon");
     if (eps && !cJSON_IsNull(eps)) {
@@ -374,6 +389,34 @@ static g2f_status decide_shapes(g2f_model *m, const g2f_table *t, g2f_error *err
     return G2F_OK;
 }
 
+/* n_head when config.json does not say: GGUF's gpt2.attention.head_count,
+ * llm.c's header, TransformerLens' W_Q shape (n_head, d_model, d_head). */
+static void head_count_from_file(g2f_model *m) {
+    const g2f_table *t = g2f_source_table(m->src);
+    static const struct { const char *key, *source; } keys[] = {
+        {"gpt2.attention.head_count", "GGUF gpt2.attention.head_count"}, {"num_heads", "the llm.c header"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const char *v = g2f_table_meta(t, keys[i].key);
+        char *end;
+        unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+        if (v && *v && !*end && n > 0 && n <= m->info.n_embd && m->info.n_embd % n == 0) {
+            m->info.n_head = (size_t)n;
+            m->info.n_head_source = keys[i].source;
+            return;
+        }
+    }
+    if (m->scheme == S_TLENS) {
+        char name[512];
+        snprintf(name, sizeof name, "%sblocks.0.attn.W_Q", m->prefix);
+        const g2f_tensor *q = g2f_table_find(t, name);
+        if (q && q->ndim == 3 && q->shape[0] > 0 && q->shape[1] == m->info.n_embd &&
+            q->shape[0] * q->shape[2] == m->info.n_embd) {
+            m->info.n_head = (size_t)q->shape[0];
+            m->info.n_head_source = "TransformerLens W_Q's shape";
+        }
+    }
+}
+
 g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model **out, g2f_error *err) {
     *out = NULL;
     g2f_model *m = calloc(1, sizeof *m);
@@ -409,6 +452,7 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
     } else {
         free(cfg);
     }
+    if (!m->info.n_head) head_count_from_file(m);
     free(dir);
     *out = m;
     return G2F_OK;
@@ -588,4 +632,135 @@ void g2f_ln_free(g2f_ln *ln) {
     free(ln->owned[0]);
     free(ln->owned[1]);
     memset(ln, 0, sizeof *ln);
+}
+
+/* A 2-D attention weight of the scheme's layout: rows x cols as stored. */
+static g2f_status matrix_view(const g2f_model *m, const g2f_tensor *x, uint64_t rows, uint64_t cols, float **owned,
+                              const float **view, g2f_error *err) {
+    if (x->ndim != 2 || x->shape[0] != rows || x->shape[1] != cols) {
+        char sh[64];
+        g2f_shape_format(x, sh, sizeof sh);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected [%llu, %llu]", m->path,
+                             x->name, sh, (unsigned long long)rows, (unsigned long long)cols);
+    }
+    return vector_view(m, x, (size_t)(rows * cols), "attention weight", owned, view, err);
+}
+
+/* TransformerLens: W_Q/W_K/W_V (n_head, d, d_head) and b_Q/b_K/b_V (n_head,
+ * d_head) into one Conv1D c_attn (d, 3d) and its bias; W_O (n_head, d_head,
+ * d) is c_proj's Conv1D (d, d) as it is (head-major rows). */
+static g2f_status tl_attention(const g2f_model *m, size_t L, size_t d, size_t H, g2f_block *b, g2f_error *err) {
+    static const char *const w_names[3] = {"attn.W_Q", "attn.W_K", "attn.W_V"}, *const b_names[3] = {"attn.b_Q", "attn.b_K", "attn.b_V"};
+    size_t dh = d / H;
+    const g2f_tensor *W[3], *B[3], *O = lookup(m, "attn.W_O", (int)L), *BO = lookup(m, "attn.b_O", (int)L);
+    for (int k = 0; k < 3; k++) {
+        W[k] = lookup(m, w_names[k], (int)L);
+        B[k] = lookup(m, b_names[k], (int)L);
+        if (!W[k] || !O) return G2F_OK; /* no attention */
+        if (W[k]->ndim != 3 || W[k]->shape[0] != H || W[k]->shape[1] != d || W[k]->shape[2] != dh ||
+            !g2f_dtype_is_float(W[k]->dtype) || (B[k] && (B[k]->numel != d || !g2f_dtype_is_float(B[k]->dtype))))
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': expected %s [%zu, %zu, %zu] (n_head %zu)",
+                                 m->path, W[k]->name, g2f_dtype_is_float(W[k]->dtype) ? "shape" : "a float tensor of shape",
+                                 H, d, dh, H);
+    }
+    if (O->ndim != 3 || O->shape[0] != H || O->shape[1] != dh || O->shape[2] != d || !g2f_dtype_is_float(O->dtype))
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': expected [%zu, %zu, %zu]", m->path, O->name, H, dh, d);
+    size_t n = 3 * d * d + 3 * d + d * d + d;
+    float *buf = g2f_alloc_work(n, 1, sizeof(float), "the attention weights", err);
+    float *tmp = buf ? g2f_alloc_work(d * d, 1, sizeof(float), "the attention weights", err) : NULL;
+    if (!tmp) {
+        free(buf);
+        return err ? err->status : G2F_ERR_NOMEM;
+    }
+    float *cw = buf, *cb = buf + 3 * d * d, *pw = cb + 3 * d, *pb = pw + d * d;
+    for (int k = 0; k < 3; k++) {
+        g2f_tensor_read_f32(W[k], 0, d * d, tmp); /* [h, i, j]: q_h[j] = sum_i x_i W[h, i, j] */
+        for (size_t h = 0; h < H; h++)
+            for (size_t i = 0; i < d; i++)
+                for (size_t j = 0; j < dh; j++) cw[i * 3 * d + k * d + h * dh + j] = tmp[(h * d + i) * dh + j];
+        if (B[k]) g2f_tensor_read_f32(B[k], 0, d, cb + k * d);
+        else memset(cb + k * d, 0, d * sizeof(float));
+    }
+    g2f_tensor_read_f32(O, 0, d * d, pw); /* [h, j, o] = rows h * dh + j of a Conv1D (d, d) */
+    if (BO && BO->numel == d && g2f_dtype_is_float(BO->dtype)) g2f_tensor_read_f32(BO, 0, d, pb);
+    else memset(pb, 0, d * sizeof(float));
+    free(tmp);
+    b->owned = buf;
+    b->attn_w = cw;
+    b->attn_b = B[0] ? cb : NULL;
+    b->aproj_w = pw;
+    b->aproj_b = BO ? pb : NULL;
+    b->layout_attn = b->layout_aproj = G2F_LAYOUT_CONV1D;
+    b->has_attn = 1;
+    b->src[0] = W[0];
+    b->src[1] = B[0];
+    b->src[2] = O;
+    b->src[3] = BO;
+    return G2F_OK;
+}
+
+g2f_status g2f_model_block_load(const g2f_model *m, size_t layer, size_t n_head, g2f_block *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    const scheme *S = &schemes[m->scheme];
+    size_t d = m->info.n_embd;
+    out->n_embd = d;
+    out->n_head = n_head ? n_head : m->info.n_head;
+    g2f_status st = g2f_model_layer_load(m, layer, &out->mlp, err);
+    if (st == G2F_OK) st = g2f_model_ln_load(m, 1, layer, &out->ln_1, err);
+    if (st == G2F_OK) st = g2f_model_ln_load(m, 2, layer, &out->ln_2, err);
+    if (st != G2F_OK) goto fail;
+    if (!S->attn[0]) {
+        if (out->n_head && (st = tl_attention(m, layer, d, out->n_head, out, err)) != G2F_OK) goto fail;
+        return G2F_OK;
+    }
+    const g2f_tensor *x[4];
+    for (int k = 0; k < 4; k++) out->src[k] = x[k] = lookup(m, S->attn[k], (int)layer);
+    if (!x[0] || !x[2]) return G2F_OK; /* no attention weights: an FFN-only checkpoint */
+    g2f_layout lay = m->info.layout;
+    float *owned[4] = {0};
+    const float *v[4] = {0};
+    st = matrix_view(m, x[0], lay == G2F_LAYOUT_CONV1D ? d : 3 * d, lay == G2F_LAYOUT_CONV1D ? 3 * d : d, &owned[0],
+                     &v[0], err);
+    if (st == G2F_OK) st = matrix_view(m, x[2], d, d, &owned[2], &v[2], err);
+    if (st == G2F_OK) st = vector_view(m, x[1], 3 * d, "c_attn bias", &owned[1], &v[1], err);
+    if (st == G2F_OK) st = vector_view(m, x[3], d, "attention c_proj bias", &owned[3], &v[3], err);
+    if (st == G2F_OK) {
+        /* one owned block for whatever was converted */
+        size_t need = 0, sizes[4] = {3 * d * d, 3 * d, d * d, d};
+        for (int k = 0; k < 4; k++) need += owned[k] ? sizes[k] : 0;
+        if (need) {
+            out->owned = g2f_alloc_work(need, 1, sizeof(float), "the attention weights", err);
+            if (!out->owned) st = err ? err->status : G2F_ERR_NOMEM;
+            float *p = out->owned;
+            for (int k = 0; st == G2F_OK && k < 4; k++)
+                if (owned[k]) {
+                    memcpy(p, owned[k], sizes[k] * sizeof(float));
+                    v[k] = p;
+                    p += sizes[k];
+                }
+        }
+    }
+    for (int k = 0; k < 4; k++) free(owned[k]);
+    if (st != G2F_OK) goto fail;
+    out->attn_w = v[0];
+    out->attn_b = v[1];
+    out->aproj_w = v[2];
+    out->aproj_b = v[3];
+    out->layout_attn = out->layout_aproj = lay;
+    out->has_attn = 1;
+    return G2F_OK;
+fail:
+    g2f_block_free(out);
+    return st;
+}
+
+void g2f_block_free(g2f_block *b) {
+    if (!b) return;
+    for (int k = 0; k < 4; k++)
+        if (b->src[k] && !b->owned) g2f_mapping_release(b->src[k]->data, b->src[k]->nbytes);
+    g2f_layer_free(&b->mlp);
+    g2f_ln_free(&b->ln_1);
+    g2f_ln_free(&b->ln_2);
+    free(b->owned);
+    memset(b, 0, sizeof *b);
 }

@@ -73,6 +73,8 @@ typedef struct g2f_model_info {
     const char *config_activation; /* the config's string, or NULL */
     double ln_eps;             /* LayerNorm epsilon: config.json layer_norm_epsilon, else 1e-5 */
     int config_has_ln_eps;
+    size_t n_head;             /* attention heads, 0 when nothing says (then attention is not checked) */
+    const char *n_head_source; /* where n_head came from, or NULL */
 } g2f_model_info;
 
 /* The four FFN tensors of a layer, in the one order every per-tensor array
@@ -144,6 +146,27 @@ typedef struct g2f_ln {
  * output_norm). Free with g2f_ln_free. */
 g2f_status g2f_model_ln_load(const g2f_model *m, int which, size_t layer, g2f_ln *out, g2f_error *err);
 void g2f_ln_free(g2f_ln *ln);
+
+/* A whole GPT-2 block's weights as floats (views, or converted copies it
+ * owns): ln_1, attention (c_attn: layout Conv1D (d, 3d) or Linear (3d, d),
+ * q, k, v in that order along the 3d; c_proj: (d, d)), ln_2 and the FFN.
+ * has_attn is 0 when the checkpoint holds no attention weights (an FFN-only
+ * file): the attention stages are then skipped. */
+typedef struct g2f_block {
+    size_t n_embd, n_head;
+    g2f_ln ln_1, ln_2;
+    int has_attn;
+    const float *attn_w, *attn_b;   /* bias (3d) or NULL */
+    const float *aproj_w, *aproj_b; /* bias (d) or NULL */
+    g2f_layout layout_attn, layout_aproj;
+    g2f_layer mlp;
+    float *owned;                   /* converted copies of the attention weights */
+    const g2f_tensor *src[4];       /* as found: c_attn weight, bias, c_proj weight, bias (NULL when absent) */
+} g2f_block;
+/* Loads layer's block (after g2f_model_open); n_head overrides the model's
+ * when not 0. Free with g2f_block_free (it drops the mapped pages too). */
+g2f_status g2f_model_block_load(const g2f_model *m, size_t layer, size_t n_head, g2f_block *out, g2f_error *err);
+void g2f_block_free(g2f_block *b);
 
 /* Maps an HF activation_function string to a GELU form; 0 when it is not
  * one of gelu_new, gelu_pytorch_tanh, gelu_fast (tanh) or gelu (erf). */

@@ -1,0 +1,715 @@
+/* g2f_block: the block's stages; see g2f_block.h. */
+#include "g2f_block.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "g2f_attn.h"
+#include "g2f_ffn.h"
+#include "g2f_layernorm.h"
+
+static const char *const stage_names[] = {"ln_1", "attn", "mid", "ln_2", "mlp", "out"};
+_Static_assert(sizeof stage_names / sizeof stage_names[0] == G2F_STAGE_COUNT, "one name per stage");
+
+const char *g2f_stage_name(g2f_stage s) { return (unsigned)s < G2F_STAGE_COUNT ? stage_names[s] : "?"; }
+
+#define U 0x1p-24
+
+void g2f_block_cause_codes(const g2f_block_cause *c, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++) {
+        if (!(c->codes & G2F_DIAG_BIT(d))) continue;
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", g2f_diag_name((g2f_diag)d));
+        if (used >= n) break;
+        static const char letters[] = "qkv";
+        if (d == G2F_DIAG_QKV_ORDER) { /* the name of each third in the port's order */
+            char perm[4] = {0};
+            for (int r = 0; r < 3; r++) perm[c->qkv_perm[r]] = letters[r];
+            used += (size_t)snprintf(buf + used, n - used, ":%s", perm);
+        } else if (d == G2F_DIAG_ATTN_BIAS_MISSING || d == G2F_DIAG_LAYOUT_MISREAD) {
+            used += (size_t)snprintf(buf + used, n - used, ":%s", c->which == 1 ? "c_attn" : "attn.c_proj");
+        } else if (d == G2F_DIAG_RESIDUAL_MISSING) {
+            used += (size_t)snprintf(buf + used, n - used, ":%s", c->which == 1 ? "mid" : "out");
+        } else if (d == G2F_DIAG_LN_EPS) {
+            used += (size_t)snprintf(buf + used, n - used, ":%g", c->eps);
+        } else if (d == G2F_DIAG_WEIGHTS_FROM_LAYER) {
+            used += (size_t)snprintf(buf + used, n - used, ":%ld", c->from_layer);
+        }
+    }
+}
+
+/* ---- one sequence's buffers ------------------------------------------ */
+
+typedef struct seq {
+    size_t T, d, H;
+    /* (T, d) each: values and absolute variances */
+    float *x, *vx, *a, *va, *merged, *vmerged, *ao, *vao, *mid, *vmid, *l2, *vl2, *mo, *vmo, *out, *vout, *tmp;
+    float *qkv, *vqkv;            /* (T, 3d) */
+    float *probs, *vprobs;        /* (H, T, T) */
+    float *hq, *hk, *hv, *hvq, *hvk, *hvv, *hz, *a2;   /* per head (T, dh); a2 (T, max(3d, T)) scratch */
+    float *S, *S2, *S3;           /* (T, T) */
+    float *pre, *act, *q, *tpre, *tact; /* (T, 4d or n_inner) for the chained FFN */
+    double *e1, *e2;              /* expected values (T, max width) */
+    double *rstd;                 /* (T) */
+} seq;
+
+static size_t max2(size_t a, size_t b) { return a > b ? a : b; }
+
+static g2f_status seq_alloc(seq *s, size_t layer, size_t T, size_t d, size_t H, size_t h, void **block,
+                            g2f_error *err) {
+    memset(s, 0, sizeof *s);
+    s->T = T, s->d = d, s->H = H;
+    size_t dh = H ? d / H : d, w = max2(max2(3 * d, T), h);
+    /* floats per token: 17 (T, d), 2 (T, 3d), 2 H T (probs), 7 dh (heads), w (a2), 3 T (S),
+     * 5 h (FFN); doubles: 2 w + 1 */
+    size_t per = 17 * d + 6 * d + 2 * H * T + 7 * dh + w + 3 * T + 5 * h + 2 * (2 * w + 1);
+    char what[96];
+    snprintf(what, sizeof what, "layer %zu: the block's buffers for a sequence of %zu tokens", layer, T);
+    float *p = g2f_alloc_work(T ? T : 1, per, sizeof(float), what, err);
+    if (!p) return err ? err->status : G2F_ERR_NOMEM;
+    *block = p;
+    double *dp = (double *)(void *)p;
+    s->e1 = dp, dp += T * w;
+    s->e2 = dp, dp += T * w;
+    s->rstd = dp, dp += T;
+    p = (float *)(void *)dp;
+    float **dd[] = {&s->x, &s->vx, &s->a, &s->va, &s->merged, &s->vmerged, &s->ao, &s->vao, &s->mid,
+                    &s->vmid, &s->l2, &s->vl2, &s->mo, &s->vmo, &s->out, &s->vout, &s->tmp};
+    for (size_t i = 0; i < sizeof dd / sizeof dd[0]; i++) *dd[i] = p, p += T * d;
+    s->qkv = p, p += 3 * T * d;
+    s->vqkv = p, p += 3 * T * d;
+    s->probs = p, p += H * T * T;
+    s->vprobs = p, p += H * T * T;
+    float **hh[] = {&s->hq, &s->hk, &s->hv, &s->hvq, &s->hvk, &s->hvv, &s->hz};
+    for (size_t i = 0; i < 7; i++) *hh[i] = p, p += T * dh;
+    s->a2 = p, p += T * w;
+    s->S = p, p += T * T;
+    s->S2 = p, p += T * T;
+    s->S3 = p, p += T * T;
+    s->pre = p, p += T * h;
+    s->act = p, p += T * h;
+    s->q = p, p += T * h;
+    s->tpre = p, p += T * h;
+    s->tact = p;
+    return G2F_OK;
+}
+
+/* ---- the computations, each with its variance ------------------------- */
+
+/* How a stage is computed: the checkpoint's weights, or a porting bug. */
+typedef struct how {
+    const g2f_block *b;
+    g2f_attn_opts attn;
+    int no_attn_b, no_proj_b, misread; /* misread: bit 1 c_attn, bit 2 attn.c_proj */
+    double eps1, eps2;
+    int no_w1, no_b1, no_w2, no_b2;
+    int no_res_mid, no_res_out;
+    size_t n_head;
+    int n_threads;
+} how;
+
+/* y = LayerNorm(x) with its variance: the LayerNorm's own rounding
+ * (g2f_tol_layernorm_var) and x's variance through the normalization's
+ * Jacobian, dy_j/dx_k = w_j r (delta_jk - 1/d - z_j z_k / d) with z the
+ * normalized x: var_j = w_j^2 r^2 (v_j (1 - 2 (1 + z_j^2) / d) + (A + 2 z_j B
+ * + z_j^2 C) / d^2), A, B, C = sum_k v_k, z_k v_k, z_k^2 v_k (an outlier
+ * channel moves every output through the mean and the scale). */
+static void ln_stage(const float *x, const float *vx, size_t T, size_t d, const g2f_ln *ln, double eps, int no_w,
+                     int no_b, float *y, float *vy, double *rstd, int n_threads) {
+    const float *w = no_w ? NULL : ln->w, *b = no_b ? NULL : ln->b;
+    g2f_ln_forward(x, T, d, w, b, eps, y, NULL, rstd, n_threads);
+    g2f_tol_layernorm_var(x, y, T, d, w, b, eps, 0.0, vy, n_threads);
+    double n = (double)d;
+    for (size_t t = 0; t < T; t++) {
+        const float *xr = x + t * d, *vr = vx + t * d;
+        double mu = 0, A = 0, B = 0, C = 0, r = rstd[t];
+        for (size_t k = 0; k < d; k++) mu += xr[k];
+        mu /= n;
+        for (size_t k = 0; k < d; k++) {
+            double z = ((double)xr[k] - mu) * r;
+            A += vr[k], B += z * vr[k], C += z * z * vr[k];
+        }
+        for (size_t j = 0; j < d; j++) {
+            double wj = w ? w[j] : 1.0, z = ((double)xr[j] - mu) * r;
+            double v = vr[j] * (1 - 2 * (1 + z * z) / n) + (A + 2 * z * B + z * z * C) / (n * n);
+            vy[t * d + j] += (float)(wj * wj * r * r * (v > 0 ? v : 0));
+        }
+    }
+}
+
+/* z = x + y, var = var_x + var_y + (u z)^2. */
+static void add_stage(const float *x, const float *vx, const float *y, const float *vy, size_t n, int no_x, float *z,
+                      float *vz) {
+    for (size_t i = 0; i < n; i++) {
+        z[i] = no_x ? y[i] : x[i] + y[i];
+        vz[i] = (float)((no_x ? 0.0 : (double)vx[i]) + vy[i] + U * U * (double)z[i] * z[i]);
+    }
+}
+
+/* c (m, n) = a (m, k) B + bias and its variance: u^2 (k/2 sum a^2 B^2 +
+ * k/3 c^2) + sum var_a B^2, one GEMM beside the product (A2 = k/2 a^2 +
+ * var_a / u^2, units of u^2). */
+static void gemm_var(const float *a, const float *va, size_t m, size_t k, const float *B, int b_trans, size_t n,
+                     const float *bias, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws) {
+    for (size_t i = 0; i < m * k; i++) a2[i] = (float)((double)k / 2 * a[i] * a[i] + va[i] / (U * U));
+    g2f_matmul_sq(a, a2, m, k, B, b_trans, n, bias, c, vc, n_threads, ws);
+    for (size_t i = 0; i < m * n; i++) vc[i] = (float)(U * U * ((double)vc[i] + (double)k / 3 * c[i] * c[i]));
+}
+
+/* The index in a (T, 3d) qkv row of part r (0 q, 1 k, 2 v) of head h, feature j. */
+static size_t qkv_index(const g2f_attn_opts *o, size_t d, size_t H, size_t part, size_t h, size_t j) {
+    size_t dh = d / H, third = (size_t)o->qkv_order[part];
+    return third * d + (o->heads_interleaved ? j * H + h : h * dh + j);
+}
+
+static size_t merged_index(const g2f_attn_opts *o, size_t d, size_t H, size_t h, size_t j) {
+    return o->heads_interleaved ? j * H + h : h * (d / H) + j;
+}
+
+/* The attention stage from a (T, d) with variance va: qkv, probs, merged,
+ * ao and their variances. */
+static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float *va, g2f_attn_ws *aws, g2f_ffn_ws *ws,
+                             g2f_error *err) {
+    const g2f_block *b = hw->b;
+    size_t T = s->T, d = s->d, H = hw->n_head, dh = d / H;
+    g2f_layout lay = hw->misread & 1 ? (b->layout_attn == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D)
+                                     : b->layout_attn;
+    gemm_var(a, va, T, d, b->attn_w, lay == G2F_LAYOUT_LINEAR, 3 * d, hw->no_attn_b ? NULL : b->attn_b, s->qkv, s->vqkv,
+             s->a2, hw->n_threads, ws);
+    g2f_status st = g2f_attn_forward(s->qkv, T, d, H, &hw->attn, s->merged, s->probs, hw->n_threads, aws, err);
+    if (st != G2F_OK) return st;
+    const g2f_attn_opts *o = &hw->attn;
+    double sc = o->scale;
+    for (size_t h = 0; h < H; h++) {
+        for (size_t t = 0; t < T; t++)
+            for (size_t j = 0; j < dh; j++) {
+                size_t iq = t * 3 * d + qkv_index(o, d, H, 0, h, j), ik = t * 3 * d + qkv_index(o, d, H, 1, h, j),
+                       iv = t * 3 * d + qkv_index(o, d, H, 2, h, j);
+                s->hq[t * dh + j] = s->qkv[iq], s->hvq[t * dh + j] = s->vqkv[iq];
+                s->hk[t * dh + j] = s->qkv[ik], s->hvk[t * dh + j] = s->vqkv[ik];
+                s->hv[t * dh + j] = s->qkv[iv], s->hvv[t * dh + j] = s->vqkv[iv];
+            }
+        /* scores and their variance: S = q k^T, S2 = (dh/2 q^2 + var_q/u^2) (k^2)^T, S3 = q^2 (var_k/u^2)^T */
+        for (size_t i = 0; i < T * dh; i++)
+            s->a2[i] = (float)((double)dh / 2 * s->hq[i] * s->hq[i] + s->hvq[i] / (U * U));
+        g2f_matmul_sq(s->hq, s->a2, T, dh, s->hk, 1, T, NULL, s->S, s->S2, hw->n_threads, ws);
+        for (size_t i = 0; i < T * dh; i++) s->hz[i] = s->hq[i] * s->hq[i], s->a2[i] = (float)(s->hvk[i] / (U * U));
+        g2f_matmul_sq(s->hz, NULL, T, dh, s->a2, 1, T, NULL, s->S3, NULL, hw->n_threads, ws);
+        float *P = s->probs + h * T * T, *VP = s->vprobs + h * T * T;
+        for (size_t i = 0; i < T; i++) {
+            size_t nk = o->causal ? i + 1 : T;
+            double sum_p2 = 0, sum_pv = 0;
+            for (size_t j = 0; j < nk; j++) {
+                double raw = (double)s->S[i * T + j];
+                double vs = sc * sc * U * U * ((double)s->S2[i * T + j] + s->S3[i * T + j] + (double)dh / 3 * raw * raw) +
+                            U * U * sc * sc * raw * raw;
+                s->S[i * T + j] = (float)vs; /* the score's variance, kept in S */
+                double p = P[i * T + j];
+                sum_p2 += p * p;
+                sum_pv += p * p * vs;
+            }
+            for (size_t j = 0; j < T; j++) {
+                double p = P[i * T + j];
+                VP[i * T + j] =
+                    j < nk ? (float)(2 * p * p * ((double)s->S[i * T + j] + sum_pv) +
+                                     p * p * U * U * ((double)nk / 2 * sum_p2 + (double)nk / 3 + 3))
+                           : 0.0f;
+            }
+        }
+        /* z = P v over the keys: Z2 = (T/2 p^2 + var_p/u^2) (v^2), Z3 = p^2 (var_v/u^2) */
+        for (size_t i = 0; i < T * T; i++) {
+            double p = P[i];
+            s->S2[i] = (float)((double)T / 2 * p * p + VP[i] / (U * U));
+            s->S3[i] = (float)(p * p);
+        }
+        for (size_t i = 0; i < T * dh; i++) s->a2[i] = (float)(s->hvv[i] / (U * U));
+        g2f_matmul_sq(P, s->S2, T, T, s->hv, 0, dh, NULL, s->hz, s->hvq, hw->n_threads, ws); /* hvq: Z2 */
+        g2f_matmul_sq(s->S3, NULL, T, T, s->a2, 0, dh, NULL, s->hvk, NULL, hw->n_threads, ws); /* hvk: Z3 */
+        for (size_t t = 0; t < T; t++)
+            for (size_t j = 0; j < dh; j++) {
+                size_t mi = t * d + merged_index(o, d, H, h, j);
+                double z = s->merged[mi];
+                s->vmerged[mi] = (float)(U * U * ((double)s->hvq[t * dh + j] + s->hvk[t * dh + j] + (double)T / 3 * z * z));
+            }
+    }
+    g2f_layout lp = hw->misread & 2 ? (b->layout_aproj == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D)
+                                    : b->layout_aproj;
+    gemm_var(s->merged, s->vmerged, T, d, b->aproj_w, lp == G2F_LAYOUT_LINEAR, d, hw->no_proj_b ? NULL : b->aproj_b,
+             s->ao, s->vao, s->a2, hw->n_threads, ws);
+    return G2F_OK;
+}
+
+/* The FFN from x (T, d) with variance vx: pre, act and out (mo) with their
+ * tolerances (tpre, tact as tolerances; vmo as variance). */
+static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params *tp, seq *s, const float *x,
+                      const float *vx, int n_threads, g2f_ffn_ws *ws) {
+    size_t T = s->T, d = w->n_embd, h = w->n_inner;
+    double lambda = tp->lambda > 0 ? tp->lambda : G2F_TOL_LAMBDA;
+    for (size_t i = 0; i < T * d; i++) s->a2[i] = (float)((double)x[i] * x[i] + 2.0 * vx[i] / ((double)d * U * U));
+    g2f_matmul_sq(x, s->a2, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, s->pre, s->q, n_threads, ws);
+    g2f_ffn_gelu(g, s->pre, T * h, s->act, n_threads);
+    g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, 0.0);
+    for (size_t i = 0; i < T * h; i++) s->e1[i] = 0; /* no stored rounding here: the comparisons add it */
+    g2f_tol_ffn_hidden(T * h, d, h, s->pre, s->act, s->q, s->e1, s->e1, &un, lambda, s->tpre, s->tact, s->q, n_threads);
+    g2f_ffn_proj_sq(w, s->act, s->q, T, s->mo, s->vmo, n_threads, ws);
+    g2f_tol_ffn_out(T * d, h, s->mo, s->vmo, s->e1, &un, lambda, s->vmo, n_threads);
+    for (size_t i = 0; i < T * d; i++) s->vmo[i] = (float)((double)s->vmo[i] * s->vmo[i] / (lambda * lambda));
+}
+
+/* ---- comparisons ------------------------------------------------------- */
+
+typedef struct acc {
+    size_t mismatched, total;
+    double margin;
+    g2f_cmp worst;
+    const char *worst_tensor;
+    int any;
+} acc;
+
+/* Compares the expected e with c (n values, flat index offset base), the
+ * tolerance lambda sqrt(var) (or var itself when is_tol) plus the stored
+ * dtype's rounding. */
+static void compare(acc *A, const char *name, const double *e, const float *c, const float *var, int is_tol, size_t n,
+                    g2f_dtype dt, double lambda, float *tol) {
+    double us = g2f_dtype_store_roundoff(dt);
+    for (size_t i = 0; i < n; i++)
+        tol[i] = (float)((is_tol ? (double)var[i] : lambda * sqrt((double)var[i])) + us * fabs(e[i]));
+    g2f_cmp r;
+    g2f_compare(e, c, tol, n, &r);
+    A->mismatched += r.mismatched;
+    A->total += r.total;
+    if (!A->any || r.margin > A->margin || (r.nonfinite && !A->worst.nonfinite)) {
+        A->margin = r.margin;
+        A->worst = r;
+        A->worst_tensor = name;
+    }
+    A->any = 1;
+}
+
+/* Reads a sequence's rows of a recorded tensor (width values per token). */
+static void read_seq(const g2f_tensor *t, size_t s, size_t T, size_t width, float *f, double *dbl) {
+    uint64_t at = (uint64_t)s * T * width, n = (uint64_t)T * width;
+    if (f) g2f_tensor_read_f32(t, at, n, f);
+    if (dbl) g2f_tensor_read_f64(t, at, n, dbl);
+}
+
+/* The input variance of a recorded tensor: its own rounding. */
+static void input_var(const float *x, size_t n, g2f_dtype dt, float *v) {
+    double u = g2f_dtype_store_roundoff(dt);
+    if (dt == G2F_DTYPE_F64) u = U;
+    for (size_t i = 0; i < n; i++) v[i] = (float)(u * u * (double)x[i] * x[i]);
+}
+
+/* ---- the checks ------------------------------------------------------- */
+
+typedef struct ctx {
+    const g2f_fixture *f;
+    size_t L, n_seq, T, d, H;
+    const g2f_block_params *p;
+    double lambda;
+    seq s;
+    g2f_attn_ws aws;
+    g2f_ffn_ws ws;
+} ctx;
+
+static const g2f_tensor *stage_t(const ctx *c, g2f_bx_kind k) { return g2f_fixture_block(c->f, c->L, k); }
+
+/* Compares the attention stage's outputs with what the fixture records. */
+static void compare_attn(ctx *c, acc *A, size_t sq) {
+    seq *s = &c->s;
+    size_t T = c->T, d = c->d, H = c->H, dh = d / H;
+    const g2f_tensor *t;
+    if ((t = stage_t(c, G2F_BX_QKV))) {
+        read_seq(t, sq, T, 3 * d, NULL, s->e1);
+        compare(A, "attn.qkv", s->e1, s->qkv, s->vqkv, 0, T * 3 * d, t->dtype, c->lambda, s->a2);
+    }
+    static const g2f_bx_kind split[3] = {G2F_BX_Q, G2F_BX_K, G2F_BX_V};
+    static const char *const split_names[3] = {"attn.hook_q", "attn.hook_k", "attn.hook_v"};
+    for (int part = 0; part < 3; part++) { /* TransformerLens: [T, H, dh] = the GPT-2 third, in place */
+        if (!(t = stage_t(c, split[part]))) continue;
+        read_seq(t, sq, T, d, NULL, s->e1);
+        for (size_t tk = 0; tk < T; tk++)
+            for (size_t j = 0; j < d; j++) {
+                s->tmp[tk * d + j] = s->qkv[tk * 3 * d + (size_t)part * d + j];
+                s->x[0] = s->x[0];
+                s->hz[0] = s->hz[0];
+                s->vx[tk * d + j] = s->vqkv[tk * 3 * d + (size_t)part * d + j];
+            }
+        compare(A, split_names[part], s->e1, s->tmp, s->vx, 0, T * d, t->dtype, c->lambda, s->a2);
+    }
+    if ((t = stage_t(c, G2F_BX_PROBS))) {
+        for (size_t h = 0; h < H; h++) { /* (n_seq, H, T, T): this sequence's block */
+            g2f_tensor_read_f64(t, ((uint64_t)sq * H + h) * T * T, (uint64_t)T * T, s->e1);
+            compare(A, "attn.probs", s->e1, s->probs + h * T * T, s->vprobs + h * T * T, 0, T * T, t->dtype, c->lambda,
+                    s->a2);
+        }
+    }
+    if ((t = stage_t(c, G2F_BX_MERGED)) || (t = stage_t(c, G2F_BX_Z))) {
+        read_seq(t, sq, T, d, NULL, s->e1);
+        compare(A, t == stage_t(c, G2F_BX_Z) ? "attn.hook_z" : "attn.merged", s->e1, s->merged, s->vmerged, 0, T * d,
+                t->dtype, c->lambda, s->a2);
+    }
+    if ((t = stage_t(c, G2F_BX_ATTN_OUT))) {
+        read_seq(t, sq, T, d, NULL, s->e1);
+        compare(A, "attn.out", s->e1, s->ao, s->vao, 0, T * d, t->dtype, c->lambda, s->a2);
+    }
+    (void)dh;
+}
+
+static int attn_recorded(const ctx *c) {
+    return stage_t(c, G2F_BX_QKV) || stage_t(c, G2F_BX_Q) || stage_t(c, G2F_BX_K) || stage_t(c, G2F_BX_V) ||
+           stage_t(c, G2F_BX_PROBS) || stage_t(c, G2F_BX_MERGED) || stage_t(c, G2F_BX_Z) ||
+           stage_t(c, G2F_BX_ATTN_OUT);
+}
+
+/* The isolated check of one stage under hw: every sequence; *A gets the comparisons. */
+static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_error *err) {
+    seq *s = &c->s;
+    size_t T = c->T, d = c->d;
+    const g2f_fixture *f = c->f;
+    memset(A, 0, sizeof *A);
+    for (size_t sq = 0; sq < c->n_seq; sq++) {
+        const g2f_tensor *t;
+        switch (st) {
+        case G2F_STAGE_LN1:
+        case G2F_STAGE_LN2: {
+            const g2f_tensor *in = st == G2F_STAGE_LN1 ? stage_t(c, G2F_BX_IN) : stage_t(c, G2F_BX_MID);
+            t = st == G2F_STAGE_LN1 ? stage_t(c, G2F_BX_LN1) : g2f_fixture_input(f, c->L);
+            read_seq(in, sq, T, d, s->x, NULL);
+            input_var(s->x, T * d, in->dtype, s->vx);
+            const g2f_ln *ln = st == G2F_STAGE_LN1 ? &hw->b->ln_1 : &hw->b->ln_2;
+            ln_stage(s->x, s->vx, T, d, ln, st == G2F_STAGE_LN1 ? hw->eps1 : hw->eps2,
+                     st == G2F_STAGE_LN1 ? hw->no_w1 : hw->no_w2, st == G2F_STAGE_LN1 ? hw->no_b1 : hw->no_b2, s->a,
+                     s->va, s->rstd, hw->n_threads);
+            read_seq(t, sq, T, d, NULL, s->e1);
+            compare(A, st == G2F_STAGE_LN1 ? "ln_1.out" : "ln_2.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda,
+                    s->tmp);
+            break;
+        }
+        case G2F_STAGE_ATTN: {
+            t = stage_t(c, G2F_BX_LN1);
+            read_seq(t, sq, T, d, s->a, NULL);
+            input_var(s->a, T * d, t->dtype, s->va);
+            g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, err);
+            if (e != G2F_OK) return e;
+            compare_attn(c, A, sq);
+            break;
+        }
+        case G2F_STAGE_MID:
+        case G2F_STAGE_OUT: {
+            const g2f_tensor *tx = st == G2F_STAGE_MID ? stage_t(c, G2F_BX_IN) : stage_t(c, G2F_BX_MID);
+            const g2f_tensor *ty = st == G2F_STAGE_MID ? stage_t(c, G2F_BX_ATTN_OUT) : f ? NULL : NULL;
+            if (st == G2F_STAGE_OUT) {
+                g2f_fixture_views fv;
+                g2f_error e2 = {0};
+                ty = g2f_fixture_layer_views(f, c->L, &fv, &e2) == G2F_OK ? fv.t[G2F_FX_OUT] : NULL;
+            }
+            t = st == G2F_STAGE_MID ? stage_t(c, G2F_BX_MID) : stage_t(c, G2F_BX_OUT);
+            read_seq(tx, sq, T, d, s->x, NULL);
+            input_var(s->x, T * d, tx->dtype, s->vx);
+            read_seq(ty, sq, T, d, s->a, NULL);
+            input_var(s->a, T * d, ty->dtype, s->va);
+            add_stage(s->x, s->vx, s->a, s->va, T * d, st == G2F_STAGE_MID ? hw->no_res_mid : hw->no_res_out, s->mid,
+                      s->vmid);
+            read_seq(t, sq, T, d, NULL, s->e1);
+            compare(A, st == G2F_STAGE_MID ? "mid" : "out", s->e1, s->mid, s->vmid, 0, T * d, t->dtype, c->lambda,
+                    s->tmp);
+            break;
+        }
+        default: break;
+        }
+    }
+    return G2F_OK;
+}
+
+/* Which stages are recorded with their inputs. */
+static int stage_recorded(const ctx *c, g2f_stage st) {
+    const g2f_fixture *f = c->f;
+    switch (st) {
+    case G2F_STAGE_LN1: return stage_t(c, G2F_BX_IN) && stage_t(c, G2F_BX_LN1);
+    case G2F_STAGE_ATTN: return stage_t(c, G2F_BX_LN1) && attn_recorded(c);
+    case G2F_STAGE_MID: return stage_t(c, G2F_BX_IN) && stage_t(c, G2F_BX_ATTN_OUT) && stage_t(c, G2F_BX_MID);
+    case G2F_STAGE_LN2: return stage_t(c, G2F_BX_MID) && g2f_fixture_input(f, c->L);
+    case G2F_STAGE_OUT: return stage_t(c, G2F_BX_MID) && g2f_fixture_has_layer(f, c->L) && stage_t(c, G2F_BX_OUT);
+    default: return 0;
+    }
+}
+
+static void fill_stage(g2f_stage_result *r, const acc *A) {
+    r->checked = 1;
+    r->mismatched = A->mismatched;
+    r->total = A->total;
+    r->margin = A->margin;
+    r->worst = A->worst;
+    r->worst_tensor = A->worst_tensor;
+    r->pass = A->mismatched == 0;
+}
+
+/* ---- diagnosis of a failing stage -------------------------------------- */
+
+/* Rounded copies of a block's attention and LayerNorm weights. */
+typedef struct rounded {
+    g2f_block b;
+    float *buf;
+} rounded;
+
+static g2f_status round_block(const g2f_block *src, g2f_round r, rounded *out, g2f_error *err) {
+    size_t d = src->n_embd, n = 4 * d * d + 4 * d + 4 * d;
+    out->b = *src;
+    out->buf = g2f_alloc_work(n, 1, sizeof(float), "diagnosis: rounded block weights", err);
+    if (!out->buf) return err ? err->status : G2F_ERR_NOMEM;
+    float *p = out->buf;
+    const float *from[8] = {src->attn_w, src->attn_b, src->aproj_w, src->aproj_b,
+                            src->ln_1.w, src->ln_1.b, src->ln_2.w, src->ln_2.b};
+    size_t sizes[8] = {3 * d * d, 3 * d, d * d, d, d, d, d, d};
+    const float **to[8] = {&out->b.attn_w, &out->b.attn_b, &out->b.aproj_w, &out->b.aproj_b,
+                           &out->b.ln_1.w, &out->b.ln_1.b, &out->b.ln_2.w, &out->b.ln_2.b};
+    for (int k = 0; k < 8; k++) {
+        if (!from[k]) continue;
+        g2f_round_span(r, from[k], p, sizes[k]);
+        *to[k] = p;
+        p += sizes[k];
+    }
+    return G2F_OK;
+}
+
+typedef struct cand {
+    how hw;
+    g2f_block_cause cause;
+} cand;
+
+/* Keeps the causes sorted by margin: the best fit first. */
+static void add_cause(g2f_stage_result *r, const g2f_block_cause *c) {
+    size_t i = r->n_causes < G2F_BLOCK_MAX_CAUSES ? r->n_causes++ : G2F_BLOCK_MAX_CAUSES - 1;
+    if (i == G2F_BLOCK_MAX_CAUSES - 1 && r->n_causes == G2F_BLOCK_MAX_CAUSES && r->causes[i].margin <= c->margin) return;
+    while (i > 0 && r->causes[i - 1].margin > c->margin) r->causes[i] = r->causes[i - 1], i--;
+    r->causes[i] = *c;
+}
+
+static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2f_model *m, g2f_stage_result *r,
+                                 g2f_error *err) {
+    static const double eps_list[] = {1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3};
+    static const int perms[5][3] = {{1, 0, 2}, {0, 2, 1}, {2, 1, 0}, {1, 2, 0}, {2, 0, 1}};
+    cand cs[64];
+    size_t n = 0;
+    g2f_block_cause none;
+    memset(&none, 0, sizeof none);
+    none.from_layer = -1;
+#define ADD(code, setup)                                                                                                \
+    do {                                                                                                               \
+        cand k_ = {*base, none};                                                                                       \
+        k_.cause.codes = G2F_DIAG_BIT(code);                                                                           \
+        setup;                                                                                                         \
+        cs[n++] = k_;                                                                                                  \
+    } while (0)
+    if (st == G2F_STAGE_LN1 || st == G2F_STAGE_LN2) {
+        int one = st == G2F_STAGE_LN1;
+        double cur = one ? base->eps1 : base->eps2;
+        for (size_t i = 0; i < sizeof eps_list / sizeof eps_list[0]; i++)
+            if (fabs(eps_list[i] - cur) > 1e-3 * cur)
+                ADD(G2F_DIAG_LN_EPS, (k_.cause.eps = eps_list[i], k_.cause.which = one ? 1 : 2,
+                                      *(one ? &k_.hw.eps1 : &k_.hw.eps2) = eps_list[i]));
+        ADD(G2F_DIAG_LN_BIAS_MISSING, (k_.cause.which = one ? 1 : 2, *(one ? &k_.hw.no_b1 : &k_.hw.no_b2) = 1));
+        ADD(G2F_DIAG_LN_WEIGHT_MISSING, (k_.cause.which = one ? 1 : 2, *(one ? &k_.hw.no_w1 : &k_.hw.no_w2) = 1));
+    } else if (st == G2F_STAGE_ATTN) {
+        double dh = (double)(c->d / c->H);
+        ADD(G2F_DIAG_ATTN_MASK_MISSING, k_.hw.attn.causal = 0);
+        ADD(G2F_DIAG_ATTN_SCALE_MISSING, k_.hw.attn.scale = 1.0);
+        ADD(G2F_DIAG_ATTN_SCALE_LAYER_IDX, k_.hw.attn.scale = 1.0 / (sqrt(dh) * (double)(c->L + 1)));
+        for (int i = 0; i < 5; i++)
+            ADD(G2F_DIAG_QKV_ORDER, (memcpy(k_.hw.attn.qkv_order, perms[i], sizeof perms[i]),
+                                     memcpy(k_.cause.qkv_perm, perms[i], sizeof perms[i])));
+        ADD(G2F_DIAG_HEADS_INTERLEAVED, k_.hw.attn.heads_interleaved = 1);
+        if (base->b->attn_b) ADD(G2F_DIAG_ATTN_BIAS_MISSING, (k_.hw.no_attn_b = 1, k_.cause.which = 1));
+        if (base->b->aproj_b) ADD(G2F_DIAG_ATTN_BIAS_MISSING, (k_.hw.no_proj_b = 1, k_.cause.which = 2));
+        ADD(G2F_DIAG_LAYOUT_MISREAD, (k_.hw.misread = 1, k_.cause.which = 1));
+        ADD(G2F_DIAG_LAYOUT_MISREAD, (k_.hw.misread = 2, k_.cause.which = 2));
+    } else if (st == G2F_STAGE_MID) {
+        ADD(G2F_DIAG_RESIDUAL_MISSING, (k_.hw.no_res_mid = 1, k_.cause.which = 1));
+    } else if (st == G2F_STAGE_OUT) {
+        ADD(G2F_DIAG_RESIDUAL_MISSING, (k_.hw.no_res_out = 1, k_.cause.which = 2));
+    }
+#undef ADD
+    g2f_status e = G2F_OK;
+    for (size_t i = 0; i < n && e == G2F_OK; i++) {
+        acc A;
+        r->hypotheses_tried++;
+        if ((e = run_stage(c, st, &cs[i].hw, &A, err)) != G2F_OK) break;
+        if (A.mismatched == 0) {
+            cs[i].cause.margin = A.margin;
+            add_cause(r, &cs[i].cause);
+        }
+    }
+    /* the weights of the stage rounded, or another layer's */
+    if (e == G2F_OK && !r->n_causes && (st == G2F_STAGE_LN1 || st == G2F_STAGE_LN2 || st == G2F_STAGE_ATTN)) {
+        for (int k = 0; k < 2 && e == G2F_OK; k++) {
+            rounded rb;
+            if ((e = round_block(base->b, k ? G2F_ROUND_BF16 : G2F_ROUND_F16, &rb, err)) != G2F_OK) break;
+            how hw = *base;
+            hw.b = &rb.b;
+            acc A;
+            r->hypotheses_tried++;
+            e = run_stage(c, st, &hw, &A, err);
+            if (e == G2F_OK && A.mismatched == 0) {
+                g2f_block_cause bc = none;
+                bc.codes = G2F_DIAG_BIT(k ? G2F_DIAG_WEIGHTS_BF16_ROUNDED : G2F_DIAG_WEIGHTS_F16_ROUNDED);
+                bc.margin = A.margin;
+                add_cause(r, &bc);
+            }
+            free(rb.buf);
+        }
+        size_t n_layer = g2f_model_get_info(m)->n_layer;
+        for (size_t K = 0; e == G2F_OK && !r->n_causes && K < n_layer; K++) {
+            if (K == c->L) continue;
+            g2f_block other;
+            if ((e = g2f_model_block_load(m, K, c->H, &other, err)) != G2F_OK) break;
+            if (st != G2F_STAGE_ATTN || other.has_attn) {
+                how hw = *base;
+                hw.b = &other;
+                acc A;
+                r->hypotheses_tried++;
+                e = run_stage(c, st, &hw, &A, err);
+                if (e == G2F_OK && A.mismatched == 0) {
+                    g2f_block_cause bc = none;
+                    bc.codes = G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_FROM_LAYER);
+                    bc.from_layer = (long)K;
+                    bc.margin = A.margin;
+                    add_cause(r, &bc);
+                }
+            }
+            g2f_block_free(&other);
+        }
+    }
+    return e;
+}
+
+/* ---- the chained pass -------------------------------------------------- */
+
+static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f_block_result *out, g2f_error *err) {
+    seq *s = &c->s;
+    size_t T = c->T, d = c->d;
+    const g2f_fixture *f = c->f;
+    g2f_fixture_views fv;
+    g2f_error e2 = {0};
+    int have_ffn = g2f_fixture_layer_views(f, c->L, &fv, &e2) == G2F_OK;
+    const g2f_tensor *tin = stage_t(c, G2F_BX_IN);
+    acc A[G2F_STAGE_COUNT];
+    memset(A, 0, sizeof A);
+    int attn_ok = hw->b->has_attn && c->H;
+    for (size_t sq = 0; sq < c->n_seq; sq++) {
+        const g2f_tensor *t;
+        read_seq(tin, sq, T, d, s->x, NULL);
+        input_var(s->x, T * d, tin->dtype, s->vx);
+        ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, s->a, s->va, s->rstd, hw->n_threads);
+        if ((t = stage_t(c, G2F_BX_LN1))) {
+            read_seq(t, sq, T, d, NULL, s->e1);
+            compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
+        }
+        if (!attn_ok) return G2F_OK; /* the rest needs attention */
+        g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, err);
+        if (e != G2F_OK) return e;
+        compare_attn(c, &A[G2F_STAGE_ATTN], sq);
+        add_stage(s->x, s->vx, s->ao, s->vao, T * d, 0, s->mid, s->vmid);
+        if ((t = stage_t(c, G2F_BX_MID))) {
+            read_seq(t, sq, T, d, NULL, s->e1);
+            compare(&A[G2F_STAGE_MID], "mid", s->e1, s->mid, s->vmid, 0, T * d, t->dtype, c->lambda, s->tmp);
+        }
+        ln_stage(s->mid, s->vmid, T, d, &hw->b->ln_2, hw->eps2, 0, 0, s->l2, s->vl2, s->rstd, hw->n_threads);
+        if ((t = g2f_fixture_input(f, c->L))) {
+            read_seq(t, sq, T, d, NULL, s->e1);
+            compare(&A[G2F_STAGE_LN2], "ln_2.out", s->e1, s->l2, s->vl2, 0, T * d, t->dtype, c->lambda, s->tmp);
+        }
+        mlp_stage(mlp, c->p->gelu, c->p->tol, s, s->l2, s->vl2, hw->n_threads, &c->ws);
+        size_t h = mlp->n_inner;
+        if (have_ffn && fv.t[G2F_FX_PRE]) {
+            read_seq(fv.t[G2F_FX_PRE], sq, T, h, NULL, s->e1);
+            compare(&A[G2F_STAGE_MLP], "mlp.pre", s->e1, s->pre, s->tpre, 1, T * h, fv.t[G2F_FX_PRE]->dtype, c->lambda,
+                    s->q);
+        }
+        if (have_ffn && fv.t[G2F_FX_ACT]) {
+            read_seq(fv.t[G2F_FX_ACT], sq, T, h, NULL, s->e1);
+            compare(&A[G2F_STAGE_MLP], "mlp.act", s->e1, s->act, s->tact, 1, T * h, fv.t[G2F_FX_ACT]->dtype, c->lambda,
+                    s->q);
+        }
+        if (have_ffn && fv.t[G2F_FX_OUT]) {
+            read_seq(fv.t[G2F_FX_OUT], sq, T, d, NULL, s->e1);
+            compare(&A[G2F_STAGE_MLP], "mlp.out", s->e1, s->mo, s->vmo, 0, T * d, fv.t[G2F_FX_OUT]->dtype, c->lambda,
+                    s->tmp);
+        }
+        add_stage(s->mid, s->vmid, s->mo, s->vmo, T * d, 0, s->out, s->vout);
+        if ((t = stage_t(c, G2F_BX_OUT))) {
+            read_seq(t, sq, T, d, NULL, s->e1);
+            compare(&A[G2F_STAGE_OUT], "out", s->e1, s->out, s->vout, 0, T * d, t->dtype, c->lambda, s->tmp);
+        }
+    }
+    for (int st = 0; st < G2F_STAGE_COUNT; st++) {
+        if (!A[st].any || A[st].mismatched == 0) continue;
+        out->diverged = 1;
+        out->first_stage = (g2f_stage)st;
+        out->first_tensor = A[st].worst_tensor;
+        out->first_margin = A[st].margin;
+        break;
+    }
+    return G2F_OK;
+}
+
+g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t layer, const g2f_block_params *p,
+                           g2f_block_result *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    ctx c;
+    memset(&c, 0, sizeof c);
+    c.f = f;
+    c.L = layer;
+    c.p = p;
+    c.d = mi->n_embd;
+    c.H = p->n_head ? p->n_head : mi->n_head;
+    c.lambda = p->tol->lambda > 0 ? p->tol->lambda : G2F_TOL_LAMBDA;
+    g2f_fixture_block_shape(f, layer, &c.n_seq, &c.T);
+    if (!c.T) return G2F_OK;
+    g2f_block b;
+    g2f_status st = g2f_model_block_load(m, layer, c.H, &b, err);
+    if (st != G2F_OK) return st;
+    void *mem = NULL;
+    if ((st = seq_alloc(&c.s, layer, c.T, c.d, c.H ? c.H : 1, mi->n_inner, &mem, err)) != G2F_OK) {
+        g2f_block_free(&b);
+        return st;
+    }
+    how base;
+    memset(&base, 0, sizeof base);
+    base.b = &b;
+    base.attn = g2f_attn_opts_gpt2(c.H ? c.d / c.H : 1);
+    base.eps1 = b.ln_1.eps;
+    base.eps2 = b.ln_2.eps;
+    base.n_head = c.H;
+    base.n_threads = p->n_threads;
+    if (attn_recorded(&c) && (!c.H || !b.has_attn)) {
+        out->attn_skipped = 1;
+        snprintf(out->note, sizeof out->note, "%s",
+                 !c.H ? "attention not checked: n_head unknown (config.json n_head, or --n-head N)"
+                      : "attention not checked: the checkpoint holds no attention weights");
+    }
+    for (int s = 0; s < G2F_STAGE_COUNT && st == G2F_OK; s++) {
+        if (s == G2F_STAGE_MLP || !stage_recorded(&c, (g2f_stage)s)) continue;
+        if ((s == G2F_STAGE_ATTN) && out->attn_skipped) continue;
+        if ((s == G2F_STAGE_LN1 && !b.ln_1.found) || (s == G2F_STAGE_LN2 && !b.ln_2.found)) continue;
+        acc A;
+        if ((st = run_stage(&c, (g2f_stage)s, &base, &A, err)) != G2F_OK) break;
+        fill_stage(&out->stage[s], &A);
+        if (!out->stage[s].pass && p->diagnose)
+            st = diagnose_stage(&c, (g2f_stage)s, &base, m, &out->stage[s], err);
+    }
+    if (st == G2F_OK && stage_t(&c, G2F_BX_IN) && b.ln_1.found && b.ln_2.found && !out->attn_skipped) {
+        out->chained = 1;
+        st = chained(&c, &base, &b.mlp.w, out, err);
+    }
+    free(mem);
+    g2f_attn_ws_free(&c.aws);
+    g2f_ffn_ws_free(&c.ws);
+    g2f_block_free(&b);
+    return st;
+}

@@ -1,0 +1,116 @@
+/* g2f_block: the stages of a GPT-2 block around the FFN, checked like the
+ * FFN: recomputed from a recorded input, compared with the derived
+ * tolerance, a failing stage recomputed under each porting bug of its kind.
+ *
+ *   ln_1   a = LayerNorm_1(x)                          in -> ln_1.out
+ *   attn   qkv = a W_attn + b, causal softmax(q k^T / sqrt(d_head)) v per
+ *          head, merged, attn.out = merged W_proj + b   ln_1.out -> qkv,
+ *                                                       probs, merged, attn.out
+ *   mid    mid = x + attn.out                           in, attn.out -> mid
+ *   ln_2   LayerNorm_2(mid)                             mid -> ln_2.out (mlp.in)
+ *   mlp    the FFN (g2f_verify's own path)              mlp.in -> mlp.out
+ *   out    out = mid + mlp.out                          mid, mlp.out -> out
+ *
+ * Isolated: every stage whose input and output are recorded is checked from
+ * its recorded input, so one wrong stage does not cascade. Chained: from
+ * h.L.in alone the whole block is computed and every recorded stage
+ * compared, the tolerances composed along the way (each stage's variance
+ * carried into the next, the way the FFN's goes through c_fc, the GELU and
+ * c_proj); the first stage that does not match is the layer's first
+ * divergence. Diagnosis runs on the isolated stages.
+ *
+ * Tolerance (README: Tolerance): each rounding an independent error of at
+ * most u = 2^-24 relative; a dot product of n terms p_i has variance
+ * u^2 (n/2 sum p_i^2 + n/3 (sum p_i)^2); an input's variance var_i enters a
+ * product as sum var_i w_i^2. LayerNorm: the mean and the variance as sums
+ * of d, 1/sqrt, the subtraction, two products and the bias
+ * (g2f_tol_layernorm_var), plus w^2 r^2 var_x. Attention per head: the
+ * scores q.k over d_head (both inputs' variances), the scale's product, the
+ * softmax p_ij (p_ij^2 (var_s_ij + sum_l p_il^2 var_s_il), twice for the
+ * correlation, plus the sum's and exp's roundings), z = p v over the keys,
+ * c_proj over d. Every product of sums of squares is a GEMM
+ * (g2f_matmul_sq). The bound is lambda sqrt(V) plus the stored dtype's
+ * rounding, as for the FFN.
+ *
+ * Sequences: the leading dimensions before T are independent sequences,
+ * each from position 0; attention works per sequence, in parallel over
+ * heads. Memory: one sequence's stages, including (n_head, T, T) scores.
+ */
+#ifndef G2F_BLOCK_H
+#define G2F_BLOCK_H
+
+#include <stddef.h>
+
+#include "g2f_compare.h"
+#include "g2f_diagnose.h"
+#include "g2f_error.h"
+#include "g2f_fixture.h"
+#include "g2f_model.h"
+#include "g2f_tol.h"
+
+typedef enum g2f_stage {
+    G2F_STAGE_LN1,
+    G2F_STAGE_ATTN,
+    G2F_STAGE_MID,
+    G2F_STAGE_LN2,
+    G2F_STAGE_MLP,
+    G2F_STAGE_OUT,
+    G2F_STAGE_COUNT
+} g2f_stage;
+/* "ln_1", "attn", "mid", "ln_2", "mlp", "out" */
+const char *g2f_stage_name(g2f_stage s);
+
+/* The block's porting bugs, by recomputation (g2f_cause codes). */
+typedef struct g2f_block_cause {
+    g2f_diag_set codes;
+    int qkv_perm[3];     /* qkv_order: which third is read as q, k, v */
+    int which;           /* attn_bias_missing / layout_misread: 1 c_attn, 2 c_proj; residual_missing:
+                            1 mid, 2 out; ln_*: 1 ln_1, 2 ln_2 */
+    double eps;          /* ln_eps */
+    long from_layer;     /* weights_from_layer */
+    double margin;
+} g2f_block_cause;
+
+/* "attn_mask_missing", "qkv_order:kqv", "ln_eps:1e-12", ... comma-separated. */
+void g2f_block_cause_codes(const g2f_block_cause *c, char *buf, size_t n);
+
+#define G2F_BLOCK_MAX_CAUSES 8
+
+typedef struct g2f_stage_result {
+    int checked;                 /* input and output recorded: compared from the recorded input */
+    int pass;
+    size_t mismatched, total;    /* over the stage's compared tensors */
+    double margin;               /* the largest of theirs */
+    g2f_cmp worst;               /* the comparison of the tensor with that margin */
+    const char *worst_tensor;    /* its name ("attn.probs", ...) */
+    size_t n_causes;             /* failing stages: explanations found (none: unexplained) */
+    g2f_block_cause causes[G2F_BLOCK_MAX_CAUSES];
+    size_t hypotheses_tried;
+} g2f_stage_result;
+
+typedef struct g2f_block_result {
+    g2f_stage_result stage[G2F_STAGE_COUNT]; /* mlp: filled by the caller from the FFN's check */
+    int chained;                 /* h.L.in recorded: the whole block computed from it */
+    int diverged;                /* the chained pass found a stage that does not match */
+    g2f_stage first_stage;       /* with diverged: the first such stage, */
+    const char *first_tensor;    /* its tensor, */
+    double first_margin;         /* and margin */
+    int attn_skipped;            /* attention recorded but not checked (no n_head, or no weights) */
+    char note[160];              /* why, when skipped */
+} g2f_block_result;
+
+typedef struct g2f_block_params {
+    size_t n_head;               /* 0: the model's */
+    const g2f_tol_params *tol;
+    g2f_gelu gelu;               /* the FFN's form, for the chained pass */
+    int n_threads;
+    int diagnose;                /* recompute failing stages under the porting bugs */
+} g2f_block_params;
+
+/* Checks layer's block stages recorded in f (g2f_fixture_check_block
+ * succeeded). Fails only on allocation (sizes checked against the machine's
+ * memory, naming the layer) or unreadable weights. */
+g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t layer, const g2f_block_params *p,
+                           g2f_block_result *out, g2f_error *err);
+
+#endif

@@ -977,14 +977,9 @@ int main(int argc, char **argv) {
     if (argc >= 6 && !strcmp(argv[1], "e2e-data"))
         return cmd_e2e_data(argv[2], atoi(argv[3]), (size_t)atol(argv[4]), (size_t)atol(argv[5]));
     if (argc >= 3 && !strcmp(argv[1], "time")) return cmd_time(argv + 2);
-    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | e2e-data DIR LAYERS D TOKENS | time CMD ARGS... | "
-                    "open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
-                    "--file-bytes N] [--quick] [--only D]\n");
-    return 0;
-}
-
     if (argc >= 2 && !strcmp(argv[1], "attn")) return cmd_attn(argc >= 3 ? (size_t)atol(argv[2]) : 1024);
-    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
-                    "--file-bytes N] [--quick] [--only D] | attn [T]\n");
+    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | e2e-data DIR LAYERS D TOKENS | time CMD ARGS... | "
+                    "open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S --file-bytes N] [--quick] [--only D] | "
+                    "attn [T]\n");
     return 2;
 }

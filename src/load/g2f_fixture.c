@@ -80,7 +80,7 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         goto fail;
     }
     memcpy(f->path, path, n);
-    if ((s = g2f_source_open(path, &f->src, err)) != G2F_OK) goto fail;
+    if ((s = g2f_source_open_as(path, G2F_SOURCE_FIXTURE, &f->src, err)) != G2F_OK) goto fail;
     const g2f_table *t = g2f_source_table(f->src);
     size_t layer;
     for (size_t i = 0; i < t->count; i++) {
@@ -276,4 +276,8 @@ void g2f_fixture_close(g2f_fixture *f) {
 
 g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error *err) {
     return g2f_source_files(f->src, out, err);
+}
+
+const char *g2f_fixture_meta(const g2f_fixture *f, const char *key) {
+    return g2f_table_meta(g2f_source_table(f->src), key);
 }

@@ -220,12 +220,12 @@ static const char css[] =
     "th,td{padding:3px 7px;border-bottom:1px solid #e1e5e9;text-align:right;vertical-align:top;"
     "font-variant-numeric:tabular-nums}td{white-space:nowrap}"
     "th{background:#f3f5f7;font-weight:600;border-bottom:1px solid #c9d1d9;vertical-align:bottom}"
-    "th.l,td.l{text-align:left}td.expl{text-align:left;white-space:normal;min-width:200px}"
-    "td.diag{white-space:normal}.scroll{overflow-x:auto}"
+    "th.l,td.l{text-align:left}td.expl{text-align:left;white-space:normal;min-width:200px;overflow-wrap:anywhere}"
+    "td.diag{white-space:normal;overflow-wrap:anywhere}.scroll{overflow-x:auto}"
     "tr.fail td{background:#fcefee}tr.skipped td{color:#8b949e}"
     ".st{font-weight:700}tr.pass .st{color:#1a7f37}tr.fail .st{color:#c62828}"
     "a{color:#0b5cad}"
-    "section.layer{border:1px solid #e3b5b5;border-left:5px solid #c62828;border-radius:4px;padding:12px 16px;"
+    "section.layer{overflow-wrap:anywhere;border:1px solid #e3b5b5;border-left:5px solid #c62828;border-radius:4px;padding:12px 16px;"
     "margin:12px 0;break-inside:avoid}"
     ".cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.1fr);gap:18px;align-items:start}"
     ".lead{margin:0 0 8px}"
@@ -537,9 +537,20 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
                "its data matches exactly one form, which takes a separation above 1.</p>\n");
 }
 
+/* A count in at most five characters: 998, 5.0k, 498k, 1.6M, 210M. */
+static void compact_count(size_t n, char *buf, size_t cap) {
+    double v = (double)n;
+    if (n < 1000) snprintf(buf, cap, "%zu", n);
+    else if (v < 9950) snprintf(buf, cap, "%.1fk", v / 1e3);
+    else if (v < 999500) snprintf(buf, cap, "%.0fk", v / 1e3);
+    else if (v < 9.95e6) snprintf(buf, cap, "%.1fM", v / 1e6);
+    else if (v < 999.5e6) snprintf(buf, cap, "%.0fM", v / 1e6);
+    else snprintf(buf, cap, "%.1fG", v / 1e9);
+}
+
 /* Histogram geometry. Bins as in g2f_compare.h: bin 0 below 1e-6, bins
  * 1..24 half-decades from 1e-6 to 1e6, bin 25 above 1e6 or non-finite. */
-enum { HI_W = 600, HI_H = 250, HI_L = 58, HI_R = 14, HI_T = 18, HI_B = 50 };
+enum { HI_W = 600, HI_H = 250, HI_L = 58, HI_R = 14, HI_T = 22, HI_B = 50 };
 
 static void put_histogram(g2f_html_buf *b, const g2f_layer_result *r) {
     double pw = HI_W - HI_L - HI_R, ph = HI_H - HI_T - HI_B, bw = pw / G2F_HIST_BINS, y_bot = HI_T + ph;
@@ -579,8 +590,17 @@ static void put_histogram(g2f_html_buf *b, const g2f_layer_result *r) {
             buf_printf(b, "|err| / tol in [10^%g, 10^%g)", G2F_HIST_LO + (k - 1) * G2F_HIST_STEP,
                        G2F_HIST_LO + k * G2F_HIST_STEP);
         buf_printf(b, ": %zu elements</title></rect>\n", cnt);
-        buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9.5\" text-anchor=\"middle\" fill=\"#1f2328\">%zu</text>\n",
-                   x + bw / 2, y_bot - h - 3, cnt);
+        /* the count, written upwards so that neighbours never overlap (a
+         * bin is narrower than "1638400"): above the bar where it fits,
+         * else inside it */
+        char label[16];
+        compact_count(cnt, label, sizeof label);
+        double len = 5.6 * (double)strlen(label) + 4, top = y_bot - h;
+        int above = top - HI_T >= len;
+        buf_printf(b,
+                   "<text transform=\"translate(%.1f %.1f) rotate(-90)\" dy=\"0.35em\" font-size=\"9.5\" "
+                   "text-anchor=\"%s\" fill=\"%s\">%s</text>\n",
+                   x + bw / 2, above ? top - 3 : top + 3, above ? "start" : "end", above ? "#1f2328" : "#fff", label);
     }
     /* x ticks: every decade boundary from 1e-6 to 1e6, labelled every other */
     for (int j = 1; j < G2F_HIST_BINS; j += 2) {
@@ -598,7 +618,7 @@ static void put_histogram(g2f_html_buf *b, const g2f_layer_result *r) {
                "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#c62828\" stroke-width=\"1.6\" "
                "stroke-dasharray=\"7 4\"/>"
                "<text x=\"%.1f\" y=\"%d\" font-size=\"11.5\" fill=\"#c62828\" font-weight=\"600\">tolerance</text>\n",
-               xt, xt, HI_T, y_bot, xt + 4, HI_T + 11);
+               xt, xt, HI_T, y_bot, xt + 4, HI_T - 6); /* above the plot, where no count goes */
     buf_printf(b,
                "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%.1f\" stroke=\"#57606a\"/>"
                "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#57606a\"/>\n",

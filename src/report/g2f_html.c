@@ -220,8 +220,8 @@ static const char css[] =
     "th,td{padding:3px 7px;border-bottom:1px solid #e1e5e9;text-align:right;vertical-align:top;"
     "font-variant-numeric:tabular-nums}td{white-space:nowrap}"
     "th{background:#f3f5f7;font-weight:600;border-bottom:1px solid #c9d1d9;vertical-align:bottom}"
-    "th.l,td.l{text-align:left}td.expl{text-align:left;white-space:normal;min-width:200px;overflow-wrap:anywhere}"
-    "td.diag{white-space:normal;overflow-wrap:anywhere}.scroll{overflow-x:auto}"
+    "th.l,td.l{text-align:left}td.expl{text-align:left;white-space:normal;min-width:200px;overflow-wrap:break-word}"
+    "td.diag{white-space:normal;overflow-wrap:break-word}.scroll{overflow-x:auto}"
     "tr.fail td{background:#fcefee}tr.skipped td{color:#8b949e}"
     ".st{font-weight:700}tr.pass .st{color:#1a7f37}tr.fail .st{color:#c62828}"
     "a{color:#0b5cad}"
@@ -518,8 +518,11 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
         put_cosine(b, r->out.cosine);
         buf_put(b, "</td><td>");
         put_num(b, r->out.sqnr_db);
+        /* a pass that did not verify the GELU form says so here too (a
+         * failing layer's row already says what it matches) */
+        int unverified = r->status == G2F_LAYER_PASS && !g2f_layer_gelu_verified(r);
         buf_printf(b, "</td><td class=\"l\">%s%s</td><td>", g2f_layer_gelu_shown(r),
-                   g2f_layer_gelu_verified(r) ? "" : "<br><span class=\"muted unverified\">not verified</span>");
+                   unverified ? "<br><span class=\"muted unverified\">not verified</span>" : "");
         put_num(b, r->sep_out);
         buf_put(b, "</td><td>");
         if (r->has_act) put_num(b, r->sep_act);

@@ -11,6 +11,8 @@
  *                                     DIR/model.safetensors (distinct FFN layers, trained-like magnitudes)
  *                                     and DIR/inputs_TOKENS.safetensors (h.N.mlp.in), for whole-process timings
  *   bench_ffn time CMD ARGS...        runs CMD (stdout to /dev/null): "sec=S maxrss_mib=M exit=E"
+ *   bench_ffn f16-copy CHECKPOINT OUT the FFN tensors of CHECKPOINT rounded to F16 (a port for
+ *                                     timing `gpt2ffn diff` on converted weights)
  *   bench_ffn ffn [--torch FILE] [--open-s S --cat-s S --file-bytes N] [--quick]
  *                                     the FFN tables (markdown) and the summary of targets
  *   bench_ffn attn [T]                causal attention (g2f_attn_forward) and LayerNorm on
@@ -970,6 +972,54 @@ static int cmd_attn(size_t T) {
     return 0;
 }
 
+/* ---- an F16 port of a checkpoint, for timing diff on converted weights ---- */
+static int cmd_f16_copy(const char *src, const char *dst) {
+    g2f_model *m = NULL;
+    g2f_error err = {0};
+    if (g2f_model_open(src, NULL, &m, &err) != G2F_OK) return fprintf(stderr, "%s\n", err.msg), 2;
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    size_t n = mi->n_layer * G2F_FFN_TENSORS, cap = 256 + n * 200, len = 0, off = 0;
+    const g2f_tensor **ts = xalloc(n * sizeof *ts);
+    for (size_t L = 0; L < mi->n_layer; L++)
+        if (g2f_model_layer_tensors(m, L, ts + L * G2F_FFN_TENSORS, &err) != G2F_OK)
+            return fprintf(stderr, "%s\n", err.msg), 2;
+    char *hdr = xalloc(cap);
+    len += (size_t)snprintf(hdr + len, cap - len, "{");
+    for (size_t i = 0; i < n; i++) {
+        const g2f_tensor *t = ts[i];
+        if (!t) continue;
+        char shape[64];
+        if (t->ndim == 2) snprintf(shape, sizeof shape, "[%llu,%llu]", (unsigned long long)t->shape[0], (unsigned long long)t->shape[1]);
+        else snprintf(shape, sizeof shape, "[%llu]", (unsigned long long)t->shape[0]);
+        len += (size_t)snprintf(hdr + len, cap - len, "%s\"%s\":{\"dtype\":\"F16\",\"shape\":%s,\"data_offsets\":[%zu,%zu]}",
+                                off ? "," : "", t->name, shape, off, off + (size_t)t->numel * 2);
+        off += (size_t)t->numel * 2;
+    }
+    len += (size_t)snprintf(hdr + len, cap - len, "}");
+    while ((8 + len) % 8) hdr[len++] = ' ';
+    FILE *f = fopen(dst, "wb");
+    if (!f) return perror(dst), 2;
+    unsigned char le[8];
+    for (int i = 0; i < 8; i++) le[i] = (unsigned char)((uint64_t)len >> (8 * i));
+    int ok = fwrite(le, 1, 8, f) == 8 && fwrite(hdr, 1, len, f) == len;
+    enum { CH = 1 << 20 };
+    float *buf = xalloc(CH * sizeof(float));
+    uint16_t *h = xalloc(CH * sizeof(uint16_t));
+    for (size_t i = 0; i < n && ok; i++) {
+        const g2f_tensor *t = ts[i];
+        for (uint64_t e = 0; t && e < t->numel && ok; e += CH) {
+            size_t c = t->numel - e < CH ? (size_t)(t->numel - e) : CH;
+            g2f_tensor_read_f32(t, e, c, buf);
+            for (size_t k = 0; k < c; k++) h[k] = g2f_f32_to_f16(buf[k]);
+            ok = fwrite(h, 2, c, f) == c;
+        }
+    }
+    ok = fclose(f) == 0 && ok;
+    free(buf), free(h), free(hdr), free(ts);
+    g2f_model_close(m);
+    return ok ? 0 : (perror(dst), 2);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "write")) return cmd_write(argv[2], atoi(argv[3]), (size_t)atol(argv[4]));
     if (argc >= 4 && !strcmp(argv[1], "open")) return cmd_open(argv[2], atoi(argv[3]));
@@ -977,14 +1027,11 @@ int main(int argc, char **argv) {
     if (argc >= 6 && !strcmp(argv[1], "e2e-data"))
         return cmd_e2e_data(argv[2], atoi(argv[3]), (size_t)atol(argv[4]), (size_t)atol(argv[5]));
     if (argc >= 3 && !strcmp(argv[1], "time")) return cmd_time(argv + 2);
-    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | e2e-data DIR LAYERS D TOKENS | time CMD ARGS... | "
-                    "open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
-                    "--file-bytes N] [--quick] [--only D]\n");
-    return 0;
-}
-
+    if (argc >= 4 && !strcmp(argv[1], "f16-copy")) return cmd_f16_copy(argv[2], argv[3]);
     if (argc >= 2 && !strcmp(argv[1], "attn")) return cmd_attn(argc >= 3 ? (size_t)atol(argv[2]) : 1024);
-    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S "
-                    "--file-bytes N] [--quick] [--only D] | attn [T]\n");
+    fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | e2e-data DIR LAYERS D TOKENS | time CMD ARGS... | "
+                    "f16-copy CHECKPOINT OUT.safetensors | "
+                    "open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S --file-bytes N] [--quick] [--only D] | "
+                    "attn [T]\n");
     return 2;
 }

@@ -48,6 +48,16 @@ struct g2f_source {
 
 
 
+/* JSON text (a config.json, a tokenizer file) where a tensor file was
+ * expected: its first byte after whitespace opens an object or an array.
+ * Only asked when no reader recognises the bytes (a safetensors header
+ * length never makes a valid header of this kind). */
+static int looks_like_json(const unsigned char *b, uint64_t n) {
+    uint64_t i = 0;
+    while (i < n && i < 4096 && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')) i++;
+    return i < n && (b[i] == '{' || b[i] == '[');
+}
+
 static g2f_status part_open(const char *path, part *p, g2f_error *err) {
     if (g2f_path_is_dir(path)) { /* a folder of .npy files */
         p->format = G2F_FORMAT_NPY;
@@ -59,7 +69,13 @@ static g2f_status part_open(const char *path, part *p, g2f_error *err) {
     p->format = g2f_format_probe(map.data, map.size);
     if (p->format == G2F_FORMAT_ZIP && g2f_npz_probe_members(map.data, map.size)) p->format = G2F_FORMAT_NPZ;
     int legacy = p->format == G2F_FORMAT_PICKLE && g2f_torch_is_legacy(map.data, map.size);
+    int json = p->format == G2F_FORMAT_UNKNOWN && looks_like_json(map.data, map.size);
     g2f_mapping_close(&map);
+    if (json)
+        return g2f_error_set(err, G2F_ERR_FORMAT,
+                             "%s: is a JSON file, not a file of tensors (safetensors, torch.save, GGUF, llm.c, "
+                             "NumPy); a model config is given with --config FILE",
+                             path);
     switch (p->format) {
     case G2F_FORMAT_NPZ: return g2f_npz_open(path, &p->npz, err);
     case G2F_FORMAT_ZIP: return g2f_torch_open(path, &p->torch, err);
@@ -95,23 +111,201 @@ static void part_close(part *p) {
     g2f_llmc_close(p->llmc);
 }
 
-/* A folder that is a fixture: .npy files and no checkpoint file. */
-static int has_npy(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int found = 0;
-    struct dirent *e;
-    while (!found && (e = readdir(d)) != NULL) {
-        size_t n = strlen(e->d_name);
-        found = n > 4 && !strcmp(e->d_name + n - 4, ".npy");
-    }
-    closedir(d);
-    return found;
-}
-
 static int looks_like_index(const char *path) {
     size_t n = strlen(path);
     return n > 11 && strcmp(path + n - 11, ".index.json") == 0;
+}
+
+/* ---- which file of a folder is meant ------------------------------------ */
+
+/* The names HF gives a checkpoint, in order of precedence (an HF folder
+ * often holds both model.safetensors and pytorch_model.bin). */
+static const char *const hf_names[] = {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                                       "pytorch_model.bin.index.json"};
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && strcmp(s + n - k, suffix) == 0; /* at least one byte before the suffix */
+}
+
+/* "model-00001-of-00003.safetensors": a shard by HF's naming. */
+static int looks_like_shard(const char *name) {
+    const char *of = strstr(name, "-of-");
+    if (!of || of - name < 6 || of[-6] != '-') return 0;
+    for (int i = 1; i <= 5; i++)
+        if (of[-i] < '0' || of[-i] > '9') return 0;
+    for (int i = 4; i < 9; i++)
+        if (of[i] < '0' || of[i] > '9') return 0;
+    return of[9] == '.';
+}
+
+/* What a *.bin holds, from its first bytes: a torch.save zip, an llm.c
+ * checkpoint, or neither. Only a regular file is read (a FIFO would block):
+ * anything else, or a file that cannot be read, is a candidate, refused by
+ * name when it is opened. */
+typedef enum bin_kind { BIN_TORCH, BIN_LLMC, BIN_OTHER, BIN_UNREADABLE } bin_kind;
+
+static bin_kind probe_bin(const char *path) {
+    g2f_mapping map;
+    if (g2f_mapping_open(path, &map, NULL) != G2F_OK) return BIN_UNREADABLE;
+    g2f_format f = g2f_format_probe(map.data, map.size);
+    g2f_mapping_close(&map);
+    return f == G2F_FORMAT_ZIP ? BIN_TORCH : f == G2F_FORMAT_LLMC ? BIN_LLMC : BIN_OTHER;
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Appends "a, b, c" (at most 8 names, then "and N more") to buf. */
+static void list_names(char *buf, size_t n, char **names, size_t count) {
+    size_t used = strlen(buf);
+    for (size_t i = 0; i < count && used < n; i++) {
+        if (i == 8) {
+            snprintf(buf + used, n - used, ", and %zu more", count - i);
+            return;
+        }
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? ", " : "", names[i]);
+    }
+}
+
+/* The file a folder stands for (README: What is read):
+ *   1. the first HF name that exists and is not a folder;
+ *   2. for a fixture, the folder itself when it holds *.npy files;
+ *   3. else exactly one checkpoint / fixture file by its name and, for
+ *      *.bin, its bytes: *.safetensors, *.pt, *.pth, *.bin holding a
+ *      torch.save zip or (checkpoint) an llm.c file, *.gguf (checkpoint),
+ *      *.npz (fixture), a shard index *.safetensors.index.json /
+ *      *.bin.index.json (whose shards, named like HF's
+ *      NAME-00001-of-00002.EXT, are then not candidates of their own).
+ * None, or several: an error naming what the folder holds. The folder is
+ * read once and its names sorted (n log n). */
+static g2f_status find_in_folder(const char *dir, g2f_source_role role, char **out, g2f_error *err) {
+    *out = NULL;
+    for (size_t i = 0; i < sizeof hf_names / sizeof hf_names[0]; i++) {
+        char *p = g2f_path_join(dir, hf_names[i]);
+        if (!p) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        /* anything but a folder: a FIFO named model.safetensors is refused
+         * by name when opened, not skipped */
+        if (g2f_path_exists(p) && !g2f_path_is_dir(p)) {
+            *out = p;
+            return G2F_OK;
+        }
+        free(p);
+    }
+    int ckpt = role != G2F_SOURCE_FIXTURE, fixture = role != G2F_SOURCE_CHECKPOINT;
+    DIR *d = opendir(dir);
+    if (!d) return g2f_error_set(err, G2F_ERR_IO, "%s: cannot read the folder", dir);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    g2f_status st = G2F_OK;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (n == cap) {
+            size_t ncap = cap ? 2 * cap : 64;
+            char **q = realloc(names, ncap * sizeof *q);
+            if (!q) {
+                st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+                break;
+            }
+            names = q;
+            cap = ncap;
+        }
+        if (!(names[n] = g2f_strdup(e->d_name))) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (st != G2F_OK) goto done;
+    qsort(names, n, sizeof *names, name_cmp);
+    int has_npy = 0, has_index = 0;
+    for (size_t i = 0; i < n; i++) {
+        has_npy |= ends_with(names[i], ".npy");
+        has_index |= ends_with(names[i], ".safetensors.index.json") || ends_with(names[i], ".bin.index.json");
+    }
+    if (fixture && has_npy) { /* a folder of .npy files is a fixture */
+        if (!(*out = g2f_strdup(dir))) st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    /* candidates[0..nc) and the other entries, with a note for *.bin */
+    char **cand = calloc(n ? n : 1, sizeof *cand), **other = calloc(n ? n : 1, sizeof *other);
+    size_t nc = 0, no = 0;
+    if (!cand || !other) {
+        free(cand);
+        free(other);
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = names[i];
+        int is = 0;
+        char *p = g2f_path_join(dir, nm);
+        if (!p) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if (g2f_path_is_dir(p)) {
+            is = -1;
+        } else if (has_index && looks_like_shard(nm)) {
+            is = -1; /* the index's */
+        } else if (ends_with(nm, ".safetensors") || ends_with(nm, ".pt") || ends_with(nm, ".pth")) {
+            is = 1;
+        } else if (ends_with(nm, ".safetensors.index.json") || ends_with(nm, ".bin.index.json")) {
+            is = ckpt;
+        } else if (ends_with(nm, ".gguf")) {
+            is = ckpt;
+        } else if (ends_with(nm, ".npz")) {
+            is = fixture;
+        } else if (ends_with(nm, ".bin")) {
+            bin_kind k = probe_bin(p);
+            is = k == BIN_UNREADABLE || k == BIN_TORCH || (ckpt && k == BIN_LLMC);
+            if (!is) {
+                char *note = malloc(strlen(nm) + 64);
+                if (note)
+                    sprintf(note, "%s (%s)", nm, k == BIN_LLMC ? "an llm.c checkpoint, not a fixture"
+                                                              : "neither a torch.save zip nor an llm.c file");
+                free(names[i]);
+                names[i] = note ? note : g2f_strdup("?");
+                nm = names[i];
+            }
+        }
+        free(p);
+        if (is > 0) cand[nc++] = names[i];
+        else if (is == 0 && nm) other[no++] = names[i];
+    }
+    const char *what = role == G2F_SOURCE_CHECKPOINT ? "checkpoint" : role == G2F_SOURCE_FIXTURE ? "fixture"
+                                                                                                : "checkpoint or fixture";
+    const char *kinds = role == G2F_SOURCE_CHECKPOINT
+                            ? "*.safetensors, *.pt, *.pth, *.gguf, a *.bin that is a torch.save zip or an llm.c "
+                              "file, a *.index.json shard index"
+                        : role == G2F_SOURCE_FIXTURE
+                            ? "*.safetensors, *.npz, *.pt, *.pth, a *.bin that is a torch.save zip, *.npy files"
+                            : "*.safetensors, *.npz, *.pt, *.pth, *.gguf, a *.bin that is a torch.save zip or an "
+                              "llm.c file, a *.index.json shard index, *.npy files";
+    if (st == G2F_OK && nc == 1) {
+        if (!(*out = g2f_path_join(dir, cand[0]))) st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    } else if (st == G2F_OK && nc == 0) {
+        char msg[G2F_ERROR_MSG_MAX];
+        snprintf(msg, sizeof msg, "%s", no ? "it holds " : "it is empty");
+        list_names(msg, sizeof msg, other, no);
+        st = g2f_error_set(err, G2F_ERR_IO,
+                           "%s: folder holds none of model.safetensors, model.safetensors.index.json, "
+                           "pytorch_model.bin, pytorch_model.bin.index.json, nor any other %s file (%s); %s",
+                           dir, what, kinds, msg);
+    } else if (st == G2F_OK) {
+        char msg[G2F_ERROR_MSG_MAX] = "";
+        list_names(msg, sizeof msg, cand, nc);
+        st = g2f_error_set(err, G2F_ERR_USAGE,
+                           "%s: folder holds %zu %s files, so which one is meant is not clear: %s; name the file "
+                           "instead of the folder",
+                           dir, nc, what, msg);
+    }
+    free(cand);
+    free(other);
+done:
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return st;
 }
 
 /* A shard: its name in the index, and the part (opened file) holding it. */
@@ -317,28 +511,16 @@ done:
 }
 
 g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err) {
-    static const char *const candidates[] = {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                                             "pytorch_model.bin.index.json"};
+    return g2f_source_open_as(path, G2F_SOURCE_ANY, out, err);
+}
+
+g2f_status g2f_source_open_as(const char *path, g2f_source_role role, g2f_source **out, g2f_error *err) {
     *out = NULL;
     g2f_source *s = calloc(1, sizeof *s);
     if (!s) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     g2f_status st;
     if (g2f_path_is_dir(path)) {
-        for (size_t i = 0; i < sizeof candidates / sizeof candidates[0] && !s->path; i++) {
-            char *p = g2f_path_join(path, candidates[i]);
-            /* anything but a folder: a FIFO named model.safetensors is refused
-             * by name when opened, not skipped */
-            if (p && g2f_path_exists(p) && !g2f_path_is_dir(p)) s->path = p;
-            else free(p);
-        }
-        if (!s->path && has_npy(path)) s->path = g2f_strdup(path);
-        if (!s->path) {
-            st = g2f_error_set(err, G2F_ERR_IO,
-                               "%s: folder holds none of model.safetensors, model.safetensors.index.json, "
-                               "pytorch_model.bin, pytorch_model.bin.index.json, *.npy",
-                               path);
-            goto fail;
-        }
+        if ((st = find_in_folder(path, role, &s->path, err)) != G2F_OK) goto fail;
     } else {
         s->path = g2f_strdup(path);
         if (!s->path) {

@@ -3,10 +3,19 @@
  * table. Sharded checkpoints (an HF *.index.json with a weight_map) become
  * one table over all their shards.
  *
- * Folder: the first of model.safetensors, model.safetensors.index.json,
- * pytorch_model.bin, pytorch_model.bin.index.json that exists and is not a
- * folder (a FIFO of that name is then refused by name, not skipped); else
- * the folder itself when it holds *.npy files.
+ * Folder (g2f_source_open_as says what it should hold):
+ *   1. the first of model.safetensors, model.safetensors.index.json,
+ *      pytorch_model.bin, pytorch_model.bin.index.json that exists and is
+ *      not a folder (a FIFO of that name is then refused by name, not
+ *      skipped): HF's names keep precedence;
+ *   2. a fixture: the folder itself when it holds *.npy files;
+ *   3. else exactly one file of a supported format, by its name and, for
+ *      *.bin, its first bytes: *.safetensors, *.pt, *.pth, a *.bin that is a
+ *      torch.save zip (or, for a checkpoint, an llm.c file), *.gguf and
+ *      *.index.json shard indexes (checkpoints), *.npz (fixtures). The
+ *      shards of an index (HF's NAME-00001-of-00002.EXT) are not candidates
+ *      of their own when the folder holds an index. None is G2F_ERR_IO, and
+ *      several G2F_ERR_USAGE, with a message listing what the folder holds.
  *
  * Shard index validation, in this order:
  *   1. a regular file of at most 64 MiB holding a JSON object with
@@ -39,6 +48,17 @@
 
 typedef struct g2f_source g2f_source;
 
+/* What a folder is searched for: a checkpoint, a fixture, or either. */
+typedef enum g2f_source_role {
+    G2F_SOURCE_ANY,
+    G2F_SOURCE_CHECKPOINT,
+    G2F_SOURCE_FIXTURE,
+    G2F_SOURCE_ROLE_COUNT
+} g2f_source_role;
+
+/* Opens a file, or the one file a folder stands for (see above). */
+g2f_status g2f_source_open_as(const char *path, g2f_source_role role, g2f_source **out, g2f_error *err);
+/* g2f_source_open_as(path, G2F_SOURCE_ANY, ...). */
 g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err);
 const g2f_table *g2f_source_table(const g2f_source *s);
 /* The format of the (first) data file. */

@@ -182,6 +182,30 @@ static g2f_status walk(walker *w, const g2f_pickle_value *v, unsigned depth, con
     }
 }
 
+/* nanoGPT's train.py saves {'model': ..., 'optimizer': ..., 'model_args':
+ * ..., ...}: a dict with both keys at the top marks a nanoGPT training
+ * checkpoint (g2f_torch.h: G2F_TORCH_META_MODEL_ARGS). Other keys of that
+ * dict are not read. */
+static int has_key(const g2f_pickle_value *d, const char *key) {
+    size_t n = strlen(key);
+    for (size_t i = 0; i < d->u.dict.count; i++) {
+        const g2f_pickle_value *k = d->u.dict.keys[i];
+        if (k->kind == G2F_PV_STR && k->u.str.len == n && !memcmp(k->u.str.s, key, n)) return 1;
+    }
+    return 0;
+}
+
+static g2f_status note_model_args(const g2f_pickle_value *root, g2f_table *t, const char *label, g2f_error *err) {
+    if (root->kind != G2F_PV_DICT || !has_key(root, "model") || !has_key(root, "model_args")) return G2F_OK;
+    t->meta = calloc(1, sizeof *t->meta);
+    if (!t->meta) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
+    t->meta[0].key = g2f_strdup(G2F_TORCH_META_MODEL_ARGS);
+    t->meta[0].value = g2f_strdup("beside model");
+    t->meta_count = 1;
+    if (!t->meta[0].key || !t->meta[0].value) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
+    return G2F_OK;
+}
+
 /* Names unique: sorted, n log n. */
 static g2f_status check_unique(const g2f_table *t, const char *label, g2f_error *err) {
     g2f_name_ref *r = g2f_names_of_table(t);
@@ -277,7 +301,8 @@ g2f_status g2f_torch_parse(const unsigned char *buf, uint64_t size, const char *
     }
     w.budget = (uint64_t)g2f_pickle_value_count(pk) * G2F_TORCH_VISITS_PER_VALUE + 1024;
     if ((st = walk(&w, g2f_pickle_root(pk), 0, NULL)) != G2F_OK) goto done;
-    st = check_unique(out, label, err);
+    if ((st = check_unique(out, label, err)) != G2F_OK) goto done;
+    st = note_model_args(g2f_pickle_root(pk), out, label, err);
 done:
     free(w.checked);
     free(owned);

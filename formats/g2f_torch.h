@@ -44,7 +44,11 @@
  *      copied; storage offset + element count lies inside the storage
  *      (computed without overflow).
  * Everything else in the object (ints, floats, strings, None, storages not
- * used by a tensor) is ignored. Table metadata: none.
+ * used by a tensor) is ignored. Table metadata: one entry,
+ * G2F_TORCH_META_MODEL_ARGS = "beside model", when the saved object is a
+ * dict holding both a "model" and a "model_args" key, as nanoGPT's train.py
+ * saves its training checkpoints (whose model.py runs nn.GELU(), exact
+ * erf); none otherwise.
  *
  * Dtypes: FloatStorage F32, HalfStorage F16, BFloat16Storage BF16,
  * DoubleStorage F64, LongStorage I64, IntStorage I32, ShortStorage I16,
@@ -74,6 +78,8 @@
 #define G2F_TORCH_MAX_DEPTH 64u
 #define G2F_TORCH_MAX_NAME 4096u
 #define G2F_TORCH_VISITS_PER_VALUE 4u
+/* The metadata key marking a nanoGPT training checkpoint (see above). */
+#define G2F_TORCH_META_MODEL_ARGS "torch:model_args"
 
 typedef g2f_mapped_table g2f_torch;
 

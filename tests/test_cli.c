@@ -9,7 +9,9 @@
 
 #include "check.h"
 #include "g2f_ffn.h"
+#include "pickle_writer.h"
 #include "test_util.h"
+#include "zip_writer.h"
 
 static const char *fixtures, *cli;
 static char dir[256];
@@ -349,6 +351,340 @@ static void verify_should_accept_a_rounding_ported_on_purpose(void) {
     CHECK_CONTAINS(err_text, "--accept 'gelu_erf'");
 }
 
+/* ---- what a new user trips over (README: Commands, What is read) -------- */
+
+static int copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    int ok = in && out;
+    char buf[65536];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = 0;
+    return ok ? 0 : -1;
+}
+
+/* The last line of the text report, without its newline. */
+static const char *last_line(void) {
+    static char line[4096];
+    size_t n = strlen(out_text);
+    while (n && out_text[n - 1] == '\n') n--;
+    const char *p = out_text + n;
+    while (p > out_text && p[-1] != '\n') p--;
+    snprintf(line, sizeof line, "%.*s", (int)(out_text + n - p), p);
+    return line;
+}
+
+/* A folder with the tiny checkpoint under a name of its own and its config
+ * as <name>_config.json saying "gelu" (erf): both are found, the report
+ * names the config, and the erf reference passes. A second *config*.json
+ * makes the choice unclear: none is used, and the report says why. */
+static void verify_should_find_a_checkpoint_and_its_config_under_other_names(void) {
+    char f[400], p[500], src[500], args[1400];
+    snprintf(f, sizeof f, "%s/cerebras", dir);
+    mkdir(f, 0700);
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    snprintf(p, sizeof p, "%s/tiny_cerebras_gpt.safetensors", f);
+    CHECK(copy_file(src, p) == 0);
+    snprintf(p, sizeof p, "%s/tiny_cerebras_gpt_config.json", f);
+    const char *cfg = "{\"n_layer\": 4, \"n_embd\": 64, \"activation_function\": \"gelu\"}";
+    CHECK(write_bytes(p, cfg, strlen(cfg)) == 0);
+    snprintf(args, sizeof args, "verify '%s' '%s/tiny_erf.safetensors'", f, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "tiny_cerebras_gpt.safetensors (safetensors, F32, 4 layers");
+    CHECK_CONTAINS(out_text, "tiny_cerebras_gpt_config.json (the only *config*.json beside the checkpoint; "
+                             "activation_function \"gelu\")");
+    CHECK_CONTAINS(out_text, "gelu        erf (from config.json activation_function \"gelu\")");
+    snprintf(args, sizeof args, "verify '%s' '%s/tiny_erf.safetensors' --json -", f, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"config_source\":\t\"the only *config*.json beside the checkpoint\"");
+    snprintf(p, sizeof p, "%s/other_config.json", f);
+    CHECK(write_bytes(p, "{}", 2) == 0);
+    snprintf(args, sizeof args, "verify '%s' '%s/tiny_erf.safetensors'", f, fixtures);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "config      none used: 2 *config*.json files beside the checkpoint "
+                             "(other_config.json, tiny_cerebras_gpt_config.json); name one with --config");
+    /* a folder with two checkpoint files: exit 2, naming both */
+    snprintf(p, sizeof p, "%s/copy.safetensors", f);
+    CHECK(copy_file(src, p) == 0);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "folder holds 2 checkpoint files, so which one is meant is not clear: "
+                             "copy.safetensors, tiny_cerebras_gpt.safetensors");
+}
+
+/* nanoGPT's model.py runs nn.GELU() (exact erf): its training checkpoint
+ * (model_args beside model) defaults to erf, and says where that came from;
+ * minGPT's does not say, and stays with GPT-2's tanh. */
+static void verify_should_default_to_erf_for_a_nanogpt_checkpoint(void) {
+    char args[1400];
+    snprintf(args, sizeof args, "verify '%s/torch/nanogpt_ckpt.pt' '%s/tiny_erf.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "gelu        erf (from the checkpoint: a nanoGPT training checkpoint (model_args beside "
+                             "model), whose model.py runs nn.GELU(), exact erf)");
+    snprintf(args, sizeof args, "verify '%s/torch/nanogpt_ckpt.pt' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(last_line(), "hint: every compared layer matches the tanh GELU, not erf: rerun with --gelu tanh");
+    snprintf(args, sizeof args, "verify '%s/torch/mingpt_ckpt.pt' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "gelu        tanh (default: GPT-2's tanh approximation; no config.json)");
+}
+
+/* When every compared layer fails with exactly the other GELU form, the
+ * report ends with the option that passes; not otherwise. */
+static void verify_should_end_with_the_option_that_would_pass(void) {
+    char args[1400];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    char want[1400];
+    snprintf(want, sizeof want,
+             "hint: every compared layer matches the erf GELU, not tanh: rerun with --gelu erf (gpt2ffn verify "
+             "%s/tiny %s/tiny_erf.safetensors --gelu erf), or name a config whose activation_function is \"gelu\" "
+             "with --config FILE",
+             fixtures, fixtures);
+    if (strcmp(last_line(), want) != 0) {
+        fprintf(stderr, "last line: %s\nwanted:    %s\n", last_line(), want);
+        check_failures++;
+    }
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --gelu erf", fixtures, fixtures);
+    CHECK(run(args) == 0 && !strstr(out_text, "hint:"));
+    /* erf and a missing bias: --gelu erf alone would not pass */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/diag/erf_fc_bias_missing.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1 && !strstr(out_text, "hint:"));
+}
+
+static void verify_should_say_when_the_arguments_are_swapped(void) {
+    char args[1400];
+    snprintf(args, sizeof args, "verify '%s/tiny_tanh.safetensors' '%s/tiny'", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK(count(err_text, "\n") == 1);
+    CHECK_CONTAINS(err_text, "the arguments are swapped: ");
+    CHECK_CONTAINS(err_text, "tiny_tanh.safetensors holds fixture tensors (h.N.mlp.in / h.N.mlp.out) and ");
+    CHECK_CONTAINS(err_text, "/tiny checkpoint tensors (h.N.mlp.c_fc ...); the checkpoint comes first");
+    snprintf(args, sizeof args, "verify '%s/tiny_tanh.safetensors' '%s/tiny_erf.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "tiny_tanh.safetensors holds fixture tensors (h.N.mlp.in / h.N.mlp.out), not a "
+                             "checkpoint's FFN weights; the checkpoint comes first");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/torch/hf_tiny.bin'", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "hf_tiny.bin holds checkpoint tensors (h.N.mlp.c_fc ...), not fixture tensors");
+}
+
+static void verify_should_say_a_json_checkpoint_is_json(void) {
+    char args[1400];
+    snprintf(args, sizeof args, "verify '%s/tiny/config.json' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK(count(err_text, "\n") == 1);
+    CHECK_CONTAINS(err_text, "config.json: is a JSON file, not a file of tensors");
+    CHECK_CONTAINS(err_text, "a model config is given with --config FILE");
+    CHECK(!strstr(err_text, "header length"));
+}
+
+static void verify_should_say_a_layer_range_is_reversed(void) {
+    char args[1400];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --layers 1-0", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "--layers '1-0': the range 1-0 is reversed; write 0-1");
+}
+
+/* `run` records the checkpoint's sha256; verify checks it: the same file,
+ * another file (the same weights in another format count as another file),
+ * or no record at all (null, null). */
+static void verify_should_check_the_checkpoint_digest_a_fixture_records(void) {
+    char args[1400], made[400];
+    snprintf(made, sizeof made, "%s/made.safetensors", dir);
+    snprintf(args, sizeof args, "run '%s/tiny' '%s/tiny_tanh.safetensors' -o '%s'", fixtures, fixtures, made);
+    CHECK(run(args) == 0);
+    const char *sha = strstr(out_text, "checkpoint sha256 ");
+    char digest[65] = "";
+    if (sha) snprintf(digest, sizeof digest, "%.64s", sha + 18);
+    CHECK(strlen(digest) == 64);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s'", fixtures, made);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "provenance  the fixture records this checkpoint's sha256 (");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s' --json -", fixtures, made);
+    CHECK(run(args) == 0);
+    char want[200];
+    snprintf(want, sizeof want, "\"fixture_checkpoint_sha256\":\t\"%s\"", digest);
+    CHECK_CONTAINS(out_text, want);
+    CHECK_CONTAINS(out_text, "\"checkpoint_sha256_match\":\ttrue");
+    snprintf(args, sizeof args, "verify '%s/torch/hf_tiny.bin' '%s'", fixtures, made);
+    CHECK(run(args) == 0);
+    snprintf(want, sizeof want, "warning     the fixture records checkpoint_sha256 %s, but this checkpoint's is ", digest);
+    CHECK_CONTAINS(out_text, want);
+    CHECK_CONTAINS(out_text, ": the fixture was made from another file");
+    snprintf(args, sizeof args, "verify '%s/torch/hf_tiny.bin' '%s' --json -", fixtures, made);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"checkpoint_sha256_match\":\tfalse");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --json -", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"fixture_checkpoint_sha256\":\tnull");
+    CHECK_CONTAINS(out_text, "\"checkpoint_sha256_match\":\tnull");
+}
+
+/* One layer (D, H) and a fixture of T tokens (double reference, tanh GELU)
+ * that is uncorrelated with it by construction: tokens come in equal pairs
+ * and the second of each pair expects minus the output, so the cosine
+ * between computed and expected out is 0, as for a reference made from
+ * another model (whose outputs are uncorrelated with this one's). */
+static void write_uncorrelated(const char *name, int T) {
+    enum { D = 32, H = 128 };
+    static float w1[D * H], b1[H], w2[H * D], b2[D], x[256 * D], y[256 * D];
+    uint64_t s = 42;
+    for (int i = 0; i < D * H; i++) w1[i] = rnd_unit(&s) * 0.6f;
+    for (int i = 0; i < H; i++) b1[i] = rnd_unit(&s) * 0.3f;
+    for (int i = 0; i < H * D; i++) w2[i] = rnd_unit(&s) * 0.2f;
+    for (int i = 0; i < D; i++) b2[i] = rnd_unit(&s) * 0.1f;
+    for (int t = 0; t < T; t += 2)
+        for (int i = 0; i < D; i++) x[t * D + i] = x[(t + 1) * D + i] = rnd_unit(&s) * 1.7f;
+    g2f_ffn_weights w = {D, H, G2F_LAYOUT_CONV1D, G2F_LAYOUT_CONV1D, w1, b1, w2, b2};
+    g2f_ffn_forward_ref(&w, x, (size_t)T, G2F_GELU_TANH, NULL, NULL, y, NULL);
+    for (int t = 1; t < T; t += 2)
+        for (int i = 0; i < D; i++) y[t * D + i] = -y[t * D + i];
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    mkdir(path, 0700);
+    st_entry m[4] = {{"h.0.mlp.c_fc.weight", "F32", 2, {D, H}, w1, sizeof w1},
+                     {"h.0.mlp.c_fc.bias", "F32", 1, {H}, b1, sizeof b1},
+                     {"h.0.mlp.c_proj.weight", "F32", 2, {H, D}, w2, sizeof w2},
+                     {"h.0.mlp.c_proj.bias", "F32", 1, {D}, b2, sizeof b2}};
+    snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, name);
+    st_write(path, NULL, m, 4, 1);
+    st_entry f[2] = {{"h.0.mlp.in", "F32", 2, {(uint64_t)T, D}, x, (size_t)T * D * 4},
+                     {"h.0.mlp.out", "F32", 2, {(uint64_t)T, D}, y, (size_t)T * D * 4}};
+    snprintf(path, sizeof path, "%s/%s/fixture.safetensors", dir, name);
+    st_write(path, NULL, f, 2, 1);
+}
+
+/* A fixture uncorrelated with the checkpoint: every layer unexplained, and
+ * the verdict says what that most likely means. So does one whose recorded
+ * digest is another checkpoint's. A porting bug (diag/unexplained: cosine
+ * near 1, no digest) keeps its own explanation. */
+static void verify_should_say_a_fixture_is_from_another_checkpoint(void) {
+    write_uncorrelated("uncorrelated", 64);
+    char args[1400];
+    snprintf(args, sizeof args, "verify '%s/uncorrelated' '%s/uncorrelated/fixture.safetensors'", dir, dir);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "first divergence at layer 0: the fixture was most likely not made from this checkpoint "
+                             "(another model, or its layers in another order): the only compared layer is "
+                             "unexplained and uncorrelated with the reference (|cosine| < 0.1)");
+    /* another model of the same shape (other weight scales: still correlated), whose fixture `run` made
+     * and so records that model's digest */
+    write_case("model_x", 0.6f, 0.3f, 0);
+    write_case("model_y", 0.9f, 0.1f, 0);
+    snprintf(args, sizeof args, "run '%s/model_y' '%s/model_y/fixture.safetensors' -o '%s/model_y/made.safetensors'",
+             dir, dir, dir);
+    CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "verify '%s/model_x' '%s/model_y/made.safetensors'", dir, dir);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "first divergence at layer 0: the fixture was most likely not made from this checkpoint "
+                             "(another model, or its layers in another order): the only compared layer is "
+                             "unexplained, and the fixture records another checkpoint's sha256");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/diag/unexplained.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK(!strstr(out_text, "most likely not made from this checkpoint"));
+    CHECK_CONTAINS(out_text, "first divergence at layer 1: layer 1 does not match and no known cause explains it");
+}
+
+/* A pass whose inputs cannot tell erf from tanh says so in its summary, in
+ * JSON (top level and per layer); inputs that can tell them apart do not. */
+static void verify_should_say_a_pass_did_not_check_the_gelu(void) {
+    write_case("tinypre2", 0.004f, 0.0f, 0);
+    char args[1400];
+    snprintf(args, sizeof args, "verify '%s/tinypre2' '%s/tinypre2/fixture.safetensors'", dir, dir);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(last_line(), "result: PASS, but these inputs cannot tell erf from tanh GELU (separation ");
+    CHECK_CONTAINS(last_line(), " of the tolerance): the GELU form is not verified (1 compared, 0 failed, 0 skipped)");
+    CHECK_CONTAINS(out_text, "the 1 compared layer matches the reference, but these inputs cannot tell");
+    snprintf(args, sizeof args, "verify '%s/tinypre2' '%s/tinypre2/fixture.safetensors' --json -", dir, dir);
+    CHECK(run(args) == 0);
+    CHECK(count(out_text, "\"gelu_verified\":\tfalse") == 2);
+    /* a loose user tolerance gives the GELU check up too, and says so */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --atol 1e-2", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(last_line(), "result: PASS, but these inputs cannot tell erf from tanh GELU");
+    write_case("bigpre2", 0.6f, 0.3f, 0);
+    snprintf(args, sizeof args, "verify '%s/bigpre2' '%s/bigpre2/fixture.safetensors' --json -", dir, dir);
+    CHECK(run(args) == 0);
+    CHECK(count(out_text, "\"gelu_verified\":\ttrue") == 2 && !strstr(out_text, "cannot tell"));
+}
+
+/* Counts read as English; the failing layers' explanations sit under a
+ * heading; the gelu column names the form a diagnosis names. */
+static void verify_should_write_plain_english(void) {
+    char args[1400];
+    write_case("one", 0.6f, 0.3f, 0);
+    snprintf(args, sizeof args, "verify '%s/one' '%s/one/fixture.safetensors'", dir, dir);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "(safetensors, F32, 1 layer, n_embd 16");
+    CHECK_CONTAINS(out_text, "the 1 compared layer matches the reference");
+    CHECK(!strstr(out_text, "1 layers") && !strstr(out_text, "all 1 compared"));
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/diag/unexplained.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "failing layers (2 of the 4 compared):\n  layer 1 does not match");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/diag/erf_fc_bias_missing.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "failing layers (all 4 compared):\n");
+    /* every row's gelu column: erf, since every diagnosis names exact erf GELU */
+    const char *end = strstr(out_text, "worst element per layer");
+    for (const char *p = strstr(out_text, "diagnosis\n"); p && (p = strstr(p, "FAIL ")) != NULL && p < end; p += 5) {
+        char word[32] = "";
+        sscanf(p + 5, "%31s", word);
+        CHECK(!strcmp(word, "erf"));
+    }
+    CHECK(count(out_text, "gelu_erf,fc_bias_missing") == 4);
+    CHECK(!strstr(out_text, "neither"));
+}
+
+/* verify --help names every fixture format, and each is read: a torch.save
+ * .pt dict of tensors here (the others are bundled fixtures). */
+static void verify_should_read_every_fixture_format_its_help_lists(void) {
+    CHECK(run("verify --help") == 0);
+    const char *formats[] = {"safetensors", "NumPy .npz", "folder\n              of .npy files",
+                             "TransformerLens names", "torch.save .pt dict of\n              tensors"};
+    for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) CHECK_CONTAINS(out_text, formats[i]);
+    /* {'h.0.mlp.in': x, 'h.0.mlp.out': y} as torch.save writes it */
+    write_case("ptfx", 0.6f, 0.3f, 0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/ptfx/fixture.safetensors", dir);
+    FILE *fp = fopen(path, "rb");
+    static unsigned char st[1 << 14];
+    size_t n = fp ? fread(st, 1, sizeof st, fp) : 0;
+    if (fp) fclose(fp);
+    CHECK(n > 8 + 2 * 6 * 16 * 4);
+    uint64_t hl = 0;
+    for (int i = 0; i < 8; i++) hl |= (uint64_t)st[i] << (8 * i);
+    const unsigned char *x = st + 8 + hl, *y = x + 6 * 16 * 4; /* in, then out, as write_case wrote them */
+    const int shape[2] = {6, 16}, stride[2] = {16, 1};
+    start();
+    op('}');
+    op('(');
+    ustr("h.0.mlp.in");
+    tensor("FloatStorage", "0", 96, 0, 2, shape, stride);
+    ustr("h.0.mlp.out");
+    tensor("FloatStorage", "1", 96, 0, 2, shape, stride);
+    op('u');
+    op('.');
+    zent e[3] = {{"fx/data.pkl", pk, pn, 0, 0}, {"fx/data/0", x, 384, 0, 0}, {"fx/data/1", y, 384, 0, 0}};
+    size_t len = zip_write(e, 3);
+    snprintf(path, sizeof path, "%s/ptfx/activations.pt", dir);
+    CHECK(write_bytes(path, zbuf, len) == 0);
+    char args[1400];
+    snprintf(args, sizeof args, "verify '%s/ptfx' '%s'", dir, path);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "the 1 compared layer matches the reference");
+}
+
+static void verify_should_show_both_gelu_separations(void) {
+    char args[1400];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --json -", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK(count(out_text, "\"sep_out\":") == 4 && count(out_text, "\"sep_act\":") == 4);
+    CHECK(count(out_text, "\"gelu_separation\":") == 4); /* kept for older readers */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "gelu  sep_out  sep_act  diagnosis");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "cli") != 0) return 1;
     fixtures = argv[1];
@@ -367,6 +703,18 @@ int main(int argc, char **argv) {
     RUN(verify_should_show_cosine_sqnr_and_the_worst_element);
     RUN(reports_should_never_replace_an_input);
     RUN(commands_should_exit_2_when_stdout_cannot_be_written);
+    RUN(verify_should_find_a_checkpoint_and_its_config_under_other_names);
+    RUN(verify_should_default_to_erf_for_a_nanogpt_checkpoint);
+    RUN(verify_should_end_with_the_option_that_would_pass);
+    RUN(verify_should_say_when_the_arguments_are_swapped);
+    RUN(verify_should_say_a_json_checkpoint_is_json);
+    RUN(verify_should_say_a_layer_range_is_reversed);
+    RUN(verify_should_check_the_checkpoint_digest_a_fixture_records);
+    RUN(verify_should_say_a_fixture_is_from_another_checkpoint);
+    RUN(verify_should_say_a_pass_did_not_check_the_gelu);
+    RUN(verify_should_write_plain_english);
+    RUN(verify_should_read_every_fixture_format_its_help_lists);
+    RUN(verify_should_show_both_gelu_separations);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -2,6 +2,7 @@
  * from fixtures/tiny; and inspect's statistics. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "check.h"
@@ -182,6 +183,170 @@ static void inspect_should_report_statistics(void) {
     CHECK_NEAR(st.std, 0.816496580927726, 1e-12);
 }
 
+/* ---- tensors larger than diff's blocks ----------------------------------- */
+
+enum { BD = 192, BH = 768 }; /* 147456 elements a weight: three blocks of 65536 and a part */
+
+/* Two layers with weights w[L][k] (logical order: c_fc (BD, BH), c_proj
+ * (BH, BD)), written Conv1D, or Linear (each weight transposed in the file). */
+static void write_big(const char *name, float *const w[2][4], int linear) {
+    char path[400], names[9][64];
+    st_entry e[9];
+    float *tr[2][2] = {{NULL, NULL}, {NULL, NULL}};
+    static float ln[BD];
+    size_t n = 0;
+    for (int L = 0; L < 2; L++)
+        for (int k = 0; k < 4; k++) {
+            static const char *const role[] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
+            uint64_t r = k == 0 ? BD : BH, c = k == 0 ? BH : BD, len = k == 1 ? BH : k == 3 ? BD : r * c;
+            snprintf(names[n], sizeof names[n], "h.%d.mlp.%s", L, role[k]);
+            const float *data = w[L][k];
+            if (linear && (k == 0 || k == 2)) {
+                float *t = tr[L][k / 2] = malloc(len * sizeof *t);
+                for (uint64_t i = 0; i < r; i++)
+                    for (uint64_t j = 0; j < c; j++) t[j * r + i] = data[i * c + j];
+                data = t;
+                e[n] = (st_entry){names[n], "F32", 2, {c, r}, data, len * 4};
+            } else {
+                e[n] = (st_entry){names[n], "F32", k == 1 || k == 3 ? 1 : 2, {k == 1 || k == 3 ? len : r, c}, data,
+                                  len * 4};
+            }
+            n++;
+        }
+    e[n++] = (st_entry){"h.0.ln_2.weight", "F32", 1, {BD}, ln, sizeof ln};
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    mkdir(path, 0700);
+    snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, name);
+    CHECK(st_write(path, NULL, e, n, 1) == 0);
+    for (int L = 0; L < 2; L++) free(tr[L][0]), free(tr[L][1]);
+}
+
+static int diff_dirs(const char *a, const char *b, g2f_diff_result *r) {
+    char pa[400], pb[400];
+    snprintf(pa, sizeof pa, "%s/%s", dir, a);
+    snprintf(pb, sizeof pb, "%s/%s", dir, b);
+    g2f_model *ma = NULL, *mb = NULL;
+    g2f_error err = {0};
+    int ok = g2f_model_open(pa, NULL, &ma, &err) == G2F_OK && g2f_model_open(pb, NULL, &mb, &err) == G2F_OK &&
+             g2f_diff_run(ma, mb, r, &err) == G2F_OK;
+    if (!ok) fprintf(stderr, "%s vs %s: %s\n", a, b, err.msg);
+    g2f_model_close(ma);
+    g2f_model_close(mb);
+    return ok;
+}
+
+static char *slurp_cmd(const char *cmd) {
+    FILE *p = popen(cmd, "r");
+    static char buf[1 << 16];
+    size_t n = p ? fread(buf, 1, sizeof buf - 1, p) : 0;
+    buf[n] = '\0';
+    if (p) pclose(p);
+    return strdup(buf);
+}
+
+/* Blocks are merged in order into what one serial walk over the logical
+ * values finds (largest difference and where, the rounding tests over every
+ * block, even those that waited), whatever the layouts and the threads. */
+static void diff_should_stream_tensors_larger_than_a_block(void) {
+    static float base[2][4][BH * BD], other[2][4][BH * BD];
+    float *wa[2][4], *wb[2][4];
+    uint64_t s = 5;
+    for (int L = 0; L < 2; L++)
+        for (int k = 0; k < 4; k++) {
+            size_t n = k == 1 ? BH : k == 3 ? BD : (size_t)BH * BD;
+            for (size_t i = 0; i < n; i++) base[L][k][i] = other[L][k][i] = rnd_unit(&s) * 0.3f;
+            wa[L][k] = base[L][k];
+            wb[L][k] = other[L][k];
+        }
+    write_big("big_a", wa, 0);
+    write_big("big_a_linear", wa, 1);
+    /* one element off in the third block of layer 1's c_proj, logical (700, 100) */
+    size_t at = 700 * BD + 100;
+    other[1][2][at] += 0.125f;
+    write_big("big_b", wb, 0);
+    write_big("big_b_linear", wb, 1);
+    const char *pairs[][2] = {{"big_a", "big_a_linear"}, {"big_a", "big_b"}, {"big_a", "big_b_linear"},
+                              {"big_a_linear", "big_b_linear"}};
+    for (int i = 0; i < 4; i++) {
+        g2f_diff_result r;
+        if (!diff_dirs(pairs[i][0], pairs[i][1], &r)) {
+            check_failures++;
+            continue;
+        }
+        const g2f_diff_tensor *t = &r.tensors[1][G2F_FFN_PROJ_W];
+        if (i == 0) {
+            CHECK(r.equivalent && t->kind == G2F_DIFF_IDENTICAL && t->max_abs == 0);
+        } else {
+            double want = fabs((double)base[1][2][at] - other[1][2][at]);
+            CHECK(!r.equivalent && r.differing == 1 && t->kind == G2F_DIFF_DIFFERENT);
+            CHECK(t->max_abs == want && t->worst == at);
+            CHECK(t->max_rel == want / fabs(base[1][2][at]));
+        }
+        g2f_diff_result_free(&r);
+    }
+    /* f16-rounded values in the last block only: the blocks before it are
+     * identical, their rounding test waits, and then rules f16_rounded out */
+    for (size_t i = 0; i < (size_t)BH * BD; i++) {
+        other[1][2][i] = base[1][2][i];
+        if (i >= 2 * 65536) other[1][2][i] = g2f_f16_to_f32(g2f_f32_to_f16(base[1][2][i]));
+    }
+    write_big("big_part_f16", wb, 0);
+    g2f_diff_result r;
+    if (diff_dirs("big_a", "big_part_f16", &r)) {
+        CHECK(r.tensors[1][G2F_FFN_PROJ_W].kind == G2F_DIFF_DIFFERENT);
+        g2f_diff_result_free(&r);
+    }
+    for (size_t i = 0; i < (size_t)BH * BD; i++) other[1][2][i] = g2f_f16_to_f32(g2f_f32_to_f16(base[1][2][i]));
+    write_big("big_all_f16", wb, 1);
+    if (diff_dirs("big_a", "big_all_f16", &r)) {
+        CHECK(r.tensors[1][G2F_FFN_PROJ_W].kind == G2F_DIFF_F16_ROUNDED);
+        CHECK(r.tensors[1][G2F_FFN_FC_W].kind == G2F_DIFF_IDENTICAL);
+        g2f_diff_result_free(&r);
+    }
+    /* the same report, byte for byte, on one thread and on three */
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=1 '%s' diff '%s/big_a' '%s/big_b_linear' --json -", cli, dir, dir);
+    char *one = slurp_cmd(cmd);
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=3 '%s' diff '%s/big_a' '%s/big_b_linear' --json -", cli, dir, dir);
+    char *three = slurp_cmd(cmd);
+    CHECK(one && three && strlen(one) > 1000 && !strcmp(one, three));
+    free(one);
+    free(three);
+}
+
+/* A bias one file lacks: the difference is the bias itself, and the text
+ * says how large it is, not a max_abs of 0. */
+static void diff_should_give_the_size_of_a_missing_bias(void) {
+    write_port("nobias2.safetensors", MUT_NO_BIAS);
+    g2f_diff_result r;
+    if (!diff_port("nobias2.safetensors", &r)) {
+        check_failures++;
+        return;
+    }
+    const g2f_diff_tensor *t = &r.tensors[2][G2F_FFN_FC_B];
+    CHECK(t->kind == G2F_DIFF_MISSING && t->missing_in == 'A' && t->missing_values == 256);
+    char path[400];
+    snprintf(path, sizeof path, "%s/tiny/model.safetensors", fixtures);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(path, &st, &err) == G2F_OK) {
+        const g2f_tensor *b = g2f_table_find(g2f_safetensors_table(st), "transformer.h.2.mlp.c_fc.bias");
+        float v[256];
+        g2f_tensor_read_f32(b, 0, 256, v);
+        double mx = 0;
+        for (int i = 0; i < 256; i++) mx = fabs(v[i]) > mx ? fabs(v[i]) : mx;
+        CHECK(t->max_abs == mx && mx > 0 && t->max_rel == 1);
+    }
+    g2f_safetensors_close(st);
+    g2f_diff_result_free(&r);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "'%s' diff '%s/tiny' '%s/nobias2.safetensors'", cli, fixtures, dir);
+    char *text = slurp_cmd(cmd);
+    CHECK_CONTAINS(text, "missing (only A has it: 256 values, largest |value| ");
+    CHECK(text && !strstr(text, "c_fc.bias        0.000e+00"));
+    free(text);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -189,6 +354,8 @@ int main(int argc, char **argv) {
     RUN(diff_should_classify_each_kind_of_port);
     RUN(diff_and_inspect_should_exit_with_documented_codes);
     RUN(inspect_should_report_statistics);
+    RUN(diff_should_stream_tensors_larger_than_a_block);
+    RUN(diff_should_give_the_size_of_a_missing_bias);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -396,7 +396,11 @@ static int maps_inode(pid_t pid, unsigned long long ino) {
  * retries when the truncation came before the open or after the reads. */
 static void cli_should_exit_2_when_a_mapped_checkpoint_is_truncated(void) {
     char ck[512], out[512], errf[512], tanh[4200];
-    path_in(ck, sizeof ck, "truncated.safetensors");
+    /* its own folder: the FIFOs other cases leave (cli_config.json) would be
+     * found beside it as its config */
+    path_in(ck, sizeof ck, "trunc");
+    mkdir(ck, 0700);
+    path_in(ck, sizeof ck, "trunc/truncated.safetensors");
     path_in(out, sizeof out, "trunc.out");
     path_in(errf, sizeof errf, "trunc.err");
     snprintf(tanh, sizeof tanh, "%s/tiny_tanh.safetensors", fixtures);

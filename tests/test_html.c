@@ -412,6 +412,181 @@ static void html_should_render_in_headless_chromium(void) {
     fprintf(stderr, "chromium: --dump-dom %.1f s, --screenshot %.1f s\n", t1 - t0, t2 - t1);
 }
 
+/* ---- the page at 1200 px --------------------------------------------------- */
+
+/* A result as GPT-2 XL's would be: 48 layers, every third one failing with
+ * a long diagnosis, a few skipped, under a long path. */
+static char *render_xl_like(void) {
+    static g2f_layer_result layers[48];
+    memset(layers, 0, sizeof layers);
+    for (int i = 0; i < 48; i++) {
+        g2f_layer_result *r = &layers[i];
+        r->layer = (size_t)i;
+        r->tokens = 1024;
+        r->status = i >= 20 && i < 26 ? G2F_LAYER_SKIPPED : i % 3 == 0 ? G2F_LAYER_FAIL : G2F_LAYER_PASS;
+        r->has_pre = r->has_act = 1;
+        r->out.total = 1024 * 1600;
+        r->pre.total = r->act.total = 1024 * 6400;
+        r->out.cosine = 0.9999;
+        r->out.sqnr_db = 60;
+        r->out.margin = r->status == G2F_LAYER_FAIL ? 2.5e6 : 0.07;
+        r->out.mismatched = r->status == G2F_LAYER_FAIL ? 1000000 : 0;
+        r->out_other.margin = 300;
+        r->sep_out = 86;
+        r->sep_act = 248;
+        r->best_gelu = r->status == G2F_LAYER_FAIL ? G2F_BEST_NEITHER : G2F_BEST_TANH;
+        for (int k = 0; k < G2F_HIST_BINS; k++) r->out.hist[k] = (size_t)(k * 997 % 5000);
+        if (r->status == G2F_LAYER_FAIL) {
+            r->diag.n_causes = 2;
+            r->diag.undetermined = 1;
+            r->diag.causes[0].codes = 1u << G2F_DIAG_GELU_ERF | 1u << G2F_DIAG_LAYOUT_MISREAD;
+            r->diag.causes[0].misread = 3;
+            r->diag.causes[1].codes = 1u << G2F_DIAG_WEIGHTS_FROM_LAYER | 1u << G2F_DIAG_FC_BIAS_MISSING;
+            r->diag.causes[1].from_layer = 47;
+            r->diagnosis = r->diag.causes[0].codes | r->diag.causes[1].codes;
+            snprintf(r->diag.where, sizeof r->diag.where, "%s", "");
+        }
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %d: cause undetermined, the data fits 2 explanations equally: "
+                 "gelu_erf,layout_misread:both; weights_from_layer:47,fc_bias_missing_and_a_long_word_"
+                 "without_any_break_opportunity_0123456789012345678901234567890123456789",
+                 i);
+    }
+    g2f_verify_result res = {G2F_GELU_TANH, 48, layers, 42, 14, 0, 0, -1};
+    g2f_model_info mi = {0};
+    mi.path = "/data/checkpoints/a_very_long_folder_name_without_any_spaces_to_check_wrapping_in_the_header_"
+              "0123456789abcdef0123456789abcdef/model.safetensors";
+    mi.format = "safetensors";
+    mi.naming = "HF GPT-2 (h.N.mlp.c_fc)";
+    mi.prefix = "transformer.";
+    mi.n_layer = 48;
+    mi.n_embd = 1600;
+    mi.n_inner = 6400;
+    mi.layout_source = "from c_fc.weight's shape and n_embd of ln_2.weight/wte.weight";
+    mi.config_source = "none beside the checkpoint";
+    g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
+    g2f_report_ctx ctx = {.checkpoint_arg = mi.path, .fixtures_arg = "/data/fixtures/"
+                          "another_very_long_name_without_spaces_0123456789abcdef0123456789abcdef.safetensors",
+                          .model = &mi, .gelu_source = "default: GPT-2's tanh approximation; no config.json",
+                          .fixture_claim = "tanh", .fixture_dtype = G2F_DTYPE_F32, .tol = &tol, .result = &res,
+                          .fixture_sha256 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                          .checkpoint_sha256 = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"};
+    return g2f_report_html(&ctx);
+}
+
+/* The page's widths as Chromium lays them out at 1200 px: a copy of the
+ * page with a script (the report itself has none) that writes the document's
+ * scroll width and client width, and the SVG labels that fall outside their
+ * SVG or overlap another label of it plus the boxes whose content overflows
+ * them (outside the table's scrolling box), into the DOM, read back with
+ * --dump-dom. 0 when it ran. */
+static int measure(const char *page, const char *tag, long *scroll_w, long *client_w, long *clipped) {
+    char path[400], url[420], prof_arg[420], out[400], errlog[400];
+    snprintf(path, sizeof path, "%s/measure-%s.html", dir, tag);
+    const char *script =
+        "<script>(function(){var d=document.documentElement,c=0;"
+        "document.querySelectorAll('svg').forEach(function(s){var r=s.getBoundingClientRect();"
+        "s.querySelectorAll('text').forEach(function(t){var b=t.getBoundingClientRect();"
+        "if(b.left<r.left-0.5||b.right>r.right+0.5||b.top<r.top-0.5||b.bottom>r.bottom+0.5)c++;});"
+        "var t=s.querySelectorAll('text'),i,j;for(i=0;i<t.length;i++)for(j=i+1;j<t.length;j++){"
+        "var x=t[i].getBoundingClientRect(),y=t[j].getBoundingClientRect();"
+        "if(x.width&&y.width&&x.left<y.right-0.5&&y.left<x.right-0.5&&x.top<y.bottom-0.5&&y.top<x.bottom-0.5)c++;}});"
+        "document.querySelectorAll('body *').forEach(function(e){"
+        "if(e.clientWidth>0&&e.scrollWidth>e.clientWidth+1&&!e.closest('.scroll')&&!e.closest('svg'))c++;});"
+        "var p=document.createElement('pre');p.id='measure';"
+        "p.textContent='scroll='+d.scrollWidth+' client='+d.clientWidth+' clipped='+c;"
+        "document.body.appendChild(p);})();</script>";
+    const char *end = strstr(page, "</body>");
+    FILE *fp = fopen(path, "wb");
+    if (!fp || !end) return -1;
+    fwrite(page, 1, (size_t)(end - page), fp);
+    fputs(script, fp);
+    fputs(end, fp);
+    fclose(fp);
+    snprintf(url, sizeof url, "file://%s", path);
+    snprintf(prof_arg, sizeof prof_arg, "--user-data-dir=%s/chromium-profile", dir);
+    snprintf(out, sizeof out, "%s/measure.out", dir);
+    snprintf(errlog, sizeof errlog, "%s/measure.log", dir);
+    char *argv[] = {"timeout", "60", CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", prof_arg, "--window-size=1200,900", "--dump-dom", url, NULL};
+    if (run(argv, out, errlog) != 0) {
+        dump_tail(errlog);
+        return -1;
+    }
+    char *dom = slurp(out, NULL);
+    const char *m = dom ? strstr(dom, "<pre id=\"measure\">") : NULL;
+    int ok = m && sscanf(m, "<pre id=\"measure\">scroll=%ld client=%ld clipped=%ld", scroll_w, client_w, clipped) == 3;
+    free(dom);
+    return ok ? 0 : -1;
+}
+
+/* At 1200 px the page never scrolls sideways (long paths and words wrap, the
+ * layer table scrolls in its own box) and no chart label is cut off: on a
+ * 48-layer result with long paths, and on the failing fixture's page. */
+static void html_should_fit_1200_pixels_without_clipping(void) {
+    if (access(CHROMIUM, X_OK) != 0) {
+        fprintf(stderr, "%s is not installed: run scripts/setup\n", CHROMIUM);
+        check_failures++;
+        return;
+    }
+    char *xl = render_xl_like();
+    CHECK(xl != NULL);
+    char path[400];
+    snprintf(path, sizeof path, "%s/fail.html", dir);
+    char *fail = slurp(path, NULL); /* written by html_should_show_the_failing_layer_with_its_histogram */
+    const char *pages[2] = {xl, fail}, *tags[2] = {"xl", "fail"};
+    for (int i = 0; i < 2; i++) {
+        long sw = -1, cw = -1, clipped = -1;
+        CHECK(pages[i] && measure(pages[i], tags[i], &sw, &cw, &clipped) == 0);
+        fprintf(stderr, "  %s page at 1200 px: scrollWidth %ld, clientWidth %ld, labels or boxes clipped or overlapping %ld\n", tags[i], sw,
+                cw, clipped);
+        CHECK(cw > 1000 && cw <= 1200 && sw <= cw);
+        CHECK(clipped == 0);
+    }
+    if (xl) {
+        snprintf(path, sizeof path, "%s/xl.html", dir);
+        CHECK(write_text(path, xl) == 0);
+    }
+    free(xl);
+    free(fail);
+}
+
+/* A pass whose inputs cannot tell the GELU forms apart says so at the top,
+ * and per layer in the table. */
+static void html_should_say_a_pass_did_not_check_the_gelu(void) {
+    g2f_layer_result layers[2];
+    memset(layers, 0, sizeof layers);
+    for (int i = 0; i < 2; i++) {
+        layers[i].layer = (size_t)i;
+        layers[i].tokens = 6;
+        layers[i].status = G2F_LAYER_PASS;
+        layers[i].out.total = 96;
+        layers[i].out.cosine = 1;
+        layers[i].best_gelu = i ? G2F_BEST_TANH : G2F_BEST_INDISTINGUISHABLE;
+        layers[i].sep_out = i ? 40 : 0.06;
+        snprintf(layers[i].explanation, sizeof layers[i].explanation, "layer %d", i);
+    }
+    g2f_verify_result res = {G2F_GELU_TANH, 2, layers, 2, 0, 1, -1, -1};
+    g2f_model_info mi = {0};
+    mi.path = "m.safetensors";
+    mi.format = mi.naming = mi.layout_source = "x";
+    mi.prefix = "";
+    mi.n_layer = 2;
+    mi.n_embd = 16;
+    mi.n_inner = 64;
+    g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
+    g2f_report_ctx ctx = {.checkpoint_arg = "m", .fixtures_arg = "f", .model = &mi, .gelu_source = "x",
+                          .fixture_dtype = G2F_DTYPE_F32, .tol = &tol, .result = &res};
+    char *html = g2f_report_html(&ctx);
+    check_structure(html, 2);
+    CHECK_HAS(html, "<p class=\"verdict warn\" id=\"gelu-unverified\"><strong>PASS, but</strong> on 1 of the 2 "
+                    "compared layers these inputs cannot tell erf from tanh GELU (separation at most 0.06 of the "
+                    "tolerance): the GELU form is not verified there</p>");
+    CHECK(count_of(html, "<span class=\"muted unverified\">not verified</span>") == 1);
+    free(html);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: %s FIXTURES_DIR [CLI]\n", argv[0]);
@@ -430,7 +605,9 @@ int main(int argc, char **argv) {
     RUN(html_buf_should_grow_without_truncating);
     RUN(html_should_print_nonfinite_numbers_as_text);
     RUN(html_should_render_in_headless_chromium);
-    if (!check_failures) {
+    RUN(html_should_fit_1200_pixels_without_clipping);
+    RUN(html_should_say_a_pass_did_not_check_the_gelu);
+    if (!check_failures && !getenv("G2F_KEEP_SCRATCH")) {
         remove_tmpdir(dir);
     } else {
         fprintf(stderr, "scratch files kept in %s\n", dir);

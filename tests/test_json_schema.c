@@ -56,6 +56,7 @@ static const field model_fields[] = {
     {"fc_bias", B, 1, NULL, NULL, 0, NULL},
     {"proj_bias", B, 1, NULL, NULL, 0, NULL},
     {"config", S | Z, 1, NULL, NULL, 0, NULL},
+    {"config_source", S, 1, NULL, NULL, 0, NULL},
     {"activation_function", S, 0, "gelu_new|gelu_pytorch_tanh|gelu_fast|gelu", NULL, 0, NULL},
     END};
 
@@ -101,6 +102,9 @@ static const field layer_fields[] = {
     {"total", I, 0, NULL, NULL, 0, NULL},
     {"margin", N | Z, 0, NULL, NULL, 0, NULL},
     {"best_gelu", S, 0, "tanh|erf|indistinguishable|neither|sigmoid|mlx_approx|f16_table", NULL, 0, NULL},
+    {"gelu_verified", B, 0, NULL, NULL, 0, NULL},
+    {"sep_out", N | Z, 0, NULL, NULL, 0, NULL},
+    {"sep_act", N | Z, 0, NULL, NULL, 0, NULL},
     {"gelu_separation", N | Z, 0, NULL, NULL, 0, NULL},
     {"gelu_margins", O, 0, NULL, gelu_margin_fields, 0, NULL},
     {"gelu_tokens", I, 0, NULL, NULL, 0, NULL},
@@ -127,6 +131,10 @@ static const field verify_fields[] = {
     {"gelu", S, 1, "tanh|erf", NULL, 0, NULL},
     {"gelu_source", S, 1, "<gelu_source>", NULL, 0, NULL},
     {"status", S, 1, "pass|fail", NULL, 0, NULL},
+    {"verdict", S, 1, NULL, NULL, 0, NULL},
+    {"gelu_verified", B, 1, NULL, NULL, 0, NULL},
+    {"fixture_checkpoint_sha256", S | Z, 1, NULL, NULL, 0, NULL},
+    {"checkpoint_sha256_match", B | Z, 1, NULL, NULL, 0, NULL},
     {"model", O, 1, NULL, model_fields, 0, NULL},
     {"tolerance", O, 1, NULL, tolerance_fields, 0, NULL},
     {"fixture_dtype", S, 1, FLOAT_DTYPES, NULL, 0, NULL},
@@ -218,7 +226,8 @@ static int valid_value(const char *v, const char *values) {
                (!strncmp(v, "quantized:", 10) && in_list(v + 10, "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K"));
     }
     if (!strcmp(values, "<gelu_source>"))
-        return !strcmp(v, "from --gelu") || !strncmp(v, "from config.json ", 17) || !strncmp(v, "default: ", 9);
+        return !strcmp(v, "from --gelu") || !strncmp(v, "from config.json ", 17) ||
+               !strncmp(v, "from the checkpoint: ", 21) || !strncmp(v, "default: ", 9);
     return in_list(v, values);
 }
 
@@ -278,16 +287,16 @@ static void check_object(const cJSON *o, const field *fs, const char *where) {
 /* The rules of a verify report beyond each field's own type. */
 static void check_verify_rules(const cJSON *root, const char *where) {
     static const char *const compared_only[] = {"tokens", "max_abs_err", "max_rel_err", "mismatched", "total",
-                                                "margin", "best_gelu", "gelu_separation", "gelu_margins",
-                                                "gelu_tokens", "diagnosis", "causes",
-                                                "undetermined", "compared"};
+                                                "margin", "best_gelu", "gelu_verified", "sep_out", "sep_act",
+                                                "gelu_separation", "gelu_margins", "gelu_tokens", "diagnosis",
+                                                "causes", "undetermined", "compared"};
     const cJSON *tol = cJSON_GetObjectItemCaseSensitive(root, "tolerance");
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(tol, "mode");
     int user = cJSON_IsString(mode) && !strcmp(mode->valuestring, "user");
     if (user != (cJSON_HasObjectItem(tol, "rtol") && cJSON_HasObjectItem(tol, "atol")) ||
         user == cJSON_HasObjectItem(tol, "sigmas"))
         fail(where, "tolerance fields do not follow its mode", "tolerance");
-    int any_fail = 0;
+    int any_fail = 0, all_verified = 1;
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
     for (const cJSON *l = layers ? layers->child : NULL; l; l = l->next) {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(l, "status");
@@ -306,7 +315,18 @@ static void check_verify_rules(const cJSON *root, const char *where) {
         if (cJSON_HasObjectItem(l, "where") != unexplained) fail(where, "\"where\" is for unexplained layers:", "where");
         if (cJSON_HasObjectItem(l, "hypotheses_tried") != (failed && !nonfinite))
             fail(where, "\"hypotheses_tried\" is for failing layers:", "hypotheses_tried");
+        if (!skipped && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "gelu_verified"))) all_verified = 0;
+        /* gelu_verified: the data matches exactly one form */
+        const cJSON *best = cJSON_GetObjectItemCaseSensitive(l, "best_gelu"), *gv = cJSON_GetObjectItemCaseSensitive(l, "gelu_verified");
+        if (!skipped && cJSON_IsString(best) &&
+            cJSON_IsTrue(gv) != (!strcmp(best->valuestring, "tanh") || !strcmp(best->valuestring, "erf")))
+            fail(where, "gelu_verified disagrees with best_gelu", "gelu_verified");
     }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "gelu_verified")) != all_verified)
+        fail(where, "gelu_verified is not every compared layer's", "gelu_verified");
+    if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "fixture_checkpoint_sha256")) !=
+        cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "checkpoint_sha256_match")))
+        fail(where, "checkpoint_sha256_match is null exactly when the fixture records no digest", "checkpoint_sha256_match");
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(root, "status");
     const cJSON *first = cJSON_GetObjectItemCaseSensitive(root, "first_divergence");
     if (cJSON_IsString(status) && (strcmp(status->valuestring, "pass") == 0) == any_fail)
@@ -375,6 +395,18 @@ static void reports_should_follow_the_documented_schema(void) {
     snprintf(args, sizeof args, "verify '%s/torch/nobias_ckpt.pt' '%s/torch/nobias_ref.safetensors'", fixtures,
              fixtures);
     check_report(K_VERIFY, args);
+    /* the GELU from a nanoGPT checkpoint; a fixture that records its
+     * checkpoint's digest (gpt2ffn run), against that checkpoint and another */
+    snprintf(args, sizeof args, "verify '%s/torch/nanogpt_ckpt.pt' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
+    check_report(K_VERIFY, args);
+    char cmd[2000];
+    snprintf(cmd, sizeof cmd, "'%s' run '%s/tiny' '%s/tiny_tanh.safetensors' -o '%s/made.safetensors' > /dev/null", cli,
+             fixtures, fixtures, dir);
+    CHECK(system(cmd) == 0);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/made.safetensors'", fixtures, dir);
+    check_report(K_VERIFY, args);
+    snprintf(args, sizeof args, "verify '%s/torch/hf_tiny.bin' '%s/made.safetensors'", fixtures, dir);
+    check_report(K_VERIFY, args);
     static const char *const ck[] = {"tiny", "torch/hf_tiny.bin", "torch/mingpt_ckpt.pt", "torch/nanogpt_ckpt.pt",
                                      "torch/nobias_ckpt.pt", "torch/sharded", "formats2/tiny.gguf",
                                      "formats2/tiny_f16.gguf", "formats2/tiny_llmc.bin",
@@ -385,7 +417,7 @@ static void reports_should_follow_the_documented_schema(void) {
         snprintf(args, sizeof args, "diff '%s/tiny' '%s/%s'", fixtures, fixtures, ck[i]);
         check_report(K_DIFF, args);
     }
-    CHECK(reports_checked >= 49);
+    CHECK(reports_checked >= 52);
 }
 
 /* ---- README against the schema ------------------------------------------ */

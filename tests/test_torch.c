@@ -16,75 +16,7 @@ static const char *fixtures = "fixtures";
 
 /* ---- writers ------------------------------------------------------------ */
 
-typedef struct zent {
-    const char *name;
-    const void *data;
-    size_t size;
-    int deflate;
-    int bad_crc;
-} zent;
-
-static void put16(unsigned char *p, unsigned v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
-static void put32(unsigned char *p, uint32_t v) { put16(p, v & 0xffff); put16(p + 2, v >> 16); }
-
-static unsigned char zbuf[1 << 18];
-
-/* A plain (non-ZIP64) archive of n members; returns its size. */
-static size_t zip_write(const zent *e, size_t n) {
-    size_t pos = 0, off[16], csz[16];
-    uint32_t crc[16];
-    for (size_t i = 0; i < n; i++) {
-        size_t nl = strlen(e[i].name);
-        unsigned char *l = zbuf + pos;
-        off[i] = pos;
-        memset(l, 0, 30);
-        put32(l, 0x04034b50);
-        put16(l + 8, e[i].deflate ? 8 : 0);
-        crc[i] = (uint32_t)crc32(0, e[i].data, (uInt)e[i].size) ^ (e[i].bad_crc ? 1u : 0u);
-        put16(l + 26, (unsigned)nl);
-        memcpy(l + 30, e[i].name, nl);
-        pos += 30 + nl;
-        if (e[i].deflate) {
-            z_stream s;
-            memset(&s, 0, sizeof s);
-            deflateInit2(&s, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY);
-            s.next_in = (unsigned char *)(uintptr_t)e[i].data;
-            s.avail_in = (uInt)e[i].size;
-            s.next_out = zbuf + pos;
-            s.avail_out = 1 << 16;
-            deflate(&s, Z_FINISH);
-            csz[i] = s.total_out;
-            deflateEnd(&s);
-        } else {
-            memcpy(zbuf + pos, e[i].data, e[i].size);
-            csz[i] = e[i].size;
-        }
-        pos += csz[i];
-    }
-    size_t cd = pos;
-    for (size_t i = 0; i < n; i++) {
-        size_t nl = strlen(e[i].name);
-        unsigned char *c = zbuf + pos;
-        memset(c, 0, 46);
-        put32(c, 0x02014b50);
-        put16(c + 10, e[i].deflate ? 8 : 0);
-        put32(c + 16, crc[i]);
-        put32(c + 20, (uint32_t)csz[i]);
-        put32(c + 24, (uint32_t)e[i].size);
-        put16(c + 28, (unsigned)nl);
-        put32(c + 42, (uint32_t)off[i]);
-        memcpy(c + 46, e[i].name, nl);
-        pos += 46 + nl;
-    }
-    unsigned char *eo = zbuf + pos;
-    memset(eo, 0, 22);
-    put32(eo, 0x06054b50);
-    put16(eo + 8, (unsigned)n);
-    put16(eo + 10, (unsigned)n);
-    put32(eo + 12, (uint32_t)(pos - cd));
-    put32(eo + 16, (uint32_t)cd);
-    return pos + 22;
-}
+#include "zip_writer.h"
 
 static const float six[6] = {1, 2, 3, 4, 5, 6};
 
@@ -404,10 +336,46 @@ static void torch_open_should_name_missing_files(void) {
     g2f_torch_close(NULL);
 }
 
+/* nanoGPT's train.py saves {'model', 'optimizer', 'model_args', ...}: the
+ * table says so (G2F_TORCH_META_MODEL_ARGS), and only for a dict holding
+ * both keys at its top. */
+static void torch_should_note_model_args_beside_model(void) {
+    g2f_torch *pt = open_fixture("nanogpt_ckpt.pt");
+    if (pt) CHECK(g2f_table_meta(g2f_torch_table(pt), G2F_TORCH_META_MODEL_ARGS) != NULL);
+    g2f_torch_close(pt);
+    pt = open_fixture("mingpt_ckpt.pt"); /* model_state and config: not nanoGPT's */
+    if (pt) CHECK(g2f_torch_table(pt)->meta_count == 0);
+    g2f_torch_close(pt);
+    const int s2[1] = {2}, u1[1] = {1};
+    for (int both = 0; both < 2; both++) {
+        start();
+        op('}');
+        op('(');
+        ustr("model_args");
+        op('}');
+        if (both) {
+            ustr("model");
+            op('}');
+            ustr("w");
+            tensor("FloatStorage", "0", 6, 0, 1, s2, u1);
+            op('s');
+        }
+        op('u');
+        op('.');
+        size_t n = build_simple(24);
+        g2f_table t;
+        g2f_error err = {0};
+        CHECK(g2f_torch_parse(zbuf, n, "m.pt", &t, &err) == G2F_OK);
+        CHECK((g2f_table_meta(&t, G2F_TORCH_META_MODEL_ARGS) != NULL) == both);
+        g2f_table_free(&t);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc > 1) fixtures = argv[1];
     RUN(torch_should_read_hf_state_dicts);
     RUN(torch_should_read_nanogpt_checkpoints);
+    RUN(torch_should_note_model_args_beside_model);
     RUN(torch_should_read_mingpt_and_bias_free_checkpoints);
     RUN(torch_should_reject_noncontiguous_tensors);
     RUN(torch_should_refuse_legacy_and_foreign_files);

@@ -24,12 +24,20 @@
  *                  changed), but accepted as "weights_quantized" by
  *                  g2f_diff_accept (the CLI's --accept weights_quantized);
  *   missing        a bias only one file has (equivalent when the other's is
- *                  all zero: reported as "zero_bias");
+ *                  all zero: reported as "zero_bias"); the difference is
+ *                  the bias itself (the other read as zeros), so max_abs is
+ *                  its largest magnitude and missing_in / missing_values say
+ *                  which file has it and how many values;
  *   different      none of the above.
  * transposed and from_layer:K are found within the quantization bound too
  * when B is quantized (a quantized port with swapped layers).
  * B is equivalent to A when every tensor is identical, rounded or zero_bias;
  * accepted when every other tensor's verdict is in an accepted class.
+ *
+ * Cost: each tensor pair is read once, in file order, in parallel over
+ * blocks (g2f_diff.c), the pages dropped as it goes; only a tensor no cheap
+ * verdict explains is read again (transposed, from_layer, scaled).
+ * Results do not depend on the thread count.
  */
 #ifndef G2F_DIFF_H
 #define G2F_DIFF_H
@@ -62,7 +70,7 @@ typedef struct g2f_diff_tensor {
     g2f_diff_kind kind;
     int equivalent;
     double max_abs, max_rel;   /* of B against A, logical orientation */
-    size_t worst;              /* flat logical index of max_abs */
+    size_t worst;              /* flat logical index of max_abs (ties: the first in file order) */
     long from_layer;           /* FROM_LAYER */
     double scale;              /* SCALED */
     g2f_dtype quant;           /* QUANTIZED: the quantized dtype (B's, else A's) */
@@ -70,6 +78,8 @@ typedef struct g2f_diff_tensor {
     double bound_ratio;        /* QUANTIZED: max |B - A| / bound, <= 1 */
     unsigned accept_class;     /* the G2F_DIFF_ACCEPT_* class the verdict falls in, 0 for none */
     int accepted;              /* not equivalent, but its class was accepted (g2f_diff_accept) */
+    int missing_in;            /* MISSING / ZERO_BIAS: 'A' or 'B', the file that has the bias */
+    size_t missing_values;     /* MISSING / ZERO_BIAS: its element count */
 } g2f_diff_tensor;
 
 /* Classes of non-equivalent verdicts a caller may accept (bit flags). */

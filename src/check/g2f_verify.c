@@ -448,3 +448,62 @@ g2f_layer_totals g2f_layer_result_totals(const g2f_layer_result *r) {
     }
     return t;
 }
+
+/* ---- what the reports say about a layer and a whole run ----------------- */
+
+int g2f_layer_gelu_verified(const g2f_layer_result *r) {
+    return r->status != G2F_LAYER_SKIPPED && r->best_gelu != G2F_BEST_INDISTINGUISHABLE && r->best_gelu != G2F_BEST_NEITHER;
+}
+
+/* The GELU form a cause's codes name ("gelu_erf" -> "erf"), NULL when none
+ * does; "" when two different forms are named. */
+static const char *cause_gelu(const g2f_cause *c) {
+    const char *form = NULL;
+    for (int d = 0; d < G2F_DIAG_COUNT; d++) {
+        const char *name = g2f_diag_name((g2f_diag)d);
+        if (!(c->codes & (1u << d)) || strncmp(name, "gelu_", 5) != 0) continue;
+        if (form && strcmp(form, name + 5) != 0) return "";
+        form = name + 5;
+    }
+    return form;
+}
+
+const char *g2f_layer_gelu_shown(const g2f_layer_result *r) {
+    if (r->status == G2F_LAYER_SKIPPED || r->best_gelu != G2F_BEST_NEITHER || r->diag.n_causes == 0)
+        return g2f_best_gelu_name(r->best_gelu);
+    const char *form = cause_gelu(&r->diag.causes[0]);
+    for (size_t i = 1; form && i < r->diag.n_causes; i++) {
+        const char *f = cause_gelu(&r->diag.causes[i]);
+        if (!f || strcmp(f, form) != 0) form = NULL;
+    }
+    return form && *form ? form : g2f_best_gelu_name(r->best_gelu);
+}
+
+void g2f_verify_summarize(const g2f_verify_result *r, g2f_verify_summary *out) {
+    memset(out, 0, sizeof *out);
+    out->other_gelu = g2f_gelu_other(r->gelu);
+    unsigned other_code = 1u << (out->other_gelu == G2F_GELU_ERF ? G2F_DIAG_GELU_ERF : G2F_DIAG_GELU_TANH);
+    size_t compared = 0, explained_by_other = 0, unrelated = 0, unexplained = 0, verified = 0;
+    for (size_t i = 0; i < r->n_layers; i++) {
+        const g2f_layer_result *l = &r->layers[i];
+        if (l->status == G2F_LAYER_SKIPPED) continue;
+        compared++;
+        verified += (size_t)g2f_layer_gelu_verified(l);
+        if (l->best_gelu == G2F_BEST_INDISTINGUISHABLE) {
+            double sep = l->sep_out > l->sep_act ? l->sep_out : l->sep_act;
+            if (!out->gelu_unverified || sep > out->unverified_sep) out->unverified_sep = sep;
+            out->gelu_unverified++;
+        }
+        if (l->status == G2F_LAYER_FAIL && l->diag.n_causes == 1 && l->diag.causes[0].codes == other_code)
+            explained_by_other++;
+        if (l->status == G2F_LAYER_FAIL && (l->diagnosis & (1u << G2F_DIAG_UNEXPLAINED)) &&
+            !(l->diagnosis & (1u << G2F_DIAG_NONFINITE))) {
+            unexplained++;
+            unrelated += fabs(l->out.cosine) < G2F_UNRELATED_COSINE;
+        }
+    }
+    out->gelu_verified = compared > 0 && verified == compared;
+    out->other_gelu_explains = compared > 0 && explained_by_other == compared;
+    out->unrelated = compared > 0 && unrelated == compared;
+    out->all_unexplained = compared > 0 && unexplained == compared;
+}

@@ -114,4 +114,36 @@ typedef struct g2f_layer_totals {
 } g2f_layer_totals;
 g2f_layer_totals g2f_layer_result_totals(const g2f_layer_result *r);
 
+/* ---- what the reports say about a layer and a whole run ------------------
+ * Computed here once, so that the text, JSON and HTML reports agree. */
+
+/* |cosine| between the computed and the expected out below which a layer
+ * is "uncorrelated": with every compared layer unexplained and this far
+ * off, the fixture was most likely made from another checkpoint (or its
+ * layers are in another order). A port with a bug keeps cosines near 1. */
+#define G2F_UNRELATED_COSINE 0.1
+
+/* True when the layer's data matches exactly one GELU form (best_gelu tanh
+ * or erf), so the form is verified; false for a layer whose inputs cannot
+ * tell them apart (indistinguishable) and for one that neither form
+ * matches. False for a skipped layer. */
+int g2f_layer_gelu_verified(const g2f_layer_result *r);
+
+/* The GELU form a layer's data points at, for the `gelu` column: best_gelu's
+ * name, except that a layer neither form matches whose every explanation
+ * names the same GELU form (a code "gelu_<form>", e.g. gelu_erf with a
+ * missing bias) shows that form ("erf", "tanh", ...). Static string. */
+const char *g2f_layer_gelu_shown(const g2f_layer_result *r);
+
+typedef struct g2f_verify_summary {
+    size_t gelu_unverified;  /* compared layers whose inputs cannot tell the forms apart (indistinguishable) */
+    double unverified_sep;   /* the largest max(sep_out, sep_act) among them */
+    int gelu_verified;       /* every compared layer's g2f_layer_gelu_verified */
+    int other_gelu_explains; /* every compared layer fails and is explained by the other GELU form alone */
+    g2f_gelu other_gelu;     /* that form (the one not asked for) */
+    int unrelated;           /* every compared layer unexplained with |cosine| < G2F_UNRELATED_COSINE */
+    int all_unexplained;     /* every compared layer fails, unexplained (not non-finite) */
+} g2f_verify_summary;
+void g2f_verify_summarize(const g2f_verify_result *r, g2f_verify_summary *out);
+
 #endif

@@ -169,9 +169,13 @@ static int parse_layers(const char *spec, size_t n, unsigned char *flags, char *
             return 0;
         }
         if (!dash) b = a;
-        if (a > b || b >= n) {
-            snprintf(msg, msglen, "--layers '%.40s': layer %zu is out of range (the checkpoint has %zu layers, 0-%zu)",
-                     spec, a > b ? a : b, n, n ? n - 1 : 0);
+        if (a > b) {
+            snprintf(msg, msglen, "--layers '%.40s': the range %zu-%zu is reversed; write %zu-%zu", spec, a, b, b, a);
+            return 0;
+        }
+        if (b >= n) {
+            snprintf(msg, msglen, "--layers '%.40s': layer %zu is out of range (the checkpoint has %zu layer%s, 0-%zu)",
+                     spec, b, n, n == 1 ? "" : "s", n ? n - 1 : 0);
             return 0;
         }
         for (size_t i = a; i <= b; i++) flags[i] = 1;
@@ -208,8 +212,9 @@ static int emit_file(const char *path, char *text) {
     return emit_json(path, text);
 }
 
-/* The GELU form: --gelu, else config.json's activation_function, else tanh;
- * source says which, for the reports. */
+/* The GELU form: --gelu, else config.json's activation_function, else what
+ * the checkpoint's own training code runs when the file says (a nanoGPT
+ * checkpoint: erf), else tanh; source says which, for the reports. */
 static g2f_gelu choose_gelu(const char *opt, const g2f_model_info *mi, char *source, size_t n) {
     if (opt) {
         g2f_gelu g = G2F_GELU_TANH;
@@ -220,6 +225,10 @@ static g2f_gelu choose_gelu(const char *opt, const g2f_model_info *mi, char *sou
     if (mi->config_has_gelu) {
         snprintf(source, n, "from config.json activation_function \"%.40s\"", mi->config_activation);
         return mi->config_gelu;
+    }
+    if (mi->file_has_gelu) {
+        snprintf(source, n, "from the checkpoint: %s", mi->file_gelu_why);
+        return mi->file_gelu;
     }
     snprintf(source, n, "default: GPT-2's tanh approximation; %s",
              mi->config_path ? "config.json names no activation_function" : "no config.json");
@@ -284,13 +293,48 @@ static int check_outputs(const char *const *outs, size_t n_outs, const g2f_model
     return st != G2F_OK;
 }
 
+/* After the checkpoint (or the fixture) could not be read as such: when
+ * the file is the other kind (the arguments swapped, or a fixture given
+ * twice), say that instead of the reader's complaint. 1 when it printed. */
+static int explain_swapped(const char *cmd, const char *checkpoint, const char *fixture, int checkpoint_failed) {
+    g2f_error e2 = {0};
+    g2f_fixture *fx = NULL;
+    g2f_model *m = NULL;
+    int ck_is_fx = 0, fx_is_ck = 0;
+    if (checkpoint_failed && g2f_fixture_open(checkpoint, &fx, &e2) == G2F_OK) ck_is_fx = 1;
+    g2f_fixture_close(fx);
+    if (g2f_model_open(fixture, NULL, &m, &e2) == G2F_OK) fx_is_ck = 1;
+    g2f_model_close(m);
+    if (ck_is_fx && fx_is_ck) {
+        bad("%s: the arguments are swapped: %s holds fixture tensors (h.N.mlp.in / h.N.mlp.out) and %s checkpoint "
+            "tensors (h.N.mlp.c_fc ...); the checkpoint comes first: gpt2ffn %s %s %s",
+            cmd, checkpoint, fixture, cmd, fixture, checkpoint);
+        return 1;
+    }
+    if (ck_is_fx) {
+        bad("%s: %s holds fixture tensors (h.N.mlp.in / h.N.mlp.out), not a checkpoint's FFN weights; the "
+            "checkpoint comes first: gpt2ffn %s CHECKPOINT %s",
+            cmd, checkpoint, cmd, cmd[0] == 'r' ? "INPUTS" : "FIXTURES");
+        return 1;
+    }
+    if (!checkpoint_failed && fx_is_ck) {
+        bad("%s: %s holds checkpoint tensors (h.N.mlp.c_fc ...), not fixture tensors (h.N.mlp.in / h.N.mlp.out)%s",
+            cmd, fixture, cmd[0] == 'r' ? "" : "; a fixture is made by gpt2ffn run or by scripts/export_fixtures.py");
+        return 1;
+    }
+    return 0;
+}
+
 static int open_inputs(const char *cmd, const char *checkpoint, const char *config, const char *fixture,
                        const char *layers, opened *o) {
     g2f_error err = {0};
     memset(o, 0, sizeof *o);
-    if (g2f_model_open(checkpoint, config, &o->model, &err) != G2F_OK ||
-        g2f_fixture_open(fixture, &o->fx, &err) != G2F_OK) {
-        bad("%s", err.msg);
+    if (g2f_model_open(checkpoint, config, &o->model, &err) != G2F_OK) {
+        if (err.status != G2F_ERR_FORMAT || !explain_swapped(cmd, checkpoint, fixture, 1)) bad("%s", err.msg);
+        return 1;
+    }
+    if (g2f_fixture_open(fixture, &o->fx, &err) != G2F_OK) {
+        if (err.status != G2F_ERR_FORMAT || !explain_swapped(cmd, checkpoint, fixture, 0)) bad("%s", err.msg);
         return 1;
     }
     size_t n = g2f_model_get_info(o->model)->n_layer;
@@ -342,20 +386,29 @@ static const char usage_verify[] =
     "a failing layer is diagnosed (wrong GELU form, missing bias, residual, rounded\n"
     "weights, misread layout, swapped layers, ...).\n"
     "\n"
-    "CHECKPOINT  a GPT-2 checkpoint file (safetensors, ...) or the folder holding it;\n"
-    "            config.json beside it is read when present\n"
-    "FIXTURES    safetensors with h.N.mlp.in / h.N.mlp.out (optionally .pre / .act)\n"
+    "CHECKPOINT  a GPT-2 checkpoint: safetensors (or its shard index), a torch.save\n"
+    "            zip (pytorch_model.bin, nanoGPT/minGPT ckpt.pt), GGUF or llm.c file,\n"
+    "            or the folder holding it (HF names first, else its only checkpoint\n"
+    "            file); config.json beside it, else its only *config*.json, is read\n"
+    "FIXTURES    reference activations h.N.mlp.in / h.N.mlp.out (optionally .pre /\n"
+    "            .act), or TransformerLens names (blocks.N.ln2.hook_normalized,\n"
+    "            blocks.N.hook_mlp_out, blocks.N.mlp.hook_pre / hook_post), in any of:\n"
+    "              safetensors, NumPy .npz (np.savez, np.savez_compressed), a folder\n"
+    "              of .npy files named like the tensors, a torch.save .pt dict of\n"
+    "              tensors; or a folder holding exactly one such file\n"
     "\n"
     "options:\n"
     "  --gelu FORM       GELU form to compute: tanh, erf, sigmoid, mlx_approx, f16_table\n"
-    "                    (default: config.json's activation_function, else tanh, GPT-2's)\n"
+    "                    (default: config.json's activation_function, else erf for a\n"
+    "                    nanoGPT training checkpoint, else tanh, GPT-2's)\n"
     "  --accept CODES    what the port does on purpose: weights_f16_rounded, weights_bf16_rounded,\n"
     "                    weights_quantized (comma-separated); a layer whose only explanation is\n"
     "                    an accepted one passes, judged with that rounding in its tolerance\n"
     "  --layers LIST     layers to check, e.g. 0,2-5 (default: all)\n"
     "  --rtol R          use |err| <= atol + rtol*|expected| instead of the derived tolerance\n"
     "  --atol A          (either one switches; the other then defaults to 0)\n"
-    "  --config FILE     config.json to cross-check (default: config.json beside CHECKPOINT)\n"
+    "  --config FILE     config.json to cross-check (default: config.json beside\n"
+    "                    CHECKPOINT, else the only *config*.json there)\n"
     "  --threads N       OpenMP threads (default: all cores); results do not depend on it\n"
     "  --json FILE|-     also write the JSON report (to stdout with '-', then no text report)\n"
     "  --html FILE       also write a self-contained HTML report (charts, diagnosis)\n"
@@ -394,7 +447,7 @@ static int run_verify(const char **pos, const char **v) {
     g2f_fixture *fx = o.fx;
     unsigned char *select = o.select;
     const g2f_model_info *mi = g2f_model_get_info(model);
-    char gelu_source[160];
+    char gelu_source[256];
     g2f_verify_params p = {0};
     p.gelu = choose_gelu(v[V_GELU], mi, gelu_source, sizeof gelu_source);
     p.gelu_source = gelu_source;
@@ -407,6 +460,15 @@ static int run_verify(const char **pos, const char **v) {
         p.progress = show_progress;
         p.progress_user = &pg;
     }
+    /* provenance: a fixture that records its checkpoint's digest (gpt2ffn
+     * run writes it) is checked against this checkpoint's, which costs one
+     * read of the checkpoint */
+    const char *fx_sha = g2f_fixture_meta(fx, "checkpoint_sha256");
+    char ck_sha[65] = "";
+    if (fx_sha && g2f_model_sha256(model, ck_sha, &err) != G2F_OK) {
+        bad("%s", err.msg);
+        goto done;
+    }
     if (g2f_verify_run(model, fx, &p, &res, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
@@ -416,7 +478,7 @@ static int run_verify(const char **pos, const char **v) {
         goto done;
     }
     g2f_report_ctx ctx = {pos[0], pos[1], mi, gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx), &p.tol, &res,
-                          use_color(stdout)};
+                          use_color(stdout), fx_sha, fx_sha ? ck_sha : NULL};
     if (v[V_JSON] && emit_json(v[V_JSON], g2f_report_json(&ctx)) != 0) goto done;
     if (v[V_HTML] && emit_file(v[V_HTML], g2f_report_html(&ctx)) != 0) goto done;
     if (!v[V_JSON] || strcmp(v[V_JSON], "-") != 0) g2f_report_text(stdout, &ctx);
@@ -441,7 +503,8 @@ static const char usage_inspect[] =
     "tensors with shape, dtype, min, max, mean, std and NaN/Inf counts.\n"
     "\n"
     "options:\n"
-    "  --config FILE     config.json to cross-check (default: config.json beside CHECKPOINT)\n"
+    "  --config FILE     config.json to cross-check (default: config.json beside\n"
+    "                    CHECKPOINT, else the only *config*.json there)\n"
     "  --json FILE|-     also write the JSON report (to stdout with '-', then no text)\n"
     "  -h, --help        this help\n"
     "\n"
@@ -543,10 +606,12 @@ static const char usage_run[] =
     "options:\n"
     "  -o OUT            the file to write (atomically: no partial file on failure)\n"
     "  --gelu FORM       GELU form: tanh, erf, sigmoid, mlx_approx, f16_table (default:\n"
-    "                    config.json's activation_function, else tanh)\n"
+    "                    config.json's activation_function, else erf for a nanoGPT\n"
+    "                    training checkpoint, else tanh)\n"
     "  --layers LIST     layers to run, e.g. 0,2-5 (default: every layer with inputs)\n"
     "  --save pre,act    also write c_fc's output (pre) and/or the GELU's (act)\n"
-    "  --config FILE     config.json (default: config.json beside CHECKPOINT)\n"
+    "  --config FILE     config.json (default: config.json beside CHECKPOINT, else the\n"
+    "                    only *config*.json there)\n"
     "  --threads N       OpenMP threads; results do not depend on it\n"
     "  -h, --help        this help\n"
     "\n"
@@ -582,7 +647,7 @@ static int run_run(const char **pos, const char **v) {
     g2f_fixture *fx = o.fx;
     unsigned char *select = o.select;
     const g2f_model_info *mi = g2f_model_get_info(model);
-    char gelu_source[160];
+    char gelu_source[256];
     g2f_run_params p = {0};
     p.gelu = choose_gelu(v[R_GELU], mi, gelu_source, sizeof gelu_source);
     p.gelu_source = gelu_source;

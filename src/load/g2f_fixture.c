@@ -105,7 +105,7 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         goto fail;
     }
     memcpy(f->path, path, n);
-    if ((s = g2f_source_open(path, &f->src, err)) != G2F_OK) goto fail;
+    if ((s = g2f_source_open_as(path, G2F_SOURCE_FIXTURE, &f->src, err)) != G2F_OK) goto fail;
     const g2f_table *t = g2f_source_table(f->src);
     size_t layer;
     for (size_t i = 0; i < t->count; i++) {
@@ -393,4 +393,8 @@ void g2f_fixture_block_shape(const g2f_fixture *f, size_t layer, size_t *n_seq, 
             return;
         }
     }
+}
+
+const char *g2f_fixture_meta(const g2f_fixture *f, const char *key) {
+    return g2f_table_meta(g2f_source_table(f->src), key);
 }

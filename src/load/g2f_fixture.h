@@ -116,5 +116,9 @@ void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_fx_kind kind, 
 g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error *err);
 /* NULL is a no-op. */
 void g2f_fixture_close(g2f_fixture *f);
+/* A metadata value of the fixture file (safetensors __metadata__, an .npz's
+ * __metadata__ JSON), or NULL: e.g. "checkpoint_sha256", which `run`
+ * records. Borrowed, never trusted: reports escape it. */
+const char *g2f_fixture_meta(const g2f_fixture *f, const char *key);
 
 #endif

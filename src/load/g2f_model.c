@@ -3,6 +3,7 @@
 #include "g2f_file.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "g2f_quant.h"
 #include "g2f_names.h"
 #include "g2f_source.h"
+#include "g2f_torch.h"
 
 #define MAX_LAYERS 4096
 #define CONFIG_MAX_BYTES (1u << 20)
@@ -69,6 +71,7 @@ struct g2f_model {
     char layout_why[160];
     const g2f_tensor *(*layers)[G2F_FFN_TENSORS]; /* n_layer entries */
     g2f_name_ref *by_name;                        /* the table's names, sorted: lookups in log n */
+    char config_why[400];                         /* info.config_source */
 };
 
 int g2f_activation_to_gelu(const char *a, g2f_gelu *out) {
@@ -417,13 +420,92 @@ static void head_count_from_file(g2f_model *m) {
     }
 }
 
+/* ---- the config and the GELU the file implies ----------------------------- */
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A model config under another name: *config*.json, but not HF's files
+ * that are never one, nor a shard index. */
+static int config_like(const char *nm) {
+    size_t n = strlen(nm);
+    return n > 5 && !strcmp(nm + n - 5, ".json") && strstr(nm, "config") && strcmp(nm, "tokenizer_config.json") &&
+           strcmp(nm, "generation_config.json") && !(n > 11 && !strcmp(nm + n - 11, ".index.json"));
+}
+
+/* The config to read (*out, NULL for none) and info.config_source: the one
+ * given; else config.json in dir (anything but a folder: a FIFO named
+ * config.json is refused when read, not skipped); else the only
+ * *config*.json in dir. Several: none, and config_source lists them. */
+static g2f_status find_config(g2f_model *m, const char *dir, const char *given, char **out, g2f_error *err) {
+    *out = NULL;
+    m->info.config_source = m->config_why;
+    if (given) {
+        snprintf(m->config_why, sizeof m->config_why, "given with --config");
+        return (*out = g2f_strdup(given)) ? G2F_OK : g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    }
+    char *cfg = g2f_path_join(dir, "config.json");
+    if (!cfg) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    if (g2f_path_exists(cfg) && !g2f_path_is_dir(cfg)) {
+        snprintf(m->config_why, sizeof m->config_why, "config.json beside the checkpoint");
+        *out = cfg;
+        return G2F_OK;
+    }
+    free(cfg);
+    snprintf(m->config_why, sizeof m->config_why, "none beside the checkpoint");
+    DIR *d = opendir(dir);
+    if (!d) return G2F_OK; /* the checkpoint was read from it: nothing more to find */
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    g2f_status st = G2F_OK;
+    for (struct dirent *e; st == G2F_OK && (e = readdir(d)) != NULL;) {
+        if (!config_like(e->d_name)) continue;
+        if (n == cap) {
+            char **q = realloc(names, (cap = cap ? 2 * cap : 8) * sizeof *q);
+            if (!q) {
+                st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+                break;
+            }
+            names = q;
+        }
+        if (!(names[n] = g2f_strdup(e->d_name))) st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        else n++;
+    }
+    closedir(d);
+    if (st == G2F_OK && n) qsort(names, n, sizeof *names, name_cmp);
+    if (st == G2F_OK && n == 1) {
+        if ((*out = g2f_path_join(dir, names[0])) == NULL) st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        else snprintf(m->config_why, sizeof m->config_why, "the only *config*.json beside the checkpoint");
+    } else if (st == G2F_OK && n > 1) {
+        size_t used = (size_t)snprintf(m->config_why, sizeof m->config_why,
+                                       "none used: %zu *config*.json files beside the checkpoint (", n);
+        for (size_t i = 0; i < n && used < sizeof m->config_why; i++)
+            used += (size_t)snprintf(m->config_why + used, sizeof m->config_why - used, "%s%s", i ? ", " : "",
+                                     names[i]);
+        if (used < sizeof m->config_why)
+            snprintf(m->config_why + used, sizeof m->config_why - used, "); name one with --config");
+    }
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return st;
+}
+
+/* A nanoGPT training checkpoint says which GELU its code runs. */
+static void note_file_gelu(g2f_model *m, const g2f_table *t) {
+    if (g2f_source_format(m->src) == G2F_FORMAT_ZIP && g2f_table_meta(t, G2F_TORCH_META_MODEL_ARGS)) {
+        m->info.file_has_gelu = 1;
+        m->info.file_gelu = G2F_GELU_ERF;
+        m->info.file_gelu_why = "a nanoGPT training checkpoint (model_args beside model), whose model.py runs "
+                                "nn.GELU(), exact erf";
+    }
+}
+
 g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model **out, g2f_error *err) {
     *out = NULL;
     g2f_model *m = calloc(1, sizeof *m);
     if (!m) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     g2f_status s = G2F_OK;
     char *dir = NULL;
-    if ((s = g2f_source_open(path, &m->src, err)) != G2F_OK) goto fail;
+    if ((s = g2f_source_open_as(path, G2F_SOURCE_CHECKPOINT, &m->src, err)) != G2F_OK) goto fail;
     m->path = g2f_strdup(g2f_source_path(m->src));
     dir = g2f_path_is_dir(path) ? g2f_strdup(path) : g2f_path_dir(path);
     if (!m->path || !dir) {
@@ -440,19 +522,15 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
         goto fail;
     }
     m->info.prefix = m->prefix;
-    char *cfg = config_path ? g2f_strdup(config_path) : g2f_path_join(dir, "config.json");
-    if (!cfg) {
-        s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    if (config_path || g2f_path_exists(cfg)) { /* a FIFO or folder named config.json is refused, not skipped */
+    char *cfg = NULL;
+    if ((s = find_config(m, dir, config_path, &cfg, err)) != G2F_OK) goto fail;
+    if (cfg) {
         m->config_path = cfg;
         m->info.config_path = cfg;
         if ((s = check_config(m, err)) != G2F_OK) goto fail;
-    } else {
-        free(cfg);
     }
     if (!m->info.n_head) head_count_from_file(m);
+    note_file_gelu(m, t);
     free(dir);
     *out = m;
     return G2F_OK;
@@ -763,4 +841,18 @@ void g2f_block_free(g2f_block *b) {
     g2f_ln_free(&b->ln_2);
     free(b->owned);
     memset(b, 0, sizeof *b);
+}
+
+g2f_status g2f_model_layer_tensors(const g2f_model *m, size_t layer, const g2f_tensor *out[G2F_FFN_TENSORS],
+                                   g2f_error *err) {
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) out[k] = NULL;
+    if (layer >= m->info.n_layer)
+        return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        const g2f_tensor *x = m->layers[layer][k];
+        g2f_status s = x ? g2f_quant_check(x, m->path, err) : G2F_OK;
+        if (s != G2F_OK) return s;
+    }
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) out[k] = m->layers[layer][k];
+    return G2F_OK;
 }

@@ -26,13 +26,21 @@
  * files and TransformerLens: Conv1D; nanoGPT, minGPT, GGUF, llm.c: Linear).
  * info says which.
  *
- * config.json beside the checkpoint (optional) is cross-checked: n_layer /
+ * The config: the file given, else config.json beside the checkpoint, else
+ * the only *config*.json there (some repositories ship <name>_config.json;
+ * tokenizer_config.json and generation_config.json are never a model's
+ * config); with several, none is used and info.config_source says so. It
+ * is optional, and cross-checked: n_layer /
  * num_hidden_layers, n_embd / hidden_size, n_inner (null = 4 n_embd) must
  * match the tensors, and activation_function (gelu_new, gelu_pytorch_tanh,
  * gelu_fast: tanh; gelu: erf) becomes the default GELU form. It must be a
  * regular file of at most 1 MiB holding a JSON object in which no object
  * repeats a key (Python's json would take the last value, cJSON the first:
  * refused); a FIFO or folder named config.json is refused, not skipped.
+ *
+ * A nanoGPT training checkpoint (a torch.save dict holding model_args
+ * beside model, g2f_torch.h) sets info.file_has_gelu: nanoGPT's model.py
+ * runs nn.GELU(), exact erf, so that is the default where no config says.
  *
  * Weights may be F32, F16, BF16, F64 or one of ggml's quantized types (GGUF
  * Q4_0 ... Q6_K, g2f_quant.h), converted to float32 one layer at a time;
@@ -75,6 +83,11 @@ typedef struct g2f_model_info {
     int config_has_ln_eps;
     size_t n_head;             /* attention heads, 0 when nothing says (then attention is not checked) */
     const char *n_head_source; /* where n_head came from, or NULL */
+    const char *config_source; /* how config_path was found ("config.json beside the checkpoint", ...), or
+                                  why there is none ("none beside the checkpoint", "several ...") */
+    int file_has_gelu;         /* the file says which GELU its training code runs (a nanoGPT checkpoint) */
+    g2f_gelu file_gelu;
+    const char *file_gelu_why; /* why, one phrase; NULL unless file_has_gelu */
 } g2f_model_info;
 
 /* The four FFN tensors of a layer, in the one order every per-tensor array
@@ -99,7 +112,7 @@ typedef struct g2f_layer {
 /* path: a checkpoint file in any format g2f_source reads, a shard index, or
  * a folder holding one (see the top of this file).
  * config_path: a config.json to cross-check, or NULL to use config.json
- * beside the checkpoint when there is one. */
+ * beside the checkpoint, or the only *config*.json there. */
 g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model **out, g2f_error *err);
 /* Borrowed; valid until g2f_model_close. */
 const g2f_model_info *g2f_model_get_info(const g2f_model *m);
@@ -171,5 +184,14 @@ void g2f_block_free(g2f_block *b);
 /* Maps an HF activation_function string to a GELU form; 0 when it is not
  * one of gelu_new, gelu_pytorch_tanh, gelu_fast (tanh) or gelu (erf). */
 int g2f_activation_to_gelu(const char *activation, g2f_gelu *out);
+
+/* The layer's four FFN tensors as found (bias NULL when absent), borrowed
+ * from the model, without converting or copying anything: for readers that
+ * stream a tensor (diff), through g2f_tensor_read_f32 of element ranges.
+ * Quantized tensors are validated first (g2f_quant_check), as by
+ * g2f_model_layer_load. Their layout is info.layout; release pages read
+ * with g2f_mapping_release. */
+g2f_status g2f_model_layer_tensors(const g2f_model *m, size_t layer, const g2f_tensor *out[G2F_FFN_TENSORS],
+                                   g2f_error *err);
 
 #endif

@@ -183,7 +183,8 @@ static void put_claim_note(g2f_html_buf *b, const g2f_report_ctx *c) {
         esc(b, claim);
         buf_put(b, "&quot;, which is neither tanh nor erf");
     } else if ((is_tanh && erf_n) || (is_erf && tanh_n)) {
-        buf_printf(b, "%s, but the data of %zu layer(s) matches %s", claim, is_tanh ? erf_n : tanh_n,
+        size_t k = is_tanh ? erf_n : tanh_n;
+        buf_printf(b, "%s, but the data of %zu %s %s", claim, k, k == 1 ? "layer matches" : "layers match",
                    is_tanh ? "erf" : "tanh");
     } else if (tanh_n + erf_n) {
         buf_printf(b, "%s; the data agrees", claim);
@@ -199,6 +200,7 @@ static const char css[] =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',Arial,sans-serif;color:#1f2328;"
     "background:#fff;margin:0 auto;max-width:1180px;padding:20px 28px 32px}"
     "h1{font-size:21px;margin:0 0 10px;display:flex;align-items:center;gap:12px;flex-wrap:wrap}"
+    "h1 .what{min-width:0;overflow-wrap:anywhere}code{overflow-wrap:anywhere}"
     "h2{font-size:16px;margin:26px 0 8px;padding-bottom:4px;border-bottom:1px solid #d0d7de}"
     "h3{font-size:15px;margin:0 0 6px}"
     ".badge{display:inline-block;padding:2px 12px;border-radius:4px;font-size:15px;font-weight:700;color:#fff;"
@@ -206,6 +208,8 @@ static const char css[] =
     ".badge.pass{background:#1a7f37}.badge.fail{background:#c62828}"
     ".verdict{font-size:16px;margin:4px 0 14px;padding:9px 14px;border-left:5px solid #1a7f37;background:#eef8f0}"
     ".verdict.fail{border-color:#c62828;background:#fcefee}"
+    ".verdict.warn{border-color:#b26b00;background:#fff6e5}.verdict.hint{border-color:#0b5cad;background:#eef4fb}"
+    ".verdict{overflow-wrap:anywhere}"
     "dl.meta{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:1px 16px;margin:0}"
     "dl.meta dt{color:#59636e}dl.meta dd{margin:0;overflow-wrap:anywhere}"
     ".muted{color:#59636e}"
@@ -216,12 +220,12 @@ static const char css[] =
     "th,td{padding:3px 7px;border-bottom:1px solid #e1e5e9;text-align:right;vertical-align:top;"
     "font-variant-numeric:tabular-nums}td{white-space:nowrap}"
     "th{background:#f3f5f7;font-weight:600;border-bottom:1px solid #c9d1d9;vertical-align:bottom}"
-    "th.l,td.l{text-align:left}td.expl{text-align:left;white-space:normal;min-width:200px}"
-    "td.diag{white-space:normal}.scroll{overflow-x:auto}"
+    "th.l,td.l{text-align:left}td.expl{text-align:left;white-space:normal;min-width:200px;overflow-wrap:break-word}"
+    "td.diag{white-space:normal;overflow-wrap:break-word}.scroll{overflow-x:auto}"
     "tr.fail td{background:#fcefee}tr.skipped td{color:#8b949e}"
     ".st{font-weight:700}tr.pass .st{color:#1a7f37}tr.fail .st{color:#c62828}"
     "a{color:#0b5cad}"
-    "section.layer{border:1px solid #e3b5b5;border-left:5px solid #c62828;border-radius:4px;padding:12px 16px;"
+    "section.layer{overflow-wrap:anywhere;border:1px solid #e3b5b5;border-left:5px solid #c62828;border-radius:4px;padding:12px 16px;"
     "margin:12px 0;break-inside:avoid}"
     ".cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1.1fr);gap:18px;align-items:start}"
     ".lead{margin:0 0 8px}"
@@ -239,29 +243,43 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
     const char *word = res->pass ? "PASS" : "FAIL";
     const char *cls = res->pass ? "pass" : "fail";
 
-    buf_printf(b, "<header>\n<h1><span class=\"badge %s\">%s</span> gpt2ffn verify: ", cls, word);
+    buf_printf(b, "<header>\n<h1><span class=\"badge %s\">%s</span> <span class=\"what\">gpt2ffn verify: ", cls, word);
     esc(b, c->checkpoint_arg);
-    buf_put(b, "</h1>\n");
+    buf_put(b, "</span></h1>\n");
 
+    /* the sentences of the text report (g2f_report_verdict and the rest) */
+    char line[1400], prefix[64];
+    g2f_report_verdict(c, line, sizeof line);
     buf_printf(b, "<p class=\"verdict %s\" id=\"verdict\">", cls);
-    if (res->first_fail >= 0 && (size_t)res->first_fail < res->n_layers) {
+    int n = res->first_fail >= 0 ? snprintf(prefix, sizeof prefix, "first divergence at layer %ld: ", res->first_fail) : 0;
+    if (n > 0 && !strncmp(line, prefix, (size_t)n)) {
         buf_printf(b, "<strong>first divergence at layer <a href=\"#fail-%ld\">%ld</a>:</strong> ", res->first_fail,
                    res->first_fail);
-        esc(b, res->layers[res->first_fail].explanation);
-    } else if (res->pass) {
-        buf_printf(b, "<strong>all %zu compared layers match the reference</strong>", res->compared);
+        esc(b, line + n);
     } else {
-        buf_put(b, "<strong>no layer was compared</strong>");
+        buf_put(b, "<strong>");
+        esc(b, line);
+        buf_put(b, "</strong>");
     }
     buf_printf(b, " <span class=\"muted\">(%zu compared, %zu failed, %zu skipped)</span></p>\n", res->compared,
                res->failed, res->n_layers - res->compared);
+    if (g2f_report_gelu_caveat(c, line, sizeof line)) {
+        buf_put(b, "<p class=\"verdict warn\" id=\"gelu-unverified\"><strong>PASS, but</strong> ");
+        esc(b, line);
+        buf_put(b, "</p>\n");
+    }
+    if (g2f_report_hint(c, line, sizeof line)) {
+        buf_put(b, "<p class=\"verdict hint\" id=\"hint\"><strong>hint:</strong> ");
+        esc(b, line);
+        buf_put(b, "</p>\n");
+    }
 
     buf_put(b, "<dl class=\"meta\">\n<dt>checkpoint</dt><dd><code>");
     esc(b, mi->path);
     buf_put(b, "</code> (");
     esc(b, mi->format);
-    buf_printf(b, ", %s, %zu layers, n_embd %zu, n_inner %zu, ", g2f_dtype_name(mi->dtype), mi->n_layer, mi->n_embd,
-               mi->n_inner);
+    buf_printf(b, ", %s, %zu layer%s, n_embd %zu, n_inner %zu, ", g2f_dtype_name(mi->dtype), mi->n_layer,
+               mi->n_layer == 1 ? "" : "s", mi->n_embd, mi->n_inner);
     esc(b, g2f_layout_name(mi->layout));
     buf_printf(b, ", %s)</dd>\n",
                mi->has_fc_bias && mi->has_proj_bias                ? "with biases"
@@ -279,17 +297,24 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
     buf_put(b, ": ");
     esc(b, mi->layout_source);
     buf_put(b, "</dd>\n<dt>config</dt><dd>");
+    const char *how = mi->config_source && strcmp(mi->config_source, "config.json beside the checkpoint") != 0
+                          ? mi->config_source
+                          : NULL;
     if (mi->config_path) {
         buf_put(b, "<code>");
         esc(b, mi->config_path);
         buf_put(b, "</code>");
+        if (how || mi->config_activation) buf_put(b, " (");
+        esc(b, how);
+        if (how && mi->config_activation) buf_put(b, "; ");
         if (mi->config_activation) {
-            buf_put(b, " (activation_function &quot;");
+            buf_put(b, "activation_function &quot;");
             esc(b, mi->config_activation);
-            buf_put(b, "&quot;)");
+            buf_put(b, "&quot;");
         }
+        if (how || mi->config_activation) buf_put(b, ")");
     } else {
-        buf_put(b, "none beside the checkpoint");
+        esc(b, how ? how : "none beside the checkpoint");
     }
     buf_put(b, "</dd>\n<dt>fixtures</dt><dd><code>");
     esc(b, c->fixtures_arg);
@@ -311,6 +336,13 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
     if (c->fixture_claim) {
         buf_put(b, "<dt>note</dt><dd>");
         put_claim_note(b, c);
+        buf_put(b, "</dd>\n");
+    }
+    if (g2f_report_provenance(c, line, sizeof line)) {
+        int match = g2f_report_sha256_match(c) == 1;
+        buf_printf(b, "<dt>%s</dt><dd id=\"provenance\"%s>", match ? "provenance" : "warning",
+                   match ? "" : " class=\"st\" style=\"color:#c62828\"");
+        esc(b, line);
         buf_put(b, "</dd>\n");
     }
     buf_put(b, "</dl>\n</header>\n");
@@ -376,7 +408,7 @@ static void put_chart(g2f_html_buf *b, const g2f_report_ctx *c) {
         const g2f_layer_result *r = &res->layers[i];
         double cx = CH_L + ((double)i + 0.5) * sw;
         int skipped = r->status == G2F_LAYER_SKIPPED;
-        if (i % step == 0 || r->status == G2F_LAYER_FAIL)
+        if (i % step == 0 || (r->status == G2F_LAYER_FAIL && step == 1))
             buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" fill=\"%s\"%s>%zu</text>\n",
                        cx, y_bot + 16, skipped ? "#a0a7ae" : "#1f2328",
                        r->status == G2F_LAYER_FAIL ? " font-weight=\"700\"" : "", r->layer);
@@ -458,7 +490,7 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
     buf_put(b,
             "<div class=\"scroll\"><table id=\"layers\">\n<thead><tr><th>layer</th><th class=\"l\">status</th><th>tokens</th>"
             "<th>max abs err</th><th>max rel err</th><th>margin</th><th>mismatched / total</th><th>cosine</th>"
-            "<th>SQNR dB</th><th class=\"l\">best GELU</th><th>GELU separation</th><th class=\"l\">diagnosis</th>"
+            "<th>SQNR dB</th><th class=\"l\">best GELU</th><th>sep out</th><th>sep act</th><th class=\"l\">diagnosis</th>"
             "<th class=\"l\">explanation</th></tr></thead>\n<tbody>\n");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
@@ -466,7 +498,7 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
         buf_printf(b, "<tr id=\"layer-%zu\" class=\"%s\"><td>%zu</td>", r->layer, cls, r->layer);
         if (r->status == G2F_LAYER_SKIPPED) {
             buf_put(b, "<td class=\"l st\">skipped</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>"
-                       "<td>-</td><td class=\"l\">-</td><td>-</td><td class=\"l\">-</td><td class=\"expl\">");
+                       "<td>-</td><td class=\"l\">-</td><td>-</td><td>-</td><td class=\"l\">-</td><td class=\"expl\">");
             esc(b, r->explanation);
             buf_put(b, "</td></tr>\n");
             continue;
@@ -486,8 +518,15 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
         put_cosine(b, r->out.cosine);
         buf_put(b, "</td><td>");
         put_num(b, r->out.sqnr_db);
-        buf_printf(b, "</td><td class=\"l\">%s</td><td>", g2f_best_gelu_name(r->best_gelu));
-        put_num(b, r->gelu_separation);
+        /* a pass that did not verify the GELU form says so here too (a
+         * failing layer's row already says what it matches) */
+        int unverified = r->status == G2F_LAYER_PASS && !g2f_layer_gelu_verified(r);
+        buf_printf(b, "</td><td class=\"l\">%s%s</td><td>", g2f_layer_gelu_shown(r),
+                   unverified ? "<br><span class=\"muted unverified\">not verified</span>" : "");
+        put_num(b, r->sep_out);
+        buf_put(b, "</td><td>");
+        if (r->has_act) put_num(b, r->sep_act);
+        else buf_put(b, "-");
         buf_put(b, "</td><td class=\"l mono diag\">");
         put_codes(b, r);
         buf_put(b, "</td><td class=\"expl\">");
@@ -496,13 +535,25 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
     }
     buf_put(b, "</tbody>\n</table></div>\n<p class=\"muted\">Errors, cosine and SQNR are of <code>out</code> with the "
                "requested GELU; margin and mismatched count <code>pre</code>/<code>act</code> too when the fixture "
-               "has them. GELU separation is max |out<sub>tanh</sub> &minus; out<sub>erf</sub>| / tolerance: above 1 "
-               "the data can tell the two forms apart.</p>\n");
+               "has them. sep out is max |out<sub>tanh</sub> &minus; out<sub>erf</sub>| / tolerance over "
+               "<code>out</code>, sep act the same over <code>act</code>: the GELU form is verified on a layer when "
+               "its data matches exactly one form, which takes a separation above 1.</p>\n");
+}
+
+/* A count in at most five characters: 998, 5.0k, 498k, 1.6M, 210M. */
+static void compact_count(size_t n, char *buf, size_t cap) {
+    double v = (double)n;
+    if (n < 1000) snprintf(buf, cap, "%zu", n);
+    else if (v < 9950) snprintf(buf, cap, "%.1fk", v / 1e3);
+    else if (v < 999500) snprintf(buf, cap, "%.0fk", v / 1e3);
+    else if (v < 9.95e6) snprintf(buf, cap, "%.1fM", v / 1e6);
+    else if (v < 999.5e6) snprintf(buf, cap, "%.0fM", v / 1e6);
+    else snprintf(buf, cap, "%.1fG", v / 1e9);
 }
 
 /* Histogram geometry. Bins as in g2f_compare.h: bin 0 below 1e-6, bins
  * 1..24 half-decades from 1e-6 to 1e6, bin 25 above 1e6 or non-finite. */
-enum { HI_W = 600, HI_H = 250, HI_L = 58, HI_R = 14, HI_T = 18, HI_B = 50 };
+enum { HI_W = 600, HI_H = 250, HI_L = 58, HI_R = 14, HI_T = 22, HI_B = 50 };
 
 static void put_histogram(g2f_html_buf *b, const g2f_layer_result *r) {
     double pw = HI_W - HI_L - HI_R, ph = HI_H - HI_T - HI_B, bw = pw / G2F_HIST_BINS, y_bot = HI_T + ph;
@@ -542,8 +593,17 @@ static void put_histogram(g2f_html_buf *b, const g2f_layer_result *r) {
             buf_printf(b, "|err| / tol in [10^%g, 10^%g)", G2F_HIST_LO + (k - 1) * G2F_HIST_STEP,
                        G2F_HIST_LO + k * G2F_HIST_STEP);
         buf_printf(b, ": %zu elements</title></rect>\n", cnt);
-        buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9.5\" text-anchor=\"middle\" fill=\"#1f2328\">%zu</text>\n",
-                   x + bw / 2, y_bot - h - 3, cnt);
+        /* the count, written upwards so that neighbours never overlap (a
+         * bin is narrower than "1638400"): above the bar where it fits,
+         * else inside it */
+        char label[16];
+        compact_count(cnt, label, sizeof label);
+        double len = 5.6 * (double)strlen(label) + 4, top = y_bot - h;
+        int above = top - HI_T >= len;
+        buf_printf(b,
+                   "<text transform=\"translate(%.1f %.1f) rotate(-90)\" dy=\"0.35em\" font-size=\"9.5\" "
+                   "text-anchor=\"%s\" fill=\"%s\">%s</text>\n",
+                   x + bw / 2, above ? top - 3 : top + 3, above ? "start" : "end", above ? "#1f2328" : "#fff", label);
     }
     /* x ticks: every decade boundary from 1e-6 to 1e6, labelled every other */
     for (int j = 1; j < G2F_HIST_BINS; j += 2) {
@@ -561,7 +621,7 @@ static void put_histogram(g2f_html_buf *b, const g2f_layer_result *r) {
                "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#c62828\" stroke-width=\"1.6\" "
                "stroke-dasharray=\"7 4\"/>"
                "<text x=\"%.1f\" y=\"%d\" font-size=\"11.5\" fill=\"#c62828\" font-weight=\"600\">tolerance</text>\n",
-               xt, xt, HI_T, y_bot, xt + 4, HI_T + 11);
+               xt, xt, HI_T, y_bot, xt + 4, HI_T - 6); /* above the plot, where no count goes */
     buf_printf(b,
                "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%.1f\" stroke=\"#57606a\"/>"
                "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#57606a\"/>\n",
@@ -632,8 +692,12 @@ static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_laye
         esc(b, r->diag.where);
         buf_put(b, "</dd>\n");
     }
-    buf_printf(b, "<dt>best GELU</dt><dd>%s (separation ", g2f_best_gelu_name(r->best_gelu));
-    put_num(b, r->gelu_separation);
+    buf_printf(b, "<dt>best GELU</dt><dd>%s (separation: out ", g2f_layer_gelu_shown(r));
+    put_num(b, r->sep_out);
+    if (r->has_act) {
+        buf_put(b, ", act ");
+        put_num(b, r->sep_act);
+    }
     buf_put(b, ")</dd>\n");
     const g2f_cmp *o = &r->out;
     buf_printf(b, "<dt>worst element</dt><dd>token %zu, index %zu: expected ", o->worst / width, o->worst % width);

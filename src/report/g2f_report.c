@@ -145,8 +145,9 @@ static const char *claim_check(const g2f_report_ctx *c, char *buf, size_t n) {
     if (!is_tanh && !is_erf)
         snprintf(buf, n, "fixture metadata claims gelu=\"%s\", which is neither tanh nor erf", claim);
     else if ((is_tanh && erf_n) || (is_erf && tanh_n))
-        snprintf(buf, n, "fixture metadata claims gelu=%s, but the data of %zu layer(s) matches %s", claim,
-                 is_tanh ? erf_n : tanh_n, is_tanh ? "erf" : "tanh");
+        snprintf(buf, n, "fixture metadata claims gelu=%s, but the data of %zu %s %s", claim,
+                 is_tanh ? erf_n : tanh_n, (is_tanh ? erf_n : tanh_n) == 1 ? "layer matches" : "layers match",
+                 is_tanh ? "erf" : "tanh");
     else if (tanh_n + erf_n)
         snprintf(buf, n, "fixture metadata claims gelu=%s; the data agrees", claim);
     else
@@ -173,6 +174,133 @@ static void diag_codes(const g2f_layer_result *r, char *buf, size_t n) {
     if (!used) snprintf(buf, n, "-");
 }
 
+/* ---- the sentences every verify report shares ---------------------------- */
+
+int g2f_report_gelu_caveat(const g2f_report_ctx *c, char *buf, size_t n) {
+    const g2f_verify_result *res = c->result;
+    g2f_verify_summary sum;
+    g2f_verify_summarize(res, &sum);
+    if (!res->pass || sum.gelu_unverified == 0) return 0;
+    if (sum.gelu_unverified == res->compared)
+        snprintf(buf, n,
+                 "these inputs cannot tell erf from tanh GELU (separation %.2g of the tolerance): the GELU form is not "
+                 "verified",
+                 sum.unverified_sep);
+    else
+        snprintf(buf, n,
+                 "on %zu of the %zu compared layers these inputs cannot tell erf from tanh GELU (separation at most "
+                 "%.2g of the tolerance): the GELU form is not verified there",
+                 sum.gelu_unverified, res->compared, sum.unverified_sep);
+    return 1;
+}
+
+int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
+    const g2f_verify_result *res = c->result;
+    g2f_verify_summary sum;
+    g2f_verify_summarize(res, &sum);
+    if (res->first_fail >= 0 && (size_t)res->first_fail < res->n_layers) {
+        /* every layer unexplained, and either uncorrelated or the fixture
+         * records another checkpoint's digest */
+        if (sum.unrelated)
+            snprintf(buf, n,
+                     "first divergence at layer %ld: the fixture was most likely not made from this checkpoint "
+                     "(another model, or its layers in another order): %s compared layer is unexplained and "
+                     "uncorrelated with the reference (|cosine| < %g)",
+                     res->first_fail, res->compared == 1 ? "the only" : "every", G2F_UNRELATED_COSINE);
+        else if (sum.all_unexplained && g2f_report_sha256_match(c) == 0)
+            snprintf(buf, n,
+                     "first divergence at layer %ld: the fixture was most likely not made from this checkpoint "
+                     "(another model, or its layers in another order): %s compared layer is unexplained, and the "
+                     "fixture records another checkpoint's sha256",
+                     res->first_fail, res->compared == 1 ? "the only" : "every");
+        else
+            snprintf(buf, n, "first divergence at layer %ld: %s", res->first_fail,
+                     res->layers[res->first_fail].explanation);
+        return 1;
+    }
+    if (!res->pass) {
+        snprintf(buf, n, "no layer was compared");
+        return 1;
+    }
+    if (res->compared == 1) snprintf(buf, n, "the 1 compared layer matches the reference");
+    else snprintf(buf, n, "all %zu compared layers match the reference", res->compared);
+    return 1;
+}
+
+/* s as one shell word: as it is when it holds only safe characters, else
+ * in single quotes ('\'' for a quote). Cut to fit n. */
+static void shell_word(const char *s, char *buf, size_t n) {
+    int plain = *s != '\0';
+    for (const char *p = s; *p && plain; p++)
+        plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                strchr("_./-:=+,@%", *p);
+    if (plain) {
+        snprintf(buf, n, "%s", s);
+        return;
+    }
+    size_t used = 0;
+    if (n < 3) return;
+    buf[used++] = '\'';
+    for (const char *p = s; *p && used + 6 < n; p++) {
+        if (*p == '\'') {
+            memcpy(buf + used, "'\\''", 4);
+            used += 4;
+        } else {
+            buf[used++] = *p;
+        }
+    }
+    buf[used++] = '\'';
+    buf[used] = '\0';
+}
+
+int g2f_report_hint(const g2f_report_ctx *c, char *buf, size_t n) {
+    g2f_verify_summary sum;
+    g2f_verify_summarize(c->result, &sum);
+    if (!sum.other_gelu_explains) return 0;
+    const char *form = g2f_gelu_name(sum.other_gelu);
+    char ck[300], fx[300];
+    shell_word(c->checkpoint_arg ? c->checkpoint_arg : "CHECKPOINT", ck, sizeof ck);
+    shell_word(c->fixtures_arg ? c->fixtures_arg : "FIXTURES", fx, sizeof fx);
+    snprintf(buf, n,
+             "every compared layer matches the %s GELU, not %s: rerun with --gelu %s (gpt2ffn verify %s %s --gelu %s), "
+             "or name a config whose activation_function is \"%s\" with --config FILE",
+             form, g2f_gelu_name(c->result->gelu), form, ck, fx, form,
+             sum.other_gelu == G2F_GELU_ERF ? "gelu" : "gelu_new");
+    return 1;
+}
+
+/* Lower-case hex of at most 64 digits, for comparing digests. */
+static int same_digest(const char *a, const char *b) {
+    size_t i = 0;
+    for (; a[i] && b[i] && i < 64; i++) {
+        int x = a[i] >= 'A' && a[i] <= 'F' ? a[i] + 32 : a[i], y = b[i] >= 'A' && b[i] <= 'F' ? b[i] + 32 : b[i];
+        if (x != y) return 0;
+    }
+    return i == 64 && !a[i] && !b[i];
+}
+
+int g2f_report_sha256_match(const g2f_report_ctx *c) {
+    if (!c->fixture_sha256) return -1;
+    return c->checkpoint_sha256 && same_digest(c->fixture_sha256, c->checkpoint_sha256);
+}
+
+int g2f_report_provenance(const g2f_report_ctx *c, char *buf, size_t n) {
+    int m = g2f_report_sha256_match(c);
+    if (m < 0) return 0;
+    if (m)
+        snprintf(buf, n, "the fixture records this checkpoint's sha256 (%.16s...): it was made from this file",
+                 c->checkpoint_sha256);
+    else if (c->checkpoint_sha256)
+        snprintf(buf, n,
+                 "the fixture records checkpoint_sha256 %.72s, but this checkpoint's is %s: the fixture was made from "
+                 "another file",
+                 c->fixture_sha256, c->checkpoint_sha256);
+    else
+        snprintf(buf, n, "the fixture records checkpoint_sha256 %.72s; this checkpoint's was not computed",
+                 c->fixture_sha256);
+    return 1;
+}
+
 /* The checkpoint's description, shared by every report. */
 static cJSON *model_json(jb *b, const g2f_model_info *mi) {
     cJSON *model = j_check(b, cJSON_CreateObject());
@@ -190,14 +318,16 @@ static cJSON *model_json(jb *b, const g2f_model_info *mi) {
     j_bool(b, model, "proj_bias", mi->has_proj_bias);
     if (mi->config_path) j_str(b, model, "config", mi->config_path);
     else j_null(b, model, "config");
+    j_str(b, model, "config_source", mi->config_source ? mi->config_source : "none beside the checkpoint");
     if (mi->config_activation) j_str(b, model, "activation_function", mi->config_activation);
     return model;
 }
 
 static void model_text(FILE *fp, const char *label, const g2f_model_info *mi) {
     esc_pool ep = {{0}, 0};
-    fprintf(fp, "%-11s %s (%s, %s, %zu layers, n_embd %zu, n_inner %zu, %s, %s)\n", label, esc(&ep, mi->path),
-            esc(&ep, mi->format), g2f_dtype_name(mi->dtype), mi->n_layer, mi->n_embd, mi->n_inner,
+    fprintf(fp, "%-11s %s (%s, %s, %zu layer%s, n_embd %zu, n_inner %zu, %s, %s)\n", label, esc(&ep, mi->path),
+            esc(&ep, mi->format), g2f_dtype_name(mi->dtype), mi->n_layer, mi->n_layer == 1 ? "" : "s", mi->n_embd,
+            mi->n_inner,
             g2f_layout_name(mi->layout),
             mi->has_fc_bias && mi->has_proj_bias ? "with biases"
             : (mi->has_fc_bias || mi->has_proj_bias) ? "one bias missing"
@@ -205,12 +335,18 @@ static void model_text(FILE *fp, const char *label, const g2f_model_info *mi) {
     fprintf(fp, "naming      %s%s%s%s\n", esc(&ep, mi->naming), *mi->prefix ? " under '" : "", esc(&ep, mi->prefix),
             *mi->prefix ? "'" : "");
     fprintf(fp, "layout      %s\n", esc(&ep, mi->layout_source));
+    /* config.json beside the checkpoint goes without saying; another name
+     * (the only *config*.json there, --config) is said */
+    const char *how = mi->config_source && strcmp(mi->config_source, "config.json beside the checkpoint") != 0
+                          ? mi->config_source
+                          : NULL;
     if (mi->config_path)
-        fprintf(fp, "config      %s%s%s%s\n", esc(&ep, mi->config_path),
-                mi->config_activation ? " (activation_function \"" : "", esc(&ep, mi->config_activation),
-                mi->config_activation ? "\")" : "");
+        fprintf(fp, "config      %s%s%s%s%s%s%s\n", esc(&ep, mi->config_path), how || mi->config_activation ? " (" : "",
+                how ? esc(&ep, how) : "", how && mi->config_activation ? "; " : "",
+                mi->config_activation ? "activation_function \"" : "", esc(&ep, mi->config_activation),
+                mi->config_activation ? "\")" : how ? ")" : "");
     else
-        fprintf(fp, "config      none beside the checkpoint\n");
+        fprintf(fp, "config      %s\n", how ? esc(&ep, how) : "none beside the checkpoint");
     esc_pool_free(&ep);
 }
 
@@ -227,18 +363,20 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     else
         fprintf(fp, "tolerance   per element, %g sigma of fp32 rounding plus the fixture dtype's (README: Tolerance)\n",
                 c->tol->lambda > 0 ? c->tol->lambda : G2F_TOL_LAMBDA);
-    char note[256];
+    char note[256], line[1400];
     if (claim_check(c, note, sizeof note)) fprintf(fp, "note        %s\n", note);
+    if (g2f_report_provenance(c, line, sizeof line))
+        fprintf(fp, "%-11s %s\n", g2f_report_sha256_match(c) ? "provenance" : "warning", esc(&ep, line));
     fprintf(fp, "\n");
-    if (res->first_fail >= 0)
-        fprintf(fp, "first divergence at layer %ld: %s\n\n", res->first_fail,
-                esc(&ep, res->layers[res->first_fail].explanation));
-    else if (res->pass)
-        fprintf(fp, "all %zu compared layers match the reference\n\n", res->compared);
+    char caveat[300];
+    int unverified = g2f_report_gelu_caveat(c, caveat, sizeof caveat);
+    if (g2f_report_verdict(c, line, sizeof line) && res->compared)
+        fprintf(fp, "%s%s%s\n\n", esc(&ep, line), unverified ? ", but " : "", unverified ? caveat : "");
     esc_pool_free(&ep);
 
-    fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s  %s\n", "layer", "tokens", "max_abs_err", "max_rel_err",
-            "margin", "mismatched/total", "cosine", "sqnr_db", "verdict", "gelu", "diagnosis");
+    fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s %8s %8s  %s\n", "layer", "tokens", "max_abs_err",
+            "max_rel_err", "margin", "mismatched/total", "cosine", "sqnr_db", "verdict", "gelu", "sep_out", "sep_act",
+            "diagnosis");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
         if (r->status == G2F_LAYER_SKIPPED) {
@@ -248,20 +386,22 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
             char span[48];
             if (j > i) snprintf(span, sizeof span, "%zu-%zu", i, j);
             else snprintf(span, sizeof span, "%zu", i);
-            fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s  %s\n", span, "-", "-", "-", "-", "-", "-", "-",
-                    "skipped", "-", "-");
+            fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s %8s %8s  %s\n", span, "-", "-", "-", "-", "-", "-",
+                    "-", "skipped", "-", "-", "-", "-");
             i = j;
             continue;
         }
         g2f_layer_totals tot = g2f_layer_result_totals(r);
-        char frac[48], codes[512];
+        char frac[48], codes[512], sep_act[32];
         snprintf(frac, sizeof frac, "%zu/%zu", tot.mismatched, tot.total);
+        if (r->has_act) snprintf(sep_act, sizeof sep_act, "%.3g", r->sep_act);
+        else snprintf(sep_act, sizeof sep_act, "-");
         diag_codes(r, codes, sizeof codes);
         const char *on = !c->color ? "" : r->status == G2F_LAYER_PASS ? "\033[32m" : "\033[1;31m";
-        fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %10.8f %8.1f %s%7s%s %17s  %s\n", r->layer, r->tokens,
+        fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %10.8f %8.1f %s%7s%s %17s %8.3g %8s  %s\n", r->layer, r->tokens,
                 r->out.max_abs, r->out.max_rel, tot.margin, frac, r->out.cosine, r->out.sqnr_db, on,
-                r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", c->color ? "\033[0m" : "", g2f_best_gelu_name(r->best_gelu),
-                codes);
+                r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", c->color ? "\033[0m" : "", g2f_layer_gelu_shown(r),
+                r->sep_out, sep_act, codes);
     }
     fprintf(fp, "\nworst element per layer (token, channel: expected / computed, tolerance):\n");
     for (size_t i = 0; i < res->n_layers; i++) {
@@ -287,16 +427,24 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         fprintf(fp, "\n");
     }
     fprintf(fp, "\n");
-    for (size_t i = 0; i < res->n_layers; i++) {
-        const g2f_layer_result *r = &res->layers[i];
-        if (r->status == G2F_LAYER_FAIL && (long)i != res->first_fail) {
+    if (res->failed) {
+        if (res->failed == 1 && res->compared == 1) fprintf(fp, "failing layer (the only one compared):\n");
+        else if (res->failed == res->compared) fprintf(fp, "failing layers (all %zu compared):\n", res->compared);
+        else fprintf(fp, "failing layer%s (%zu of the %zu compared):\n", res->failed == 1 ? "" : "s", res->failed,
+                     res->compared);
+        for (size_t i = 0; i < res->n_layers; i++) {
+            const g2f_layer_result *r = &res->layers[i];
+            if (r->status != G2F_LAYER_FAIL) continue;
             fprintf(fp, "  %s\n", esc(&ep, r->explanation));
             esc_pool_free(&ep);
         }
+        fprintf(fp, "\n");
     }
-    fprintf(fp, "result: %s%s%s (%zu compared, %zu failed, %zu skipped)\n",
+    fprintf(fp, "result: %s%s%s%s%s (%zu compared, %zu failed, %zu skipped)\n",
             !c->color ? "" : res->pass ? "\033[32m" : "\033[1;31m", res->pass ? "PASS" : "FAIL", c->color ? "\033[0m" : "",
-            res->compared, res->failed, res->n_layers - res->compared);
+            unverified ? ", but " : "", unverified ? caveat : "", res->compared, res->failed,
+            res->n_layers - res->compared);
+    if (g2f_report_hint(c, line, sizeof line)) fprintf(fp, "hint: %s\n", line);
 }
 
 static cJSON *cmp_json(jb *b, const g2f_cmp *c, size_t width) {
@@ -335,6 +483,10 @@ static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result 
     j_num(b, l, "total", (double)tot.total);
     j_num(b, l, "margin", tot.margin);
     j_str(b, l, "best_gelu", g2f_best_gelu_name(r->best_gelu));
+    j_bool(b, l, "gelu_verified", g2f_layer_gelu_verified(r));
+    j_num(b, l, "sep_out", r->sep_out);
+    if (r->has_act) j_num(b, l, "sep_act", r->sep_act);
+    else j_null(b, l, "sep_act");
     j_num(b, l, "gelu_separation", r->gelu_separation);
     cJSON *gm = j_obj(b, l, "gelu_margins");
     for (int g = 0; g < G2F_GELU_COUNT; g++) j_num(b, gm, g2f_gelu_name((g2f_gelu)g), r->gelu_margin[g]);
@@ -387,6 +539,20 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     j_str(&b, root, "gelu", g2f_gelu_name(res->gelu));
     j_str(&b, root, "gelu_source", c->gelu_source);
     j_str(&b, root, "status", res->pass ? "pass" : "fail");
+    char verdict[1400], caveat[300];
+    size_t vlen = 0;
+    if (g2f_report_verdict(c, verdict, sizeof verdict)) vlen = strlen(verdict);
+    if (g2f_report_gelu_caveat(c, caveat, sizeof caveat) && vlen < sizeof verdict)
+        snprintf(verdict + vlen, sizeof verdict - vlen, ", but %s", caveat);
+    j_str(&b, root, "verdict", verdict);
+    g2f_verify_summary sum;
+    g2f_verify_summarize(res, &sum);
+    j_bool(&b, root, "gelu_verified", sum.gelu_verified);
+    if (c->fixture_sha256) j_str(&b, root, "fixture_checkpoint_sha256", c->fixture_sha256);
+    else j_null(&b, root, "fixture_checkpoint_sha256");
+    int match = g2f_report_sha256_match(c);
+    if (match < 0) j_null(&b, root, "checkpoint_sha256_match");
+    else j_bool(&b, root, "checkpoint_sha256_match", match);
     j_add(&b, root, "model", model_json(&b, c->model));
     cJSON *tol = j_obj(&b, root, "tolerance");
     j_str(&b, tol, "mode", c->tol->user ? "user" : "derived");
@@ -490,6 +656,9 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
             diff_verdict(t, v, sizeof v);
             if (t->kind == G2F_DIFF_QUANTIZED)
                 snprintf(q, sizeof q, " (%.2f steps)%s", t->max_steps, t->accepted ? ", accepted" : "");
+            else if (t->kind == G2F_DIFF_MISSING || t->kind == G2F_DIFF_ZERO_BIAS) /* the size of what is missing */
+                snprintf(q, sizeof q, " (only %c has it: %zu value%s, largest |value| %.3g)", t->missing_in ? t->missing_in : '?',
+                         t->missing_values, t->missing_values == 1 ? "" : "s", t->max_abs);
             fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s%s\n", L, g2f_model_tensor_role(k), t->max_abs, t->max_rel, v, q,
                     t->equivalent || t->accepted ? "" : "  <-");
         }

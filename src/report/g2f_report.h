@@ -25,7 +25,37 @@ typedef struct g2f_report_ctx {
     const g2f_tol_params *tol;
     const g2f_verify_result *result;
     int color;                   /* ANSI colours in the text report (a TTY without NO_COLOR) */
+    /* provenance: the fixture's metadata checkpoint_sha256 (NULL when it
+     * records none) and this checkpoint's (g2f_model_sha256; NULL when not
+     * computed, which is only done when the fixture records one) */
+    const char *fixture_sha256;
+    const char *checkpoint_sha256;
 } g2f_report_ctx;
+
+/* The sentences every verify report (text, JSON, HTML) shares, written
+ * unescaped into buf (escape them for where they go):
+ *   verdict: "all 4 compared layers match the reference" (the text and
+ *     JSON reports add ", but " and the caveat below), "first divergence at
+ *     layer N: <explanation>", or, when every compared layer is unexplained
+ *     with |cosine| < G2F_UNRELATED_COSINE (or the fixture records another
+ *     checkpoint's digest), that the fixture was most likely not made from
+ *     this checkpoint;
+ *   gelu caveat (0 when the GELU form is verified on every compared layer
+ *     or the run fails): "these inputs cannot tell erf from tanh GELU
+ *     (separation X of the tolerance): the GELU form is not verified";
+ *   hint (0 when none): when every compared layer fails with exactly the
+ *     other GELU form, the option that would pass ("rerun with --gelu erf
+ *     ...");
+ *   provenance (0 when the fixture records no checkpoint digest): whether
+ *     the digest it records is this checkpoint's.
+ * Each returns 1 when it wrote a sentence. */
+int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n);
+int g2f_report_gelu_caveat(const g2f_report_ctx *c, char *buf, size_t n);
+int g2f_report_hint(const g2f_report_ctx *c, char *buf, size_t n);
+int g2f_report_provenance(const g2f_report_ctx *c, char *buf, size_t n);
+/* 1 when both digests are known and equal (case-insensitive hex), 0 when
+ * they differ, -1 when the fixture records none. */
+int g2f_report_sha256_match(const g2f_report_ctx *c);
 
 /* Human-readable report: a one-sentence verdict, then the per-layer table.
  * Strings from files and from the command line are escaped for the

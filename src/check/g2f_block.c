@@ -314,9 +314,12 @@ typedef struct ctx {
     seq s;
     g2f_attn_ws aws;
     g2f_ffn_ws ws;
+    g2f_error *err; /* the chained pass's */
 } ctx;
 
-static const g2f_tensor *stage_t(const ctx *c, g2f_bx_kind k) { return g2f_fixture_block(c->f, c->L, k); }
+static const g2f_tensor *stage_t(const ctx *c, g2f_bx_kind k) {
+    return c->f ? g2f_fixture_block(c->f, c->L, k) : NULL;
+}
 
 /* Compares the attention stage's outputs with what the fixture records. */
 static void compare_attn(ctx *c, acc *A, size_t sq) {
@@ -589,71 +592,96 @@ static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2
 
 /* ---- the chained pass -------------------------------------------------- */
 
-static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f_block_result *out, g2f_error *err) {
+/* One sequence through the block from s->x, s->vx (filled by the caller),
+ * comparing every stage c->f records for layer c->L (none when c->f is
+ * NULL); the output is left in s->out, s->vout. */
+static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, size_t sq, acc *A) {
     seq *s = &c->s;
     size_t T = c->T, d = c->d;
     const g2f_fixture *f = c->f;
     g2f_fixture_views fv;
     g2f_error e2 = {0};
-    int have_ffn = g2f_fixture_layer_views(f, c->L, &fv, &e2) == G2F_OK;
+    int have_ffn = f && g2f_fixture_layer_views(f, c->L, &fv, &e2) == G2F_OK;
+    const g2f_tensor *t;
+    ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, s->a, s->va, s->rstd, hw->n_threads);
+    if ((t = stage_t(c, G2F_BX_LN1))) {
+        read_seq(t, sq, T, d, NULL, s->e1);
+        compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
+    }
+    g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, c->err);
+    if (e != G2F_OK) return e;
+    compare_attn(c, &A[G2F_STAGE_ATTN], sq);
+    add_stage(s->x, s->vx, s->ao, s->vao, T * d, 0, s->mid, s->vmid);
+    if ((t = stage_t(c, G2F_BX_MID))) {
+        read_seq(t, sq, T, d, NULL, s->e1);
+        compare(&A[G2F_STAGE_MID], "mid", s->e1, s->mid, s->vmid, 0, T * d, t->dtype, c->lambda, s->tmp);
+    }
+    ln_stage(s->mid, s->vmid, T, d, &hw->b->ln_2, hw->eps2, 0, 0, s->l2, s->vl2, s->rstd, hw->n_threads);
+    if (f && (t = g2f_fixture_input(f, c->L))) {
+        read_seq(t, sq, T, d, NULL, s->e1);
+        compare(&A[G2F_STAGE_LN2], "ln_2.out", s->e1, s->l2, s->vl2, 0, T * d, t->dtype, c->lambda, s->tmp);
+    }
+    mlp_stage(mlp, c->p->gelu, c->p->tol, s, s->l2, s->vl2, hw->n_threads, &c->ws);
+    size_t h = mlp->n_inner;
+    if (have_ffn && fv.t[G2F_FX_PRE]) {
+        read_seq(fv.t[G2F_FX_PRE], sq, T, h, NULL, s->e1);
+        compare(&A[G2F_STAGE_MLP], "mlp.pre", s->e1, s->pre, s->tpre, 1, T * h, fv.t[G2F_FX_PRE]->dtype, c->lambda,
+                s->q);
+    }
+    if (have_ffn && fv.t[G2F_FX_ACT]) {
+        read_seq(fv.t[G2F_FX_ACT], sq, T, h, NULL, s->e1);
+        compare(&A[G2F_STAGE_MLP], "mlp.act", s->e1, s->act, s->tact, 1, T * h, fv.t[G2F_FX_ACT]->dtype, c->lambda,
+                s->q);
+    }
+    if (have_ffn && fv.t[G2F_FX_OUT]) {
+        read_seq(fv.t[G2F_FX_OUT], sq, T, d, NULL, s->e1);
+        compare(&A[G2F_STAGE_MLP], "mlp.out", s->e1, s->mo, s->vmo, 0, T * d, fv.t[G2F_FX_OUT]->dtype, c->lambda,
+                s->tmp);
+    }
+    add_stage(s->mid, s->vmid, s->mo, s->vmo, T * d, 0, s->out, s->vout);
+    if ((t = stage_t(c, G2F_BX_OUT))) {
+        read_seq(t, sq, T, d, NULL, s->e1);
+        compare(&A[G2F_STAGE_OUT], "out", s->e1, s->out, s->vout, 0, T * d, t->dtype, c->lambda, s->tmp);
+    }
+    return G2F_OK;
+}
+
+/* The first stage of A that does not match, into the result's fields. */
+static void first_divergence(const acc *A, int *diverged, g2f_stage *stage, const char **tensor, double *margin) {
+    for (int st = 0; st < G2F_STAGE_COUNT; st++) {
+        if (!A[st].any || A[st].mismatched == 0) continue;
+        *diverged = 1;
+        *stage = (g2f_stage)st;
+        *tensor = A[st].worst_tensor;
+        *margin = A[st].margin;
+        return;
+    }
+}
+
+static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f_block_result *out, g2f_error *err) {
+    seq *s = &c->s;
+    size_t T = c->T, d = c->d;
     const g2f_tensor *tin = stage_t(c, G2F_BX_IN);
     acc A[G2F_STAGE_COUNT];
     memset(A, 0, sizeof A);
     int attn_ok = hw->b->has_attn && c->H;
+    c->err = err;
     for (size_t sq = 0; sq < c->n_seq; sq++) {
-        const g2f_tensor *t;
         read_seq(tin, sq, T, d, s->x, NULL);
         input_var(s->x, T * d, tin->dtype, s->vx);
-        ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, s->a, s->va, s->rstd, hw->n_threads);
-        if ((t = stage_t(c, G2F_BX_LN1))) {
-            read_seq(t, sq, T, d, NULL, s->e1);
-            compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
+        if (!attn_ok) { /* the rest needs attention */
+            const g2f_tensor *t;
+            ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, s->a, s->va, s->rstd, hw->n_threads);
+            if ((t = stage_t(c, G2F_BX_LN1))) {
+                read_seq(t, sq, T, d, NULL, s->e1);
+                compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
+            }
+            return G2F_OK;
         }
-        if (!attn_ok) return G2F_OK; /* the rest needs attention */
-        g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, err);
+        g2f_status e = chain_seq(c, hw, mlp, sq, A);
         if (e != G2F_OK) return e;
-        compare_attn(c, &A[G2F_STAGE_ATTN], sq);
-        add_stage(s->x, s->vx, s->ao, s->vao, T * d, 0, s->mid, s->vmid);
-        if ((t = stage_t(c, G2F_BX_MID))) {
-            read_seq(t, sq, T, d, NULL, s->e1);
-            compare(&A[G2F_STAGE_MID], "mid", s->e1, s->mid, s->vmid, 0, T * d, t->dtype, c->lambda, s->tmp);
-        }
-        ln_stage(s->mid, s->vmid, T, d, &hw->b->ln_2, hw->eps2, 0, 0, s->l2, s->vl2, s->rstd, hw->n_threads);
-        if ((t = g2f_fixture_input(f, c->L))) {
-            read_seq(t, sq, T, d, NULL, s->e1);
-            compare(&A[G2F_STAGE_LN2], "ln_2.out", s->e1, s->l2, s->vl2, 0, T * d, t->dtype, c->lambda, s->tmp);
-        }
-        mlp_stage(mlp, c->p->gelu, c->p->tol, s, s->l2, s->vl2, hw->n_threads, &c->ws);
-        size_t h = mlp->n_inner;
-        if (have_ffn && fv.t[G2F_FX_PRE]) {
-            read_seq(fv.t[G2F_FX_PRE], sq, T, h, NULL, s->e1);
-            compare(&A[G2F_STAGE_MLP], "mlp.pre", s->e1, s->pre, s->tpre, 1, T * h, fv.t[G2F_FX_PRE]->dtype, c->lambda,
-                    s->q);
-        }
-        if (have_ffn && fv.t[G2F_FX_ACT]) {
-            read_seq(fv.t[G2F_FX_ACT], sq, T, h, NULL, s->e1);
-            compare(&A[G2F_STAGE_MLP], "mlp.act", s->e1, s->act, s->tact, 1, T * h, fv.t[G2F_FX_ACT]->dtype, c->lambda,
-                    s->q);
-        }
-        if (have_ffn && fv.t[G2F_FX_OUT]) {
-            read_seq(fv.t[G2F_FX_OUT], sq, T, d, NULL, s->e1);
-            compare(&A[G2F_STAGE_MLP], "mlp.out", s->e1, s->mo, s->vmo, 0, T * d, fv.t[G2F_FX_OUT]->dtype, c->lambda,
-                    s->tmp);
-        }
-        add_stage(s->mid, s->vmid, s->mo, s->vmo, T * d, 0, s->out, s->vout);
-        if ((t = stage_t(c, G2F_BX_OUT))) {
-            read_seq(t, sq, T, d, NULL, s->e1);
-            compare(&A[G2F_STAGE_OUT], "out", s->e1, s->out, s->vout, 0, T * d, t->dtype, c->lambda, s->tmp);
-        }
     }
-    for (int st = 0; st < G2F_STAGE_COUNT; st++) {
-        if (!A[st].any || A[st].mismatched == 0) continue;
-        out->diverged = 1;
-        out->first_stage = (g2f_stage)st;
-        out->first_tensor = A[st].worst_tensor;
-        out->first_margin = A[st].margin;
-        break;
-    }
+    first_divergence(A, &out->diverged, &out->first_stage, &out->first_tensor, &out->first_margin);
     return G2F_OK;
 }
 
@@ -712,4 +740,118 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
     g2f_ffn_ws_free(&c.ws);
     g2f_block_free(&b);
     return st;
+}
+
+/* ---- the block from values in memory ------------------------------------- */
+
+struct g2f_block_chain {
+    ctx c;
+    void *mem;
+    acc A[G2F_STAGE_COUNT];
+    size_t h;
+};
+
+g2f_status g2f_block_chain_new(const g2f_model *m, size_t T, const g2f_block_params *p, g2f_block_chain **out,
+                               g2f_error *err) {
+    *out = NULL;
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    size_t H = p->n_head ? p->n_head : mi->n_head;
+    if (!H || mi->n_embd % H)
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: n_head %s (config.json n_head, or --n-head N)", mi->path,
+                             H ? "does not divide n_embd" : "is unknown");
+    g2f_block_chain *c = calloc(1, sizeof *c);
+    if (!c) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    c->c.p = p;
+    c->c.d = mi->n_embd;
+    c->c.H = H;
+    c->c.T = T;
+    c->c.n_seq = 1;
+    c->h = mi->n_inner;
+    c->c.lambda = p->tol->lambda > 0 ? p->tol->lambda : G2F_TOL_LAMBDA;
+    g2f_status st = seq_alloc(&c->c.s, 0, T, c->c.d, H, mi->n_inner, &c->mem, err);
+    if (st != G2F_OK) {
+        free(c);
+        return st;
+    }
+    *out = c;
+    return G2F_OK;
+}
+
+void g2f_block_chain_free(g2f_block_chain *c) {
+    if (!c) return;
+    free(c->mem);
+    g2f_attn_ws_free(&c->c.aws);
+    g2f_ffn_ws_free(&c->c.ws);
+    free(c);
+}
+
+g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L, const g2f_fixture *f, size_t sq,
+                                float *x, float *vx, g2f_error *err) {
+    ctx *cx = &c->c;
+    if (!b->has_attn)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "layer %zu: the checkpoint holds no attention weights", L);
+    size_t n = cx->T * cx->d;
+    cx->f = f;
+    cx->L = L;
+    cx->err = err;
+    how hw;
+    memset(&hw, 0, sizeof hw);
+    hw.b = b;
+    hw.attn = g2f_attn_opts_gpt2(cx->d / cx->H);
+    hw.eps1 = b->ln_1.eps;
+    hw.eps2 = b->ln_2.eps;
+    hw.n_head = cx->H;
+    hw.n_threads = cx->p->n_threads;
+    memcpy(cx->s.x, x, n * sizeof *x);
+    memcpy(cx->s.vx, vx, n * sizeof *vx);
+    g2f_status st = chain_seq(cx, &hw, &b->mlp.w, sq, c->A);
+    if (st != G2F_OK) return st;
+    memcpy(x, cx->s.out, n * sizeof *x);
+    memcpy(vx, cx->s.vout, n * sizeof *vx);
+    return G2F_OK;
+}
+
+void g2f_block_chain_layer_end(g2f_block_chain *c, g2f_chain_verdict *out) {
+    memset(out, 0, sizeof *out);
+    for (int s = 0; s < G2F_STAGE_COUNT; s++)
+        if (c->A[s].any) fill_stage(&out->stage[s], &c->A[s]);
+    first_divergence(c->A, &out->diverged, &out->first_stage, &out->first_tensor, &out->first_margin);
+    memset(c->A, 0, sizeof c->A);
+}
+
+const float *g2f_block_chain_values(const g2f_block_chain *c, int ffn, int kind, size_t *width) {
+    const seq *s = &c->c.s;
+    size_t d = c->c.d;
+    *width = d;
+    if (ffn) {
+        switch (kind) {
+        case G2F_FX_IN: return s->l2;
+        case G2F_FX_OUT: return s->mo;
+        case G2F_FX_PRE: return *width = c->h, s->pre;
+        case G2F_FX_ACT: return *width = c->h, s->act;
+        default: return NULL;
+        }
+    }
+    switch (kind) {
+    case G2F_BX_IN: return s->x;
+    case G2F_BX_LN1: return s->a;
+    case G2F_BX_QKV: return *width = 3 * d, s->qkv;
+    case G2F_BX_PROBS: return *width = c->c.T, s->probs;
+    case G2F_BX_MERGED:
+    case G2F_BX_Z: return s->merged;
+    case G2F_BX_ATTN_OUT: return s->ao;
+    case G2F_BX_MID: return s->mid;
+    case G2F_BX_OUT: return s->out;
+    default: return NULL;
+    }
+}
+
+void g2f_block_ln_var(const float *x, const float *vx, size_t T, size_t d, const g2f_ln *ln, double eps, int no_w,
+                      int no_b, float *y, float *vy, double *rstd, int n_threads) {
+    ln_stage(x, vx, T, d, ln, eps, no_w, no_b, y, vy, rstd, n_threads);
+}
+
+void g2f_block_gemm_var(const float *a, const float *va, size_t m, size_t k, const float *B, int b_trans, size_t n,
+                        const float *bias, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws) {
+    gemm_var(a, va, m, k, B, b_trans, n, bias, c, vc, a2, n_threads, ws);
 }

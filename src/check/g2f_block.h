@@ -113,4 +113,57 @@ typedef struct g2f_block_params {
 g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t layer, const g2f_block_params *p,
                            g2f_block_result *out, g2f_error *err);
 
+/* ---- the block from values in memory (the whole forward, g2f_forward) ----
+ * The chained pass above, one sequence at a time, from a residual stream the
+ * caller holds (values and absolute variances) instead of a recorded
+ * h.L.in: the same functions, so the model's forward and the block check
+ * cannot differ. Usage, per layer L:
+ *     g2f_block_chain_step(c, &b, L, f, seq, x, vx, err)   for each sequence
+ *     g2f_block_chain_layer_end(c, &verdict)
+ */
+typedef struct g2f_block_chain g2f_block_chain;
+
+/* The chained verdict of a layer over the sequences stepped since the last
+ * g2f_block_chain_layer_end: per stage (checked: the fixture records one of
+ * its tensors and it was compared), and the first stage that diverges. */
+typedef struct g2f_chain_verdict {
+    g2f_stage_result stage[G2F_STAGE_COUNT];
+    int diverged;
+    g2f_stage first_stage;
+    const char *first_tensor;
+    double first_margin;
+} g2f_chain_verdict;
+
+/* A workspace for sequences of T tokens of m's shapes (n_head: p->n_head or
+ * the model's; it must be known). Sizes checked against the machine's
+ * memory (G2F_ERR_NOMEM naming the buffers). */
+g2f_status g2f_block_chain_new(const g2f_model *m, size_t T, const g2f_block_params *p, g2f_block_chain **out,
+                               g2f_error *err);
+/* NULL is a no-op. */
+void g2f_block_chain_free(g2f_block_chain *c);
+/* Block b (layer L, with attention weights) of sequence seq: x, vx (T, d) in,
+ * replaced by the block's output and its variance. With f, every stage f
+ * records for layer L is compared with that sequence's rows (f checked by
+ * g2f_fixture_check_block with the same (n_seq, T)). */
+g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L, const g2f_fixture *f, size_t seq,
+                                float *x, float *vx, g2f_error *err);
+/* The verdict of the steps since the last call; the tallies restart. */
+void g2f_block_chain_layer_end(g2f_block_chain *c, g2f_chain_verdict *out);
+/* A stage's values from the last step, row-major (T, width) (probs: (n_head,
+ * T, T)), valid until the next step; *width gets the row width. kind is a
+ * g2f_bx_kind (IN: the step's input; Q, K, V: NULL, they are thirds of
+ * QKV's rows; Z: MERGED's layout) or, with ffn, a g2f_fx_kind (IN: ln_2's
+ * output; PRE, ACT, OUT: the FFN's). */
+const float *g2f_block_chain_values(const g2f_block_chain *c, int ffn, int kind, size_t *width);
+
+/* LayerNorm of x (T, d) with variance vx: y and its variance vy (the
+ * LayerNorm's roundings plus vx through its Jacobian), rstd (T) scratch.
+ * no_w / no_b leave out the gain / bias (a port's bugs). */
+void g2f_block_ln_var(const float *x, const float *vx, size_t T, size_t d, const g2f_ln *ln, double eps, int no_w,
+                      int no_b, float *y, float *vy, double *rstd, int n_threads);
+/* c (m, n) = a (m, k) B + bias with its variance: B is (k, n), or (n, k)
+ * when b_trans; a2 (m, k) scratch; ws may be NULL. */
+void g2f_block_gemm_var(const float *a, const float *va, size_t m, size_t k, const float *B, int b_trans, size_t n,
+                        const float *bias, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws);
+
 #endif

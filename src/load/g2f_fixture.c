@@ -18,7 +18,27 @@ static const char *const block_names[] = {"in",          "ln_1.out",    "attn.qk
                                           "attn.out",    "mid",         "out"};
 _Static_assert(sizeof block_names / sizeof block_names[0] == G2F_BX_COUNT, "one name per block kind");
 
+static const char *const model_names[G2F_MX_COUNT][2] = {
+    {"input_ids", "input_ids"}, {"embed", NULL},          {NULL, "hook_embed"},
+    {NULL, "hook_pos_embed"},   {"ln_f.out", "ln_final.hook_normalized"}, {"logits", "logits"}};
+
+const char *g2f_fixture_model_name(g2f_mx_kind kind, int tl) {
+    if ((unsigned)kind >= G2F_MX_COUNT) return "?";
+    const char *n = model_names[kind][tl ? 1 : 0];
+    return n ? n : model_names[kind][tl ? 0 : 1];
+}
+
+/* The model-level kind of a name (optionally under "transformer."), or -1. */
+static int match_model(const char *name) {
+    if (!strncmp(name, "transformer.", 12)) name += 12;
+    for (int k = 0; k < G2F_MX_COUNT; k++)
+        for (int s = 0; s < 2; s++)
+            if (model_names[k][s] && !strcmp(name, model_names[k][s])) return k;
+    return -1;
+}
+
 struct g2f_fixture {
+    const g2f_tensor *top[G2F_MX_COUNT];
     g2f_source *src;
     char *path;
     size_t n_slots;                       /* max layer index + 1 */
@@ -116,15 +136,22 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
             goto fail;
         }
         if (k >= 0 && layer + 1 > f->n_slots) f->n_slots = layer + 1;
+        int mk = k < 0 ? match_model(t->tensors[i].name) : -1;
+        if (mk >= 0 && f->top[mk]) {
+            s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensors '%s' and '%s' name the same stage", path,
+                              f->top[mk]->name, t->tensors[i].name);
+            goto fail;
+        }
+        if (mk >= 0) f->top[mk] = &t->tensors[i];
     }
-    if (f->n_slots == 0) {
+    if (f->n_slots == 0 && !g2f_fixture_has_model(f)) {
         s = g2f_error_set(err, G2F_ERR_FORMAT,
                           "%s: no fixture tensors (h.N.mlp.in / h.N.mlp.out, or TransformerLens "
-                          "blocks.N.ln2.hook_normalized / blocks.N.hook_mlp_out) among its %zu tensors",
+                          "blocks.N.ln2.hook_normalized / blocks.N.hook_mlp_out, or input_ids) among its %zu tensors",
                           path, t->count);
         goto fail;
     }
-    f->slots = calloc(f->n_slots, sizeof *f->slots);
+    f->slots = calloc(f->n_slots ? f->n_slots : 1, sizeof *f->slots);
     if (!f->slots) {
         s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto fail;
@@ -397,4 +424,123 @@ void g2f_fixture_block_shape(const g2f_fixture *f, size_t layer, size_t *n_seq, 
 
 const char *g2f_fixture_meta(const g2f_fixture *f, const char *key) {
     return g2f_table_meta(g2f_source_table(f->src), key);
+}
+
+/* ---- the model's ends ---------------------------------------------------- */
+
+const g2f_tensor *g2f_fixture_model(const g2f_fixture *f, g2f_mx_kind kind) {
+    return (unsigned)kind < G2F_MX_COUNT ? f->top[kind] : NULL;
+}
+
+int g2f_fixture_has_model(const g2f_fixture *f) {
+    for (int k = 0; k < G2F_MX_COUNT; k++)
+        if (f->top[k]) return 1;
+    return 0;
+}
+
+void g2f_fixture_read_ids(const g2f_tensor *ids, uint64_t start, uint64_t count, int64_t *out) {
+    size_t es = ids->dtype == G2F_DTYPE_I64 ? 8 : 4;
+    const unsigned char *p = ids->data + start * es;
+    for (uint64_t i = 0; i < count; i++, p += es) {
+        if (es == 8) {
+            int64_t v;
+            memcpy(&v, p, 8);
+            out[i] = v;
+        } else {
+            int32_t v;
+            memcpy(&v, p, 4);
+            out[i] = v;
+        }
+    }
+}
+
+/* "[1, 3]": the multi-index of flat element i of t. */
+static void index_format(const g2f_tensor *t, uint64_t i, char *buf, size_t n) {
+    uint64_t idx[G2F_MAX_DIMS];
+    for (size_t k = t->ndim; k-- > 0;) {
+        idx[k] = t->shape[k] ? i % t->shape[k] : 0;
+        i = t->shape[k] ? i / t->shape[k] : 0;
+    }
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (size_t k = 0; k < t->ndim && used < n; k++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%llu", k ? ", " : "", (unsigned long long)idx[k]);
+    if (used < n) snprintf(buf + used, n - used, "]");
+}
+
+g2f_status g2f_fixture_check_model(const g2f_fixture *f, size_t d, size_t vocab, size_t n_pos, size_t *n_seq,
+                                   size_t *T, g2f_error *err) {
+    *n_seq = *T = 0;
+    uint64_t ns0 = 0, T0 = 0;
+    const g2f_tensor *first = NULL, *ids = f->top[G2F_MX_IDS];
+    char sh[128];
+    if (ids) {
+        g2f_shape_format(ids, sh, sizeof sh);
+        if (ids->dtype != G2F_DTYPE_I64 && ids->dtype != G2F_DTYPE_I32)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s, expected I64 or I32 token ids",
+                                 f->path, ids->name, g2f_tensor_type_name(ids));
+        if (ids->ndim == 0 || ids->numel == 0 || ids->shape[ids->ndim - 1] == 0)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s holds no tokens", f->path, ids->name,
+                                 sh);
+        if (ids->nbytes < ids->numel * (ids->dtype == G2F_DTYPE_I64 ? 8u : 4u))
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': %llu bytes for %llu ids", f->path, ids->name,
+                                 (unsigned long long)ids->nbytes, (unsigned long long)ids->numel);
+        T0 = ids->shape[ids->ndim - 1];
+        ns0 = ids->numel / T0;
+        first = ids;
+        if (n_pos && T0 > n_pos)
+            return g2f_error_set(err, G2F_ERR_FORMAT,
+                                 "%s: tensor '%s': sequences of %llu tokens but the checkpoint has %zu positions "
+                                 "(wpe)", f->path, ids->name, (unsigned long long)T0, n_pos);
+        int64_t buf[256];
+        for (uint64_t i0 = 0; i0 < ids->numel; i0 += 256) {
+            uint64_t n = ids->numel - i0 < 256 ? ids->numel - i0 : 256;
+            g2f_fixture_read_ids(ids, i0, n, buf);
+            for (uint64_t i = 0; i < n; i++) {
+                if (buf[i] >= 0 && (uint64_t)buf[i] < vocab) continue;
+                char at[96];
+                index_format(ids, i0 + i, at, sizeof at);
+                return g2f_error_set(err, G2F_ERR_FORMAT,
+                                     "%s: tensor '%s': token id %lld at position %s (sequence %llu, token %llu) is "
+                                     "outside the vocabulary 0..%zu", f->path, ids->name, (long long)buf[i], at,
+                                     (unsigned long long)((i0 + i) / T0), (unsigned long long)((i0 + i) % T0),
+                                     vocab ? vocab - 1 : 0);
+            }
+        }
+    }
+    for (int k = G2F_MX_EMBED; k < G2F_MX_COUNT; k++) {
+        const g2f_tensor *t = f->top[k];
+        if (!t) continue;
+        size_t w = k == G2F_MX_LOGITS ? vocab : d;
+        g2f_shape_format(t, sh, sizeof sh);
+        if (!g2f_dtype_is_float(t->dtype))
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64", f->path,
+                                 t->name, g2f_tensor_type_name(t));
+        if (t->ndim < 2 || t->shape[t->ndim - 1] != w || t->shape[t->ndim - 2] == 0)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected [..., T, %zu] (%s)", f->path,
+                                 t->name, sh, w, k == G2F_MX_LOGITS ? "vocab" : "n_embd");
+        uint64_t TT = t->shape[t->ndim - 2], ns = t->numel / w / TT;
+        if (!first) {
+            first = t, ns0 = ns, T0 = TT;
+        } else if (ns != ns0 || TT != T0) {
+            return g2f_error_set(err, G2F_ERR_FORMAT,
+                                 "%s: tensor '%s': %llu sequences of %llu tokens but '%s' has %llu of %llu", f->path,
+                                 t->name, (unsigned long long)ns, (unsigned long long)TT, first->name,
+                                 (unsigned long long)ns0, (unsigned long long)T0);
+        }
+    }
+    if (!first) return G2F_OK;
+    if (n_pos && T0 > n_pos)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': sequences of %llu tokens but the checkpoint has "
+                             "%zu positions (wpe)", f->path, first->name, (unsigned long long)T0, n_pos);
+    for (size_t L = 0; L < f->n_slots; L++) {
+        size_t ns, TT;
+        g2f_fixture_block_shape(f, L, &ns, &TT);
+        if (TT && (ns != ns0 || TT != T0))
+            return g2f_error_set(err, G2F_ERR_FORMAT,
+                                 "%s: layer %zu's stages hold %zu sequences of %zu tokens but '%s' has %llu of %llu",
+                                 f->path, L, ns, TT, first->name, (unsigned long long)ns0, (unsigned long long)T0);
+    }
+    *n_seq = (size_t)ns0;
+    *T = (size_t)T0;
+    return G2F_OK;
 }

@@ -22,6 +22,7 @@
 #define G2F_FIXTURE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "g2f_error.h"
 #include "g2f_file.h"
@@ -48,6 +49,20 @@ typedef enum g2f_bx_kind {
     G2F_BX_IN, G2F_BX_LN1, G2F_BX_QKV, G2F_BX_Q, G2F_BX_K, G2F_BX_V, G2F_BX_PROBS, G2F_BX_MERGED, G2F_BX_Z,
     G2F_BX_ATTN_OUT, G2F_BX_MID, G2F_BX_OUT, G2F_BX_COUNT
 } g2f_bx_kind;
+
+/* The model's ends (the whole forward, g2f_forward), "transformer." optional;
+ * TransformerLens names in brackets:
+ *   IDS        input_ids  [..., T] I64 or I32 token ids (the forward's input)
+ *   EMBED      embed      [..., T, d] wte[ids] + wpe[positions] (= h.0.in)
+ *   TOK_EMBED  [hook_embed]      [..., T, d] wte[ids]  \ summed when both are
+ *   POS_EMBED  [hook_pos_embed]  [..., T, d] wpe[pos]  /  recorded (no embed)
+ *   LN_F       ln_f.out   [..., T, d]  [ln_final.hook_normalized]
+ *   LOGITS     logits     [..., T, vocab]
+ * Leading dimensions before T are sequences, each from position 0, the same
+ * as the block stages'. */
+typedef enum g2f_mx_kind {
+    G2F_MX_IDS, G2F_MX_EMBED, G2F_MX_TOK_EMBED, G2F_MX_POS_EMBED, G2F_MX_LN_F, G2F_MX_LOGITS, G2F_MX_COUNT
+} g2f_mx_kind;
 
 typedef struct g2f_fixture g2f_fixture;
 
@@ -95,6 +110,26 @@ g2f_status g2f_fixture_check_block(const g2f_fixture *f, size_t n_layer, size_t 
 /* The sequence split of a layer's block stages: n_seq sequences of T
  * tokens (0, 0 without block stages). */
 void g2f_fixture_block_shape(const g2f_fixture *f, size_t layer, size_t *n_seq, size_t *T);
+
+/* A model-level tensor (borrowed), or NULL. */
+const g2f_tensor *g2f_fixture_model(const g2f_fixture *f, g2f_mx_kind kind);
+/* Any model-level tensor recorded. */
+int g2f_fixture_has_model(const g2f_fixture *f);
+/* Checks input_ids and the model-level stages: ids [..., T] of I64 or I32,
+ * each in [0, vocab) (an error names the first one out of range by its
+ * position), T <= n_pos (when n_pos is not 0), embed / hook_embed /
+ * hook_pos_embed / ln_f.out [..., T, d], logits [..., T, vocab], and every
+ * layer's block stages with the same (n_seq, T). Without input_ids the
+ * stages still get their shapes checked, (n_seq, T) from the first found.
+ * *n_seq and *T: the split (0, 0 without any model-level tensor). */
+g2f_status g2f_fixture_check_model(const g2f_fixture *f, size_t d, size_t vocab, size_t n_pos, size_t *n_seq,
+                                   size_t *T, g2f_error *err);
+/* Token ids [start, start + count) of input_ids (checked by
+ * g2f_fixture_check_model), widened. */
+void g2f_fixture_read_ids(const g2f_tensor *ids, uint64_t start, uint64_t count, int64_t *out);
+/* The stage's name in the fixture's naming (HF, under "transformer." when
+ * its input_ids or embed are; TransformerLens when its names are). */
+const char *g2f_fixture_model_name(g2f_mx_kind kind, int tl);
 
 /* Loads one layer whole (after g2f_fixture_check succeeded); memory grows
  * with the layer's tokens: verify reads views instead. */

@@ -204,6 +204,12 @@ static g2f_status check_config(g2f_model *m, g2f_error *err) {
         in->n_head = (size_t)n_head;
         in->n_head_source = "config.json n_head";
     }
+    long vocab = -1, n_pos = -1;
+    if ((s = json_size_field(root, "vocab_size", NULL, cfg, &vocab, err)) != G2F_OK ||
+        (s = json_size_field(root, "n_positions", "max_position_embeddings", cfg, &n_pos, err)) != G2F_OK)
+        goto done;
+    in->config_vocab = vocab;
+    in->config_n_positions = n_pos;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(root, "layer_norm_epsilon");
     if (eps && !cJSON_IsNull(eps)) {
         if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0 && eps->valuedouble < 1)) {
@@ -499,6 +505,8 @@ static void note_file_gelu(g2f_model *m, const g2f_table *t) {
     }
 }
 
+static void note_ends(g2f_model *m);
+
 g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model **out, g2f_error *err) {
     *out = NULL;
     g2f_model *m = calloc(1, sizeof *m);
@@ -515,6 +523,7 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
     m->info.path = m->path;
     m->info.format = g2f_source_description(m->src);
     m->info.ln_eps = 1e-5; /* HF GPT2Config's default, unless config.json says */
+    m->info.config_vocab = m->info.config_n_positions = -1;
     const g2f_table *t = g2f_source_table(m->src);
     if ((s = find_layers(m, t, err)) != G2F_OK || (s = decide_shapes(m, t, err)) != G2F_OK) goto fail;
     if (!(m->by_name = g2f_names_of_table(t))) {
@@ -531,6 +540,7 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
     }
     if (!m->info.n_head) head_count_from_file(m);
     note_file_gelu(m, t);
+    note_ends(m);
     free(dir);
     *out = m;
     return G2F_OK;
@@ -855,4 +865,176 @@ g2f_status g2f_model_layer_tensors(const g2f_model *m, size_t layer, const g2f_t
     }
     for (int k = 0; k < G2F_FFN_TENSORS; k++) out[k] = m->layers[layer][k];
     return G2F_OK;
+}
+
+/* ---- the model's ends: embeddings, ln_f, the head ------------------------ */
+
+enum { E_WTE, E_WPE, E_HEAD, E_HEAD_B, E_COUNT };
+/* Candidate names per scheme and role, NULL-terminated. */
+static const char *const end_names[S_COUNT][E_COUNT][3] = {
+    [S_HF] = {{"wte.weight", NULL}, {"wpe.weight", NULL}, {"lm_head.weight", NULL}, {NULL}},
+    [S_MINGPT] = {{"wte.weight", "tok_emb.weight", NULL}, {"wpe.weight", "pos_emb", NULL},
+                  {"lm_head.weight", "head.weight", NULL}, {NULL}},
+    [S_TLENS] = {{"embed.W_E", NULL}, {"pos_embed.W_pos", NULL}, {"unembed.W_U", NULL}, {"unembed.b_U", NULL}},
+    [S_GGUF] = {{"token_embd.weight", NULL}, {"position_embd.weight", NULL}, {"output.weight", NULL},
+                {"output.bias", NULL}},
+};
+
+/* A top-level tensor after the model's prefix or any shorter one (the
+ * prefix cut after one of its dots): nanoGPT's "_orig_mod.lm_head.weight"
+ * beside "_orig_mod.transformer.h.0...", HF's "lm_head.weight" at the root. */
+static const g2f_tensor *lookup_end(const g2f_model *m, int role) {
+    const g2f_table *t = g2f_source_table(m->src);
+    size_t plen = strlen(m->prefix);
+    char name[512];
+    for (size_t cut = plen + 1; cut-- > 0;) {
+        if (cut && m->prefix[cut - 1] != '.') continue;
+        for (int i = 0; end_names[m->scheme][role][i]; i++) {
+            int n = snprintf(name, sizeof name, "%.*s%s", (int)cut, m->prefix, end_names[m->scheme][role][i]);
+            if (n < 0 || (size_t)n >= sizeof name) continue;
+            const g2f_name_ref *r = g2f_names_find(m->by_name, t->count, name, (size_t)n);
+            if (r) return &t->tensors[r->index];
+        }
+    }
+    return NULL;
+}
+
+/* Rows of an (rows, d) table, minGPT's pos_emb [1, rows, d] too; 0 when the
+ * shape is not that. */
+static uint64_t rows_of(const g2f_tensor *x, size_t d) {
+    if (x->ndim == 2 && x->shape[1] == d) return x->shape[0];
+    if (x->ndim == 3 && x->shape[0] == 1 && x->shape[2] == d) return x->shape[1];
+    return 0;
+}
+
+/* The vocabulary behind wte's rows: llm.c pads wte to padded_vocab_size. */
+static uint64_t vocab_of(const g2f_model *m, uint64_t rows) {
+    const char *v = g2f_source_format(m->src) == G2F_FORMAT_LLMC
+                        ? g2f_table_meta(g2f_source_table(m->src), "vocab_size") : NULL;
+    char *end;
+    unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+    return v && *v && !*end && n > 0 && n <= rows ? (uint64_t)n : rows;
+}
+
+static void note_ends(g2f_model *m) {
+    size_t d = m->info.n_embd;
+    const g2f_tensor *wte = lookup_end(m, E_WTE), *wpe = lookup_end(m, E_WPE);
+    m->info.vocab = wte ? (size_t)vocab_of(m, rows_of(wte, d)) : 0;
+    m->info.n_positions = wpe ? (size_t)rows_of(wpe, d) : 0;
+    m->info.has_lm_head = lookup_end(m, E_HEAD) != NULL;
+}
+
+/* A float view of a whole tensor, or a converted copy in *owned. */
+static g2f_status whole_view(const g2f_model *m, const g2f_tensor *x, const char *role, float **owned,
+                             const float **view, g2f_error *err) {
+    if (!g2f_dtype_is_convertible(x->dtype))
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): dtype %s is not a float or quantized type",
+                             m->path, x->name, role, g2f_tensor_type_name(x));
+    g2f_status st = g2f_quant_check(x, m->path, err);
+    if (st != G2F_OK) return st;
+    if (usable_in_place(x)) {
+        *view = (const float *)(const void *)x->data;
+        return G2F_OK;
+    }
+    char what[320];
+    snprintf(what, sizeof what, "%s: tensor '%s' converted to float32", m->path, x->name);
+    float *buf = g2f_alloc_work((size_t)x->numel ? (size_t)x->numel : 1, 1, sizeof(float), what, err);
+    if (!buf) return err ? err->status : G2F_ERR_NOMEM;
+    g2f_tensor_read_f32(x, 0, x->numel, buf);
+    *owned = buf;
+    *view = buf;
+    return G2F_OK;
+}
+
+static g2f_status shape_error(const g2f_model *m, const g2f_tensor *x, const char *role, const char *want,
+                              g2f_error *err) {
+    char sh[128];
+    g2f_shape_format(x, sh, sizeof sh);
+    return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): shape %s, expected %s", m->path, x->name, role, sh,
+                         want);
+}
+
+g2f_status g2f_model_embed_load(const g2f_model *m, g2f_embed *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    const g2f_model_info *in = &m->info;
+    size_t d = in->n_embd;
+    char want[128];
+    out->d = d;
+    const g2f_tensor *x[E_COUNT];
+    for (int r = 0; r < E_COUNT; r++) out->src[r] = x[r] = m->by_name ? lookup_end(m, r) : NULL;
+    if (!x[E_WTE])
+        return g2f_error_set(err, G2F_ERR_FORMAT,
+                             "%s: no token embedding (wte.weight, tok_emb.weight, embed.W_E or token_embd.weight): "
+                             "the whole model cannot be computed", m->path);
+    uint64_t rows = rows_of(x[E_WTE], d);
+    snprintf(want, sizeof want, "[vocab, %zu] (n_embd %zu)", d, d);
+    if (!rows) return shape_error(m, x[E_WTE], "token embedding", want, err);
+    out->vocab = (size_t)vocab_of(m, rows);
+    if (in->config_vocab > 0 && (uint64_t)in->config_vocab != out->vocab)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: vocab_size is %ld but tensor '%s' has %zu rows",
+                             in->config_path, in->config_vocab, x[E_WTE]->name, out->vocab);
+    if (x[E_WPE]) {
+        uint64_t np = rows_of(x[E_WPE], d);
+        snprintf(want, sizeof want, "[n_positions, %zu] (n_embd %zu)", d, d);
+        if (!np) return shape_error(m, x[E_WPE], "position embedding", want, err);
+        out->n_pos = (size_t)np;
+        if (in->config_n_positions > 0 && (uint64_t)in->config_n_positions != np)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_positions is %ld but tensor '%s' has %llu rows",
+                                 in->config_path, in->config_n_positions, x[E_WPE]->name, (unsigned long long)np);
+    }
+    if (x[E_HEAD]) {
+        const g2f_tensor *h = x[E_HEAD];
+        out->head_dv = m->scheme == S_TLENS;
+        int ok = h->ndim == 2 && (out->head_dv ? h->shape[0] == d && h->shape[1] == out->vocab
+                                               : h->shape[0] == rows && h->shape[1] == d);
+        if (out->head_dv) snprintf(want, sizeof want, "[%zu, %zu] (n_embd, vocab)", d, out->vocab);
+        else snprintf(want, sizeof want, "[%llu, %zu] (vocab, n_embd)", (unsigned long long)rows, d);
+        if (!ok) return shape_error(m, h, "output head", want, err);
+    }
+    if (x[E_HEAD_B] && (x[E_HEAD_B]->ndim != 1 || x[E_HEAD_B]->shape[0] != out->vocab)) {
+        snprintf(want, sizeof want, "[%zu] (vocab)", out->vocab);
+        return shape_error(m, x[E_HEAD_B], "output head bias", want, err);
+    }
+    static const char *const end_roles[E_COUNT] = {"token embedding", "position embedding", "output head",
+                                               "output head bias"};
+    const float **views[E_COUNT] = {&out->wte, &out->wpe, &out->head, &out->head_b};
+    g2f_status st = G2F_OK;
+    for (int r = 0; r < E_COUNT && st == G2F_OK; r++)
+        if (x[r]) st = whole_view(m, x[r], end_roles[r], &out->owned[r], views[r], err);
+    if (st == G2F_OK) st = g2f_model_ln_load(m, 0, 0, &out->ln_f, err);
+    if (st != G2F_OK) {
+        g2f_embed_free(out);
+        return st;
+    }
+    out->head_stored = x[E_HEAD] != NULL;
+    if (!x[E_HEAD]) {
+        out->head = out->wte;
+        out->tied = 1;
+        out->head_desc = "tied to the token embedding (no output head stored)";
+    } else {
+        /* a stored copy equal to wte value for value is tied (nanoGPT, HF and
+         * TransformerLens save the tied weight twice) */
+        int same = 1;
+        size_t V = out->vocab;
+        for (size_t i = 0; out->head_b && same && i < V; i++) same = out->head_b[i] == 0.0f; /* TL's b_U is zeros */
+        for (size_t i = 0; same && i < V; i++)
+            for (size_t j = 0; same && j < d; j++) {
+                float a = out->wte[i * d + j], b = out->head_dv ? out->head[j * V + i] : out->head[i * d + j];
+                same = memcmp(&a, &b, sizeof a) == 0;
+            }
+        out->tied = same;
+        out->head_desc = same ? "a stored copy equal to the token embedding (tied)"
+                              : "its own output head (untied: not equal to the token embedding)";
+    }
+    return G2F_OK;
+}
+
+void g2f_embed_free(g2f_embed *e) {
+    if (!e) return;
+    for (int r = 0; r < E_COUNT; r++) {
+        if (e->src[r] && !e->owned[r]) g2f_mapping_release(e->src[r]->data, e->src[r]->nbytes);
+        free(e->owned[r]);
+    }
+    g2f_ln_free(&e->ln_f);
+    memset(e, 0, sizeof *e);
 }

@@ -88,6 +88,13 @@ typedef struct g2f_model_info {
     int file_has_gelu;         /* the file says which GELU its training code runs (a nanoGPT checkpoint) */
     g2f_gelu file_gelu;
     const char *file_gelu_why; /* why, one phrase; NULL unless file_has_gelu */
+    /* The model's ends (g2f_model_embed_load), from the shapes found at open
+     * (0 when the checkpoint holds no wte / wpe, or their shapes do not fit
+     * n_embd: g2f_model_embed_load then says why). */
+    size_t vocab;              /* wte's rows (llm.c: its header's vocab_size, wte being padded) */
+    size_t n_positions;        /* wpe's rows */
+    int has_lm_head;           /* the checkpoint stores its own head tensor (maybe a tied copy) */
+    long config_vocab, config_n_positions; /* config.json vocab_size / n_positions (n_ctx), -1 when absent */
 } g2f_model_info;
 
 /* The four FFN tensors of a layer, in the one order every per-tensor array
@@ -180,6 +187,42 @@ typedef struct g2f_block {
  * when not 0. Free with g2f_block_free (it drops the mapped pages too). */
 g2f_status g2f_model_block_load(const g2f_model *m, size_t layer, size_t n_head, g2f_block *out, g2f_error *err);
 void g2f_block_free(g2f_block *b);
+
+/* The model's ends: token and position embeddings, ln_f and the head, as
+ * floats (views into the mapping when F32, else converted copies it owns).
+ * Names per scheme, each after the container prefix or any shorter prefix
+ * (nanoGPT's lm_head sits outside "transformer."):
+ *   HF / nanoGPT     wte.weight (vocab, d), wpe.weight (n_pos, d), ln_f.*, lm_head.weight (vocab, d)
+ *   minGPT           also tok_emb.weight, pos_emb ([1, n_pos, d]), head.weight
+ *   TransformerLens  embed.W_E (vocab, d), pos_embed.W_pos (n_pos, d), ln_final.w/b,
+ *                    unembed.W_U (d, vocab), unembed.b_U (vocab)
+ *   GGUF             token_embd.weight, position_embd.weight, output_norm.*, output.weight
+ *   llm.c            wte.weight (padded_vocab, d): vocab is the header's vocab_size
+ * The head: logits = ln_f(x) head^T (+ head_b). Without a stored head it is
+ * wte (tied); a stored head equal to wte value for value (nanoGPT and HF
+ * save the tied weight twice; TransformerLens' W_U = W_E^T) is tied too,
+ * and head_desc says which. */
+typedef struct g2f_embed {
+    size_t vocab, n_pos, d;
+    const float *wte;          /* (vocab rows at least, d) */
+    const float *wpe;          /* (n_pos, d), NULL when the checkpoint has none */
+    const float *head;         /* (vocab, d), or (d, vocab) when head_dv */
+    int head_dv;               /* the head is stored [d, vocab] (TransformerLens W_U) */
+    const float *head_b;       /* (vocab) or NULL */
+    int head_stored;           /* the checkpoint stores its own head tensor */
+    int tied;                  /* the head is wte's values (none stored, or an equal copy) */
+    const char *head_desc;     /* one phrase for reports (static) */
+    g2f_ln ln_f;               /* found 0 when the checkpoint has no ln_f */
+    const g2f_tensor *src[4];  /* wte, wpe, head, head bias as found (NULL when absent) */
+    float *owned[4];
+} g2f_embed;
+/* Loads (views or converts) the ends; fails (G2F_ERR_FORMAT) naming the file
+ * and tensor when wte is missing or a shape or dtype does not fit n_embd,
+ * the vocabulary or config.json (vocab_size, n_positions). Conversions are
+ * sized with g2f_alloc_work. Free with g2f_embed_free. */
+g2f_status g2f_model_embed_load(const g2f_model *m, g2f_embed *out, g2f_error *err);
+/* NULL is a no-op; drops the mapped pages too. */
+void g2f_embed_free(g2f_embed *e);
 
 /* Maps an HF activation_function string to a GELU form; 0 when it is not
  * one of gelu_new, gelu_pytorch_tanh, gelu_fast (tanh) or gelu (erf). */

@@ -425,6 +425,7 @@ static char *render_xl_like(void) {
         r->tokens = 1024;
         r->status = i >= 20 && i < 26 ? G2F_LAYER_SKIPPED : i % 3 == 0 ? G2F_LAYER_FAIL : G2F_LAYER_PASS;
         r->has_pre = r->has_act = 1;
+        r->has_ffn = 1;
         r->out.total = 1024 * 1600;
         r->pre.total = r->act.total = 1024 * 6400;
         r->out.cosine = 0.9999;
@@ -561,6 +562,7 @@ static void html_should_say_a_pass_did_not_check_the_gelu(void) {
         layers[i].layer = (size_t)i;
         layers[i].tokens = 6;
         layers[i].status = G2F_LAYER_PASS;
+        layers[i].has_ffn = 1;
         layers[i].out.total = 96;
         layers[i].out.cosine = 1;
         layers[i].best_gelu = i ? G2F_BEST_TANH : G2F_BEST_INDISTINGUISHABLE;

@@ -90,11 +90,40 @@ static const field gelu_margin_fields[] = {
     {"sigmoid", N | Z, 1, NULL, NULL, 0, NULL}, {"mlx_approx", N | Z, 1, NULL, NULL, 0, NULL},
     {"f16_table", N | Z, 1, NULL, NULL, 0, NULL}, END};
 
+static const field stage_worst_fields[] = {
+    {"tensor", S, 1, "<stage_tensor>", NULL, 0, NULL}, {"index", I, 1, NULL, NULL, 0, NULL},
+    {"expected", N | Z, 1, NULL, NULL, 0, NULL}, {"computed", N | Z, 1, NULL, NULL, 0, NULL},
+    {"tolerance", N | Z, 1, NULL, NULL, 0, NULL}, END};
+
+/* a block stage: the figures only when checked */
+static const field stage_fields[] = {
+    {"stage", S, 1, "ln_1|attn|mid|ln_2|mlp|out", NULL, 0, NULL},
+    {"status", S, 1, "pass|fail|not_checked", NULL, 0, NULL},
+    {"margin", N | Z, 0, NULL, NULL, 0, NULL},
+    {"mismatched", I, 0, NULL, NULL, 0, NULL},
+    {"total", I, 0, NULL, NULL, 0, NULL},
+    {"cosine", N, 0, NULL, NULL, 0, NULL},
+    {"worst", O, 0, NULL, stage_worst_fields, 0, NULL},
+    {"diagnosis", A, 0, NULL, NULL, S, "<code>"},
+    {"causes", A, 0, NULL, cause_fields, O, NULL},
+    END};
+
+static const field chained_fields[] = {
+    {"diverged", B, 1, NULL, NULL, 0, NULL},
+    {"first_stage", S | Z, 1, "ln_1|attn|mid|ln_2|mlp|out", NULL, 0, NULL},
+    {"tensor", S, 0, "<stage_tensor>", NULL, 0, NULL},
+    {"margin", N | Z, 0, NULL, NULL, 0, NULL},
+    END};
+
 /* layer: "compared" marks the fields only compared layers have */
 static const field layer_fields[] = {
     {"layer", I, 1, NULL, NULL, 0, NULL},
     {"status", S, 1, "pass|fail|skipped", NULL, 0, NULL},
     {"explanation", S, 1, NULL, NULL, 0, NULL},
+    {"ffn_compared", B, 0, NULL, NULL, 0, NULL},
+    {"stages", A, 0, NULL, stage_fields, O, NULL},
+    {"chained", O | Z, 0, NULL, chained_fields, 0, NULL},
+    {"attention_note", S, 0, NULL, NULL, 0, NULL},
     {"tokens", I, 0, NULL, NULL, 0, NULL},
     {"max_abs_err", N, 0, NULL, NULL, 0, NULL},
     {"max_rel_err", N, 0, NULL, NULL, 0, NULL},
@@ -140,6 +169,7 @@ static const field verify_fields[] = {
     {"fixture_dtype", S, 1, FLOAT_DTYPES, NULL, 0, NULL},
     {"fixture_gelu_claim", S | Z, 1, NULL, NULL, 0, NULL},
     {"first_divergence", I | Z, 1, NULL, NULL, 0, NULL},
+    {"first_stage", S | Z, 1, "ln_1|attn|mid|ln_2|mlp|out", NULL, 0, NULL},
     {"layers", A, 1, NULL, layer_fields, O, NULL},
     END};
 
@@ -196,7 +226,12 @@ static const field diff_fields[] = {
  * carry a parameter; gelu_source is one of three phrasings. */
 #define CODES "gelu_erf|gelu_tanh|fc_bias_missing|proj_bias_missing|residual_included|weights_f16_rounded|" \
               "weights_bf16_rounded|gelu_sigmoid|gelu_mlx_approx|gelu_f16_table|gelu_clipped|tf32_matmul|" \
-              "act_f16_rounded|act_bf16_rounded|autocast_f16|autocast_bf16|ln2_input_captured|nonfinite|unexplained"
+              "act_f16_rounded|act_bf16_rounded|autocast_f16|autocast_bf16|ln2_input_captured|nonfinite|unexplained|" \
+              "attn_mask_missing|attn_scale_missing|attn_scale_layer_idx|heads_interleaved|ln_bias_missing|" \
+              "ln_weight_missing|attn_bias_missing:c_attn|attn_bias_missing:attn.c_proj|layout_misread:c_attn|" \
+              "layout_misread:attn.c_proj|residual_missing:mid|residual_missing:out"
+#define STAGE_TENSORS "ln_1.out|attn.qkv|attn.hook_q|attn.hook_k|attn.hook_v|attn.probs|attn.merged|attn.hook_z|" \
+                      "attn.out|mid|ln_2.out|mlp.pre|mlp.act|mlp.out|out"
 #define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different"
 
 static int in_list(const char *v, const char *list) {
@@ -214,17 +249,21 @@ static int is_uint(const char *s) {
 }
 
 static int valid_value(const char *v, const char *values) {
+    char *end;
     if (!values) return 1;
     if (!strcmp(values, "<code>"))
         return in_list(v, CODES) || (!strncmp(v, "weights_from_layer:", 19) && is_uint(v + 19)) ||
                (!strncmp(v, "weights_quantized:", 18) && in_list(v + 18, "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K")) ||
-               in_list(v, "layout_misread:c_fc|layout_misread:c_proj|layout_misread:both");
+               in_list(v, "layout_misread:c_fc|layout_misread:c_proj|layout_misread:both") ||
+               (!strncmp(v, "qkv_order:", 10) && strlen(v + 10) == 3 && strchr(v + 10, 'q') && strchr(v + 10, 'k') &&
+                strchr(v + 10, 'v')) ||
+               (!strncmp(v, "ln_eps:", 7) && (strtod(v + 7, &end), end != v + 7 && !*end));
     if (!strcmp(values, "<verdict>")) {
-        char *end;
         if (!strncmp(v, "scaled:", 7)) return strtod(v + 7, &end), end != v + 7 && !*end;
         return in_list(v, VERDICTS) || (!strncmp(v, "from_layer:", 11) && is_uint(v + 11)) ||
                (!strncmp(v, "quantized:", 10) && in_list(v + 10, "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K"));
     }
+    if (!strcmp(values, "<stage_tensor>")) return in_list(v, STAGE_TENSORS);
     if (!strcmp(values, "<gelu_source>"))
         return !strcmp(v, "from --gelu") || !strncmp(v, "from config.json ", 17) ||
                !strncmp(v, "from the checkpoint: ", 21) || !strncmp(v, "default: ", 9);
@@ -296,16 +335,36 @@ static void check_verify_rules(const cJSON *root, const char *where) {
     if (user != (cJSON_HasObjectItem(tol, "rtol") && cJSON_HasObjectItem(tol, "atol")) ||
         user == cJSON_HasObjectItem(tol, "sigmas"))
         fail(where, "tolerance fields do not follow its mode", "tolerance");
-    int any_fail = 0, all_verified = 1;
+    int any_fail = 0, all_verified = 1, any_ffn = 0;
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
     for (const cJSON *l = layers ? layers->child : NULL; l; l = l->next) {
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(l, "status");
         if (!cJSON_IsString(st)) continue;
         int skipped = !strcmp(st->valuestring, "skipped"), failed = !strcmp(st->valuestring, "fail");
         any_fail |= failed;
+        if (cJSON_HasObjectItem(l, "ffn_compared") == skipped)
+            fail(where, skipped ? "skipped layer has" : "compared layer lacks", "ffn_compared");
+        /* the FFN's fields: on layers whose FFN was compared */
+        int ffn = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "ffn_compared"));
         for (size_t k = 0; k < sizeof compared_only / sizeof compared_only[0]; k++)
-            if (cJSON_HasObjectItem(l, compared_only[k]) == skipped)
-                fail(where, skipped ? "skipped layer has" : "compared layer lacks", compared_only[k]);
+            if (cJSON_HasObjectItem(l, compared_only[k]) != ffn)
+                fail(where, ffn ? "compared layer lacks" : "layer without an FFN compared has", compared_only[k]);
+        if (cJSON_HasObjectItem(l, "stages") != cJSON_HasObjectItem(l, "chained"))
+            fail(where, "stages and chained come together", "chained");
+        const cJSON *stages = cJSON_GetObjectItemCaseSensitive(l, "stages");
+        int n_stages = 0, stage_failed = 0;
+        for (const cJSON *sg = stages ? stages->child : NULL; sg; sg = sg->next, n_stages++) {
+            const cJSON *ss = cJSON_GetObjectItemCaseSensitive(sg, "status");
+            int checked = cJSON_IsString(ss) && strcmp(ss->valuestring, "not_checked");
+            stage_failed |= cJSON_IsString(ss) && !strcmp(ss->valuestring, "fail");
+            static const char *const figures[] = {"margin", "mismatched", "total", "cosine", "worst", "diagnosis",
+                                                  "causes"};
+            for (size_t k = 0; k < sizeof figures / sizeof figures[0]; k++)
+                if (cJSON_HasObjectItem(sg, figures[k]) != checked)
+                    fail(where, checked ? "checked stage lacks" : "unchecked stage has", figures[k]);
+        }
+        if (stages && n_stages != 6) fail(where, "stages lists all six stages", "stages");
+        if (stage_failed && !failed) fail(where, "a failing stage fails its layer", "stages");
         const cJSON *diag = cJSON_GetObjectItemCaseSensitive(l, "diagnosis");
         int unexplained = 0, nonfinite = 0;
         for (const cJSON *d = diag ? diag->child : NULL; d; d = d->next) {
@@ -315,14 +374,15 @@ static void check_verify_rules(const cJSON *root, const char *where) {
         if (cJSON_HasObjectItem(l, "where") != unexplained) fail(where, "\"where\" is for unexplained layers:", "where");
         if (cJSON_HasObjectItem(l, "hypotheses_tried") != (failed && !nonfinite))
             fail(where, "\"hypotheses_tried\" is for failing layers:", "hypotheses_tried");
-        if (!skipped && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "gelu_verified"))) all_verified = 0;
+        if (ffn && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(l, "gelu_verified"))) all_verified = 0;
+        any_ffn |= ffn;
         /* gelu_verified: the data matches exactly one form */
         const cJSON *best = cJSON_GetObjectItemCaseSensitive(l, "best_gelu"), *gv = cJSON_GetObjectItemCaseSensitive(l, "gelu_verified");
-        if (!skipped && cJSON_IsString(best) &&
-            cJSON_IsTrue(gv) != (!strcmp(best->valuestring, "tanh") || !strcmp(best->valuestring, "erf")))
+        if (ffn && cJSON_IsString(best) &&
+            cJSON_IsTrue(gv) != (strcmp(best->valuestring, "indistinguishable") && strcmp(best->valuestring, "neither")))
             fail(where, "gelu_verified disagrees with best_gelu", "gelu_verified");
     }
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "gelu_verified")) != all_verified)
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "gelu_verified")) != (all_verified && any_ffn))
         fail(where, "gelu_verified is not every compared layer's", "gelu_verified");
     if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "fixture_checkpoint_sha256")) !=
         cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "checkpoint_sha256_match")))
@@ -394,6 +454,16 @@ static void reports_should_follow_the_documented_schema(void) {
     check_report(K_VERIFY, args);
     snprintf(args, sizeof args, "verify '%s/torch/nobias_ckpt.pt' '%s/torch/nobias_ref.safetensors'", fixtures,
              fixtures);
+    check_report(K_VERIFY, args);
+    /* the block's stages: clean, F16, TransformerLens names, each code, FFN-less layers */
+    static const char *const bx[] = {"clean", "clean_f16", "clean_tl", "partial", "attn_mask_missing",
+                                     "attn_scale_missing", "qkv_order_kqv", "ln_eps_1e-12", "residual_missing_out",
+                                     "weights_from_layer_0"};
+    for (size_t i = 0; i < sizeof bx / sizeof bx[0]; i++) {
+        snprintf(args, sizeof args, "verify '%s/tiny' '%s/block/%s.safetensors'", fixtures, fixtures, bx[i]);
+        check_report(K_VERIFY, args);
+    }
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/model/wpe_offset_1.safetensors'", fixtures, fixtures);
     check_report(K_VERIFY, args);
     /* the GELU from a nanoGPT checkpoint; a fixture that records its
      * checkpoint's digest (gpt2ffn run), against that checkpoint and another */

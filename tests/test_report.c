@@ -132,6 +132,7 @@ static void reports_should_agree_when_a_margin_is_nan(void) {
         r->layer = (size_t)i;
         r->tokens = 3;
         r->has_pre = r->has_act = 1;
+        r->has_ffn = 1;
         r->out.total = 12;
         r->pre.total = r->act.total = 48;
         r->out.cosine = 1;

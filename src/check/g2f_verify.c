@@ -452,7 +452,8 @@ g2f_layer_totals g2f_layer_result_totals(const g2f_layer_result *r) {
 /* ---- what the reports say about a layer and a whole run ----------------- */
 
 int g2f_layer_gelu_verified(const g2f_layer_result *r) {
-    return r->status != G2F_LAYER_SKIPPED && r->best_gelu != G2F_BEST_INDISTINGUISHABLE && r->best_gelu != G2F_BEST_NEITHER;
+    return r->status != G2F_LAYER_SKIPPED && r->has_ffn && r->best_gelu != G2F_BEST_INDISTINGUISHABLE &&
+           r->best_gelu != G2F_BEST_NEITHER;
 }
 
 /* The GELU form a cause's codes name ("gelu_erf" -> "erf"), NULL when none
@@ -482,11 +483,11 @@ const char *g2f_layer_gelu_shown(const g2f_layer_result *r) {
 void g2f_verify_summarize(const g2f_verify_result *r, g2f_verify_summary *out) {
     memset(out, 0, sizeof *out);
     out->other_gelu = g2f_gelu_other(r->gelu);
-    unsigned other_code = 1u << (out->other_gelu == G2F_GELU_ERF ? G2F_DIAG_GELU_ERF : G2F_DIAG_GELU_TANH);
+    g2f_diag_set other_code = G2F_DIAG_BIT(out->other_gelu == G2F_GELU_ERF ? G2F_DIAG_GELU_ERF : G2F_DIAG_GELU_TANH);
     size_t compared = 0, explained_by_other = 0, unrelated = 0, unexplained = 0, verified = 0;
     for (size_t i = 0; i < r->n_layers; i++) {
         const g2f_layer_result *l = &r->layers[i];
-        if (l->status == G2F_LAYER_SKIPPED) continue;
+        if (l->status == G2F_LAYER_SKIPPED || !l->has_ffn) continue; /* the GELU and FFN verdicts */
         compared++;
         verified += (size_t)g2f_layer_gelu_verified(l);
         if (l->best_gelu == G2F_BEST_INDISTINGUISHABLE) {
@@ -496,8 +497,8 @@ void g2f_verify_summarize(const g2f_verify_result *r, g2f_verify_summary *out) {
         }
         if (l->status == G2F_LAYER_FAIL && l->diag.n_causes == 1 && l->diag.causes[0].codes == other_code)
             explained_by_other++;
-        if (l->status == G2F_LAYER_FAIL && (l->diagnosis & (1u << G2F_DIAG_UNEXPLAINED)) &&
-            !(l->diagnosis & (1u << G2F_DIAG_NONFINITE))) {
+        if (l->status == G2F_LAYER_FAIL && (l->diagnosis & G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED)) &&
+            !(l->diagnosis & G2F_DIAG_BIT(G2F_DIAG_NONFINITE))) {
             unexplained++;
             unrelated += fabs(l->out.cosine) < G2F_UNRELATED_COSINE;
         }

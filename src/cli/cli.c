@@ -354,8 +354,8 @@ static int open_inputs(const char *cmd, const char *checkpoint, const char *conf
 static const opt_spec verify_opts[] = {{"--gelu", "FORM"},     {"--layers", "LIST"}, {"--rtol", "R"},
                                        {"--atol", "A"},        {"--threads", "N"},   {"--json", "FILE|-"},
                                        {"--config", "FILE"},   {"--html", "FILE"},   {"--quiet", NULL},
-                                       {"--accept", "CODES"}};
-enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_ACCEPT, V_COUNT };
+                                       {"--accept", "CODES"},  {"--n-head", "N"}};
+enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_ACCEPT, V_NHEAD, V_COUNT };
 
 /* "tanh", "erf", "sigmoid", "mlx_approx", "f16_table" */
 static int gelu_ok(const char *s) {
@@ -382,9 +382,12 @@ _Static_assert(sizeof verify_opts / sizeof verify_opts[0] == V_COUNT, "one spec 
 static const char usage_verify[] =
     "usage: gpt2ffn verify CHECKPOINT FIXTURES [options]\n"
     "\n"
-    "Runs every layer's FFN on the fixture's inputs and compares with its outputs;\n"
-    "a failing layer is diagnosed (wrong GELU form, missing bias, residual, rounded\n"
-    "weights, misread layout, swapped layers, ...).\n"
+    "Runs every layer's FFN on the fixture's inputs and compares with its outputs,\n"
+    "and so every other stage of the block the fixture records (LayerNorms,\n"
+    "attention, residual adds: each from its recorded input, and the whole block\n"
+    "chained from h.N.in); a failing layer is diagnosed (wrong GELU form, missing\n"
+    "bias, residual, rounded weights, misread layout, swapped layers, causal mask,\n"
+    "attention scale, q/k/v order, LayerNorm epsilon, ...).\n"
     "\n"
     "CHECKPOINT  a GPT-2 checkpoint: safetensors (or its shard index), a torch.save\n"
     "            zip (pytorch_model.bin, nanoGPT/minGPT ckpt.pt), GGUF or llm.c file,\n"
@@ -396,6 +399,8 @@ static const char usage_verify[] =
     "              safetensors, NumPy .npz (np.savez, np.savez_compressed), a folder\n"
     "              of .npy files named like the tensors, a torch.save .pt dict of\n"
     "              tensors; or a folder holding exactly one such file\n"
+    "            Block stages: h.N.in, h.N.ln_1.out, h.N.attn.qkv/probs/merged/out,\n"
+    "            h.N.mid, h.N.out (TransformerLens hook names too; README: Block)\n"
     "\n"
     "options:\n"
     "  --gelu FORM       GELU form to compute: tanh, erf, sigmoid, mlx_approx, f16_table\n"
@@ -405,6 +410,8 @@ static const char usage_verify[] =
     "                    weights_quantized (comma-separated); a layer whose only explanation is\n"
     "                    an accepted one passes, judged with that rounding in its tolerance\n"
     "  --layers LIST     layers to check, e.g. 0,2-5 (default: all)\n"
+    "  --n-head N        attention heads, for the block's attention stages (default: config.json\n"
+    "                    n_head, GGUF/llm.c headers, TransformerLens weight shapes)\n"
     "  --rtol R          use |err| <= atol + rtol*|expected| instead of the derived tolerance\n"
     "  --atol A          (either one switches; the other then defaults to 0)\n"
     "  --config FILE     config.json to cross-check (default: config.json beside\n"
@@ -435,6 +442,9 @@ static int run_verify(const char **pos, const char **v) {
     if (v[V_ATOL] && !parse_double(v[V_ATOL], &atol)) return bad("verify: --atol '%s': expected a non-negative number", v[V_ATOL]);
     if (v[V_THREADS] && (!parse_size(v[V_THREADS], 1024, &threads) || threads == 0))
         return bad("verify: --threads '%s': expected 1 to 1024", v[V_THREADS]);
+    size_t n_head = 0;
+    if (v[V_NHEAD] && (!parse_size(v[V_NHEAD], 1 << 20, &n_head) || n_head == 0))
+        return bad("verify: --n-head '%s': expected a positive integer", v[V_NHEAD]);
 
     g2f_error err = {0};
     g2f_verify_result res = {0};
@@ -454,6 +464,7 @@ static int run_verify(const char **pos, const char **v) {
     p.select = select;
     p.tol = (g2f_tol_params){v[V_RTOL] || v[V_ATOL], rtol, atol, G2F_TOL_LAMBDA};
     p.accept = accept;
+    p.n_head = n_head;
     p.n_threads = (int)threads;
     progress pg = {now_seconds()};
     if (!v[V_QUIET] && isatty(STDERR_FILENO)) {

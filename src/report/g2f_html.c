@@ -223,6 +223,8 @@ static const char css[] =
     "th.l,td.l{text-align:left}td.expl{text-align:left;white-space:normal;min-width:200px;overflow-wrap:break-word}"
     "td.diag{white-space:normal;overflow-wrap:break-word}.scroll{overflow-x:auto}"
     "tr.fail td{background:#fcefee}tr.skipped td{color:#8b949e}"
+    "td.sg-pass{background:#e9f6ec}td.sg-fail{background:#fcefee;color:#c62828;font-weight:700}"
+    "td.sg-none{color:#8b949e}"
     ".st{font-weight:700}tr.pass .st{color:#1a7f37}tr.fail .st{color:#c62828}"
     "a{color:#0b5cad}"
     "section.layer{overflow-wrap:anywhere;border:1px solid #e3b5b5;border-left:5px solid #c62828;border-radius:4px;padding:12px 16px;"
@@ -507,6 +509,13 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
             buf_printf(b, "<td class=\"l st\"><a href=\"#fail-%zu\">FAIL</a></td>", r->layer);
         else
             buf_put(b, "<td class=\"l st\">pass</td>");
+        if (!r->has_ffn) { /* block stages only: the stage grid has them */
+            buf_put(b, "<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td class=\"l\">-</td>"
+                       "<td>-</td><td>-</td><td class=\"l\">-</td><td class=\"expl\">");
+            esc(b, r->explanation);
+            buf_put(b, "</td></tr>\n");
+            continue;
+        }
         buf_printf(b, "<td>%zu</td><td>", r->tokens);
         put_num(b, r->out.max_abs);
         buf_put(b, "</td><td>");
@@ -538,6 +547,93 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
                "has them. sep out is max |out<sub>tanh</sub> &minus; out<sub>erf</sub>| / tolerance over "
                "<code>out</code>, sep act the same over <code>act</code>: the GELU form is verified on a layer when "
                "its data matches exactly one form, which takes a separation above 1.</p>\n");
+}
+
+/* A failing block stage's codes, " | " between alternatives. */
+static void stage_codes(const g2f_stage_result *st, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    if (!st->n_causes) snprintf(buf, n, "unexplained");
+    for (size_t k = 0; k < st->n_causes && used < n; k++) {
+        char one[128];
+        g2f_block_cause_codes(&st->causes[k], one, sizeof one);
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", k ? " | " : "", one);
+    }
+}
+
+/* The layer x stage grid of margins (README: Block), when any layer
+ * records block stages. */
+static void put_stage_grid(g2f_html_buf *b, const g2f_report_ctx *c) {
+    const g2f_verify_result *res = c->result;
+    int any = 0;
+    for (size_t i = 0; i < res->n_layers && !any; i++)
+        any = res->layers[i].status != G2F_LAYER_SKIPPED && res->layers[i].has_block;
+    if (!any) return;
+    buf_put(b, "<h2>Block stages</h2>\n<div class=\"scroll\"><table id=\"stages\">\n<thead><tr><th>layer</th>");
+    for (int s = 0; s < G2F_STAGE_COUNT; s++) buf_printf(b, "<th>%s</th>", g2f_stage_name((g2f_stage)s));
+    buf_put(b, "<th class=\"l\">chained from h.L.in</th></tr></thead>\n<tbody>\n");
+    for (size_t i = 0; i < res->n_layers; i++) {
+        const g2f_layer_result *r = &res->layers[i];
+        if (r->status == G2F_LAYER_SKIPPED || !r->has_block) continue;
+        buf_printf(b, "<tr><td>%zu</td>", r->layer);
+        for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+            const g2f_stage_result *st = &r->block.stage[s];
+            if (!st->checked) {
+                buf_put(b, "<td class=\"sg-none\">-</td>");
+                continue;
+            }
+            buf_printf(b, "<td class=\"%s\"", st->pass ? "sg-pass" : "sg-fail");
+            if (!st->pass && s != G2F_STAGE_MLP) {
+                char codes[512];
+                stage_codes(st, codes, sizeof codes);
+                buf_put(b, " title=\"");
+                esc(b, codes);
+                buf_put(b, "\"");
+            }
+            buf_put(b, ">");
+            put_num(b, st->margin);
+            if (!st->pass && s != G2F_STAGE_MLP) {
+                char codes[512];
+                stage_codes(st, codes, sizeof codes);
+                buf_put(b, "<br><span class=\"mono\">");
+                esc(b, codes);
+                buf_put(b, "</span>");
+            }
+            buf_put(b, "</td>");
+        }
+        const g2f_block_result *br = &r->block;
+        buf_put(b, "<td class=\"l\">");
+        if (!br->chained) {
+            buf_put(b, "-");
+        } else if (!br->diverged) {
+            buf_put(b, "matches");
+        } else {
+            buf_printf(b, "first diverges at %s (", g2f_stage_name(br->first_stage));
+            esc(b, br->first_tensor ? br->first_tensor : "");
+            buf_put(b, ", margin ");
+            put_num(b, br->first_margin);
+            buf_put(b, ")");
+        }
+        buf_put(b, "</td></tr>\n");
+    }
+    buf_put(b, "</tbody>\n</table></div>\n<p class=\"muted\">Each cell is the stage's margin (largest |err| / "
+               "tolerance, &le; 1 matches), computed from the stage's own recorded input, so one wrong stage does "
+               "not colour the next; a failing stage shows the porting bug its recomputation names. The last column "
+               "computes the whole block from <code>h.L.in</code> and names the first stage that does not match.");
+    for (size_t i = 0; i < res->n_layers; i++)
+        if (res->layers[i].status != G2F_LAYER_SKIPPED && res->layers[i].has_block && res->layers[i].block.attn_skipped) {
+            buf_put(b, " ");
+            esc(b, res->layers[i].block.note);
+            buf_put(b, ".");
+            break;
+        }
+    buf_put(b, "</p>\n");
+}
+
+/* The FFN itself failed (not only another stage of its block). */
+static int ffn_failed(const g2f_layer_result *r) {
+    if (!r->has_ffn) return 0;
+    return r->has_block ? !r->block.stage[G2F_STAGE_MLP].pass : r->status == G2F_LAYER_FAIL;
 }
 
 /* A count in at most five characters: 998, 5.0k, 498k, 1.6M, 210M. */
@@ -647,7 +743,41 @@ static void put_cmp_row(g2f_html_buf *b, const char *name, const g2f_cmp *m) {
     buf_put(b, "</td></tr>\n");
 }
 
+/* A layer whose FFN matches but another stage of its block does not. */
+static void put_block_failure(g2f_html_buf *b, const g2f_layer_result *r) {
+    buf_printf(b, "<section class=\"layer\" id=\"fail-%zu\">\n<h3>Layer %zu: FAIL</h3>\n<p class=\"lead\">",
+               r->layer, r->layer);
+    esc(b, r->explanation);
+    buf_put(b, "</p>\n<table class=\"small\"><thead><tr><th class=\"l\">stage</th><th class=\"l\">diagnosis</th>"
+               "<th>mismatched / total</th><th>margin</th><th class=\"l\">worst tensor</th><th>worst element: "
+               "expected / computed, tolerance</th></tr></thead>\n<tbody>\n");
+    for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+        const g2f_stage_result *st = &r->block.stage[s];
+        if (!st->checked || st->pass) continue;
+        char codes[512];
+        stage_codes(st, codes, sizeof codes);
+        buf_printf(b, "<tr><td class=\"l\">%s</td><td class=\"l mono\">", g2f_stage_name((g2f_stage)s));
+        esc(b, codes);
+        buf_printf(b, "</td><td>%zu / %zu</td><td>", st->mismatched, st->total);
+        put_num(b, st->margin);
+        buf_put(b, "</td><td class=\"l mono\">");
+        esc(b, st->worst_tensor ? st->worst_tensor : "");
+        buf_printf(b, "</td><td>[%zu] ", st->worst.worst);
+        put_num(b, st->worst.worst_expected);
+        buf_put(b, " / ");
+        put_num(b, st->worst.worst_computed);
+        buf_put(b, ", ");
+        put_num(b, st->worst.worst_tol);
+        buf_put(b, "</td></tr>\n");
+    }
+    buf_put(b, "</tbody></table>\n</section>\n");
+}
+
 static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_layer_result *r) {
+    if (!ffn_failed(r)) {
+        put_block_failure(b, r);
+        return;
+    }
     const g2f_model_info *mi = c->model;
     const g2f_gelu g = c->result->gelu;
     size_t width = mi->n_embd ? mi->n_embd : 1;
@@ -743,6 +873,7 @@ char *g2f_report_html(const g2f_report_ctx *c) {
     put_chart(&b, c);
     buf_put(&b, "<h2>Layers</h2>\n");
     put_table(&b, c);
+    put_stage_grid(&b, c);
     if (res->failed) {
         buf_printf(&b, "<h2>Failing layers (%zu)</h2>\n", res->failed);
         for (size_t i = 0; i < res->n_layers; i++)

@@ -350,6 +350,63 @@ static void model_text(FILE *fp, const char *label, const g2f_model_info *mi) {
     esc_pool_free(&ep);
 }
 
+/* The block's stages, one row per layer that records any: each stage's
+ * margin (<= 1 matches) or "-" when not recorded, then the chained pass's
+ * first divergence and each failing stage's codes. */
+static void stages_text(FILE *fp, const g2f_report_ctx *c) {
+    const g2f_verify_result *res = c->result;
+    int any = 0;
+    for (size_t i = 0; i < res->n_layers && !any; i++)
+        any = res->layers[i].status != G2F_LAYER_SKIPPED && res->layers[i].has_block;
+    if (!any) return;
+    fprintf(fp, "\nblock stages per layer (margin: largest |err|/tolerance, <= 1 matches; - not recorded;\n"
+                "each stage from its recorded input; chained: the block computed from h.L.in):\n");
+    fprintf(fp, "%5s", "layer");
+    for (int s = 0; s < G2F_STAGE_COUNT; s++) fprintf(fp, " %9s", g2f_stage_name((g2f_stage)s));
+    fprintf(fp, "  %-28s %s\n", "chained", "diagnosis");
+    for (size_t i = 0; i < res->n_layers; i++) {
+        const g2f_layer_result *r = &res->layers[i];
+        if (r->status == G2F_LAYER_SKIPPED || !r->has_block) continue;
+        const g2f_block_result *b = &r->block;
+        fprintf(fp, "%5zu", r->layer);
+        for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+            const g2f_stage_result *st = &b->stage[s];
+            char cell[32];
+            if (!st->checked) snprintf(cell, sizeof cell, "-");
+            else snprintf(cell, sizeof cell, "%.3g%s", st->margin, st->pass ? "" : "!");
+            fprintf(fp, " %9s", cell);
+        }
+        char chain[64];
+        if (!b->chained) snprintf(chain, sizeof chain, "-");
+        else if (!b->diverged) snprintf(chain, sizeof chain, "matches");
+        else snprintf(chain, sizeof chain, "%s %s %.3g", g2f_stage_name(b->first_stage),
+                      b->first_tensor ? b->first_tensor : "", b->first_margin);
+        char codes[512] = "";
+        size_t used = 0;
+        for (int s = 0; s < G2F_STAGE_COUNT && used < sizeof codes; s++) {
+            const g2f_stage_result *st = &b->stage[s];
+            if (!st->checked || st->pass || s == G2F_STAGE_MLP) continue;
+            used += (size_t)snprintf(codes + used, sizeof codes - used, "%s%s: ", used ? "; " : "",
+                                     g2f_stage_name((g2f_stage)s));
+            if (!st->n_causes && used < sizeof codes)
+                used += (size_t)snprintf(codes + used, sizeof codes - used, "unexplained");
+            for (size_t k = 0; k < st->n_causes && used < sizeof codes; k++) {
+                char one[128];
+                g2f_block_cause_codes(&st->causes[k], one, sizeof one);
+                used += (size_t)snprintf(codes + used, sizeof codes - used, "%s%s", k ? " | " : "", one);
+            }
+        }
+        fprintf(fp, "  %-28s %s\n", chain, used ? codes : "-");
+    }
+    for (size_t i = 0; i < res->n_layers; i++) {
+        const g2f_layer_result *r = &res->layers[i];
+        if (r->status != G2F_LAYER_SKIPPED && r->has_block && r->block.attn_skipped) {
+            fprintf(fp, "  note: layer %zu: %s\n", r->layer, r->block.note);
+            break; /* the same reason for every layer */
+        }
+    }
+}
+
 void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     const g2f_model_info *mi = c->model;
     const g2f_verify_result *res = c->result;
@@ -391,6 +448,13 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
             i = j;
             continue;
         }
+        if (!r->has_ffn) { /* block stages only: the stage table below has them */
+            const char *on = !c->color ? "" : r->status == G2F_LAYER_PASS ? "\033[32m" : "\033[1;31m";
+            fprintf(fp, "%5zu %7s %11s %11s %9s %17s %10s %8s %s%7s%s %17s %8s %8s  %s\n", r->layer, "-", "-", "-", "-",
+                    "-", "-", "-", on, r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", c->color ? "\033[0m" : "", "-", "-",
+                    "-", "no FFN recorded; stages below");
+            continue;
+        }
         g2f_layer_totals tot = g2f_layer_result_totals(r);
         char frac[48], codes[512], sep_act[32];
         snprintf(frac, sizeof frac, "%zu/%zu", tot.mismatched, tot.total);
@@ -403,10 +467,11 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
                 r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", c->color ? "\033[0m" : "", g2f_layer_gelu_shown(r),
                 r->sep_out, sep_act, codes);
     }
+    stages_text(fp, c);
     fprintf(fp, "\nworst element per layer (token, channel: expected / computed, tolerance):\n");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
-        if (r->status == G2F_LAYER_SKIPPED) continue;
+        if (r->status == G2F_LAYER_SKIPPED || !r->has_ffn) continue;
         fprintf(fp, "  layer %zu: out[%zu, %zu] %.9g / %.9g, tol %.3g\n", r->layer, r->out.worst / c->model->n_embd,
                 r->out.worst % c->model->n_embd, r->out.worst_expected, r->out.worst_computed, r->out.worst_tol);
     }
@@ -414,7 +479,7 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
             "; pre/act: act against each form of the recorded pre");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
-        if (r->status == G2F_LAYER_SKIPPED) continue;
+        if (r->status == G2F_LAYER_SKIPPED || !r->has_ffn) continue;
         fprintf(fp, "  layer %zu (N %zu):", r->layer, r->gelu_tokens);
         for (int g = 0; g < G2F_GELU_COUNT; g++)
             fprintf(fp, " %s %.3g%s", g2f_gelu_name((g2f_gelu)g), r->gelu_margin[g], g + 1 < G2F_GELU_COUNT ? "," : "");
@@ -467,6 +532,75 @@ static cJSON *cmp_json(jb *b, const g2f_cmp *c, size_t width) {
     return o;
 }
 
+/* The block's stages of a layer ("stages": README, JSON report): one entry
+ * per stage, in block order, whether recorded or not, so that a reader can
+ * index them; and the chained pass from h.L.in. */
+static void stages_json(jb *b, cJSON *l, const g2f_layer_result *r) {
+    const g2f_block_result *br = &r->block;
+    cJSON *arr = j_arr(b, l, "stages");
+    for (int s = 0; s < G2F_STAGE_COUNT && arr; s++) {
+        const g2f_stage_result *st = &br->stage[s];
+        cJSON *o = j_check(b, cJSON_CreateObject());
+        j_str(b, o, "stage", g2f_stage_name((g2f_stage)s));
+        j_str(b, o, "status", !st->checked ? "not_checked" : st->pass ? "pass" : "fail");
+        if (st->checked) {
+            j_num(b, o, "margin", st->margin);
+            j_num(b, o, "mismatched", (double)st->mismatched);
+            j_num(b, o, "total", (double)st->total);
+            j_num(b, o, "cosine", st->worst.cosine);
+            cJSON *w = j_obj(b, o, "worst");
+            j_str(b, w, "tensor", st->worst_tensor ? st->worst_tensor : "");
+            j_num(b, w, "index", (double)st->worst.worst);
+            j_num(b, w, "expected", st->worst.worst_expected);
+            j_num(b, w, "computed", st->worst.worst_computed);
+            j_num(b, w, "tolerance", st->worst.worst_tol);
+            cJSON *codes = j_arr(b, o, "diagnosis");
+            cJSON *causes = j_arr(b, o, "causes");
+            if (s == G2F_STAGE_MLP) { /* the FFN's own, as the layer's fields */
+                for (size_t k = 0; codes && causes && k < r->diag.n_causes; k++) {
+                    char one[128];
+                    g2f_cause_codes(&r->diag.causes[k], one, sizeof one);
+                    cJSON *cause = j_check(b, cJSON_CreateObject()), *list = j_arr(b, cause, "codes");
+                    for (char *save = NULL, *tok = strtok_r(one, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                        j_add(b, list, NULL, cJSON_CreateString(tok));
+                        j_add(b, codes, NULL, cJSON_CreateString(tok));
+                    }
+                    j_num(b, cause, "margin", r->diag.causes[k].margin);
+                    j_add(b, causes, NULL, cause);
+                }
+            } else {
+                for (size_t k = 0; codes && causes && k < st->n_causes; k++) {
+                    char one[128];
+                    g2f_block_cause_codes(&st->causes[k], one, sizeof one);
+                    cJSON *cause = j_check(b, cJSON_CreateObject()), *list = j_arr(b, cause, "codes");
+                    for (char *save = NULL, *tok = strtok_r(one, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                        j_add(b, list, NULL, cJSON_CreateString(tok));
+                        j_add(b, codes, NULL, cJSON_CreateString(tok));
+                    }
+                    j_num(b, cause, "margin", st->causes[k].margin);
+                    j_add(b, causes, NULL, cause);
+                }
+                if (!st->pass && !st->n_causes && codes) j_add(b, codes, NULL, cJSON_CreateString("unexplained"));
+            }
+        }
+        j_add(b, arr, NULL, o);
+    }
+    if (!br->chained) {
+        j_null(b, l, "chained");
+    } else {
+        cJSON *ch = j_obj(b, l, "chained");
+        j_bool(b, ch, "diverged", br->diverged);
+        if (br->diverged) {
+            j_str(b, ch, "first_stage", g2f_stage_name(br->first_stage));
+            j_str(b, ch, "tensor", br->first_tensor ? br->first_tensor : "");
+            j_num(b, ch, "margin", br->first_margin);
+        } else {
+            j_null(b, ch, "first_stage");
+        }
+    }
+    if (br->attn_skipped) j_str(b, l, "attention_note", br->note);
+}
+
 /* One element of the "layers" array of the verify report. */
 static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result *r) {
     const g2f_model_info *mi = c->model;
@@ -475,6 +609,9 @@ static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result 
     j_str(b, l, "status", g2f_layer_status_name(r->status));
     j_str(b, l, "explanation", r->explanation);
     if (r->status == G2F_LAYER_SKIPPED) return l;
+    j_bool(b, l, "ffn_compared", r->has_ffn);
+    if (r->has_block) stages_json(b, l, r);
+    if (!r->has_ffn) return l; /* the fields below describe the FFN */
     g2f_layer_totals tot = g2f_layer_result_totals(r);
     j_num(b, l, "tokens", (double)r->tokens);
     j_num(b, l, "max_abs_err", r->out.max_abs);
@@ -567,6 +704,9 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     else j_null(&b, root, "fixture_gelu_claim");
     if (res->first_fail >= 0) j_num(&b, root, "first_divergence", (double)res->first_fail);
     else j_null(&b, root, "first_divergence");
+    if (res->first_fail >= 0 && res->first_stage >= 0)
+        j_str(&b, root, "first_stage", g2f_stage_name((g2f_stage)res->first_stage));
+    else j_null(&b, root, "first_stage");
     cJSON *layers = j_arr(&b, root, "layers");
     for (size_t i = 0; !b.failed && i < res->n_layers; i++) j_add(&b, layers, NULL, layer_json(&b, c, &res->layers[i]));
     return j_finish(&b, root);

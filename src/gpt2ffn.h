@@ -15,6 +15,7 @@
 #include "g2f_error.h"
 #include "g2f_ffn.h"
 #include "g2f_fixture.h"
+#include "g2f_forward.h"
 #include "g2f_inspect.h"
 #include "g2f_model.h"
 #include "g2f_report.h"

@@ -462,7 +462,7 @@ static const char *cause_gelu(const g2f_cause *c) {
     const char *form = NULL;
     for (int d = 0; d < G2F_DIAG_COUNT; d++) {
         const char *name = g2f_diag_name((g2f_diag)d);
-        if (!(c->codes & (1u << d)) || strncmp(name, "gelu_", 5) != 0) continue;
+        if (!(c->codes & G2F_DIAG_BIT(d)) || strncmp(name, "gelu_", 5) != 0) continue;
         if (form && strcmp(form, name + 5) != 0) return "";
         form = name + 5;
     }

@@ -1,0 +1,524 @@
+/* g2f_forward: the whole forward and its check; see g2f_forward.h. */
+#include "g2f_forward.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "g2f_ffn.h"
+
+#define U 0x1p-24
+
+static const char *const mstage_names[] = {"embed", "ln_f", "logits"};
+_Static_assert(sizeof mstage_names / sizeof mstage_names[0] == G2F_MSTAGE_COUNT, "one name per stage");
+
+const char *g2f_mstage_name(g2f_mstage s) { return (unsigned)s < G2F_MSTAGE_COUNT ? mstage_names[s] : "?"; }
+
+void g2f_model_cause_codes(const g2f_model_cause *c, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++) {
+        if (!(c->codes & G2F_DIAG_BIT(d))) continue;
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", g2f_diag_name((g2f_diag)d));
+        if (used >= n) break;
+        if (d == G2F_DIAG_WPE_OFFSET) used += (size_t)snprintf(buf + used, n - used, ":%ld", c->offset);
+        else if (d == G2F_DIAG_LN_EPS) used += (size_t)snprintf(buf + used, n - used, ":%g", c->eps);
+    }
+}
+
+/* ---- the forward ----------------------------------------------------------- */
+
+/* x = wte[id] + wpe[t + offset] for one sequence: the gather is exact, the
+ * add one rounding (variance u^2 x^2). Positions are in range (checked by
+ * the caller: T <= n_pos, a hypothesis' offset keeps them inside). */
+static void embed_seq(const g2f_embed *e, const int64_t *ids, size_t T, const g2f_model_how *how, float *x,
+                      float *vx) {
+    size_t d = e->d;
+    int with_pos = e->wpe && !(how && how->no_wpe);
+    long off = how ? how->wpe_offset : 0;
+    for (size_t t = 0; t < T; t++) {
+        const float *w = e->wte + (size_t)ids[t] * d;
+        const float *pe = with_pos ? e->wpe + (size_t)((long)t + off) * d : NULL;
+        for (size_t j = 0; j < d; j++) {
+            float v = pe ? w[j] + pe[j] : w[j];
+            x[t * d + j] = v;
+            vx[t * d + j] = pe ? (float)(U * U * (double)v * v) : 0.0f;
+        }
+    }
+}
+
+g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
+                           const g2f_forward_params *p, const g2f_model_how *how, const g2f_fixture *f,
+                           const g2f_forward_hooks *hooks, g2f_chain_verdict *verdicts, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    static const g2f_forward_hooks none = {0};
+    if (!hooks) hooks = &none;
+    size_t d = e->d, V = e->vocab, N;
+    if (__builtin_mul_overflow(n_seq, T, &N) || N == 0)
+        return g2f_error_set(err, G2F_ERR_USAGE, "the forward: %zu sequences of %zu tokens", n_seq, T);
+    if (!e->ln_f.found && !(how && how->no_ln_f))
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: no final LayerNorm (ln_f.weight, ln_final.w or "
+                             "output_norm.weight): the whole model cannot be computed", mi->path);
+    if (e->wpe && T > e->n_pos)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "sequences of %zu tokens but the checkpoint has %zu positions", T,
+                             e->n_pos);
+    g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0};
+    g2f_block_chain *c = NULL;
+    g2f_status st = g2f_block_chain_new(m, T, &bp, &c, err);
+    if (st != G2F_OK) return st;
+    size_t R = N < G2F_FORWARD_LOGIT_ROWS ? N : G2F_FORWARD_LOGIT_ROWS;
+    float *x = g2f_alloc_work(N, 4 * d, sizeof(float), "the forward: the residual stream and ln_f's output", err);
+    double *rstd = x ? g2f_alloc_work(N, 1, sizeof(double), "the forward: ln_f's statistics", err) : NULL;
+    float *z = rstd ? g2f_alloc_work(R, 2 * V + d, sizeof(float), "the forward: a chunk of logits", err) : NULL;
+    g2f_ffn_ws ws = {0};
+    if (!z) {
+        st = err ? err->status : G2F_ERR_NOMEM;
+        goto done;
+    }
+    float *vx = x + N * d, *y = vx + N * d, *vy = y + N * d, *vz = z + R * V, *a2 = vz + R * V;
+    for (size_t s = 0; s < n_seq; s++) embed_seq(e, ids + s * T, T, how, x + s * T * d, vx + s * T * d);
+    if (hooks->embed && (st = hooks->embed(hooks->user, x, vx, err)) != G2F_OK) goto done;
+    for (size_t L = 0; L < mi->n_layer; L++) {
+        g2f_block b;
+        if ((st = g2f_model_block_load(m, L, p->n_head, &b, err)) != G2F_OK) goto done;
+        for (size_t s = 0; s < n_seq && st == G2F_OK; s++) {
+            st = g2f_block_chain_step(c, &b, L, f, s, x + s * T * d, vx + s * T * d, err);
+            if (st == G2F_OK && hooks->step) st = hooks->step(hooks->user, L, s, c, err);
+        }
+        g2f_block_free(&b);
+        g2f_chain_verdict v;
+        g2f_block_chain_layer_end(c, &v);
+        if (verdicts) verdicts[L] = v;
+        if (st == G2F_OK && hooks->layer_end) st = hooks->layer_end(hooks->user, L, err);
+        if (st != G2F_OK) goto done;
+    }
+    if (how && how->no_ln_f) {
+        memcpy(y, x, N * d * sizeof *y);
+        memcpy(vy, vx, N * d * sizeof *vy);
+    } else {
+        double eps = how && how->ln_eps > 0 ? how->ln_eps : e->ln_f.eps;
+        g2f_block_ln_var(x, vx, N, d, &e->ln_f, eps, how && how->no_ln_w, how && how->no_ln_b, y, vy, rstd,
+                         p->n_threads);
+    }
+    if (hooks->ln_f && (st = hooks->ln_f(hooks->user, y, vy, err)) != G2F_OK) goto done;
+    int wte = how && how->wte_head;
+    const float *head = wte ? e->wte : e->head, *bias = wte ? NULL : e->head_b;
+    int b_trans = wte || !e->head_dv; /* lm_head (vocab, d): logits = y head^T */
+    for (size_t r0 = 0; r0 < N && st == G2F_OK; r0 += R) {
+        size_t n = N - r0 < R ? N - r0 : R;
+        g2f_block_gemm_var(y + r0 * d, vy + r0 * d, n, d, head, b_trans, V, bias, z, vz, a2, p->n_threads, &ws);
+        if (hooks->logits) st = hooks->logits(hooks->user, r0, n, z, vz, err);
+    }
+done:
+    g2f_ffn_ws_free(&ws);
+    free(z);
+    free(rstd);
+    free(x);
+    g2f_block_chain_free(c);
+    return st;
+}
+
+/* ---- comparisons ------------------------------------------------------------ */
+
+/* Where a model-level stage's reference lives. */
+typedef struct target {
+    const g2f_tensor *t, *t2; /* t2: TransformerLens hook_pos_embed, added to t */
+    const char *name;
+} target;
+
+typedef struct chk {
+    const g2f_fixture *f;
+    const g2f_embed *e;
+    size_t d, V, N, n_seq, T;
+    double lambda;
+    int n_threads;
+    target tg[G2F_MSTAGE_COUNT];
+    g2f_cmp_acc acc[G2F_MSTAGE_COUNT];
+    int any[G2F_MSTAGE_COUNT];
+    double *ebuf, *ebuf2;         /* expected rows, (R, max(d, V)) */
+    float *tol;
+    size_t cap;                   /* elements of each */
+    g2f_logit_agreement *agree;   /* NULL: not wanted */
+} chk;
+
+/* Compares rows [row0, row0 + n) of width w with the reference of stage s. */
+static void cmp_rows(chk *k, int s, size_t row0, size_t n, size_t w, const float *c, const float *var) {
+    const target *tg = &k->tg[s];
+    for (size_t r = 0; r < n;) {
+        size_t m = (n - r) * w <= k->cap ? n - r : k->cap / w;
+        uint64_t at = (uint64_t)(row0 + r) * w, cnt = (uint64_t)m * w;
+        g2f_tensor_read_f64(tg->t, at, cnt, k->ebuf);
+        double us = g2f_dtype_store_roundoff(tg->t->dtype);
+        if (tg->t2) {
+            g2f_tensor_read_f64(tg->t2, at, cnt, k->ebuf2);
+            for (size_t i = 0; i < cnt; i++) k->ebuf[i] += k->ebuf2[i];
+            double u2 = g2f_dtype_store_roundoff(tg->t2->dtype);
+            us = us > u2 ? us : u2;
+        }
+        for (size_t i = 0; i < cnt; i++)
+            k->tol[i] = (float)(k->lambda * sqrt((double)var[r * w + i]) + us * fabs(k->ebuf[i]));
+        if (!k->any[s]) g2f_cmp_acc_init(&k->acc[s], 1);
+        k->any[s] = 1;
+        g2f_cmp_acc_add(&k->acc[s], k->ebuf, c + r * w, k->tol, cnt, at, k->n_threads);
+        if (s == G2F_MSTAGE_LOGITS && k->agree) { /* the agreement users act on */
+            g2f_logit_agreement *a = k->agree;
+            a->computed = 1;
+            for (size_t i = 0; i < m; i++) {
+                const double *er = k->ebuf + i * w;
+                const float *cr = c + (r + i) * w;
+                size_t te = 0, tc = 0;
+                double me = er[0], mc = cr[0];
+                for (size_t j = 1; j < w; j++) {
+                    if (er[j] > me) me = er[j], te = j;
+                    if (cr[j] > mc) mc = cr[j], tc = j;
+                }
+                double se = 0, sc = 0;
+                for (size_t j = 0; j < w; j++) se += exp(er[j] - me), sc += exp((double)cr[j] - mc);
+                double lse = me + log(se), lsc = mc + log(sc), kl = 0;
+                for (size_t j = 0; j < w; j++) {
+                    double lp = er[j] - lse, lq = (double)cr[j] - lsc;
+                    kl += exp(lp) * (lp - lq);
+                }
+                size_t pos = row0 + r + i;
+                if (!(kl <= a->max_kl) || a->positions == 0) a->max_kl = kl, a->max_kl_position = pos; /* NaN sticks */
+                a->positions++;
+                if (te == tc) a->top1_agree++;
+                else a->differing[a->n_differing++] = pos;
+            }
+        }
+        r += m;
+    }
+}
+
+static void fill_mstage(g2f_mstage_result *r, const chk *k, int s) {
+    memset(r, 0, sizeof *r);
+    if (!k->any[s]) return;
+    g2f_cmp_acc_finish(&k->acc[s], &r->cmp);
+    r->checked = 1;
+    r->mismatched = r->cmp.mismatched;
+    r->total = r->cmp.total;
+    r->margin = r->cmp.margin;
+    r->pass = r->cmp.mismatched == 0 && r->cmp.nonfinite == 0;
+    r->tensor = k->tg[s].name;
+}
+
+static g2f_status h_embed(void *u, const float *x, const float *vx, g2f_error *err) {
+    (void)err;
+    chk *k = u;
+    if (k->tg[G2F_MSTAGE_EMBED].t) cmp_rows(k, G2F_MSTAGE_EMBED, 0, k->N, k->d, x, vx);
+    return G2F_OK;
+}
+static g2f_status h_ln_f(void *u, const float *y, const float *vy, g2f_error *err) {
+    (void)err;
+    chk *k = u;
+    if (k->tg[G2F_MSTAGE_LN_F].t) cmp_rows(k, G2F_MSTAGE_LN_F, 0, k->N, k->d, y, vy);
+    return G2F_OK;
+}
+static g2f_status h_logits(void *u, size_t row0, size_t n, const float *z, const float *vz, g2f_error *err) {
+    (void)err;
+    chk *k = u;
+    if (k->tg[G2F_MSTAGE_LOGITS].t) cmp_rows(k, G2F_MSTAGE_LOGITS, row0, n, k->V, z, vz);
+    return G2F_OK;
+}
+
+static void chk_reset(chk *k) {
+    memset(k->acc, 0, sizeof k->acc);
+    memset(k->any, 0, sizeof k->any);
+}
+
+/* ---- isolated checks --------------------------------------------------------- */
+
+/* The input variance of a recorded tensor: its own rounding (as g2f_block). */
+static void input_var(const float *x, size_t n, g2f_dtype dt, float *v) {
+    double u = dt == G2F_DTYPE_F64 ? U : g2f_dtype_store_roundoff(dt);
+    for (size_t i = 0; i < n; i++) v[i] = (float)(u * u * (double)x[i] * x[i]);
+}
+
+typedef struct iso_buf {
+    float *a, *va, *b, *vb, *a2; /* (R, max(d, V)) each */
+    double *rstd;
+    g2f_ffn_ws ws;
+} iso_buf;
+
+/* Stage s recomputed under how from its recorded input, compared: *out. */
+static void iso_stage(chk *k, int s, const int64_t *ids, const g2f_model_how *how, const g2f_tensor *in, iso_buf *ib,
+                      const g2f_forward_params *p, g2f_mstage_result *out) {
+    const g2f_embed *e = k->e;
+    size_t d = k->d, V = k->V;
+    chk_reset(k);
+    g2f_logit_agreement *keep = k->agree;
+    k->agree = NULL;
+    if (s == G2F_MSTAGE_EMBED) {
+        for (size_t sq = 0; sq < k->n_seq; sq++) {
+            embed_seq(e, ids + sq * k->T, k->T, how, ib->a, ib->va);
+            cmp_rows(k, s, sq * k->T, k->T, d, ib->a, ib->va);
+        }
+    } else {
+        size_t R = k->N < G2F_FORWARD_LOGIT_ROWS ? k->N : G2F_FORWARD_LOGIT_ROWS;
+        for (size_t r0 = 0; r0 < k->N; r0 += R) {
+            size_t n = k->N - r0 < R ? k->N - r0 : R;
+            g2f_tensor_read_f32(in, (uint64_t)r0 * d, (uint64_t)n * d, ib->a);
+            input_var(ib->a, n * d, in->dtype, ib->va);
+            if (s == G2F_MSTAGE_LN_F) {
+                if (how->no_ln_f) {
+                    memcpy(ib->b, ib->a, n * d * sizeof(float));
+                    memcpy(ib->vb, ib->va, n * d * sizeof(float));
+                } else {
+                    g2f_block_ln_var(ib->a, ib->va, n, d, &e->ln_f, how->ln_eps > 0 ? how->ln_eps : e->ln_f.eps,
+                                     how->no_ln_w, how->no_ln_b, ib->b, ib->vb, ib->rstd, p->n_threads);
+                }
+                cmp_rows(k, s, r0, n, d, ib->b, ib->vb);
+            } else {
+                int wte = how->wte_head;
+                g2f_block_gemm_var(ib->a, ib->va, n, d, wte ? e->wte : e->head, wte || !e->head_dv, V,
+                                   wte ? NULL : e->head_b, ib->b, ib->vb, ib->a2, p->n_threads, &ib->ws);
+                cmp_rows(k, s, r0, n, V, ib->b, ib->vb);
+            }
+        }
+    }
+    fill_mstage(out, k, s);
+    k->agree = keep;
+}
+
+/* The model-level bugs that act on stage s (s = -1: all of them, for a
+ * whole rerun), n of them at most max; returns the count. */
+static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause *cs, size_t max) {
+    static const long offsets[] = {1, 2, 3, 4, -1};
+    static const double eps_list[] = {1e-12, 1e-6, 1e-5, 1e-3};
+    const g2f_embed *e = k->e;
+    size_t n = 0;
+#define ADD(code, setup)                                                                                              \
+    do {                                                                                                             \
+        if (n < max) {                                                                                               \
+            memset(&hw[n], 0, sizeof hw[n]);                                                                         \
+            memset(&cs[n], 0, sizeof cs[n]);                                                                         \
+            cs[n].codes = G2F_DIAG_BIT(code);                                                                        \
+            setup;                                                                                                   \
+            n++;                                                                                                     \
+        }                                                                                                            \
+    } while (0)
+    if ((s < 0 || s == G2F_MSTAGE_EMBED) && e->wpe) {
+        ADD(G2F_DIAG_WPE_MISSING, hw[n].no_wpe = 1);
+        for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
+            long K = offsets[i];
+            if (K < 0 || (size_t)K + k->T > e->n_pos) continue; /* a position outside wpe: not this port */
+            ADD(G2F_DIAG_WPE_OFFSET, (hw[n].wpe_offset = K, cs[n].offset = K));
+        }
+    }
+    if ((s < 0 || s == G2F_MSTAGE_LN_F) && e->ln_f.found) {
+        ADD(G2F_DIAG_LN_F_MISSING, hw[n].no_ln_f = 1);
+        if (s >= 0) {
+            for (size_t i = 0; i < sizeof eps_list / sizeof eps_list[0]; i++)
+                if (fabs(eps_list[i] - e->ln_f.eps) > 1e-3 * e->ln_f.eps)
+                    ADD(G2F_DIAG_LN_EPS, (hw[n].ln_eps = eps_list[i], cs[n].eps = eps_list[i]));
+            if (e->ln_f.b) ADD(G2F_DIAG_LN_BIAS_MISSING, hw[n].no_ln_b = 1);
+            ADD(G2F_DIAG_LN_WEIGHT_MISSING, hw[n].no_ln_w = 1);
+        }
+    }
+    if ((s < 0 || s == G2F_MSTAGE_LOGITS) && e->head_stored && !e->tied) ADD(G2F_DIAG_LM_HEAD_UNTIED, hw[n].wte_head = 1);
+#undef ADD
+    return n;
+}
+
+static void add_cause(g2f_mstage_result *r, const g2f_model_cause *c) {
+    if (r->n_causes == G2F_MODEL_MAX_CAUSES && r->causes[r->n_causes - 1].margin <= c->margin) return;
+    size_t i = r->n_causes < G2F_MODEL_MAX_CAUSES ? r->n_causes++ : G2F_MODEL_MAX_CAUSES - 1;
+    while (i > 0 && r->causes[i - 1].margin > c->margin) r->causes[i] = r->causes[i - 1], i--;
+    r->causes[i] = *c;
+}
+
+/* ---- the check ----------------------------------------------------------------- */
+
+static void join_causes(const g2f_mstage_result *r, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < r->n_causes && used < n; i++) {
+        char one[64];
+        g2f_model_cause_codes(&r->causes[i], one, sizeof one);
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " | " : "", one);
+    }
+}
+
+/* Every chained comparison passes (the forward reproduces the fixture). */
+static int chain_clean(const g2f_model_result *r) {
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+        if (r->chain[s].checked && !r->chain[s].pass) return 0;
+    for (size_t L = 0; L < r->n_layers; L++)
+        if (r->layers[L].diverged) return 0;
+    return 1;
+}
+
+g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f_forward_params *p,
+                             g2f_model_result *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    out->first_layer = -1;
+    if (!g2f_fixture_has_model(f)) return G2F_OK;
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    out->present = 1;
+    g2f_embed e;
+    g2f_status st = g2f_model_embed_load(m, &e, err);
+    if (st != G2F_OK) return st;
+    size_t n_seq, T;
+    if ((st = g2f_fixture_check_model(f, e.d, e.vocab, e.wpe ? e.n_pos : 0, &n_seq, &T, err)) != G2F_OK) {
+        g2f_embed_free(&e);
+        return st;
+    }
+    out->n_seq = n_seq, out->T = T, out->vocab = e.vocab;
+    out->head_desc = e.head_desc;
+    out->head_tied = e.tied;
+    chk k;
+    memset(&k, 0, sizeof k);
+    k.f = f, k.e = &e, k.d = e.d, k.V = e.vocab, k.n_seq = n_seq, k.T = T, k.N = n_seq * T;
+    k.lambda = p->tol->lambda > 0 ? p->tol->lambda : G2F_TOL_LAMBDA;
+    k.n_threads = p->n_threads;
+    /* the references: embed, else TransformerLens' two halves, else h.0.in */
+    const g2f_tensor *tok = g2f_fixture_model(f, G2F_MX_TOK_EMBED), *pos = g2f_fixture_model(f, G2F_MX_POS_EMBED);
+    if ((k.tg[0].t = g2f_fixture_model(f, G2F_MX_EMBED))) k.tg[0].name = k.tg[0].t->name;
+    else if (tok && pos) k.tg[0] = (target){tok, pos, "hook_embed + hook_pos_embed"};
+    else if ((k.tg[0].t = g2f_fixture_block(f, 0, G2F_BX_IN))) k.tg[0].name = k.tg[0].t->name;
+    if ((k.tg[1].t = g2f_fixture_model(f, G2F_MX_LN_F))) k.tg[1].name = k.tg[1].t->name;
+    if ((k.tg[2].t = g2f_fixture_model(f, G2F_MX_LOGITS))) k.tg[2].name = k.tg[2].t->name;
+    const g2f_tensor *tids = g2f_fixture_model(f, G2F_MX_IDS);
+    size_t R = k.N < G2F_FORWARD_LOGIT_ROWS ? k.N : G2F_FORWARD_LOGIT_ROWS, w = e.d > e.vocab ? e.d : e.vocab;
+    size_t rows = R > T ? R : T;
+    int64_t *ids = NULL;
+    iso_buf ib;
+    memset(&ib, 0, sizeof ib);
+    k.cap = rows * w;
+    k.ebuf = g2f_alloc_work(rows, 2 * w, sizeof(double), "verify: the model's reference rows", err);
+    k.tol = k.ebuf ? g2f_alloc_work(rows, 6 * w, sizeof(float), "verify: the model's work rows", err) : NULL;
+    ib.rstd = k.tol ? g2f_alloc_work(rows, 1, sizeof(double), "verify: ln_f's statistics", err) : NULL;
+    ids = ib.rstd && tids ? g2f_alloc_work(k.N, 1, sizeof(int64_t), "verify: input_ids", err) : NULL;
+    out->agree.differing = ids ? g2f_alloc_work(k.N, 1, sizeof(size_t), "verify: the logits' positions", err) : NULL;
+    if (!ib.rstd || (tids && !out->agree.differing)) {
+        st = err ? err->status : G2F_ERR_NOMEM;
+        goto done;
+    }
+    k.ebuf2 = k.ebuf + rows * w;
+    ib.a = k.tol + rows * w, ib.va = ib.a + rows * w, ib.b = ib.va + rows * w, ib.vb = ib.b + rows * w;
+    ib.a2 = ib.vb + rows * w;
+    if (tids) g2f_fixture_read_ids(tids, 0, k.N, ids);
+    out->has_ids = tids != NULL;
+    /* chained, from input_ids */
+    if (tids) {
+        out->n_layers = mi->n_layer;
+        out->layers = calloc(mi->n_layer ? mi->n_layer : 1, sizeof *out->layers);
+        if (!out->layers) {
+            st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        g2f_forward_hooks hk = {&k, h_embed, NULL, NULL, h_ln_f, h_logits};
+        k.agree = k.tg[2].t ? &out->agree : NULL;
+        if ((st = g2f_forward_run(m, &e, ids, n_seq, T, p, NULL, f, &hk, out->layers, err)) != G2F_OK) goto done;
+        k.agree = NULL;
+        out->chained = 1;
+        for (int s = 0; s < G2F_MSTAGE_COUNT; s++) fill_mstage(&out->chain[s], &k, s);
+    }
+    /* isolated, from the recorded inputs, diagnosed when failing */
+    const g2f_tensor *iso_in[G2F_MSTAGE_COUNT] = {
+        NULL, mi->n_layer ? g2f_fixture_block(f, mi->n_layer - 1, G2F_BX_OUT) : NULL, k.tg[1].t};
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+        if (!k.tg[s].t || (s == G2F_MSTAGE_EMBED ? !tids : !iso_in[s])) continue;
+        g2f_model_how base;
+        memset(&base, 0, sizeof base);
+        iso_stage(&k, s, ids, &base, iso_in[s], &ib, p, &out->iso[s]);
+        if (out->iso[s].pass) continue;
+        g2f_model_how hw[16];
+        g2f_model_cause cs[16];
+        size_t n = hypotheses(&k, s, hw, cs, 16);
+        for (size_t i = 0; i < n; i++) {
+            g2f_mstage_result r;
+            iso_stage(&k, s, ids, &hw[i], iso_in[s], &ib, p, &r);
+            out->iso[s].hypotheses_tried++;
+            if (r.pass) {
+                cs[i].margin = r.margin;
+                add_cause(&out->iso[s], &cs[i]);
+            }
+        }
+    }
+    /* the first divergence in model order */
+    const g2f_mstage_result *res = out->chained ? out->chain : out->iso;
+    int first_m = -1;
+    if (res[G2F_MSTAGE_EMBED].checked && !res[G2F_MSTAGE_EMBED].pass) first_m = G2F_MSTAGE_EMBED;
+    for (size_t L = 0; first_m < 0 && out->chained && L < out->n_layers; L++)
+        if (out->layers[L].diverged) {
+            out->diverged = 1;
+            out->first_layer = (long)L;
+            out->first_stage = g2f_stage_name(out->layers[L].first_stage);
+            out->first_tensor = out->layers[L].first_tensor;
+            out->first_margin = out->layers[L].first_margin;
+            break;
+        }
+    for (int s = G2F_MSTAGE_LN_F; first_m < 0 && !out->diverged && s < G2F_MSTAGE_COUNT; s++)
+        if (res[s].checked && !res[s].pass) first_m = s;
+    if (first_m < 0 && !out->chained) /* isolated results beyond the first in order */
+        for (int s = 0; s < G2F_MSTAGE_COUNT && first_m < 0; s++)
+            if (out->iso[s].checked && !out->iso[s].pass) first_m = s;
+    if (first_m >= 0) {
+        const g2f_mstage_result *fr = &res[first_m];
+        out->diverged = 1;
+        out->first_stage = g2f_mstage_name((g2f_mstage)first_m);
+        out->first_tensor = fr->tensor;
+        out->first_margin = fr->margin;
+        g2f_mstage_result *iso = &out->iso[first_m];
+        if (iso->n_causes) {
+            join_causes(iso, out->first_codes, sizeof out->first_codes);
+        } else if (out->chained) {
+            /* nothing recorded explains it alone: the whole forward rerun
+             * under each model-level bug */
+            g2f_model_how hw[16];
+            g2f_model_cause cs[16];
+            size_t n = hypotheses(&k, -1, hw, cs, 16);
+            g2f_model_result tmp;
+            memset(&tmp, 0, sizeof tmp);
+            tmp.n_layers = out->n_layers;
+            tmp.layers = calloc(out->n_layers ? out->n_layers : 1, sizeof *tmp.layers);
+            if (!tmp.layers) {
+                st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            g2f_mstage_result found;
+            memset(&found, 0, sizeof found);
+            g2f_forward_hooks hk = {&k, h_embed, NULL, NULL, h_ln_f, h_logits};
+            for (size_t i = 0; i < n && st == G2F_OK; i++) {
+                chk_reset(&k);
+                st = g2f_forward_run(m, &e, ids, n_seq, T, p, &hw[i], f, &hk, tmp.layers, err);
+                for (int s = 0; s < G2F_MSTAGE_COUNT; s++) fill_mstage(&tmp.chain[s], &k, s);
+                iso->hypotheses_tried++;
+                if (st == G2F_OK && chain_clean(&tmp)) {
+                    double mg = 0;
+                    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+                        if (tmp.chain[s].checked && tmp.chain[s].margin > mg) mg = tmp.chain[s].margin;
+                    cs[i].margin = mg;
+                    add_cause(&found, &cs[i]);
+                }
+            }
+            free(tmp.layers);
+            if (st != G2F_OK) goto done;
+            join_causes(&found, out->first_codes, sizeof out->first_codes);
+            /* kept on the stage so that reports show it */
+            for (size_t i = 0; i < found.n_causes; i++) add_cause(iso, &found.causes[i]);
+        }
+    }
+    out->pass = !out->diverged;
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+        if (out->iso[s].checked && !out->iso[s].pass) out->pass = 0;
+done:
+    g2f_ffn_ws_free(&ib.ws);
+    free(ib.rstd);
+    free(k.tol);
+    free(k.ebuf);
+    free(ids);
+    g2f_embed_free(&e);
+    if (st != G2F_OK) g2f_model_result_free(out);
+    return st;
+}
+
+void g2f_model_result_free(g2f_model_result *r) {
+    if (!r) return;
+    free(r->layers);
+    free(r->agree.differing);
+    memset(r, 0, sizeof *r);
+    r->first_layer = -1;
+}

@@ -1,0 +1,173 @@
+/* g2f_forward: the whole GPT-2 forward, token ids to logits, and its check.
+ *
+ *   x      = wte[ids] + wpe[positions]          positions 0..T-1 per sequence
+ *   x      = block_L(x)  for L = 0 .. n_layer-1  (g2f_block_chain: the block
+ *                                                 check's own arithmetic)
+ *   ln_f   = LayerNorm_f(x)
+ *   logits = ln_f head^T (+ head bias)           head: lm_head, or wte when tied
+ *
+ * Every value travels with its variance (README: Tolerance): the embedding
+ * is one rounding (the gather is exact, the add rounds once), the blocks
+ * carry theirs as the chained block check does, ln_f and the logits' GEMM
+ * add their own. A recorded stage is compared with lambda sqrt(var) plus its
+ * stored dtype's rounding.
+ *
+ * Memory: one block's weights at a time (g2f_model_block_load, freed before
+ * the next), the embeddings and head (views when F32), the residual stream
+ * and ln_f's output for every token (values and variances: 4 n_tokens d
+ * floats), a sequence's block buffers (g2f_block_chain, with its (n_head, T,
+ * T) scores), and the logits a chunk of G2F_FORWARD_LOGIT_ROWS tokens at a
+ * time. Every size is checked against the machine's memory before use.
+ *
+ * Threads: the kernels' (bitwise identical for any thread count); the
+ * rest runs in a fixed order on one thread.
+ *
+ * Checking (g2f_forward_check) compares, in model order: embed (or
+ * hook_embed + hook_pos_embed, or h.0.in), every layer's recorded stages
+ * (chained), ln_f.out, logits; the first that does not match is the model's
+ * first divergence. Beside it, isolated checks from recorded inputs: embed
+ * from input_ids, ln_f from the last layer's h.L.out, logits from ln_f.out;
+ * a failing one is recomputed under the model's porting bugs (wpe_missing,
+ * wpe_offset:K for K in 1..4 and -1, ln_f_missing, ln_eps:E, ln_*_missing,
+ * lm_head_untied). A divergence no isolated check explains (say a fixture
+ * with only input_ids and logits) is diagnosed by rerunning the whole
+ * forward under each model-level bug. For the logits also the agreement a
+ * user acts on: top-1 tokens per position, the largest KL divergence
+ * KL(softmax(reference) || softmax(ours)) and the positions whose top-1
+ * differs.
+ */
+#ifndef G2F_FORWARD_H
+#define G2F_FORWARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "g2f_block.h"
+#include "g2f_compare.h"
+#include "g2f_diagnose.h"
+#include "g2f_error.h"
+#include "g2f_fixture.h"
+#include "g2f_model.h"
+#include "g2f_tol.h"
+
+/* Tokens per chunk of the logits' GEMM (a chunk's logits and variances:
+ * 2 rows x vocab floats). */
+#define G2F_FORWARD_LOGIT_ROWS 64
+
+typedef struct g2f_forward_params {
+    size_t n_head;                /* 0: the model's */
+    const g2f_tol_params *tol;
+    g2f_gelu gelu;
+    int n_threads;
+} g2f_forward_params;
+
+/* A port's model-level bugs, to recompute under (all 0: GPT-2). */
+typedef struct g2f_model_how {
+    int no_wpe;                   /* wpe_missing */
+    long wpe_offset;              /* wpe_offset:K: positions K .. K+T-1 */
+    int no_ln_f;                  /* ln_f_missing: ln_f.out = the last block's output */
+    int no_ln_w, no_ln_b;         /* ln_f without its gain / bias */
+    double ln_eps;                /* 0: the model's */
+    int wte_head;                 /* lm_head_untied: the logits made with wte */
+} g2f_model_how;
+
+/* What the forward hands its caller as it goes (each may be NULL), values
+ * with their absolute variances; a non-OK status stops the forward and is
+ * returned. Rows are the flattened (n_seq, T) tokens. */
+typedef struct g2f_forward_hooks {
+    void *user;
+    /* the embedding of every token: x (n_tokens, d) */
+    g2f_status (*embed)(void *user, const float *x, const float *vx, g2f_error *err);
+    /* after sequence seq went through layer L: its stages by
+     * g2f_block_chain_values */
+    g2f_status (*step)(void *user, size_t L, size_t seq, const g2f_block_chain *c, g2f_error *err);
+    /* after every sequence went through layer L */
+    g2f_status (*layer_end)(void *user, size_t L, g2f_error *err);
+    /* ln_f's output for every token: y (n_tokens, d) */
+    g2f_status (*ln_f)(void *user, const float *y, const float *vy, g2f_error *err);
+    /* the logits of rows [row0, row0 + n): z (n, vocab) */
+    g2f_status (*logits)(void *user, size_t row0, size_t n, const float *z, const float *vz, g2f_error *err);
+} g2f_forward_hooks;
+
+/* The whole forward of ids (n_seq, T) (each in [0, vocab), T <= the
+ * positions wpe holds: the caller checked, g2f_fixture_check_model). e:
+ * from g2f_model_embed_load. how may be NULL. With f, every stage it records
+ * is compared and verdicts (n_layer entries, may be NULL) get each layer's
+ * chained verdict. */
+g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
+                           const g2f_forward_params *p, const g2f_model_how *how, const g2f_fixture *f,
+                           const g2f_forward_hooks *hooks, g2f_chain_verdict *verdicts, g2f_error *err);
+
+/* ---- the check ------------------------------------------------------------ */
+
+typedef enum g2f_mstage { G2F_MSTAGE_EMBED, G2F_MSTAGE_LN_F, G2F_MSTAGE_LOGITS, G2F_MSTAGE_COUNT } g2f_mstage;
+/* "embed", "ln_f", "logits" */
+const char *g2f_mstage_name(g2f_mstage s);
+
+/* One explanation of a model-level stage. */
+typedef struct g2f_model_cause {
+    g2f_diag_set codes;           /* one code */
+    long offset;                  /* wpe_offset */
+    double eps;                   /* ln_eps */
+    double margin;
+} g2f_model_cause;
+/* "wpe_offset:1", "ln_eps:1e-12", "lm_head_untied", ... */
+void g2f_model_cause_codes(const g2f_model_cause *c, char *buf, size_t n);
+
+#define G2F_MODEL_MAX_CAUSES 4
+
+typedef struct g2f_mstage_result {
+    int checked;                  /* compared (isolated: its input recorded too) */
+    int pass;
+    size_t mismatched, total;
+    double margin;
+    g2f_cmp cmp;                  /* the comparison (the worst tensor's) */
+    const char *tensor;           /* the reference's name compared ("embed", "h.0.in", "ln_f.out", ...) */
+    size_t n_causes;              /* failing: explanations found, best first */
+    g2f_model_cause causes[G2F_MODEL_MAX_CAUSES];
+    size_t hypotheses_tried;
+} g2f_mstage_result;
+
+/* Top-1 agreement of the logits (computed in the chained pass against the
+ * recorded logits). */
+typedef struct g2f_logit_agreement {
+    int computed;
+    size_t positions, top1_agree;
+    double max_kl;                /* nats, KL(softmax(reference) || softmax(ours)) */
+    size_t max_kl_position;
+    size_t *differing;            /* flat positions (seq * T + t) whose top-1 differs, owned */
+    size_t n_differing;
+} g2f_logit_agreement;
+
+typedef struct g2f_model_result {
+    int present;                  /* the fixture holds model-level tensors (input_ids, embed, ln_f.out, logits) */
+    int has_ids;
+    size_t n_seq, T, vocab;
+    const char *head_desc;        /* g2f_embed's */
+    int head_tied;
+    /* chained from input_ids */
+    int chained;
+    g2f_mstage_result chain[G2F_MSTAGE_COUNT];
+    size_t n_layers;
+    g2f_chain_verdict *layers;    /* n_layers entries, owned: every layer's chained verdict */
+    /* isolated, from recorded inputs */
+    g2f_mstage_result iso[G2F_MSTAGE_COUNT];
+    g2f_logit_agreement agree;
+    /* the first divergence in model order (chained, else isolated) */
+    int diverged;
+    long first_layer;             /* the layer, or -1 for embed / ln_f / logits */
+    const char *first_stage;      /* "embed", a block stage ("attn", ...), "ln_f", "logits" */
+    const char *first_tensor;
+    double first_margin;
+    char first_codes[256];        /* the diagnosis at that stage, "" when none (g2f_verify fills a block's) */
+    int pass;                     /* every compared model-level and chained stage matches */
+} g2f_model_result;
+
+/* Checks f's model-level tensors against m (nothing when it has none:
+ * present 0). Fails on bad input (G2F_ERR_FORMAT naming the file and tensor:
+ * ids out of range, shapes) or allocation. */
+g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f_forward_params *p,
+                             g2f_model_result *out, g2f_error *err);
+void g2f_model_result_free(g2f_model_result *r);
+
+#endif

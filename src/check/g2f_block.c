@@ -600,8 +600,9 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
     size_t T = c->T, d = c->d;
     const g2f_fixture *f = c->f;
     g2f_fixture_views fv;
-    g2f_error e2 = {0};
-    int have_ffn = f && g2f_fixture_layer_views(f, c->L, &fv, &e2) == G2F_OK;
+    memset(&fv, 0, sizeof fv);
+    for (int k = 0; f && k < G2F_FX_COUNT; k++) fv.t[k] = g2f_fixture_ffn(f, c->L, (g2f_fx_kind)k);
+    int have_ffn = f != NULL;
     const g2f_tensor *t;
     ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, s->a, s->va, s->rstd, hw->n_threads);
     if ((t = stage_t(c, G2F_BX_LN1))) {

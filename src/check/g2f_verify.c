@@ -362,6 +362,32 @@ static void fold_block(g2f_layer_result *r) {
                  r->layer, g2f_stage_name((g2f_stage)first), fs->worst_tensor, fs->margin, fs->mismatched, fs->total);
 }
 
+/* The model's first divergence in a block: the diagnosis of that stage from
+ * the layer's isolated check (the FFN's for mlp), as the layer reports it. */
+static void model_codes(g2f_verify_result *out) {
+    g2f_model_result *mr = &out->model;
+    if (!mr->diverged || mr->first_layer < 0 || (size_t)mr->first_layer >= out->n_layers) return;
+    const g2f_layer_result *r = &out->layers[mr->first_layer];
+    size_t used = 0, n = sizeof mr->first_codes;
+    for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+        if (strcmp(g2f_stage_name((g2f_stage)s), mr->first_stage)) continue;
+        if (s == G2F_STAGE_MLP) {
+            for (size_t k = 0; k < r->diag.n_causes && used < n; k++) {
+                char one[128];
+                g2f_cause_codes(&r->diag.causes[k], one, sizeof one);
+                used += (size_t)snprintf(mr->first_codes + used, n - used, "%s%s", k ? " | " : "", one);
+            }
+        } else {
+            const g2f_stage_result *st = &r->block.stage[s];
+            for (size_t k = 0; k < st->n_causes && used < n; k++) {
+                char one[128];
+                g2f_block_cause_codes(&st->causes[k], one, sizeof one);
+                used += (size_t)snprintf(mr->first_codes + used, n - used, "%s%s", k ? " | " : "", one);
+            }
+        }
+    }
+}
+
 g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,
                           g2f_verify_result *out, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
@@ -422,13 +448,21 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
         }
     }
     g2f_ffn_eval_ws_free(&ws);
-    out->pass = out->compared > 0 && out->failed == 0;
+    g2f_forward_params fp = {n_head, &p->tol, p->gelu, p->n_threads};
+    if ((st = g2f_forward_check(m, f, &fp, &out->model, err)) != G2F_OK) {
+        g2f_verify_result_free(out);
+        return st;
+    }
+    model_codes(out);
+    out->pass = (out->compared > 0 || out->model.present) && out->failed == 0 &&
+                (!out->model.present || out->model.pass);
     return G2F_OK;
 }
 
 void g2f_verify_result_free(g2f_verify_result *r) {
     if (!r) return;
     free(r->layers);
+    g2f_model_result_free(&r->model);
     memset(r, 0, sizeof *r);
 }
 

@@ -22,6 +22,7 @@
 #include "g2f_error.h"
 #include "g2f_ffn.h"
 #include "g2f_ffn_eval.h"
+#include "g2f_forward.h"
 #include "g2f_fixture.h"
 #include "g2f_model.h"
 #include "g2f_tol.h"
@@ -97,6 +98,9 @@ typedef struct g2f_verify_result {
     int pass;                    /* every compared layer passes (and at least one was compared) */
     long first_fail;             /* layer index or -1 */
     int first_stage;             /* with first_fail: the first diverging stage of that layer (g2f_stage), or -1 */
+    g2f_model_result model;      /* the whole forward from input_ids (g2f_forward), present 0 without
+                                    model-level tensors; its first divergence's codes filled from the
+                                    layer's isolated stage check when it lies in a block */
 } g2f_verify_result;
 
 g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,

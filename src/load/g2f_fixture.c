@@ -189,11 +189,11 @@ g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd
                                  f->path, L, n_layer);
         if (!any || (any_block && !sl[G2F_FX_OUT] && !sl[G2F_FX_PRE] && !sl[G2F_FX_ACT]))
             continue; /* no FFN stage (a block fixture may record ln_2.out without the FFN's out) */
-        for (int k = 0; k < 2; k++)
-            if (!sl[k])
+        for (int k = 0; k < 2; k++) /* a block fixture may record mlp.out without mlp.in (TransformerLens) */
+            if (!sl[k] && (k == G2F_FX_OUT || !any_block))
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: layer %zu has no 'h.%zu.mlp.%s' tensor", f->path, L, L,
                                      kind_names[k]);
-        uint64_t tokens = tokens_of(sl[G2F_FX_IN]);
+        uint64_t tokens = tokens_of(sl[G2F_FX_IN] ? sl[G2F_FX_IN] : sl[G2F_FX_OUT]);
         for (int k = 0; k < G2F_FX_COUNT; k++) {
             const g2f_tensor *t = sl[k];
             if (!t) continue;
@@ -543,4 +543,8 @@ g2f_status g2f_fixture_check_model(const g2f_fixture *f, size_t d, size_t vocab,
     *n_seq = (size_t)ns0;
     *T = (size_t)T0;
     return G2F_OK;
+}
+
+const g2f_tensor *g2f_fixture_ffn(const g2f_fixture *f, size_t layer, g2f_fx_kind kind) {
+    return layer < f->n_slots && (unsigned)kind < G2F_FX_COUNT ? f->slots[layer][kind] : NULL;
 }

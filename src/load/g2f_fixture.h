@@ -95,6 +95,9 @@ typedef struct g2f_fixture_views {
 } g2f_fixture_views;
 g2f_status g2f_fixture_layer_views(const g2f_fixture *f, size_t layer, g2f_fixture_views *out, g2f_error *err);
 
+/* An FFN tensor of layer (borrowed), or NULL; checked by g2f_fixture_check
+ * (mlp.out may be recorded without mlp.in in a block fixture). */
+const g2f_tensor *g2f_fixture_ffn(const g2f_fixture *f, size_t layer, g2f_fx_kind kind);
 /* A block stage's tensor of layer (borrowed), or NULL. */
 const g2f_tensor *g2f_fixture_block(const g2f_fixture *f, size_t layer, g2f_bx_kind kind);
 /* Layers with any block stage recorded (slots beyond the FFN's). */

@@ -198,6 +198,16 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
     const g2f_verify_result *res = c->result;
     g2f_verify_summary sum;
     g2f_verify_summarize(res, &sum);
+    const g2f_model_result *mr = &res->model;
+    if (mr->present && mr->diverged) { /* the whole forward's, in model order */
+        char where[64];
+        if (mr->first_layer >= 0) snprintf(where, sizeof where, "layer %ld, %s", mr->first_layer, mr->first_stage);
+        else snprintf(where, sizeof where, "%s", mr->first_stage);
+        snprintf(buf, n, "first divergence: %s: %s (%s margin %.3g)", where,
+                 mr->first_codes[0] ? mr->first_codes : "no known cause explains it",
+                 mr->first_tensor ? mr->first_tensor : "", mr->first_margin);
+        return 1;
+    }
     if (res->first_fail >= 0 && (size_t)res->first_fail < res->n_layers) {
         /* every layer unexplained, and either uncorrelated or the fixture
          * records another checkpoint's digest */
@@ -218,8 +228,18 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
                      res->layers[res->first_fail].explanation);
         return 1;
     }
-    if (!res->pass) {
+    if (mr->present && mr->chained && res->pass) {
+        snprintf(buf, n, "the whole forward from input_ids matches the reference (%zu layers%s; top-1 token agrees at "
+                 "%zu of %zu positions)", res->n_layers, mr->chain[G2F_MSTAGE_LOGITS].checked ? ", logits" : "",
+                 mr->agree.top1_agree, mr->agree.positions);
+        return 1;
+    }
+    if (!res->pass && !res->compared) {
         snprintf(buf, n, "no layer was compared");
+        return 1;
+    }
+    if (!res->pass) {
+        snprintf(buf, n, "the model's stages do not match the reference");
         return 1;
     }
     if (res->compared == 1) snprintf(buf, n, "the 1 compared layer matches the reference");
@@ -407,6 +427,87 @@ static void stages_text(FILE *fp, const g2f_report_ctx *c) {
     }
 }
 
+/* A model-level stage's cell: margin, "!" when failing, "-" when not compared. */
+static void mstage_cell(const g2f_mstage_result *r, char *buf, size_t n) {
+    if (!r->checked) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%.3g%s", r->margin, r->pass ? "" : "!");
+}
+
+static void mstage_codes(const g2f_mstage_result *r, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    if (!r->checked || r->pass) {
+        snprintf(buf, n, "-");
+        return;
+    }
+    for (size_t k = 0; k < r->n_causes && used < n; k++) {
+        char one[96];
+        g2f_model_cause_codes(&r->causes[k], one, sizeof one);
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", k ? " | " : "", one);
+    }
+    if (!used) snprintf(buf, n, "unexplained");
+}
+
+/* The whole forward (README: Model): the model-level stages chained from
+ * input_ids and isolated from their recorded inputs, each layer's chained
+ * verdict, and the logits' agreement. */
+static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
+    const g2f_model_result *mr = &c->result->model;
+    if (!mr->present) return;
+    fprintf(fp, "\nwhole model (%s; %zu sequence%s of %zu tokens, vocab %zu; head: %s)\n",
+            mr->chained ? "chained from input_ids" : "no input_ids: stages from their recorded inputs only", mr->n_seq,
+            mr->n_seq == 1 ? "" : "s", mr->T, mr->vocab, mr->head_desc ? mr->head_desc : "-");
+    fprintf(fp, "%-8s %10s %10s  %-24s %s\n", "stage", "chained", "isolated", "reference", "diagnosis");
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+        const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
+        char a[32], b[32], codes[256];
+        mstage_cell(ch, a, sizeof a);
+        mstage_cell(iso, b, sizeof b);
+        mstage_codes(iso->checked ? iso : ch, codes, sizeof codes);
+        if (s == G2F_MSTAGE_EMBED || !mr->chained || !mr->n_layers) {
+            fprintf(fp, "%-8s %10s %10s  %-24s %s\n", g2f_mstage_name((g2f_mstage)s), a, b,
+                    ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-", codes);
+        } else {
+            fprintf(fp, "%-8s %10s %10s  %-24s %s\n", g2f_mstage_name((g2f_mstage)s), a, b,
+                    ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-", codes);
+        }
+        if (s == G2F_MSTAGE_EMBED && mr->chained) {
+            for (size_t L = 0; L < mr->n_layers; L++) {
+                const g2f_chain_verdict *v = &mr->layers[L];
+                double worst = 0;
+                int any = 0;
+                for (int k = 0; k < G2F_STAGE_COUNT; k++)
+                    if (v->stage[k].checked) {
+                        any = 1;
+                        if (!(v->stage[k].margin <= worst)) worst = v->stage[k].margin;
+                    }
+                char cell[32], name[32], what[96];
+                if (!any) snprintf(cell, sizeof cell, "-");
+                else snprintf(cell, sizeof cell, "%.3g%s", v->diverged ? v->first_margin : worst,
+                              v->diverged ? "!" : "");
+                snprintf(name, sizeof name, "h.%zu", L);
+                if (v->diverged) snprintf(what, sizeof what, "first: %s (%s)", g2f_stage_name(v->first_stage),
+                                          v->first_tensor ? v->first_tensor : "");
+                else snprintf(what, sizeof what, "%s", any ? "every recorded stage" : "nothing recorded");
+                fprintf(fp, "%-8s %10s %10s  %-24s %s\n", name, cell, "", what, "");
+            }
+        }
+    }
+    const g2f_logit_agreement *a = &mr->agree;
+    if (a->computed) {
+        fprintf(fp, "logits agreement: top-1 token the same at %zu of %zu positions, largest KL(reference || ours) "
+                    "%.3g nats (position %zu)", a->top1_agree, a->positions, a->max_kl, a->max_kl_position);
+        if (a->n_differing) {
+            fprintf(fp, "; top-1 differs at");
+            for (size_t i = 0; i < a->n_differing && i < 16; i++)
+                fprintf(fp, " %zu:%zu", a->differing[i] / (mr->T ? mr->T : 1), a->differing[i] % (mr->T ? mr->T : 1));
+            if (a->n_differing > 16) fprintf(fp, " ... (%zu in all)", a->n_differing);
+            fprintf(fp, " (sequence:token)");
+        }
+        fprintf(fp, "\n");
+    }
+}
+
 void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     const g2f_model_info *mi = c->model;
     const g2f_verify_result *res = c->result;
@@ -427,7 +528,7 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     fprintf(fp, "\n");
     char caveat[300];
     int unverified = g2f_report_gelu_caveat(c, caveat, sizeof caveat);
-    if (g2f_report_verdict(c, line, sizeof line) && res->compared)
+    if (g2f_report_verdict(c, line, sizeof line) && (res->compared || res->model.present))
         fprintf(fp, "%s%s%s\n\n", esc(&ep, line), unverified ? ", but " : "", unverified ? caveat : "");
     esc_pool_free(&ep);
 
@@ -468,6 +569,7 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
                 r->sep_out, sep_act, codes);
     }
     stages_text(fp, c);
+    model_section_text(fp, c);
     fprintf(fp, "\nworst element per layer (token, channel: expected / computed, tolerance):\n");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
@@ -667,6 +769,99 @@ static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result 
     return l;
 }
 
+static cJSON *mstage_json(jb *b, const g2f_mstage_result *r, size_t width) {
+    cJSON *o = j_check(b, cJSON_CreateObject());
+    j_str(b, o, "status", !r->checked ? "not_checked" : r->pass ? "pass" : "fail");
+    if (!r->checked) return o;
+    j_str(b, o, "tensor", r->tensor ? r->tensor : "");
+    j_num(b, o, "margin", r->margin);
+    j_num(b, o, "mismatched", (double)r->mismatched);
+    j_num(b, o, "total", (double)r->total);
+    j_num(b, o, "cosine", r->cmp.cosine);
+    cJSON *w = j_obj(b, o, "worst");
+    j_num(b, w, "token", (double)(r->cmp.worst / (width ? width : 1)));
+    j_num(b, w, "index", (double)(r->cmp.worst % (width ? width : 1)));
+    j_num(b, w, "expected", r->cmp.worst_expected);
+    j_num(b, w, "computed", r->cmp.worst_computed);
+    j_num(b, w, "tolerance", r->cmp.worst_tol);
+    cJSON *codes = j_arr(b, o, "diagnosis");
+    for (size_t k = 0; codes && k < r->n_causes; k++) {
+        char one[96];
+        g2f_model_cause_codes(&r->causes[k], one, sizeof one);
+        j_add(b, codes, NULL, cJSON_CreateString(one));
+    }
+    if (!r->pass && !r->n_causes && codes) j_add(b, codes, NULL, cJSON_CreateString("unexplained"));
+    return o;
+}
+
+/* The whole forward ("forward": README, JSON report). */
+static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
+    cJSON *o = j_check(b, cJSON_CreateObject());
+    j_str(b, o, "status", mr->pass ? "pass" : "fail");
+    j_bool(b, o, "chained", mr->chained);
+    j_num(b, o, "sequences", (double)mr->n_seq);
+    j_num(b, o, "tokens", (double)mr->T);
+    j_num(b, o, "vocab", (double)mr->vocab);
+    j_str(b, o, "head", mr->head_tied ? "tied" : "untied");
+    if (!mr->diverged) {
+        j_null(b, o, "first_divergence");
+    } else {
+        cJSON *fd = j_obj(b, o, "first_divergence");
+        if (mr->first_layer >= 0) j_num(b, fd, "layer", (double)mr->first_layer);
+        else j_null(b, fd, "layer");
+        j_str(b, fd, "stage", mr->first_stage ? mr->first_stage : "");
+        j_str(b, fd, "tensor", mr->first_tensor ? mr->first_tensor : "");
+        j_num(b, fd, "margin", mr->first_margin);
+        cJSON *codes = j_arr(b, fd, "codes");
+        char buf[sizeof mr->first_codes];
+        snprintf(buf, sizeof buf, "%s", mr->first_codes);
+        for (char *save = NULL, *tok = strtok_r(buf, " |", &save); codes && tok; tok = strtok_r(NULL, " |", &save))
+            j_add(b, codes, NULL, cJSON_CreateString(tok));
+    }
+    size_t w[G2F_MSTAGE_COUNT] = {d, d, mr->vocab};
+    cJSON *ch = j_obj(b, o, "chained_stages"), *iso = j_obj(b, o, "isolated_stages");
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+        j_add(b, ch, g2f_mstage_name((g2f_mstage)s), mstage_json(b, &mr->chain[s], w[s]));
+        j_add(b, iso, g2f_mstage_name((g2f_mstage)s), mstage_json(b, &mr->iso[s], w[s]));
+    }
+    cJSON *layers = j_arr(b, o, "layers");
+    for (size_t L = 0; layers && L < mr->n_layers; L++) {
+        const g2f_chain_verdict *v = &mr->layers[L];
+        cJSON *l = j_check(b, cJSON_CreateObject());
+        j_num(b, l, "layer", (double)L);
+        j_bool(b, l, "diverged", v->diverged);
+        if (v->diverged) {
+            j_str(b, l, "first_stage", g2f_stage_name(v->first_stage));
+            j_str(b, l, "tensor", v->first_tensor ? v->first_tensor : "");
+            j_num(b, l, "margin", v->first_margin);
+        } else {
+            j_null(b, l, "first_stage");
+        }
+        cJSON *m = j_obj(b, l, "margins");
+        for (int k = 0; m && k < G2F_STAGE_COUNT; k++)
+            if (v->stage[k].checked) j_num(b, m, g2f_stage_name((g2f_stage)k), v->stage[k].margin);
+        j_add(b, layers, NULL, l);
+    }
+    const g2f_logit_agreement *a = &mr->agree;
+    if (!a->computed) {
+        j_null(b, o, "logits_agreement");
+    } else {
+        cJSON *ag = j_obj(b, o, "logits_agreement");
+        j_num(b, ag, "top1_agree", (double)a->top1_agree);
+        j_num(b, ag, "positions", (double)a->positions);
+        j_num(b, ag, "max_kl", a->max_kl);
+        j_num(b, ag, "max_kl_position", (double)a->max_kl_position);
+        cJSON *dp = j_arr(b, ag, "differing_positions");
+        for (size_t i = 0; dp && i < a->n_differing; i++) {
+            cJSON *pos = j_check(b, cJSON_CreateObject());
+            j_num(b, pos, "sequence", (double)(a->differing[i] / (mr->T ? mr->T : 1)));
+            j_num(b, pos, "token", (double)(a->differing[i] % (mr->T ? mr->T : 1)));
+            j_add(b, dp, NULL, pos);
+        }
+    }
+    return o;
+}
+
 char *g2f_report_json(const g2f_report_ctx *c) {
     const g2f_verify_result *res = c->result;
     jb b = {0};
@@ -709,6 +904,8 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     else j_null(&b, root, "first_stage");
     cJSON *layers = j_arr(&b, root, "layers");
     for (size_t i = 0; !b.failed && i < res->n_layers; i++) j_add(&b, layers, NULL, layer_json(&b, c, &res->layers[i]));
+    if (res->model.present) j_add(&b, root, "forward", forward_json(&b, &res->model, c->model->n_embd));
+    else j_null(&b, root, "forward");
     return j_finish(&b, root);
 }
 

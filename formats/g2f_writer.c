@@ -24,6 +24,7 @@ struct g2f_writer {
     FILE *fp;          /* its stream */
     g2f_out_spec *specs;
     char **names;     /* owned copies of spec names */
+    unsigned char *i64; /* per tensor: 1 when it holds int64 (token ids), else float32 */
     size_t n, next;
     member *members;  /* npz: n tensors + metadata */
     size_t n_members;
@@ -147,10 +148,11 @@ static g2f_status safetensors_header(g2f_writer *w, const g2f_out_meta *meta, si
     uint64_t off = 0;
     for (size_t i = 0; ok && i < w->n; i++) {
         cJSON *t = cJSON_AddObjectToObject(root, w->specs[i].name);
-        cJSON *sh = t && cJSON_AddStringToObject(t, "dtype", "F32") ? cJSON_AddArrayToObject(t, "shape") : NULL;
+        cJSON *sh = t && cJSON_AddStringToObject(t, "dtype", w->i64[i] ? "I64" : "F32") ? cJSON_AddArrayToObject(t, "shape")
+                                                                                        : NULL;
         ok = sh != NULL;
         for (size_t d = 0; ok && d < w->specs[i].ndim; d++) ok = add_number(sh, (double)w->specs[i].shape[d]);
-        uint64_t bytes = numel_of(&w->specs[i]) * 4;
+        uint64_t bytes = numel_of(&w->specs[i]) * (w->i64[i] ? 8 : 4);
         cJSON *o = ok ? cJSON_AddArrayToObject(t, "data_offsets") : NULL;
         ok = o && add_number(o, (double)off) && add_number(o, (double)(off + bytes));
         off += bytes;
@@ -169,6 +171,12 @@ static g2f_status safetensors_header(g2f_writer *w, const g2f_out_meta *meta, si
 
 g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_out_spec *specs, size_t n,
                            const g2f_out_meta *meta, size_t n_meta, g2f_writer **out, g2f_error *err) {
+    return g2f_writer_open_typed(path, format, specs, NULL, n, meta, n_meta, out, err);
+}
+
+g2f_status g2f_writer_open_typed(const char *path, g2f_out_format format, const g2f_out_spec *specs,
+                                 const unsigned char *i64, size_t n, const g2f_out_meta *meta, size_t n_meta,
+                                 g2f_writer **out, g2f_error *err) {
     *out = NULL;
     g2f_writer *w = calloc(1, sizeof *w);
     if (!w) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
@@ -178,8 +186,10 @@ g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_ou
     w->specs = calloc(n ? n : 1, sizeof *w->specs);
     w->names = calloc(n ? n : 1, sizeof *w->names);
     w->members = calloc(n + 1, sizeof *w->members);
+    w->i64 = calloc(n ? n : 1, 1);
     g2f_status st = G2F_OK;
-    if (!w->path || !w->specs || !w->names || !w->members) {
+    if (w->i64 && i64) memcpy(w->i64, i64, n);
+    if (!w->path || !w->specs || !w->names || !w->members || !w->i64) {
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -216,8 +226,9 @@ fail:
  * all written (streamed in parts, so it is not known in advance). */
 static g2f_status npz_begin(g2f_writer *w, const g2f_out_spec *s, g2f_error *err) {
     unsigned char hdr[640];
-    size_t hl = npy_header(hdr, sizeof hdr, "<f4", s->shape, s->ndim);
-    uint64_t size = hl + numel_of(s) * 4;
+    int i64 = w->i64[w->next];
+    size_t hl = npy_header(hdr, sizeof hdr, i64 ? "<i8" : "<f4", s->shape, s->ndim);
+    uint64_t size = hl + numel_of(s) * (i64 ? 8 : 4);
     size_t nl = strlen(s->name) + 4;
     member *m = &w->members[w->n_members];
     if (size > 0xffffffffu)
@@ -259,7 +270,17 @@ static g2f_status npz_end(g2f_writer *w, g2f_error *err) {
     return G2F_OK;
 }
 
+static g2f_status put_raw(g2f_writer *w, const void *data, size_t count, int i64, g2f_error *err);
+
 g2f_status g2f_writer_put_part(g2f_writer *w, const float *data, size_t count, g2f_error *err) {
+    return put_raw(w, data, count, 0, err);
+}
+
+g2f_status g2f_writer_put_i64_part(g2f_writer *w, const int64_t *data, size_t count, g2f_error *err) {
+    return put_raw(w, data, count, 1, err);
+}
+
+static g2f_status put_raw(g2f_writer *w, const void *data, size_t count, int i64, g2f_error *err) {
     if (w->failed || w->next >= w->n) {
         w->failed = 1;
         return g2f_error_set(err, G2F_ERR_USAGE, "%s: more tensors written than declared", w->path);
@@ -271,9 +292,13 @@ g2f_status g2f_writer_put_part(g2f_writer *w, const float *data, size_t count, g
         return g2f_error_set(err, G2F_ERR_USAGE, "%s: more values written to %s than its shape holds", w->path,
                              s->name);
     }
+    if (w->i64[w->next] != i64) {
+        w->failed = 1;
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: tensor %s is %s", w->path, s->name, i64 ? "float32" : "int64");
+    }
     g2f_status st;
     if (w->part_done == 0 && w->format == G2F_OUT_NPZ && (st = npz_begin(w, s, err)) != G2F_OK) return st;
-    size_t bytes = count * 4;
+    size_t bytes = count * (i64 ? 8 : 4);
     if (bytes && fwrite(data, 1, bytes, w->fp) != bytes) return io_fail(w, err);
     if (w->format == G2F_OUT_NPZ)
         for (size_t off = 0; off < bytes;) { /* crc32 takes uInt lengths */
@@ -351,6 +376,7 @@ g2f_status g2f_writer_close(g2f_writer *w, int commit, g2f_error *err) {
     if (keep) st = cs;
     for (size_t i = 0; w->names && i < w->n; i++) free(w->names[i]);
     for (size_t i = 0; w->members && i < w->n_members; i++) free(w->members[i].name);
+    free(w->i64);
     free(w->names);
     free(w->members);
     free(w->specs);

@@ -46,6 +46,13 @@ typedef struct g2f_writer g2f_writer;
 /* Starts the file; specs (copied) fix the order of g2f_writer_put calls. */
 g2f_status g2f_writer_open(const char *path, g2f_out_format format, const g2f_out_spec *specs, size_t n,
                            const g2f_out_meta *meta, size_t n_meta, g2f_writer **out, g2f_error *err);
+/* The same, with i64 (n flags, may be NULL): the tensors flagged hold int64
+ * values (token ids: safetensors I64, npy '<i8'), put with
+ * g2f_writer_put_i64_part. */
+g2f_status g2f_writer_open_typed(const char *path, g2f_out_format format, const g2f_out_spec *specs,
+                                 const unsigned char *i64, size_t n, const g2f_out_meta *meta, size_t n_meta,
+                                 g2f_writer **out, g2f_error *err);
+g2f_status g2f_writer_put_i64_part(g2f_writer *w, const int64_t *data, size_t count, g2f_error *err);
 /* Writes the next tensor's data (numel floats, in spec order). */
 g2f_status g2f_writer_put(g2f_writer *w, const float *data, g2f_error *err);
 /* Writes the next count floats of the current tensor: a tensor may be put

@@ -142,3 +142,266 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
     g2f_status cs = g2f_writer_close(w, st == G2F_OK, st == G2F_OK ? err : NULL);
     return st != G2F_OK ? st : cs;
 }
+
+/* ---- the whole forward for any prompt -------------------------------------- */
+
+static const struct {
+    const char *name, *alias;
+} save_names[G2F_SAVE_COUNT] = {
+    {"embed", NULL},   {"in", NULL},       {"ln_1.out", NULL},    {"attn.qkv", NULL},   {"attn.probs", NULL},
+    {"attn.merged", NULL}, {"attn.out", NULL}, {"mid", NULL},     {"mlp.in", "ln_2.out"}, {"mlp.pre", "pre"},
+    {"mlp.act", "act"}, {"mlp.out", NULL},  {"out", NULL},         {"ln_f.out", NULL},
+};
+
+int g2f_run_parse_save(const char *spec, unsigned *mask, char *msg, size_t n) {
+    *mask = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(tok, "all")) {
+            *mask |= (1u << G2F_SAVE_COUNT) - 1;
+            continue;
+        }
+        int k = 0;
+        while (k < G2F_SAVE_COUNT && strcmp(tok, save_names[k].name) &&
+               !(save_names[k].alias && !strcmp(tok, save_names[k].alias)))
+            k++;
+        if (k == G2F_SAVE_COUNT) {
+            snprintf(msg, n, "unknown stage '%.40s' (stages: embed, in, ln_1.out, attn.qkv, attn.probs, attn.merged, "
+                     "attn.out, mid, mlp.in, mlp.pre, mlp.act, mlp.out, out, ln_f.out, or all)", tok);
+            return 0;
+        }
+        *mask |= 1u << k;
+    }
+    return 1;
+}
+
+/* One output tensor: a stage of a layer (layer -1: the model's ends), its
+ * part (TransformerLens hook_q/k/v: the third of qkv; hook_embed /
+ * hook_pos_embed), and the floats per sequence. */
+typedef struct out_t {
+    long layer;
+    int stage;      /* g2f_save_stage, or -1 logits, -2 input_ids */
+    int part;
+    size_t per_seq;
+    float *buf;     /* a layer's stage for every sequence, written at the layer's end */
+} out_t;
+
+typedef struct run_ctx {
+    const g2f_model *m;
+    const g2f_embed *e;
+    const int64_t *ids;
+    size_t n_seq, T, d, H;
+    g2f_writer *w;
+    out_t *outs;
+    size_t n_outs;
+    int tl;
+} run_ctx;
+
+/* The chain's values of a saved stage of one sequence, into dst. */
+static void stage_copy(const g2f_block_chain *c, const out_t *o, size_t T, size_t d, float *dst) {
+    static const struct { int ffn, kind; } src[G2F_SAVE_COUNT] = {
+        {0, -1}, {0, G2F_BX_IN}, {0, G2F_BX_LN1}, {0, G2F_BX_QKV}, {0, G2F_BX_PROBS}, {0, G2F_BX_MERGED},
+        {0, G2F_BX_ATTN_OUT}, {0, G2F_BX_MID}, {1, G2F_FX_IN}, {1, G2F_FX_PRE}, {1, G2F_FX_ACT}, {1, G2F_FX_OUT},
+        {0, G2F_BX_OUT}, {0, -1}};
+    size_t w;
+    const float *v = g2f_block_chain_values(c, src[o->stage].ffn, src[o->stage].kind, &w);
+    if (o->stage == G2F_SAVE_QKV && o->part >= 0) { /* TransformerLens: one third, [T, H, dh] = [T, d] */
+        for (size_t t = 0; t < T; t++) memcpy(dst + t * d, v + t * 3 * d + (size_t)o->part * d, d * sizeof *dst);
+        return;
+    }
+    memcpy(dst, v, o->per_seq * sizeof *dst);
+}
+
+static g2f_status rh_embed(void *u, const float *x, const float *vx, g2f_error *err) {
+    (void)vx;
+    run_ctx *c = u;
+    g2f_status st = G2F_OK;
+    for (size_t i = 0; i < c->n_outs && st == G2F_OK; i++) {
+        const out_t *o = &c->outs[i];
+        if (o->stage != G2F_SAVE_EMBED) continue;
+        if (!c->tl) {
+            st = g2f_writer_put_part(c->w, x, c->n_seq * c->T * c->d, err);
+            continue;
+        }
+        /* hook_embed = wte[ids], hook_pos_embed = wpe[positions]: gathers, exact */
+        for (size_t s = 0; s < c->n_seq && st == G2F_OK; s++)
+            for (size_t t = 0; t < c->T && st == G2F_OK; t++) {
+                const float *row = o->part == 0 ? c->e->wte + (size_t)c->ids[s * c->T + t] * c->d
+                                                : c->e->wpe + t * c->d;
+                st = g2f_writer_put_part(c->w, row, c->d, err);
+            }
+    }
+    return st;
+}
+
+static g2f_status rh_step(void *u, size_t L, size_t seq, const g2f_block_chain *ch, g2f_error *err) {
+    (void)err;
+    run_ctx *c = u;
+    for (size_t i = 0; i < c->n_outs; i++) {
+        out_t *o = &c->outs[i];
+        if (o->layer == (long)L) stage_copy(ch, o, c->T, c->d, o->buf + seq * o->per_seq);
+    }
+    return G2F_OK;
+}
+
+static g2f_status rh_layer_end(void *u, size_t L, g2f_error *err) {
+    run_ctx *c = u;
+    g2f_status st = G2F_OK;
+    for (size_t i = 0; i < c->n_outs && st == G2F_OK; i++)
+        if (c->outs[i].layer == (long)L) st = g2f_writer_put_part(c->w, c->outs[i].buf, c->n_seq * c->outs[i].per_seq, err);
+    return st;
+}
+
+static g2f_status rh_ln_f(void *u, const float *y, const float *vy, g2f_error *err) {
+    (void)vy;
+    run_ctx *c = u;
+    for (size_t i = 0; i < c->n_outs; i++)
+        if (c->outs[i].stage == G2F_SAVE_LN_F) return g2f_writer_put_part(c->w, y, c->n_seq * c->T * c->d, err);
+    return G2F_OK;
+}
+
+static g2f_status rh_logits(void *u, size_t row0, size_t n, const float *z, const float *vz, g2f_error *err) {
+    (void)row0;
+    (void)vz;
+    run_ctx *c = u;
+    return g2f_writer_put_part(c->w, z, n * c->e->vocab, err);
+}
+
+/* The output's name in the chosen naming. */
+static void out_name(const run_ctx *c, const out_t *o, char *buf, size_t n) {
+    static const char *const tl_layer[G2F_SAVE_COUNT] = {
+        NULL, "hook_resid_pre", "ln1.hook_normalized", NULL, "attn.hook_pattern", "attn.hook_z", "hook_attn_out",
+        "hook_resid_mid", "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out", "hook_resid_post",
+        NULL};
+    static const char *const qkv[3] = {"attn.hook_q", "attn.hook_k", "attn.hook_v"};
+    if (o->stage == -2) snprintf(buf, n, "input_ids");
+    else if (o->stage == -1) snprintf(buf, n, "logits");
+    else if (o->stage == G2F_SAVE_EMBED) snprintf(buf, n, "%s", !c->tl ? "embed" : o->part ? "hook_pos_embed" : "hook_embed");
+    else if (o->stage == G2F_SAVE_LN_F) snprintf(buf, n, "%s", c->tl ? "ln_final.hook_normalized" : "ln_f.out");
+    else if (!c->tl) snprintf(buf, n, "h.%ld.%s", o->layer, save_names[o->stage].name);
+    else snprintf(buf, n, "blocks.%ld.%s", o->layer, o->stage == G2F_SAVE_QKV ? qkv[o->part] : tl_layer[o->stage]);
+}
+
+g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t *lead, size_t lead_ndim, size_t T,
+                         const char *out_path, const g2f_run_model_params *p, g2f_run_result *r, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    const g2f_run_params *rp = p->run;
+    memset(r, 0, sizeof *r);
+    if (lead_ndim > G2F_MAX_DIMS - 3 || T == 0)
+        return g2f_error_set(err, G2F_ERR_USAGE, "input_ids: %zu dimensions before the tokens (at most %d), %zu tokens",
+                             lead_ndim, G2F_MAX_DIMS - 3, T);
+    size_t n_seq = 1;
+    for (size_t i = 0; i < lead_ndim; i++)
+        if (__builtin_mul_overflow(n_seq, (size_t)lead[i], &n_seq))
+            return g2f_error_set(err, G2F_ERR_USAGE, "input_ids: too many sequences");
+    if (n_seq == 0) return g2f_error_set(err, G2F_ERR_USAGE, "input_ids: no sequences");
+    g2f_embed e;
+    g2f_status st = g2f_model_embed_load(m, &e, err);
+    if (st != G2F_OK) return st;
+    size_t d = e.d, H = p->n_head ? p->n_head : mi->n_head, N = n_seq * T;
+    for (size_t i = 0; i < N; i++)
+        if (ids[i] < 0 || (uint64_t)ids[i] >= e.vocab) {
+            g2f_embed_free(&e);
+            return g2f_error_set(err, G2F_ERR_FORMAT,
+                                 "input_ids: token id %lld at position %zu (sequence %zu, token %zu) is outside the "
+                                 "vocabulary 0..%zu", (long long)ids[i], i, i / T, i % T, e.vocab - 1);
+        }
+    if (e.wpe && T > e.n_pos) {
+        g2f_embed_free(&e);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "input_ids: sequences of %zu tokens but %s has %zu positions (wpe)",
+                             T, mi->path, e.n_pos);
+    }
+    if (!H || d % H) {
+        g2f_embed_free(&e);
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: n_head %s (config.json n_head, or --n-head N)", mi->path,
+                             H ? "does not divide n_embd" : "is unknown");
+    }
+    /* the outputs, in file order */
+    size_t cap = 4 + 2 + (size_t)mi->n_layer * (G2F_SAVE_COUNT + 2), n = 0;
+    out_t *outs = calloc(cap, sizeof *outs);
+    g2f_out_spec *specs = calloc(cap, sizeof *specs);
+    unsigned char *i64 = calloc(cap, 1);
+    char (*names)[96] = calloc(cap, sizeof *names);
+    run_ctx c = {m, &e, ids, n_seq, T, d, H, NULL, outs, 0, p->tl_names};
+    if (!outs || !specs || !i64 || !names) {
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    outs[n++] = (out_t){-1, -2, 0, T, NULL};
+    if (p->save & (1u << G2F_SAVE_EMBED)) {
+        outs[n++] = (out_t){-1, G2F_SAVE_EMBED, 0, T * d, NULL};
+        if (p->tl_names) outs[n++] = (out_t){-1, G2F_SAVE_EMBED, 1, T * d, NULL};
+    }
+    size_t h = mi->n_inner;
+    for (size_t L = 0; L < mi->n_layer; L++)
+        for (int k = G2F_SAVE_IN; k <= G2F_SAVE_OUT; k++) {
+            if (!(p->save & (1u << k))) continue;
+            size_t per = k == G2F_SAVE_QKV ? 3 * T * d : k == G2F_SAVE_PROBS ? H * T * T
+                         : k == G2F_SAVE_PRE || k == G2F_SAVE_ACT ? T * h : T * d;
+            if (k == G2F_SAVE_QKV && p->tl_names)
+                for (int part = 0; part < 3; part++) outs[n++] = (out_t){(long)L, k, part, T * d, NULL};
+            else outs[n++] = (out_t){(long)L, k, -1, per, NULL};
+        }
+    if (p->save & (1u << G2F_SAVE_LN_F)) outs[n++] = (out_t){-1, G2F_SAVE_LN_F, 0, T * d, NULL};
+    outs[n++] = (out_t){-1, -1, 0, T * e.vocab, NULL};
+    c.n_outs = n;
+    for (size_t i = 0; i < n; i++) {
+        out_t *o = &outs[i];
+        out_name(&c, o, names[i], sizeof names[i]);
+        specs[i].name = names[i];
+        memcpy(specs[i].shape, lead, lead_ndim * sizeof *lead);
+        size_t nd = lead_ndim;
+        int heads = p->tl_names && (o->stage == G2F_SAVE_QKV || o->stage == G2F_SAVE_MERGED);
+        if (o->stage == G2F_SAVE_PROBS) {
+            specs[i].shape[nd++] = H, specs[i].shape[nd++] = T, specs[i].shape[nd++] = T;
+        } else {
+            specs[i].shape[nd++] = T;
+            if (o->stage == -2) {
+                i64[i] = 1;
+            } else if (heads) {
+                specs[i].shape[nd++] = H, specs[i].shape[nd++] = d / H;
+            } else {
+                specs[i].shape[nd++] = o->per_seq / T;
+            }
+        }
+        specs[i].ndim = nd;
+        if (o->layer >= 0) {
+            char what[96];
+            snprintf(what, sizeof what, "run: layer %ld's %s for %zu sequences", o->layer, names[i], n_seq);
+            if (!(o->buf = g2f_alloc_work(n_seq, o->per_seq, sizeof(float), what, err))) {
+                st = err ? err->status : G2F_ERR_NOMEM;
+                goto done;
+            }
+        }
+    }
+    const g2f_out_meta meta[8] = {
+        {"producer", "gpt2ffn run"},
+        {"tool", "gpt2ffn " GPT2FFN_VERSION},
+        {"kind", "model"},
+        {"gelu", g2f_gelu_name(rp->gelu)},
+        {"gelu_source", rp->gelu_source ? rp->gelu_source : ""},
+        {"checkpoint", rp->checkpoint_label ? rp->checkpoint_label : mi->path},
+        {"checkpoint_sha256", rp->checkpoint_sha256 ? rp->checkpoint_sha256 : ""},
+        {"names", p->tl_names ? "tl" : "hf"},
+    };
+    if ((st = g2f_writer_open_typed(out_path, rp->format, specs, i64, n, meta, 8, &c.w, err)) != G2F_OK) goto done;
+    st = g2f_writer_put_i64_part(c.w, ids, N, err);
+    g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
+    g2f_forward_params fp = {p->n_head, &tol, rp->gelu, rp->n_threads};
+    g2f_forward_hooks hk = {&c, rh_embed, rh_step, rh_layer_end, rh_ln_f, rh_logits};
+    if (st == G2F_OK) st = g2f_forward_run(m, &e, ids, n_seq, T, &fp, NULL, NULL, &hk, NULL, err);
+    g2f_status cs = g2f_writer_close(c.w, st == G2F_OK, st == G2F_OK ? err : NULL);
+    if (st == G2F_OK) st = cs;
+    r->layers = mi->n_layer;
+    r->tensors = n;
+    r->tokens = N;
+done:
+    for (size_t i = 0; outs && i < n; i++) free(outs[i].buf);
+    free(outs);
+    free(specs);
+    free(i64);
+    free(names);
+    g2f_embed_free(&e);
+    return st;
+}

@@ -13,6 +13,7 @@
 #include "g2f_error.h"
 #include "g2f_ffn.h"
 #include "g2f_fixture.h"
+#include "g2f_forward.h"
 #include "g2f_model.h"
 #include "g2f_writer.h"
 
@@ -41,4 +42,39 @@ g2f_status g2f_run_check(const g2f_model *m, const g2f_fixture *inputs, const g2
 g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *out_path, const g2f_run_params *p,
                    g2f_run_result *r, g2f_error *err);
 
+/* ---- the whole forward for any prompt --------------------------------------
+ * From token ids (n_seq, T) (the INPUTS' input_ids, or the command line's)
+ * through every block to the logits (g2f_forward), written as a model
+ * fixture: input_ids (I64) and logits always, and each stage asked for under
+ * the fixture names (HF: embed, h.L.in, h.L.ln_1.out, h.L.attn.qkv,
+ * h.L.attn.probs, h.L.attn.merged, h.L.attn.out, h.L.mid, h.L.mlp.in,
+ * h.L.mlp.pre, h.L.mlp.act, h.L.mlp.out, h.L.out, ln_f.out; or
+ * TransformerLens': hook_embed + hook_pos_embed, blocks.L.hook_resid_pre,
+ * ... attn.hook_q/k/v and attn.hook_z [..., T, n_head, d_head],
+ * ln_final.hook_normalized), with run's metadata. Memory: the forward's
+ * (g2f_forward.h) plus one layer's saved stages for every sequence. */
+typedef enum g2f_save_stage {
+    G2F_SAVE_EMBED, G2F_SAVE_IN, G2F_SAVE_LN1, G2F_SAVE_QKV, G2F_SAVE_PROBS, G2F_SAVE_MERGED, G2F_SAVE_ATTN_OUT,
+    G2F_SAVE_MID, G2F_SAVE_MLP_IN, G2F_SAVE_PRE, G2F_SAVE_ACT, G2F_SAVE_MLP_OUT, G2F_SAVE_OUT, G2F_SAVE_LN_F,
+    G2F_SAVE_COUNT
+} g2f_save_stage;
+/* --save: a comma-separated list of stage names (embed, in, ln_1.out,
+ * attn.qkv, attn.probs, attn.merged, attn.out, mid, mlp.in (or ln_2.out),
+ * mlp.pre (or pre), mlp.act (or act), mlp.out, out, ln_f.out) or "all", into
+ * a bit set (bit G2F_SAVE_*); 0 and a message naming the word when one is
+ * unknown. */
+int g2f_run_parse_save(const char *spec, unsigned *mask, char *msg, size_t n);
+
+typedef struct g2f_run_model_params {
+    const g2f_run_params *run;   /* gelu, its source, format, checkpoint label and sha256, threads */
+    size_t n_head;               /* 0: the model's */
+    unsigned save;               /* bits G2F_SAVE_* */
+    int tl_names;                /* TransformerLens names */
+} g2f_run_model_params;
+
+/* ids: n_seq * T token ids, the sequences' shape lead (lead_ndim <= 5
+ * dimensions before T, may be 0). Checks every id against the vocabulary
+ * (an error names the position) and T against the positions. */
+g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t *lead, size_t lead_ndim, size_t T,
+                         const char *out_path, const g2f_run_model_params *p, g2f_run_result *r, g2f_error *err);
 #endif

@@ -35,7 +35,8 @@ typedef struct opt_spec {
 typedef struct command {
     const char *name;
     const char *usage;  /* full help text */
-    int n_pos;          /* positional arguments required */
+    int n_pos;          /* positional arguments at most */
+    int min_pos;        /* ... and at least (run --ids: no INPUTS) */
     const opt_spec *opts;
     int n_opts;
     int (*run)(const char **pos, const char **vals);
@@ -126,7 +127,7 @@ static int parse(const command *c, int argc, char **argv, const char **pos, cons
         if (npos == c->n_pos) return bad("%s: unexpected argument '%s' (see gpt2ffn %s --help)", c->name, a, c->name);
         pos[npos++] = a;
     }
-    if (npos != c->n_pos) {
+    if (npos < c->min_pos || npos > c->n_pos) {
         fputs(c->usage, stderr);
         return EXIT_BAD;
     }
@@ -599,70 +600,178 @@ done:
 
 /* ---- run ------------------------------------------------------------- */
 
-static const opt_spec run_opts[] = {{"-o", "OUT"}, {"--gelu", "FORM"}, {"--layers", "LIST"},
-                                    {"--save", "pre,act"}, {"--threads", "N"}, {"--config", "FILE"}};
-enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_COUNT };
+static const opt_spec run_opts[] = {{"-o", "OUT"},       {"--gelu", "FORM"},    {"--layers", "LIST"},
+                                    {"--save", "STAGES"}, {"--threads", "N"},    {"--config", "FILE"},
+                                    {"--ids", "LIST"},    {"--names", "hf|tl"},  {"--n-head", "N"}};
+enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_IDS, R_NAMES, R_NHEAD, R_COUNT };
 _Static_assert(sizeof run_opts / sizeof run_opts[0] == R_COUNT, "one spec per option");
 
 static const char usage_run[] =
     "usage: gpt2ffn run CHECKPOINT INPUTS -o OUT [options]\n"
+    "       gpt2ffn run CHECKPOINT --ids 464,3290,... -o OUT [options]\n"
     "\n"
-    "Reproduces reference activations without Python: runs every layer's FFN on the\n"
-    "inputs (h.N.mlp.in, or TransformerLens blocks.N.ln2.hook_normalized; safetensors,\n"
-    ".npz or a folder of .npy) and writes in and out (and pre/act with --save) in the\n"
-    "same naming, as safetensors, or .npz when OUT ends in .npz. The metadata records\n"
-    "the GELU form, the checkpoint and its sha256, and the tool version. The output is\n"
-    "a fixture: gpt2ffn verify CHECKPOINT OUT passes.\n"
+    "Reproduces reference activations without Python, written as safetensors, or .npz\n"
+    "when OUT ends in .npz; the metadata records the GELU form, the checkpoint and its\n"
+    "sha256, and the tool version. The output is a fixture: gpt2ffn verify CHECKPOINT\n"
+    "OUT passes.\n"
+    "\n"
+    "The whole model, when INPUTS holds input_ids ([..., T], int64 or int32) or with\n"
+    "--ids: token ids through every block to the logits; writes input_ids, logits and\n"
+    "the stages --save names.\n"
+    "The FFN alone, when INPUTS holds FFN inputs (h.N.mlp.in, or TransformerLens\n"
+    "blocks.N.ln2.hook_normalized; safetensors, .npz or a folder of .npy): writes in\n"
+    "and out (and pre/act with --save) in the same naming.\n"
     "\n"
     "options:\n"
     "  -o OUT            the file to write (atomically: no partial file on failure)\n"
+    "  --ids LIST        token ids instead of INPUTS: 464,3290,... (one sequence), or\n"
+    "                    sequences of the same length separated by ';'\n"
+    "  --save STAGES     the whole model: also write these stages, comma-separated, or\n"
+    "                    all: embed, in, ln_1.out, attn.qkv, attn.probs, attn.merged,\n"
+    "                    attn.out, mid, mlp.in, mlp.pre, mlp.act, mlp.out, out, ln_f.out;\n"
+    "                    the FFN alone: pre, act or pre,act\n"
+    "  --names hf|tl     the whole model's tensor names: HF fixture names (h.L.attn.out,\n"
+    "                    ...; default) or TransformerLens' (blocks.L.hook_attn_out, ...)\n"
     "  --gelu FORM       GELU form: tanh, erf, sigmoid, mlx_approx, f16_table (default:\n"
     "                    config.json's activation_function, else erf for a nanoGPT\n"
     "                    training checkpoint, else tanh)\n"
-    "  --layers LIST     layers to run, e.g. 0,2-5 (default: every layer with inputs)\n"
-    "  --save pre,act    also write c_fc's output (pre) and/or the GELU's (act)\n"
+    "  --layers LIST     the FFN alone: layers to run, e.g. 0,2-5 (default: every layer\n"
+    "                    with inputs)\n"
+    "  --n-head N        attention heads when config.json does not say\n"
     "  --config FILE     config.json (default: config.json beside CHECKPOINT, else the\n"
     "                    only *config*.json there)\n"
     "  --threads N       OpenMP threads; results do not depend on it\n"
     "  -h, --help        this help\n"
     "\n"
-    "example:\n"
+    "examples:\n"
+    "  gpt2ffn run fixtures/tiny --ids 5,17,3,42 -o out.safetensors --save all\n"
     "  gpt2ffn run fixtures/tiny fixtures/tiny_tanh.safetensors -o out.safetensors --save pre,act\n";
 
+/* --ids: "a,b,c" or "a,b;c,d" into a malloc'd array; 0 and a message when
+ * malformed. */
+static int parse_ids(const char *spec, int64_t **out, size_t *n_seq, size_t *T, char *msg, size_t n) {
+    size_t cap = strlen(spec) / 2 + 1, count = 0, seq = 0, cur = 0;
+    int64_t *ids = calloc(cap, sizeof *ids);
+    *out = NULL;
+    *T = 0;
+    if (!ids) return snprintf(msg, n, "out of memory"), 0;
+    const char *p = spec;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v < 0) {
+            snprintf(msg, n, "--ids: '%.40s' is not a list of token ids (e.g. 464,3290 or 464,3290;50256,318)", p);
+            free(ids);
+            return 0;
+        }
+        ids[count++] = v;
+        cur++;
+        p = end;
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == ';' || !*p) {
+            if (*T && cur != *T) {
+                snprintf(msg, n, "--ids: sequence %zu has %zu tokens but the first has %zu", seq, cur, *T);
+                free(ids);
+                return 0;
+            }
+            *T = cur, cur = 0, seq++;
+            if (!*p) break;
+            p++;
+            continue;
+        }
+        snprintf(msg, n, "--ids: unexpected '%c' (token ids separated by ',', sequences by ';')", *p);
+        free(ids);
+        return 0;
+    }
+    *out = ids;
+    *n_seq = seq;
+    return 1;
+}
+
 static int run_run(const char **pos, const char **v) {
-    size_t threads = 0;
+    size_t threads = 0, n_head = 0;
     int save_pre = 0, save_act = 0;
     if (!v[R_OUT]) return bad("run: -o OUT is required (see gpt2ffn run --help)");
+    if (!pos[1] && !v[R_IDS]) return bad("run: give INPUTS or --ids (see gpt2ffn run --help)");
+    if (pos[1] && v[R_IDS]) return bad("run: give INPUTS or --ids, not both");
     if (v[R_GELU] && !gelu_ok(v[R_GELU]))
         return bad("run: --gelu '%s': expected tanh, erf, sigmoid, mlx_approx or f16_table", v[R_GELU]);
     if (v[R_THREADS] && (!parse_size(v[R_THREADS], 1024, &threads) || threads == 0))
         return bad("run: --threads '%s': expected 1 to 1024", v[R_THREADS]);
-    if (v[R_SAVE]) {
-        char buf[64];
-        snprintf(buf, sizeof buf, "%s", v[R_SAVE]);
-        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-            if (!strcmp(tok, "pre")) save_pre = 1;
-            else if (!strcmp(tok, "act")) save_act = 1;
-            else return bad("run: --save '%s': expected pre, act or pre,act", v[R_SAVE]);
-        }
-    }
+    if (v[R_NHEAD] && (!parse_size(v[R_NHEAD], 1 << 20, &n_head) || n_head == 0))
+        return bad("run: --n-head '%s': expected a positive integer", v[R_NHEAD]);
+    if (v[R_NAMES] && strcmp(v[R_NAMES], "hf") && strcmp(v[R_NAMES], "tl"))
+        return bad("run: --names '%s': expected hf or tl", v[R_NAMES]);
     size_t olen = strlen(v[R_OUT]);
     g2f_out_format fmt = olen > 4 && !strcmp(v[R_OUT] + olen - 4, ".npz") ? G2F_OUT_NPZ : G2F_OUT_SAFETENSORS;
     g2f_error err = {0};
     int rc = EXIT_BAD;
-    char sha[65];
+    char sha[65], msg[300];
     opened o;
-    if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], &o) != 0) goto done;
+    memset(&o, 0, sizeof o);
+    int64_t *ids = NULL;
+    size_t n_seq = 0, T = 0, lead_ndim = 0;
+    uint64_t lead[G2F_MAX_DIMS] = {0};
+    if (v[R_IDS]) {
+        if (!parse_ids(v[R_IDS], &ids, &n_seq, &T, msg, sizeof msg)) return bad("run: %s", msg);
+        if (n_seq > 1) lead[lead_ndim++] = n_seq;
+        if (g2f_model_open(pos[0], v[R_CONFIG], &o.model, &err) != G2F_OK) {
+            bad("%s", err.msg);
+            goto done;
+        }
+    } else if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], &o) != 0) {
+        goto done;
+    }
+    const g2f_tensor *tids = o.fx ? g2f_fixture_model(o.fx, G2F_MX_IDS) : NULL;
+    int whole = ids || tids;
     if (check_outputs(&v[R_OUT], 1, o.model, NULL, o.fx) != 0) goto done;
     g2f_model *model = o.model;
-    g2f_fixture *fx = o.fx;
-    unsigned char *select = o.select;
     const g2f_model_info *mi = g2f_model_get_info(model);
+    unsigned save = 0;
+    if (v[R_SAVE] && whole && !g2f_run_parse_save(v[R_SAVE], &save, msg, sizeof msg)) {
+        bad("run: --save: %s", msg);
+        goto done;
+    }
+    if (v[R_SAVE] && !whole) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s", v[R_SAVE]);
+        for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv)) {
+            if (!strcmp(tok, "pre")) save_pre = 1;
+            else if (!strcmp(tok, "act")) save_act = 1;
+            else {
+                bad("run: --save '%s': expected pre, act or pre,act (INPUTS holds FFN inputs, not input_ids)", v[R_SAVE]);
+                goto done;
+            }
+        }
+    }
+    if (whole && tids) { /* the ids of INPUTS, checked against the model */
+        g2f_embed e;
+        size_t ns, TT;
+        g2f_status st = g2f_model_embed_load(model, &e, &err);
+        if (st == G2F_OK) st = g2f_fixture_check_model(o.fx, e.d, e.vocab, e.wpe ? e.n_pos : 0, &ns, &TT, &err);
+        g2f_embed_free(&e);
+        if (st != G2F_OK) {
+            bad("%s", err.msg);
+            goto done;
+        }
+        n_seq = ns, T = TT;
+        for (size_t i = 0; i + 1 < tids->ndim; i++) lead[lead_ndim++] = tids->shape[i];
+        ids = g2f_alloc_work(n_seq * T, 1, sizeof *ids, "run: input_ids", &err);
+        if (!ids) {
+            bad("%s", err.msg);
+            goto done;
+        }
+        g2f_fixture_read_ids(tids, 0, n_seq * T, ids);
+    }
     char gelu_source[256];
     g2f_run_params p = {0};
     p.gelu = choose_gelu(v[R_GELU], mi, gelu_source, sizeof gelu_source);
     p.gelu_source = gelu_source;
-    p.select = select;
+    p.select = o.select;
     p.save_pre = save_pre;
     p.save_act = save_act;
     p.format = fmt;
@@ -670,12 +779,27 @@ static int run_run(const char **pos, const char **v) {
     p.checkpoint_sha256 = sha;
     p.n_threads = (int)threads;
     g2f_run_result r;
+    if (whole) {
+        g2f_run_model_params mp = {&p, n_head, save, v[R_NAMES] && !strcmp(v[R_NAMES], "tl")};
+        if (g2f_model_sha256(model, sha, &err) != G2F_OK ||
+            g2f_run_model(model, ids, lead, lead_ndim, T, v[R_OUT], &mp, &r, &err) != G2F_OK) {
+            bad("%s", err.msg);
+            goto done;
+        }
+        char *shown = g2f_escape_dup(v[R_OUT]), src[4 * sizeof gelu_source];
+        printf("wrote %s: the whole model on %zu sequence%s of %zu tokens, %zu tensors, %s GELU (%s), checkpoint "
+               "sha256 %s\n", shown ? shown : "?", n_seq, n_seq == 1 ? "" : "s", T, r.tensors, g2f_gelu_name(p.gelu),
+               g2f_escape(gelu_source, src, sizeof src), sha);
+        free(shown);
+        rc = 0;
+        goto done;
+    }
     /* checked before the hash, which reads the whole checkpoint */
-    if (g2f_run_check(model, fx, &p, &err) != G2F_OK || g2f_model_sha256(model, sha, &err) != G2F_OK) {
+    if (g2f_run_check(model, o.fx, &p, &err) != G2F_OK || g2f_model_sha256(model, sha, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
     }
-    if (g2f_run(model, fx, v[R_OUT], &p, &r, &err) != G2F_OK) {
+    if (g2f_run(model, o.fx, v[R_OUT], &p, &r, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
     }
@@ -685,6 +809,7 @@ static int run_run(const char **pos, const char **v) {
     free(shown);
     rc = 0;
 done:
+    free(ids);
     opened_close(&o);
     return rc;
 }
@@ -692,10 +817,10 @@ done:
 /* ---- main ------------------------------------------------------------ */
 
 static const command commands[] = {
-    {"verify", usage_verify, 2, verify_opts, V_COUNT, run_verify},
-    {"inspect", usage_inspect, 1, inspect_opts, I_COUNT, run_inspect},
-    {"diff", usage_diff, 2, diff_opts, D_COUNT, run_diff},
-    {"run", usage_run, 2, run_opts, R_COUNT, run_run},
+    {"verify", usage_verify, 2, 2, verify_opts, V_COUNT, run_verify},
+    {"inspect", usage_inspect, 1, 1, inspect_opts, I_COUNT, run_inspect},
+    {"diff", usage_diff, 2, 2, diff_opts, D_COUNT, run_diff},
+    {"run", usage_run, 2, 1, run_opts, R_COUNT, run_run},
 };
 
 static const char usage_main[] =

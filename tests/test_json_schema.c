@@ -147,6 +147,64 @@ static const field layer_fields[] = {
     {"compared", O, 0, NULL, compared_fields, 0, NULL},
     END};
 
+/* the whole forward ("forward"): a model-level stage, figures only when checked */
+static const field mstage_fields[] = {
+    {"status", S, 1, "pass|fail|not_checked", NULL, 0, NULL},
+    {"tensor", S, 0, NULL, NULL, 0, NULL},
+    {"margin", N | Z, 0, NULL, NULL, 0, NULL},
+    {"mismatched", I, 0, NULL, NULL, 0, NULL},
+    {"total", I, 0, NULL, NULL, 0, NULL},
+    {"cosine", N, 0, NULL, NULL, 0, NULL},
+    {"worst", O, 0, NULL, worst_fields, 0, NULL},
+    {"diagnosis", A, 0, NULL, NULL, S, "<code>"},
+    END};
+static const field mstages_fields[] = {
+    {"embed", O, 1, NULL, mstage_fields, 0, NULL},
+    {"ln_f", O, 1, NULL, mstage_fields, 0, NULL},
+    {"logits", O, 1, NULL, mstage_fields, 0, NULL},
+    END};
+static const field first_div_fields[] = {
+    {"layer", I | Z, 1, NULL, NULL, 0, NULL},
+    {"stage", S, 1, "embed|ln_1|attn|mid|ln_2|mlp|out|ln_f|logits", NULL, 0, NULL},
+    {"tensor", S, 1, NULL, NULL, 0, NULL},
+    {"margin", N | Z, 1, NULL, NULL, 0, NULL},
+    {"codes", A, 1, NULL, NULL, S, "<code>"},
+    END};
+static const field stage_margin_fields[] = {
+    {"ln_1", N | Z, 0, NULL, NULL, 0, NULL}, {"attn", N | Z, 0, NULL, NULL, 0, NULL},
+    {"mid", N | Z, 0, NULL, NULL, 0, NULL},  {"ln_2", N | Z, 0, NULL, NULL, 0, NULL},
+    {"mlp", N | Z, 0, NULL, NULL, 0, NULL},  {"out", N | Z, 0, NULL, NULL, 0, NULL}, END};
+static const field forward_layer_fields[] = {
+    {"layer", I, 1, NULL, NULL, 0, NULL},
+    {"diverged", B, 1, NULL, NULL, 0, NULL},
+    {"first_stage", S | Z, 1, "ln_1|attn|mid|ln_2|mlp|out", NULL, 0, NULL},
+    {"tensor", S, 0, "<stage_tensor>", NULL, 0, NULL},
+    {"margin", N | Z, 0, NULL, NULL, 0, NULL},
+    {"margins", O, 1, NULL, stage_margin_fields, 0, NULL},
+    END};
+static const field position_fields[] = {
+    {"sequence", I, 1, NULL, NULL, 0, NULL}, {"token", I, 1, NULL, NULL, 0, NULL}, END};
+static const field agreement_fields[] = {
+    {"top1_agree", I, 1, NULL, NULL, 0, NULL},
+    {"positions", I, 1, NULL, NULL, 0, NULL},
+    {"max_kl", N | Z, 1, NULL, NULL, 0, NULL},
+    {"max_kl_position", I, 1, NULL, NULL, 0, NULL},
+    {"differing_positions", A, 1, NULL, position_fields, O, NULL},
+    END};
+static const field forward_fields[] = {
+    {"status", S, 1, "pass|fail", NULL, 0, NULL},
+    {"chained", B, 1, NULL, NULL, 0, NULL},
+    {"sequences", I, 1, NULL, NULL, 0, NULL},
+    {"tokens", I, 1, NULL, NULL, 0, NULL},
+    {"vocab", I, 1, NULL, NULL, 0, NULL},
+    {"head", S, 1, "tied|untied", NULL, 0, NULL},
+    {"first_divergence", O | Z, 1, NULL, first_div_fields, 0, NULL},
+    {"chained_stages", O, 1, NULL, mstages_fields, 0, NULL},
+    {"isolated_stages", O, 1, NULL, mstages_fields, 0, NULL},
+    {"layers", A, 1, NULL, forward_layer_fields, O, NULL},
+    {"logits_agreement", O | Z, 1, NULL, agreement_fields, 0, NULL},
+    END};
+
 static const field tolerance_fields[] = {
     {"mode", S, 1, "derived|user", NULL, 0, NULL},
     {"sigmas", N, 0, NULL, NULL, 0, NULL},
@@ -171,6 +229,7 @@ static const field verify_fields[] = {
     {"first_divergence", I | Z, 1, NULL, NULL, 0, NULL},
     {"first_stage", S | Z, 1, "ln_1|attn|mid|ln_2|mlp|out", NULL, 0, NULL},
     {"layers", A, 1, NULL, layer_fields, O, NULL},
+    {"forward", O | Z, 1, NULL, forward_fields, 0, NULL},
     END};
 
 static const field tensor_fields[] = {
@@ -229,7 +288,8 @@ static const field diff_fields[] = {
               "act_f16_rounded|act_bf16_rounded|autocast_f16|autocast_bf16|ln2_input_captured|nonfinite|unexplained|" \
               "attn_mask_missing|attn_scale_missing|attn_scale_layer_idx|heads_interleaved|ln_bias_missing|" \
               "ln_weight_missing|attn_bias_missing:c_attn|attn_bias_missing:attn.c_proj|layout_misread:c_attn|" \
-              "layout_misread:attn.c_proj|residual_missing:mid|residual_missing:out"
+              "layout_misread:attn.c_proj|residual_missing:mid|residual_missing:out|wpe_missing|ln_f_missing|" \
+              "lm_head_untied"
 #define STAGE_TENSORS "ln_1.out|attn.qkv|attn.hook_q|attn.hook_k|attn.hook_v|attn.probs|attn.merged|attn.hook_z|" \
                       "attn.out|mid|ln_2.out|mlp.pre|mlp.act|mlp.out|out"
 #define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different"
@@ -257,7 +317,8 @@ static int valid_value(const char *v, const char *values) {
                in_list(v, "layout_misread:c_fc|layout_misread:c_proj|layout_misread:both") ||
                (!strncmp(v, "qkv_order:", 10) && strlen(v + 10) == 3 && strchr(v + 10, 'q') && strchr(v + 10, 'k') &&
                 strchr(v + 10, 'v')) ||
-               (!strncmp(v, "ln_eps:", 7) && (strtod(v + 7, &end), end != v + 7 && !*end));
+               (!strncmp(v, "ln_eps:", 7) && (strtod(v + 7, &end), end != v + 7 && !*end)) ||
+               (!strncmp(v, "wpe_offset:", 11) && (strtol(v + 11, &end, 10), end != v + 11 && !*end));
     if (!strcmp(values, "<verdict>")) {
         if (!strncmp(v, "scaled:", 7)) return strtod(v + 7, &end), end != v + 7 && !*end;
         return in_list(v, VERDICTS) || (!strncmp(v, "from_layer:", 11) && is_uint(v + 11)) ||
@@ -389,8 +450,15 @@ static void check_verify_rules(const cJSON *root, const char *where) {
         fail(where, "checkpoint_sha256_match is null exactly when the fixture records no digest", "checkpoint_sha256_match");
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(root, "status");
     const cJSON *first = cJSON_GetObjectItemCaseSensitive(root, "first_divergence");
-    if (cJSON_IsString(status) && (strcmp(status->valuestring, "pass") == 0) == any_fail)
-        fail(where, "status disagrees with the layers", "status");
+    /* pass: no layer fails and the whole forward (when recorded) passes */
+    const cJSON *fwd = cJSON_GetObjectItemCaseSensitive(root, "forward");
+    const cJSON *fst = cJSON_GetObjectItemCaseSensitive(fwd, "status");
+    int fwd_fail = cJSON_IsObject(fwd) && cJSON_IsString(fst) && strcmp(fst->valuestring, "pass") != 0;
+    if (cJSON_IsString(status) && (strcmp(status->valuestring, "pass") == 0) == (any_fail || fwd_fail))
+        fail(where, "status disagrees with the layers and the forward", "status");
+    if (cJSON_IsObject(fwd) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fwd, "chained")) &&
+        (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(fwd, "first_divergence"))) != fwd_fail)
+        fail(where, "the forward's first_divergence disagrees with its status", "first_divergence");
     if (cJSON_IsNull(first) == any_fail) fail(where, "first_divergence disagrees with the layers", "first_divergence");
 }
 
@@ -463,8 +531,15 @@ static void reports_should_follow_the_documented_schema(void) {
         snprintf(args, sizeof args, "verify '%s/tiny' '%s/block/%s.safetensors'", fixtures, fixtures, bx[i]);
         check_report(K_VERIFY, args);
     }
-    snprintf(args, sizeof args, "verify '%s/tiny' '%s/model/wpe_offset_1.safetensors'", fixtures, fixtures);
-    check_report(K_VERIFY, args);
+    /* the whole model: each code, clean F32 (tied and untied heads), TransformerLens names with int32 ids */
+    static const char *const mx[][2] = {{"tiny", "wpe_offset_1"}, {"tiny", "wpe_missing"}, {"tiny", "ln_f_missing"},
+                                        {"tiny", "attn_scale_missing_layer2"}, {"tiny", "clean"},
+                                        {"tiny", "clean_tl_i32"}, {"small", "small_clean"},
+                                        {"small", "lm_head_untied"}};
+    for (size_t i = 0; i < sizeof mx / sizeof mx[0]; i++) {
+        snprintf(args, sizeof args, "verify '%s/%s' '%s/model/%s.safetensors'", fixtures, mx[i][0], fixtures, mx[i][1]);
+        check_report(K_VERIFY, args);
+    }
     /* the GELU from a nanoGPT checkpoint; a fixture that records its
      * checkpoint's digest (gpt2ffn run), against that checkpoint and another */
     snprintf(args, sizeof args, "verify '%s/torch/nanogpt_ckpt.pt' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
@@ -487,7 +562,7 @@ static void reports_should_follow_the_documented_schema(void) {
         snprintf(args, sizeof args, "diff '%s/tiny' '%s/%s'", fixtures, fixtures, ck[i]);
         check_report(K_DIFF, args);
     }
-    CHECK(reports_checked >= 52);
+    CHECK(reports_checked >= 59);
 }
 
 /* ---- README against the schema ------------------------------------------ */

@@ -501,7 +501,10 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
             for (size_t i = 0; i < found.n_causes; i++) add_cause(iso, &found.causes[i]);
         }
     }
-    out->pass = !out->diverged;
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) out->compared += (size_t)out->chain[s].checked + (size_t)out->iso[s].checked;
+    for (size_t L = 0; L < out->n_layers; L++)
+        for (int s = 0; s < G2F_STAGE_COUNT; s++) out->compared += (size_t)out->layers[L].stage[s].checked;
+    out->pass = !out->diverged && out->compared > 0;
     for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
         if (out->iso[s].checked && !out->iso[s].pass) out->pass = 0;
 done:

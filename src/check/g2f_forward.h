@@ -160,7 +160,8 @@ typedef struct g2f_model_result {
     const char *first_tensor;
     double first_margin;
     char first_codes[256];        /* the diagnosis at that stage, "" when none (g2f_verify fills a block's) */
-    int pass;                     /* every compared model-level and chained stage matches */
+    size_t compared;              /* model-level and chained stages compared (0: input_ids alone) */
+    int pass;                     /* something was compared, and every compared stage matches */
 } g2f_model_result;
 
 /* Checks f's model-level tensors against m (nothing when it has none:

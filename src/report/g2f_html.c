@@ -630,6 +630,92 @@ static void put_stage_grid(g2f_html_buf *b, const g2f_report_ctx *c) {
     buf_put(b, "</p>\n");
 }
 
+/* A model-level stage's cell. */
+static void put_mstage_cell(g2f_html_buf *b, const g2f_mstage_result *r) {
+    if (!r->checked) {
+        buf_put(b, "<td class=\"sg-none\">-</td>");
+        return;
+    }
+    buf_printf(b, "<td class=\"%s\">", r->pass ? "sg-pass" : "sg-fail");
+    put_num(b, r->margin);
+    buf_put(b, "</td>");
+}
+
+/* The whole forward (README: Model): model-level stages chained and
+ * isolated, each layer's chained verdict, the logits' agreement. */
+static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
+    const g2f_model_result *mr = &c->result->model;
+    if (!mr->present) return;
+    buf_printf(b, "<h2>Whole model</h2>\n<p class=\"muted\">%s; %zu sequence%s of %zu tokens, vocabulary %zu; head: ",
+               mr->chained ? "computed from input_ids through every block" : "no input_ids: stages from their recorded "
+                                                                              "inputs only",
+               mr->n_seq, mr->n_seq == 1 ? "" : "s", mr->T, mr->vocab);
+    esc(b, mr->head_desc ? mr->head_desc : "-");
+    buf_put(b, ".</p>\n<div class=\"scroll\"><table id=\"model\">\n<thead><tr><th class=\"l\">stage</th><th>chained</th>"
+               "<th>isolated</th><th class=\"l\">reference</th><th class=\"l\">diagnosis</th></tr></thead>\n<tbody>\n");
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+        const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
+        buf_printf(b, "<tr><td class=\"l\">%s</td>", g2f_mstage_name((g2f_mstage)s));
+        put_mstage_cell(b, ch);
+        put_mstage_cell(b, iso);
+        buf_put(b, "<td class=\"l mono\">");
+        esc(b, ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-");
+        buf_put(b, "</td><td class=\"l mono\">");
+        const g2f_mstage_result *d = iso->checked ? iso : ch;
+        if (!d->checked || d->pass) buf_put(b, "-");
+        for (size_t k = 0; d->checked && !d->pass && k < d->n_causes; k++) {
+            char one[96];
+            g2f_model_cause_codes(&d->causes[k], one, sizeof one);
+            if (k) buf_put(b, " | ");
+            esc(b, one);
+        }
+        if (d->checked && !d->pass && !d->n_causes) buf_put(b, "unexplained");
+        buf_put(b, "</td></tr>\n");
+        for (size_t L = 0; s == G2F_MSTAGE_EMBED && L < mr->n_layers; L++) {
+            const g2f_chain_verdict *v = &mr->layers[L];
+            buf_printf(b, "<tr><td class=\"l\">h.%zu</td>", L);
+            double worst = 0;
+            int any = 0;
+            for (int k = 0; k < G2F_STAGE_COUNT; k++)
+                if (v->stage[k].checked) {
+                    any = 1;
+                    if (!(v->stage[k].margin <= worst)) worst = v->stage[k].margin;
+                }
+            if (!any) {
+                buf_put(b, "<td class=\"sg-none\">-</td>");
+            } else {
+                buf_printf(b, "<td class=\"%s\">", v->diverged ? "sg-fail" : "sg-pass");
+                put_num(b, v->diverged ? v->first_margin : worst);
+                buf_put(b, "</td>");
+            }
+            buf_put(b, "<td class=\"sg-none\"></td><td class=\"l mono\">");
+            if (v->diverged) {
+                buf_printf(b, "first: %s (", g2f_stage_name(v->first_stage));
+                esc(b, v->first_tensor ? v->first_tensor : "");
+                buf_put(b, ")");
+            } else {
+                buf_put(b, any ? "every recorded stage" : "nothing recorded");
+            }
+            buf_put(b, "</td><td></td></tr>\n");
+        }
+    }
+    buf_put(b, "</tbody>\n</table></div>\n");
+    const g2f_logit_agreement *a = &mr->agree;
+    if (a->computed) {
+        buf_printf(b, "<p id=\"agreement\">Logits: the top-1 token is the same at <strong>%zu of %zu</strong> positions; "
+                      "the largest KL(reference &#8214; ours) is ", a->top1_agree, a->positions);
+        put_num(b, a->max_kl);
+        buf_printf(b, " nats (position %zu)", a->max_kl_position);
+        if (a->n_differing) {
+            buf_put(b, "; top-1 differs at (sequence:token)");
+            for (size_t i = 0; i < a->n_differing && i < 32; i++)
+                buf_printf(b, " %zu:%zu", a->differing[i] / (mr->T ? mr->T : 1), a->differing[i] % (mr->T ? mr->T : 1));
+            if (a->n_differing > 32) buf_printf(b, " &hellip; (%zu in all)", a->n_differing);
+        }
+        buf_put(b, ".</p>\n");
+    }
+}
+
 /* The FFN itself failed (not only another stage of its block). */
 static int ffn_failed(const g2f_layer_result *r) {
     if (!r->has_ffn) return 0;
@@ -874,6 +960,7 @@ char *g2f_report_html(const g2f_report_ctx *c) {
     buf_put(&b, "<h2>Layers</h2>\n");
     put_table(&b, c);
     put_stage_grid(&b, c);
+    put_model(&b, c);
     if (res->failed) {
         buf_printf(&b, "<h2>Failing layers (%zu)</h2>\n", res->failed);
         for (size_t i = 0; i < res->n_layers; i++)

@@ -234,6 +234,10 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
                  mr->agree.top1_agree, mr->agree.positions);
         return 1;
     }
+    if (mr->present && !mr->compared && !res->compared) {
+        snprintf(buf, n, "nothing was compared: the fixture holds input_ids but no stage of the model to compare");
+        return 1;
+    }
     if (!res->pass && !res->compared) {
         snprintf(buf, n, "no layer was compared");
         return 1;

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cjson/cJSON.h>
+
 #include "check.h"
 #include "g2f_ffn.h"
 #include "pickle_writer.h"
@@ -685,6 +687,104 @@ static void verify_should_show_both_gelu_separations(void) {
     CHECK_CONTAINS(out_text, "gelu  sep_out  sep_act  diagnosis");
 }
 
+/* ---- the whole model (README: Model) ---------------------------------- */
+
+static void verify_should_open_with_the_models_first_divergence(void) {
+    static const struct { const char *ckpt, *fixture, *opening; } cases[] = {
+        {"tiny", "attn_scale_missing_layer2", "first divergence: layer 2, attn: attn_scale_missing"},
+        {"tiny", "wpe_missing", "first divergence: embed: wpe_missing"},
+        {"tiny", "wpe_offset_1", "first divergence: embed: wpe_offset:1"},
+        {"tiny", "ln_f_missing", "first divergence: ln_f: ln_f_missing"},
+        {"small", "lm_head_untied", "first divergence: logits: lm_head_untied"},
+    };
+    char args[1400];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "verify '%s/%s' '%s/model/%s.safetensors'", fixtures, cases[i].ckpt, fixtures,
+                 cases[i].fixture);
+        CHECK(run(args) == 1);
+        CHECK_CONTAINS(out_text, cases[i].opening);
+        CHECK_CONTAINS(out_text, "whole model (chained from input_ids");
+        CHECK_CONTAINS(out_text, "result: FAIL");
+    }
+    static const struct { const char *ckpt, *fixture; } clean[] = {
+        {"tiny", "clean"}, {"tiny", "clean_tl_i32"}, {"small", "small_clean"}};
+    for (size_t i = 0; i < sizeof clean / sizeof clean[0]; i++) {
+        snprintf(args, sizeof args, "verify '%s/%s' '%s/model/%s.safetensors'", fixtures, clean[i].ckpt, fixtures,
+                 clean[i].fixture);
+        CHECK(run(args) == 0);
+        CHECK_CONTAINS(out_text, "the whole forward from input_ids matches the reference");
+        CHECK_CONTAINS(out_text, "top-1 token the same at 12 of 12 positions");
+    }
+}
+
+static void run_should_compute_the_whole_model_for_any_prompt(void) {
+    char args[1400];
+    /* --ids, every stage, both namings: each output verifies against the checkpoint */
+    static const char *const names[] = {"hf", "tl"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "run '%s/tiny' --ids '5,17,3,42;1,2,3,4' -o '%s/ids_%s.safetensors' --save all "
+                 "--names %s", fixtures, dir, names[k], names[k]);
+        CHECK(run(args) == 0);
+        CHECK_CONTAINS(out_text, "the whole model on 2 sequences of 4 tokens");
+        snprintf(args, sizeof args, "verify '%s/tiny' '%s/ids_%s.safetensors'", fixtures, dir, names[k]);
+        CHECK(run(args) == 0);
+        CHECK_CONTAINS(out_text, "the whole forward from input_ids matches the reference");
+    }
+    snprintf(args, sizeof args, "inspect '%s/ids_tl.safetensors'", dir); /* not a checkpoint; just exists */
+    char path[400];
+    snprintf(path, sizeof path, "%s/ids_tl.safetensors", dir);
+    CHECK(file_exists(path));
+    /* the PyTorch export's input_ids: the output verifies bitwise (margin 0) against the same checkpoint,
+     * and the export itself (PyTorch's arithmetic) passes within the tolerance */
+    snprintf(args, sizeof args, "run '%s/tiny' '%s/model/clean.safetensors' -o '%s/again.safetensors' --save embed,ln_f.out",
+             fixtures, fixtures, dir);
+    CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/again.safetensors' --json '%s/again.json'", fixtures, dir, dir);
+    CHECK(run(args) == 0);
+    static char json[1 << 16];
+    snprintf(path, sizeof path, "%s/again.json", dir);
+    slurp(path, json, sizeof json);
+    cJSON *root = cJSON_Parse(json), *fwd = cJSON_GetObjectItemCaseSensitive(root, "forward");
+    cJSON *lg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fwd, "chained_stages"), "logits");
+    cJSON *mg = cJSON_GetObjectItemCaseSensitive(lg, "margin");
+    CHECK(cJSON_IsNumber(mg) && mg->valuedouble == 0); /* run and verify compute the same bits */
+    cJSON_Delete(root);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/model/clean.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    /* and one sequence without a leading dimension */
+    snprintf(args, sizeof args, "run '%s/small' --ids 3,1,4,1,5,9,2,6 -o '%s/one.safetensors'", fixtures, dir);
+    CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "verify '%s/small' '%s/one.safetensors'", fixtures, dir);
+    CHECK(run(args) == 0);
+}
+
+static void run_should_refuse_bad_ids_with_exit_2(void) {
+    char args[1400];
+    static const struct { const char *opts, *msg; } cases[] = {
+        {"--ids 5,96,3", "token id 96 at position 1 (sequence 0, token 1) is outside the vocabulary 0..95"},
+        {"--ids 5,x", "is not a list of token ids"},
+        {"--ids '1,2;3'", "sequence 1 has 1 tokens but the first has 2"},
+        {"--ids 1,2 --save embed,bogus", "unknown stage 'bogus'"},
+        {"--ids 1,2 --names xl", "--names 'xl': expected hf or tl"},
+        {"", "give INPUTS or --ids"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "run '%s/tiny' %s -o '%s/bad.safetensors'", fixtures, cases[i].opts, dir);
+        CHECK(run(args) == 2);
+        CHECK_CONTAINS(err_text, cases[i].msg);
+        CHECK(count(err_text, "\n") == 1);
+    }
+    /* 33 tokens: tiny has 32 positions */
+    char ids[200] = "";
+    for (int i = 0; i < 33; i++) snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s1", i ? "," : "");
+    snprintf(args, sizeof args, "run '%s/tiny' --ids %s -o '%s/bad.safetensors'", fixtures, ids, dir);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "sequences of 33 tokens but");
+    char path[400];
+    snprintf(path, sizeof path, "%s/bad.safetensors", dir);
+    CHECK(!file_exists(path));
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "cli") != 0) return 1;
     fixtures = argv[1];
@@ -715,6 +815,9 @@ int main(int argc, char **argv) {
     RUN(verify_should_write_plain_english);
     RUN(verify_should_read_every_fixture_format_its_help_lists);
     RUN(verify_should_show_both_gelu_separations);
+    RUN(verify_should_open_with_the_models_first_divergence);
+    RUN(run_should_compute_the_whole_model_for_any_prompt);
+    RUN(run_should_refuse_bad_ids_with_exit_2);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -95,10 +95,203 @@ static void each_model_bug_should_be_named(void) {
     }
 }
 
+/* Writes a model fixture of one tensor set by the caller into dir. */
+static char dir[256];
+
+static void ids_out_of_range_should_be_refused_naming_the_position(void) {
+    int64_t ids[6] = {1, 2, 3, 4, 96, 5}; /* tiny's vocabulary is 0..95 */
+    st_entry e = {"input_ids", "I64", 2, {2, 3}, ids, sizeof ids};
+    char path[400];
+    snprintf(path, sizeof path, "%s/bad_ids.safetensors", dir);
+    CHECK(st_write(path, NULL, &e, 1, 1) == 0);
+    g2f_model_result r;
+    g2f_error err = {0};
+    CHECK(check_model("tiny", path, 1, &r, &err) == G2F_ERR_FORMAT);
+    CHECK_CONTAINS(err.msg, "token id 96 at position [1, 1] (sequence 1, token 1)");
+    CHECK_CONTAINS(err.msg, "input_ids");
+    int32_t neg[3] = {0, -1, 2};
+    st_entry e2 = {"input_ids", "I32", 1, {3}, neg, sizeof neg};
+    CHECK(st_write(path, NULL, &e2, 1, 1) == 0);
+    err = (g2f_error){0};
+    CHECK(check_model("tiny", path, 1, &r, &err) == G2F_ERR_FORMAT);
+    CHECK_CONTAINS(err.msg, "token id -1 at position [1]");
+}
+
+static void hostile_shapes_should_be_refused(void) {
+    static int64_t ids[40];
+    static float big[40 * 96];
+    char path[400];
+    snprintf(path, sizeof path, "%s/hostile.safetensors", dir);
+    struct {
+        st_entry e[2];
+        size_t n;
+        const char *msg;
+    } cases[] = {
+        /* more tokens than wpe's 32 positions */
+        {{{"input_ids", "I64", 2, {1, 33}, ids, 33 * 8}}, 1, "33 tokens but the checkpoint has 32 positions"},
+        /* ids that are floats */
+        {{{"input_ids", "F32", 2, {1, 4}, big, 16}}, 1, "expected I64 or I32 token ids"},
+        /* logits of the wrong width */
+        {{{"input_ids", "I64", 2, {1, 4}, ids, 32}, {"logits", "F32", 3, {1, 4, 95}, big, 4 * 95 * 4}}, 2,
+         "expected [..., T, 96] (vocab)"},
+        /* logits for other sequences than the ids */
+        {{{"input_ids", "I64", 2, {1, 4}, ids, 32}, {"logits", "F32", 3, {2, 2, 96}, big, 4 * 96 * 4}}, 2,
+         "2 sequences of 2 tokens but 'input_ids' has 1 of 4"},
+        /* ids without tokens */
+        {{{"input_ids", "I64", 2, {2, 0}, ids, 0}}, 1, "holds no tokens"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        CHECK(st_write(path, NULL, cases[i].e, cases[i].n, 1) == 0);
+        g2f_model_result r;
+        g2f_error err = {0};
+        CHECK(check_model("tiny", path, 1, &r, &err) == G2F_ERR_FORMAT);
+        CHECK_CONTAINS(err.msg, cases[i].msg);
+    }
+}
+
+static int same_results(const g2f_model_result *a, const g2f_model_result *b) {
+    int same = a->pass == b->pass && a->diverged == b->diverged && a->first_layer == b->first_layer &&
+               a->n_layers == b->n_layers && a->agree.top1_agree == b->agree.top1_agree &&
+               !memcmp(&a->agree.max_kl, &b->agree.max_kl, sizeof(double));
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+        same &= !memcmp(&a->chain[s].margin, &b->chain[s].margin, sizeof(double)) &&
+                !memcmp(&a->iso[s].margin, &b->iso[s].margin, sizeof(double));
+    for (size_t L = 0; same && L < a->n_layers; L++)
+        for (int s = 0; s < G2F_STAGE_COUNT; s++)
+            same &= !memcmp(&a->layers[L].stage[s].margin, &b->layers[L].stage[s].margin, sizeof(double));
+    return same;
+}
+
+static void results_should_not_depend_on_the_thread_count(void) {
+    static const char *const names[] = {"clean", "attn_scale_missing_layer2"};
+    for (size_t i = 0; i < 2; i++) {
+        g2f_model_result a, b;
+        g2f_error err = {0};
+        CHECK(check_bundled("tiny", names[i], 1, &a, &err) == G2F_OK);
+        CHECK(check_bundled("tiny", names[i], 2, &b, &err) == G2F_OK);
+        CHECK(same_results(&a, &b));
+        g2f_model_result_free(&a);
+        g2f_model_result_free(&b);
+    }
+}
+
+static void the_head_should_be_told_tied_or_untied(void) {
+    static const struct { const char *ckpt; int stored, tied; } cases[] = {
+        {"tiny", 0, 1}, {"small", 1, 0}, {"small_tied", 0, 1}};
+    for (size_t i = 0; i < 3; i++) {
+        char ck[512];
+        snprintf(ck, sizeof ck, "%s/%s", fixtures, cases[i].ckpt);
+        g2f_model *m = NULL;
+        g2f_error err = {0};
+        g2f_embed e;
+        CHECK(g2f_model_open(ck, NULL, &m, &err) == G2F_OK);
+        if (!m) continue;
+        CHECK(g2f_model_get_info(m)->has_lm_head == cases[i].stored);
+        CHECK(g2f_model_embed_load(m, &e, &err) == G2F_OK);
+        CHECK(e.head_stored == cases[i].stored && e.tied == cases[i].tied);
+        CHECK(e.vocab == g2f_model_get_info(m)->vocab && e.n_pos == g2f_model_get_info(m)->n_positions);
+        g2f_embed_free(&e);
+        g2f_model_close(m);
+    }
+    /* a stored head equal to wte (nanoGPT and HF save the tied weight twice) is tied; one byte off is not */
+    static float fc[8 * 32], proj[32 * 8], wte[10 * 8], head[10 * 8];
+    for (size_t i = 0; i < 10 * 8; i++) wte[i] = head[i] = (float)i * 0.01f - 0.3f;
+    for (int k = 0; k < 2; k++) {
+        if (k) head[17] = wte[17] + 1e-6f;
+        st_entry e[4] = {{"h.0.mlp.c_fc.weight", "F32", 2, {8, 32}, fc, sizeof fc},
+                         {"h.0.mlp.c_proj.weight", "F32", 2, {32, 8}, proj, sizeof proj},
+                         {"lm_head.weight", "F32", 2, {10, 8}, head, sizeof head},
+                         {"wte.weight", "F32", 2, {10, 8}, wte, sizeof wte}};
+        char path[400];
+        snprintf(path, sizeof path, "%s/copy.safetensors", dir);
+        CHECK(st_write(path, NULL, e, 4, 1) == 0);
+        g2f_model *m = NULL;
+        g2f_error err = {0};
+        g2f_embed emb;
+        CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_OK);
+        if (!m) continue;
+        CHECK(g2f_model_embed_load(m, &emb, &err) == G2F_OK);
+        CHECK(emb.head_stored && emb.tied == !k && emb.vocab == 10 && !emb.wpe);
+        CHECK_CONTAINS(emb.head_desc, k ? "untied" : "tied");
+        g2f_embed_free(&emb);
+        g2f_model_close(m);
+    }
+}
+
+/* Names across the schemes: TransformerLens' W_U is [d, vocab]; a head of
+ * the wrong shape is refused naming the tensor. */
+static void every_naming_should_find_the_ends(void) {
+    static float fc[8 * 32], proj[32 * 8], wte[10 * 8], wpe[4 * 8], wu[8 * 10];
+    char path[400];
+    snprintf(path, sizeof path, "%s/tl.safetensors", dir);
+    for (size_t i = 0; i < 10; i++)
+        for (size_t j = 0; j < 8; j++) wte[i * 8 + j] = wu[j * 10 + i] = (float)(i * 8 + j);
+    st_entry tl[5] = {{"blocks.0.mlp.W_in", "F32", 2, {8, 32}, fc, sizeof fc},
+                      {"blocks.0.mlp.W_out", "F32", 2, {32, 8}, proj, sizeof proj},
+                      {"embed.W_E", "F32", 2, {10, 8}, wte, sizeof wte},
+                      {"pos_embed.W_pos", "F32", 2, {4, 8}, wpe, sizeof wpe},
+                      {"unembed.W_U", "F32", 2, {8, 10}, wu, sizeof wu}};
+    CHECK(st_write(path, NULL, tl, 5, 1) == 0);
+    g2f_model *m = NULL;
+    g2f_error err = {0};
+    g2f_embed emb;
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_OK);
+    if (m) {
+        CHECK(g2f_model_embed_load(m, &emb, &err) == G2F_OK);
+        CHECK(emb.head_dv && emb.tied && emb.n_pos == 4 && emb.vocab == 10); /* W_U = W_E^T: tied */
+        g2f_embed_free(&emb);
+        g2f_model_close(m);
+    }
+    /* GGUF names, minGPT's pos_emb [1, T, d] */
+    st_entry mg[4] = {{"blocks.0.mlp.c_fc.weight", "F32", 2, {32, 8}, fc, sizeof fc},
+                      {"blocks.0.mlp.c_proj.weight", "F32", 2, {8, 32}, proj, sizeof proj},
+                      {"tok_emb.weight", "F32", 2, {10, 8}, wte, sizeof wte},
+                      {"pos_emb", "F32", 3, {1, 4, 8}, wpe, sizeof wpe}};
+    CHECK(st_write(path, NULL, mg, 4, 1) == 0);
+    m = NULL;
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_OK);
+    if (m) {
+        CHECK(g2f_model_embed_load(m, &emb, &err) == G2F_OK);
+        CHECK(emb.tied && !emb.head_stored && emb.n_pos == 4 && emb.vocab == 10);
+        g2f_embed_free(&emb);
+        g2f_model_close(m);
+    }
+    /* a head of the wrong shape */
+    st_entry bad[3] = {{"h.0.mlp.c_fc.weight", "F32", 2, {8, 32}, fc, sizeof fc},
+                       {"h.0.mlp.c_proj.weight", "F32", 2, {32, 8}, proj, sizeof proj},
+                       {"lm_head.weight", "F32", 2, {8, 10}, wu, sizeof wu}};
+    st_entry with_wte[4] = {bad[0], bad[1], bad[2], {"wte.weight", "F32", 2, {10, 8}, wte, sizeof wte}};
+    CHECK(st_write(path, NULL, with_wte, 4, 1) == 0);
+    m = NULL;
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_OK);
+    if (m) {
+        err = (g2f_error){0};
+        CHECK(g2f_model_embed_load(m, &emb, &err) == G2F_ERR_FORMAT);
+        CHECK_CONTAINS(err.msg, "tensor 'lm_head.weight' (output head): shape [8, 10], expected [10, 8]");
+        g2f_model_close(m);
+    }
+    /* no wte at all: the whole model cannot be computed */
+    CHECK(st_write(path, NULL, bad, 2, 1) == 0);
+    m = NULL;
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_OK);
+    if (m) {
+        err = (g2f_error){0};
+        CHECK(g2f_model_embed_load(m, &emb, &err) == G2F_ERR_FORMAT);
+        CHECK_CONTAINS(err.msg, "no token embedding");
+        g2f_model_close(m);
+    }
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) return 2;
+    if (argc < 2 || make_tmpdir(dir, sizeof dir, "forward") != 0) return 2;
     fixtures = argv[1];
     RUN(clean_fixtures_should_pass);
     RUN(each_model_bug_should_be_named);
+    RUN(ids_out_of_range_should_be_refused_naming_the_position);
+    RUN(hostile_shapes_should_be_refused);
+    RUN(results_should_not_depend_on_the_thread_count);
+    RUN(the_head_should_be_told_tied_or_untied);
+    RUN(every_naming_should_find_the_ends);
+    remove_tmpdir(dir);
     return check_failures ? 1 : 0;
 }

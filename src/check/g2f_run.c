@@ -300,22 +300,20 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
     g2f_status st = g2f_model_embed_load(m, &e, err);
     if (st != G2F_OK) return st;
     size_t d = e.d, H = p->n_head ? p->n_head : mi->n_head, N = n_seq * T;
-    for (size_t i = 0; i < N; i++)
-        if (ids[i] < 0 || (uint64_t)ids[i] >= e.vocab) {
-            g2f_embed_free(&e);
-            return g2f_error_set(err, G2F_ERR_FORMAT,
-                                 "input_ids: token id %lld at position %zu (sequence %zu, token %zu) is outside the "
-                                 "vocabulary 0..%zu", (long long)ids[i], i, i / T, i % T, e.vocab - 1);
-        }
-    if (e.wpe && T > e.n_pos) {
+    for (size_t i = 0; i < N && st == G2F_OK; i++)
+        if (ids[i] < 0 || (uint64_t)ids[i] >= e.vocab)
+            st = g2f_error_set(err, G2F_ERR_FORMAT,
+                               "input_ids: token id %lld at position %zu (sequence %zu, token %zu) is outside the "
+                               "vocabulary 0..%zu", (long long)ids[i], i, i / T, i % T, e.vocab - 1);
+    if (st == G2F_OK && e.wpe && T > e.n_pos)
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "input_ids: sequences of %zu tokens but %s has %zu positions (wpe)", T,
+                           mi->path, e.n_pos);
+    if (st == G2F_OK && (!H || d % H))
+        st = g2f_error_set(err, G2F_ERR_USAGE, "%s: n_head %s (config.json n_head, or --n-head N)", mi->path,
+                           H ? "does not divide n_embd" : "is unknown");
+    if (st != G2F_OK) {
         g2f_embed_free(&e);
-        return g2f_error_set(err, G2F_ERR_FORMAT, "input_ids: sequences of %zu tokens but %s has %zu positions (wpe)",
-                             T, mi->path, e.n_pos);
-    }
-    if (!H || d % H) {
-        g2f_embed_free(&e);
-        return g2f_error_set(err, G2F_ERR_USAGE, "%s: n_head %s (config.json n_head, or --n-head N)", mi->path,
-                             H ? "does not divide n_embd" : "is unknown");
+        return st;
     }
     /* the outputs, in file order */
     size_t cap = 4 + 2 + (size_t)mi->n_layer * (G2F_SAVE_COUNT + 2), n = 0;

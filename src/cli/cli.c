@@ -485,7 +485,12 @@ static int run_verify(const char **pos, const char **v) {
         bad("%s", err.msg);
         goto done;
     }
-    if (res.compared == 0) {
+    if (res.compared == 0 && res.model.present && !res.model.compared) {
+        bad("verify: nothing was compared: %s holds input_ids but no stage of the model (embed, h.L.*, ln_f.out, "
+            "logits); gpt2ffn run writes them", pos[1]);
+        goto done;
+    }
+    if (res.compared == 0 && !res.model.present) {
         bad("verify: no layer was compared: %s has none of the %s layers", pos[1], v[V_LAYERS] ? "selected" : "checkpoint's");
         goto done;
     }

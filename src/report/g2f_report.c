@@ -468,13 +468,8 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
         mstage_cell(ch, a, sizeof a);
         mstage_cell(iso, b, sizeof b);
         mstage_codes(iso->checked ? iso : ch, codes, sizeof codes);
-        if (s == G2F_MSTAGE_EMBED || !mr->chained || !mr->n_layers) {
-            fprintf(fp, "%-8s %10s %10s  %-24s %s\n", g2f_mstage_name((g2f_mstage)s), a, b,
-                    ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-", codes);
-        } else {
-            fprintf(fp, "%-8s %10s %10s  %-24s %s\n", g2f_mstage_name((g2f_mstage)s), a, b,
-                    ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-", codes);
-        }
+        fprintf(fp, "%-8s %10s %10s  %-24s %s\n", g2f_mstage_name((g2f_mstage)s), a, b,
+                ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-", codes);
         if (s == G2F_MSTAGE_EMBED && mr->chained) {
             for (size_t L = 0; L < mr->n_layers; L++) {
                 const g2f_chain_verdict *v = &mr->layers[L];
@@ -493,7 +488,7 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
                 if (v->diverged) snprintf(what, sizeof what, "first: %s (%s)", g2f_stage_name(v->first_stage),
                                           v->first_tensor ? v->first_tensor : "");
                 else snprintf(what, sizeof what, "%s", any ? "every recorded stage" : "nothing recorded");
-                fprintf(fp, "%-8s %10s %10s  %-24s %s\n", name, cell, "", what, "");
+                fprintf(fp, "%-8s %10s %10s  %s\n", name, cell, "", what);
             }
         }
     }

@@ -1,8 +1,9 @@
 /* Fuzz target: fixture tensor-name matching (g2f_fixture_open / _check /
- * _layer_load). Each input line is one tensor: its first byte picks the
- * shape (below), the rest is the name. The lines become a valid safetensors
- * file of zero-filled F32 tensors, opened as a fixture and checked against
- * the tiny model's sizes (4 layers, n_embd 64, n_inner 256). */
+ * _layer_load / _check_block). Each input line is one tensor: its first
+ * byte picks the shape (below: the FFN's and the block's, qkv, heads,
+ * probs), the rest is the name. The lines become a valid safetensors file
+ * of zero-filled F32 tensors, opened as a fixture and checked against the
+ * tiny model's sizes (4 layers, n_embd 64, n_inner 256, 4 heads). */
 #include "fuzz_util.h"
 #include "g2f_fixture.h"
 
@@ -27,11 +28,12 @@ static size_t fx_escape(char *dst, const uint8_t *name, size_t n) {
 }
 
 int g2f_fuzz_fixture_names(const uint8_t *data, size_t size) {
-    static const uint64_t shapes[4][2] = {{2, 64}, {2, 256}, {3, 64}, {1, 63}};
+    static const uint64_t shapes[8][3] = {{2, 64, 0},  {2, 256, 0}, {3, 64, 0},  {1, 63, 0},
+                                          {2, 192, 0}, {2, 4, 16},  {4, 2, 2},   {2, 2, 64}};
     char dir[400], path[512];
     if (fuzz_target_dir(dir, sizeof dir, "fixture_names")) return 0;
     snprintf(path, sizeof path, "%s/fixture.safetensors", dir);
-    size_t cap = 64 + FX_MAX_TENSORS * (FX_MAX_NAME * 6 + 96);
+    size_t cap = 64 + FX_MAX_TENSORS * (FX_MAX_NAME * 6 + 160);
     char *hdr = malloc(cap);
     if (!hdr) return 0;
     size_t len = (size_t)sprintf(hdr, "{");
@@ -41,15 +43,21 @@ int g2f_fuzz_fixture_names(const uint8_t *data, size_t size) {
         size_t end = pos;
         while (end < size && data[end] != '\n') end++;
         if (end > pos) {
-            unsigned sh = data[pos] & 3u;
+            unsigned sh = data[pos] & 7u;
             size_t nl = end - pos - 1;
             if (nl > FX_MAX_NAME) nl = FX_MAX_NAME;
-            uint64_t bytes = shapes[sh][0] * shapes[sh][1] * 4;
+            uint64_t bytes = shapes[sh][0] * shapes[sh][1] * (shapes[sh][2] ? shapes[sh][2] : 1) * 4;
+            char dims[64];
+            if (shapes[sh][2])
+                snprintf(dims, sizeof dims, "%llu,%llu,%llu", (unsigned long long)shapes[sh][0],
+                         (unsigned long long)shapes[sh][1], (unsigned long long)shapes[sh][2]);
+            else
+                snprintf(dims, sizeof dims, "%llu,%llu", (unsigned long long)shapes[sh][0],
+                         (unsigned long long)shapes[sh][1]);
             len += (size_t)sprintf(hdr + len, "%s\"", n ? "," : "");
             len += fx_escape(hdr + len, data + pos + 1, nl);
-            len += (size_t)sprintf(hdr + len, "\":{\"dtype\":\"F32\",\"shape\":[%llu,%llu],\"data_offsets\":[%llu,%llu]}",
-                                   (unsigned long long)shapes[sh][0], (unsigned long long)shapes[sh][1],
-                                   (unsigned long long)off, (unsigned long long)(off + bytes));
+            len += (size_t)sprintf(hdr + len, "\":{\"dtype\":\"F32\",\"shape\":[%s],\"data_offsets\":[%llu,%llu]}",
+                                   dims, (unsigned long long)off, (unsigned long long)(off + bytes));
             off += bytes;
             n++;
         }
@@ -84,6 +92,12 @@ int g2f_fuzz_fixture_names(const uint8_t *data, size_t size) {
         fuzz_check_message(s, &err);
         s = g2f_fixture_check(f, 4, 64, 256, &err);
         fuzz_check_message(s, &err);
+        g2f_status sb = g2f_fixture_check_block(f, 4, 64, 4, &err);
+        fuzz_check_message(sb, &err);
+        for (size_t L = 0; sb == G2F_OK && L < 4; L++) {
+            size_t ns, T;
+            if (g2f_fixture_has_block(f, L)) g2f_fixture_block_shape(f, L, &ns, &T);
+        }
         if (s == G2F_OK) {
             for (size_t L = 0; L < 4; L++) {
                 if (!g2f_fixture_has_layer(f, L)) continue;

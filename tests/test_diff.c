@@ -74,8 +74,11 @@ static void write_port(const char *name, int mut) {
         }
         bufs[n++] = f;
     }
-    /* ln_2 tells n_embd, so the Linear port's layout is decided from shapes */
+    /* ln_2 tells n_embd, so the Linear port's layout is decided from shapes
+     * (tiny's own: diff compares it, layer 0 being the only one both hold) */
     float ln[64] = {0};
+    for (size_t i = 0; i < t->count; i++)
+        if (!strcmp(t->tensors[i].name, "transformer.h.0.ln_2.weight")) g2f_tensor_read_f32(&t->tensors[i], 0, 64, ln);
     e[n] = (st_entry){"h.0.ln_2.weight", "F32", 1, {64}, ln, sizeof ln};
     bufs[n++] = NULL;
     for (size_t i = 0; i < n - 1; i++)
@@ -316,6 +319,73 @@ static void diff_should_stream_tensors_larger_than_a_block(void) {
 
 /* A bias one file lacks: the difference is the bias itself, and the text
  * says how large it is, not a max_abs of 0. */
+/* Every tensor of tiny copied, with three of the block's changed: layer 2's
+ * ln_1.weight halved, layer 1's attn.c_proj.weight taken from layer 3, layer
+ * 0's attn.c_attn.bias given noise. diff names each; the FFN's and the rest
+ * stay identical; against tiny's FFN-only GGUF export the block's tensors are
+ * not compared, and the FFN is still equivalent. */
+static void diff_should_compare_every_block_tensor(void) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    snprintf(dst, sizeof dst, "%s/blockport", dir);
+    mkdir(dst, 0700);
+    snprintf(dst, sizeof dst, "%s/blockport/model.safetensors", dir);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
+    const g2f_table *t = g2f_safetensors_table(st);
+    static st_entry e[128];
+    float *bufs[128] = {0};
+    size_t n = 0;
+    const g2f_tensor *proj3 = NULL;
+    for (size_t i = 0; i < t->count; i++)
+        if (!strcmp(t->tensors[i].name, "transformer.h.3.attn.c_proj.weight")) proj3 = &t->tensors[i];
+    CHECK(proj3 != NULL && t->count <= 128);
+    for (size_t i = 0; proj3 && i < t->count && n < 128; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        const g2f_tensor *from = !strcmp(x->name, "transformer.h.1.attn.c_proj.weight") ? proj3 : x;
+        float *f = bufs[n] = malloc((size_t)x->numel * sizeof *f);
+        if (!f) break;
+        g2f_tensor_read_f32(from, 0, (size_t)x->numel, f);
+        if (!strcmp(x->name, "transformer.h.2.ln_1.weight"))
+            for (uint64_t k = 0; k < x->numel; k++) f[k] *= 0.5f;
+        uint64_t seed = 7;
+        if (!strcmp(x->name, "transformer.h.0.attn.c_attn.bias"))
+            for (uint64_t k = 0; k < x->numel; k++) f[k] += rnd_unit(&seed) * 1e-2f;
+        e[n] = (st_entry){x->name, "F32", x->ndim, {0}, f, (size_t)x->numel * sizeof *f};
+        for (size_t dd = 0; dd < x->ndim; dd++) e[n].shape[dd] = x->shape[dd];
+        n++;
+    }
+    CHECK(st_write(dst, NULL, e, n, 1) == 0);
+    for (size_t i = 0; i < n; i++) free(bufs[i]);
+    g2f_safetensors_close(st);
+    g2f_diff_result r;
+    if (!diff_port("blockport", &r)) { check_failures++; return; }
+    CHECK(!r.equivalent && r.differing == 3 && r.compared == 4 * G2F_LAYER_TENSORS);
+    CHECK(r.tensors[2][G2F_BLK_LN1_W].kind == G2F_DIFF_SCALED);
+    CHECK_NEAR(r.tensors[2][G2F_BLK_LN1_W].scale, 0.5, 1e-6);
+    CHECK(r.tensors[1][G2F_BLK_APROJ_W].kind == G2F_DIFF_FROM_LAYER && r.tensors[1][G2F_BLK_APROJ_W].from_layer == 3);
+    CHECK(r.tensors[0][G2F_BLK_ATTN_B].kind == G2F_DIFF_DIFFERENT);
+    CHECK(r.tensors[3][G2F_BLK_ATTN_W].kind == G2F_DIFF_IDENTICAL && r.tensors[3][G2F_BLK_LN2_B].kind == G2F_DIFF_IDENTICAL);
+    g2f_diff_result_free(&r);
+    /* tiny against its FFN-only GGUF export (which keeps ln_2) */
+    g2f_model *ma = NULL, *mb = NULL;
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/tiny", fixtures);
+    snprintf(b, sizeof b, "%s/formats2/tiny.gguf", fixtures);
+    CHECK(g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK &&
+          g2f_diff_run(ma, mb, &r, &err) == G2F_OK);
+    if (r.tensors) {
+        CHECK(r.equivalent && r.differing == 0);
+        CHECK(r.tensors[1][G2F_BLK_ATTN_W].kind == G2F_DIFF_NOT_COMPARED && r.tensors[1][G2F_BLK_ATTN_W].missing_in == 'A');
+        CHECK(r.tensors[1][G2F_BLK_LN2_W].kind == G2F_DIFF_IDENTICAL);
+        CHECK(r.compared == 4 * (G2F_FFN_TENSORS + 2));
+    }
+    g2f_diff_result_free(&r);
+    g2f_model_close(ma);
+    g2f_model_close(mb);
+}
+
 static void diff_should_give_the_size_of_a_missing_bias(void) {
     write_port("nobias2.safetensors", MUT_NO_BIAS);
     g2f_diff_result r;
@@ -356,6 +426,7 @@ int main(int argc, char **argv) {
     RUN(inspect_should_report_statistics);
     RUN(diff_should_stream_tensors_larger_than_a_block);
     RUN(diff_should_give_the_size_of_a_missing_bias);
+    RUN(diff_should_compare_every_block_tensor);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -40,7 +40,8 @@ struct field {
 
 #define END {NULL, 0, 0, NULL, NULL, 0, NULL}
 #define FLOAT_DTYPES "F32|F16|BF16|F64"
-#define ROLES "c_fc.weight|c_fc.bias|c_proj.weight|c_proj.bias"
+#define ROLES "c_fc.weight|c_fc.bias|c_proj.weight|c_proj.bias|ln_1.weight|ln_1.bias|attn.c_attn.weight|" \
+              "attn.c_attn.bias|attn.c_proj.weight|attn.c_proj.bias|ln_2.weight|ln_2.bias"
 
 static const field model_fields[] = {
     {"path", S, 1, NULL, NULL, 0, NULL},
@@ -241,7 +242,8 @@ static const field tensor_fields[] = {
     END};
 
 static const field inspect_layer_fields[] = {
-    {"layer", I, 1, NULL, NULL, 0, NULL}, {"tensors", A, 1, NULL, tensor_fields, O, NULL}, END};
+    {"layer", I, 1, NULL, NULL, 0, NULL}, {"attn_split", B, 0, NULL, NULL, 0, NULL},
+    {"tensors", A, 1, NULL, tensor_fields, O, NULL}, END};
 
 static const field inspect_fields[] = {
     {"checkpoint", S, 1, NULL, NULL, 0, NULL},
@@ -277,6 +279,7 @@ static const field diff_fields[] = {
     {"accept", A, 1, NULL, NULL, S, "weights_quantized"},
     {"sizes", S, 0, NULL, NULL, 0, NULL},
     {"roundoff", N, 1, NULL, NULL, 0, NULL},
+    {"compared", I, 1, NULL, NULL, 0, NULL},
     {"differing", I, 1, NULL, NULL, 0, NULL},
     {"layers", A, 1, NULL, diff_layer_fields, O, NULL},
     END};
@@ -292,7 +295,7 @@ static const field diff_fields[] = {
               "lm_head_untied"
 #define STAGE_TENSORS "ln_1.out|attn.qkv|attn.hook_q|attn.hook_k|attn.hook_v|attn.probs|attn.merged|attn.hook_z|" \
                       "attn.out|mid|ln_2.out|mlp.pre|mlp.act|mlp.out|out"
-#define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different"
+#define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different|not_compared"
 
 static int in_list(const char *v, const char *list) {
     size_t n = strlen(v);

@@ -35,8 +35,9 @@
 #define SIGNATURE 16         /* leading logical values kept per tensor to find layer swaps */
 #define BLOCK (1u << 16)     /* elements per block: 256 KiB of floats per side, in L2 */
 
-static const char *const kind_names[] = {"identical",  "rounded", "zero_bias", "f16_rounded", "bf16_rounded",
-                                         "transposed", "from_layer", "scaled", "quantized", "missing", "different"};
+static const char *const kind_names[] = {"identical",  "rounded",    "zero_bias", "f16_rounded",
+                                         "bf16_rounded", "transposed", "from_layer", "scaled",
+                                         "quantized",  "missing",    "different", "not_compared"};
 _Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_DIFF_KIND_COUNT, "one name per kind");
 
 const char *g2f_diff_kind_name(g2f_diff_kind k) { return (unsigned)k < G2F_DIFF_KIND_COUNT ? kind_names[k] : "?"; }
@@ -62,7 +63,7 @@ void g2f_diff_accept(g2f_diff_result *r, unsigned classes) {
     r->accept = classes;
     r->accepted = 0;
     for (size_t L = 0; r->tensors && L < r->n_layers; L++)
-        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
             g2f_diff_tensor *t = &r->tensors[L][k];
             t->accepted = !t->equivalent && t->accept_class && (t->accept_class & classes) == t->accept_class;
             r->accepted += (size_t)t->accepted;
@@ -249,7 +250,7 @@ static void block_stats(const float *a, const float *b, size_t n, tol t, const f
 typedef struct differ {
     const g2f_model *a, *b;
     size_t d, h;
-    float (*sig)[G2F_FFN_TENSORS][SIGNATURE]; /* A's leading logical values per layer */
+    float (*sig)[G2F_LAYER_TENSORS][SIGNATURE]; /* A's leading logical values per layer */
     scratch *sc;                               /* one per thread */
     int n_threads;
     bstats *blocks;                            /* per block of the current tensor */
@@ -332,9 +333,18 @@ static int within(differ *df, const side *A, const side *B, shape sh, tol t) {
     return ps.ok;
 }
 
+/* A role's logical shape (Conv1D [in, out]; g2f_model_layer_tensors_all
+ * checked the stored one). */
 static shape shape_of(const differ *df, int k) {
-    return k == G2F_FFN_FC_W ? (shape){df->d, df->h} : k == G2F_FFN_PROJ_W ? (shape){df->h, df->d}
-           : k == G2F_FFN_FC_B ? (shape){1, df->h} : (shape){1, df->d};
+    switch (k) {
+    case G2F_FFN_FC_W: return (shape){df->d, df->h};
+    case G2F_FFN_PROJ_W: return (shape){df->h, df->d};
+    case G2F_FFN_FC_B: return (shape){1, df->h};
+    case G2F_BLK_ATTN_W: return (shape){df->d, 3 * df->d};
+    case G2F_BLK_ATTN_B: return (shape){1, 3 * df->d};
+    case G2F_BLK_APROJ_W: return (shape){df->d, df->d};
+    default: return (shape){1, df->d};
+    }
 }
 
 /* A bias only one file has: the difference is the bias itself (the other
@@ -453,8 +463,9 @@ static g2f_status classify(differ *df, size_t L, int k, const side *A, const sid
             close = dd <= t.rel * fabs(df->sig[K][k][i]) + t.abs + lead_bound[i];
         }
         if (!close) continue;
-        const g2f_tensor *ts[G2F_FFN_TENSORS];
-        g2f_status st = g2f_model_layer_tensors(df->a, K, ts, err);
+        const g2f_tensor *ts[G2F_LAYER_TENSORS];
+        int split;
+        g2f_status st = g2f_model_layer_tensors_all(df->a, K, ts, &split, err);
         if (st != G2F_OK) return st;
         side other = {ts[k], A->linear};
         if (other.t && within(df, &other, B, sh, t)) {
@@ -484,11 +495,12 @@ static g2f_status classify(differ *df, size_t L, int k, const side *A, const sid
 /* A's leading logical values of every tensor of layer L (for from_layer),
  * read element by element: the layer itself is not loaded. */
 static g2f_status signatures(differ *df, size_t L, g2f_error *err) {
-    const g2f_tensor *ts[G2F_FFN_TENSORS];
-    g2f_status st = g2f_model_layer_tensors(df->a, L, ts, err);
+    const g2f_tensor *ts[G2F_LAYER_TENSORS];
+    int split;
+    g2f_status st = g2f_model_layer_tensors_all(df->a, L, ts, &split, err);
     if (st != G2F_OK) return st;
     int linear = g2f_model_get_info(df->a)->layout == G2F_LAYOUT_LINEAR;
-    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+    for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
         shape sh = shape_of(df, k);
         size_t n = sh.rows * sh.cols;
         for (size_t i = 0; i < SIGNATURE; i++) {
@@ -521,7 +533,7 @@ static void scratch_free(differ *df) {
  * least one row (n_inner floats) even when that is more than BLOCK. */
 static int scratch_alloc(differ *df) {
     size_t n = BLOCK > df->h ? BLOCK : df->h;
-    n = n > df->d ? n : df->d;
+    n = n > 3 * df->d ? n : 3 * df->d; /* c_attn's rows */
     df->sc = calloc((size_t)df->n_threads, sizeof *df->sc);
     if (!df->sc) return 0;
     for (int i = 0; i < df->n_threads; i++) {
@@ -566,13 +578,33 @@ g2f_status g2f_diff_run(const g2f_model *a, const g2f_model *b, g2f_diff_result 
     }
     out->n_layers = n_layer;
     for (size_t L = 0; L < n_layer && st == G2F_OK; L++) st = signatures(&df, L, err);
+    /* attention stored apart on either side is not compared (TransformerLens) */
+    int split_a = 0, split_b = 0;
+    for (size_t L = 0; L < n_layer && st == G2F_OK; L++) {
+        const g2f_tensor *ta[G2F_LAYER_TENSORS], *tb[G2F_LAYER_TENSORS];
+        int sa, sb;
+        if ((st = g2f_model_layer_tensors_all(a, L, ta, &sa, err)) != G2F_OK ||
+            (st = g2f_model_layer_tensors_all(b, L, tb, &sb, err)) != G2F_OK)
+            break;
+        split_a |= sa, split_b |= sb;
+    }
     int lin_a = ia->layout == G2F_LAYOUT_LINEAR, lin_b = ib->layout == G2F_LAYOUT_LINEAR;
     for (size_t L = 0; L < n_layer && st == G2F_OK; L++) {
-        const g2f_tensor *ta[G2F_FFN_TENSORS], *tb[G2F_FFN_TENSORS];
-        if ((st = g2f_model_layer_tensors(a, L, ta, err)) != G2F_OK ||
-            (st = g2f_model_layer_tensors(b, L, tb, err)) != G2F_OK)
+        const g2f_tensor *ta[G2F_LAYER_TENSORS], *tb[G2F_LAYER_TENSORS];
+        int sa, sb;
+        if ((st = g2f_model_layer_tensors_all(a, L, ta, &sa, err)) != G2F_OK ||
+            (st = g2f_model_layer_tensors_all(b, L, tb, &sb, err)) != G2F_OK)
             break;
-        for (int k = 0; k < G2F_FFN_TENSORS && st == G2F_OK; k++) {
+        for (int k = 0; k < G2F_LAYER_TENSORS && st == G2F_OK; k++) {
+            int attn = k >= G2F_BLK_ATTN_W && k <= G2F_BLK_APROJ_B;
+            /* a block tensor one side lacks is not compared (an FFN-only
+             * export holds none): the FFN's are, a missing bias included */
+            if (k >= G2F_FFN_TENSORS && ((attn && (split_a || split_b)) || !ta[k] || !tb[k])) {
+                int in = attn && (split_a || split_b) ? 'S' : ta[k] ? 'A' : tb[k] ? 'B' : 0;
+                out->tensors[L][k] = (g2f_diff_tensor){.kind = G2F_DIFF_NOT_COMPARED, .from_layer = -1, .missing_in = in};
+                continue;
+            }
+            out->compared++;
             if (!ta[k] && !tb[k]) {
                 out->tensors[L][k] = (g2f_diff_tensor){.kind = G2F_DIFF_IDENTICAL, .equivalent = 1, .from_layer = -1};
                 continue;

@@ -61,6 +61,9 @@ typedef enum g2f_diff_kind {
     G2F_DIFF_QUANTIZED,
     G2F_DIFF_MISSING,
     G2F_DIFF_DIFFERENT,
+    G2F_DIFF_NOT_COMPARED, /* a block tensor one checkpoint does not hold in any layer (an FFN-only
+                              export), or attention stored apart (TransformerLens): neither
+                              equivalent nor counted as differing */
     G2F_DIFF_KIND_COUNT
 } g2f_diff_kind;
 
@@ -78,7 +81,8 @@ typedef struct g2f_diff_tensor {
     double bound_ratio;        /* QUANTIZED: max |B - A| / bound, <= 1 */
     unsigned accept_class;     /* the G2F_DIFF_ACCEPT_* class the verdict falls in, 0 for none */
     int accepted;              /* not equivalent, but its class was accepted (g2f_diff_accept) */
-    int missing_in;            /* MISSING / ZERO_BIAS: 'A' or 'B', the file that has the bias */
+    int missing_in;            /* MISSING / ZERO_BIAS / NOT_COMPARED: 'A' or 'B', the file that has the
+                                  tensor (NOT_COMPARED: 0 when neither holds it, 'S' for split attention) */
     size_t missing_values;     /* MISSING / ZERO_BIAS: its element count */
 } g2f_diff_tensor;
 
@@ -95,7 +99,8 @@ typedef struct g2f_diff_result {
     char sizes_msg[256];       /* when they do not */
     double roundoff;           /* the rounding allowed, relative */
     size_t n_layers;
-    g2f_diff_tensor (*tensors)[G2F_FFN_TENSORS]; /* owned, n_layers rows */
+    g2f_diff_tensor (*tensors)[G2F_LAYER_TENSORS]; /* owned, n_layers rows, every role (g2f_model.h) */
+    size_t compared;           /* tensors compared (not NOT_COMPARED) */
     size_t differing;          /* tensors not equivalent (accepted ones included) */
     int equivalent;
     unsigned accept;           /* classes accepted (g2f_diff_accept), 0 by default */

@@ -48,6 +48,26 @@ g2f_status g2f_inspect_run(const g2f_model *m, g2f_inspect_result *out, g2f_erro
             if (v[k]) g2f_stats_compute(v[k], n[k], &il->stats[k]);
         }
         g2f_layer_free(&l);
+        /* the block's other tensors, each read whole (at most 3 d^2 floats) */
+        const g2f_tensor *all[G2F_LAYER_TENSORS];
+        if ((s = g2f_model_layer_tensors_all(m, L, all, &il->attn_split, err)) != G2F_OK) {
+            g2f_inspect_result_free(out);
+            return s;
+        }
+        for (int k = G2F_FFN_TENSORS; k < G2F_LAYER_TENSORS; k++) {
+            const g2f_tensor *t = all[k];
+            if (!t) continue;
+            float *buf = g2f_alloc_work((size_t)t->numel, 1, sizeof(float), t->name, err);
+            if (!buf) {
+                g2f_inspect_result_free(out);
+                return err ? err->status : G2F_ERR_NOMEM;
+            }
+            g2f_tensor_read_f32(t, 0, (size_t)t->numel, buf);
+            g2f_stats_compute(buf, (size_t)t->numel, &il->stats[k]);
+            free(buf);
+            g2f_mapping_release(t->data, t->nbytes);
+            il->tensor[k] = t;
+        }
     }
     return G2F_OK;
 }

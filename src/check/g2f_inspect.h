@@ -1,5 +1,6 @@
 /* g2f_inspect: what a checkpoint holds: format, naming, layout, sizes,
- * config, and per layer the four FFN tensors with value statistics. */
+ * config, n_head, and per layer every tensor (the FFN's four, the
+ * LayerNorms', the attention's) with value statistics. */
 #ifndef G2F_INSPECT_H
 #define G2F_INSPECT_H
 
@@ -17,9 +18,12 @@ typedef struct g2f_stats {
 /* Statistics of n floats, accumulated in double (Welford). */
 void g2f_stats_compute(const float *v, size_t n, g2f_stats *out);
 
+/* Every tensor of the layer (G2F_LAYER_TENSORS roles: the FFN's, then the
+ * LayerNorms' and attention's); absent ones NULL. */
 typedef struct g2f_inspect_layer {
-    const g2f_tensor *tensor[G2F_FFN_TENSORS]; /* borrowed from the model; bias may be NULL */
-    g2f_stats stats[G2F_FFN_TENSORS];
+    const g2f_tensor *tensor[G2F_LAYER_TENSORS]; /* borrowed from the model */
+    g2f_stats stats[G2F_LAYER_TENSORS];
+    int attn_split;                              /* q, k, v stored apart (TransformerLens) */
 } g2f_inspect_layer;
 
 typedef struct g2f_inspect_result {

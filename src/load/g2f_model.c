@@ -20,10 +20,13 @@
 #define MAX_LAYERS 4096
 #define CONFIG_MAX_BYTES (1u << 20)
 
-static const char *const roles[] = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"};
-_Static_assert(sizeof roles / sizeof roles[0] == G2F_FFN_TENSORS, "one name per tensor");
+static const char *const roles[] = {"c_fc.weight",        "c_fc.bias",          "c_proj.weight",
+                                    "c_proj.bias",        "ln_1.weight",        "ln_1.bias",
+                                    "attn.c_attn.weight", "attn.c_attn.bias",   "attn.c_proj.weight",
+                                    "attn.c_proj.bias",   "ln_2.weight",        "ln_2.bias"};
+_Static_assert(sizeof roles / sizeof roles[0] == G2F_LAYER_TENSORS, "one name per tensor");
 
-const char *g2f_model_tensor_role(int k) { return (unsigned)k < G2F_FFN_TENSORS ? roles[k] : "?"; }
+const char *g2f_model_tensor_role(int k) { return (unsigned)k < G2F_LAYER_TENSORS ? roles[k] : "?"; }
 
 /* The naming schemes of GPT-2 FFN tensors in the wild. A tensor name is
  * [containers.]<block>.<N>.<middle><suffix>, where containers are the
@@ -1037,4 +1040,60 @@ void g2f_embed_free(g2f_embed *e) {
     }
     g2f_ln_free(&e->ln_f);
     memset(e, 0, sizeof *e);
+}
+
+/* A stored block tensor of role k against its role's shape: rows x cols as
+ * stored (a vector: cols 0, any shape of that many elements). */
+static g2f_status check_role(const g2f_model *m, const g2f_tensor *x, int k, uint64_t rows, uint64_t cols,
+                             g2f_error *err) {
+    if (!g2f_dtype_is_float(x->dtype) && !g2f_dtype_is_quant(x->dtype))
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): %s is not a float type", m->path, x->name,
+                             roles[k], g2f_tensor_type_name(x));
+    int ok = cols ? x->ndim == 2 && x->shape[0] == rows && x->shape[1] == cols : x->numel == rows;
+    if (!ok) {
+        char sh[64];
+        g2f_shape_format(x, sh, sizeof sh);
+        if (cols)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): shape %s, expected [%llu, %llu]", m->path,
+                                 x->name, roles[k], sh, (unsigned long long)rows, (unsigned long long)cols);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): shape %s, expected %llu values", m->path,
+                             x->name, roles[k], sh, (unsigned long long)rows);
+    }
+    return g2f_quant_check(x, m->path, err);
+}
+
+g2f_status g2f_model_layer_tensors_all(const g2f_model *m, size_t layer, const g2f_tensor *out[G2F_LAYER_TENSORS],
+                                       int *attn_split, g2f_error *err) {
+    for (int k = 0; k < G2F_LAYER_TENSORS; k++) out[k] = NULL;
+    *attn_split = 0;
+    g2f_status st = g2f_model_layer_tensors(m, layer, out, err);
+    if (st != G2F_OK) return st;
+    const scheme *S = &schemes[m->scheme];
+    const uint64_t d = m->info.n_embd;
+    int lin = m->info.layout == G2F_LAYOUT_LINEAR;
+    const struct {
+        int role;
+        const char *name;
+        uint64_t rows, cols;
+    } want[] = {
+        {G2F_BLK_LN1_W, S->ln[0][0], d, 0},
+        {G2F_BLK_LN1_B, S->ln[0][1], d, 0},
+        {G2F_BLK_ATTN_W, S->attn[0], lin ? 3 * d : d, lin ? d : 3 * d},
+        {G2F_BLK_ATTN_B, S->attn[1], 3 * d, 0},
+        {G2F_BLK_APROJ_W, S->attn[2], d, d},
+        {G2F_BLK_APROJ_B, S->attn[3], d, 0},
+        {G2F_BLK_LN2_W, S->ln[1][0], d, 0},
+        {G2F_BLK_LN2_B, S->ln[1][1], d, 0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!want[i].name) continue; /* TransformerLens attention */
+        const g2f_tensor *x = lookup(m, want[i].name, (int)layer);
+        if (x && (st = check_role(m, x, want[i].role, want[i].rows, want[i].cols, err)) != G2F_OK) {
+            for (int k = 0; k < G2F_LAYER_TENSORS; k++) out[k] = NULL;
+            return st;
+        }
+        out[want[i].role] = x;
+    }
+    if (!S->attn[0]) *attn_split = lookup(m, "attn.W_Q", (int)layer) != NULL;
+    return G2F_OK;
 }

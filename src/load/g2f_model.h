@@ -106,8 +106,22 @@ typedef enum g2f_ffn_tensor {
     G2F_FFN_PROJ_B, /* c_proj.bias, optional */
     G2F_FFN_TENSORS
 } g2f_ffn_tensor;
+/* Every tensor of a layer: the FFN's four above, then the block's others in
+ * block order (inspect and diff list them all; g2f_model_layer_tensors_all). */
+enum {
+    G2F_BLK_LN1_W = G2F_FFN_TENSORS, /* ln_1.weight */
+    G2F_BLK_LN1_B,                   /* ln_1.bias */
+    G2F_BLK_ATTN_W,                  /* attn.c_attn.weight */
+    G2F_BLK_ATTN_B,                  /* attn.c_attn.bias */
+    G2F_BLK_APROJ_W,                 /* attn.c_proj.weight */
+    G2F_BLK_APROJ_B,                 /* attn.c_proj.bias */
+    G2F_BLK_LN2_W,                   /* ln_2.weight */
+    G2F_BLK_LN2_B,                   /* ln_2.bias */
+    G2F_LAYER_TENSORS
+};
 /* The role's name in reports: "c_fc.weight", "c_fc.bias", "c_proj.weight",
- * "c_proj.bias" ("?" out of range). */
+ * "c_proj.bias", "ln_1.weight", ..., "attn.c_attn.weight", ... ("?" out of
+ * range). */
 const char *g2f_model_tensor_role(int k);
 
 typedef struct g2f_layer {
@@ -236,5 +250,15 @@ int g2f_activation_to_gelu(const char *activation, g2f_gelu *out);
  * with g2f_mapping_release. */
 g2f_status g2f_model_layer_tensors(const g2f_model *m, size_t layer, const g2f_tensor *out[G2F_FFN_TENSORS],
                                    g2f_error *err);
+
+/* Every tensor of the layer as stored (G2F_LAYER_TENSORS roles; NULL when
+ * absent), the same way: the FFN's from g2f_model_layer_tensors, then the
+ * LayerNorms and attention, each checked against its role's shape (a
+ * vector of d or 3d; c_attn [d, 3d] and c_proj [d, d] in info.layout) and
+ * dtype, so a reader may index them by their logical shape. TransformerLens
+ * stores q, k and v apart (W_Q, W_K, W_V, W_O): its attention roles are NULL
+ * and *attn_split is set. */
+g2f_status g2f_model_layer_tensors_all(const g2f_model *m, size_t layer, const g2f_tensor *out[G2F_LAYER_TENSORS],
+                                       int *attn_split, g2f_error *err);
 
 #endif

@@ -911,22 +911,25 @@ char *g2f_report_json(const g2f_report_ctx *c) {
 void g2f_report_inspect_text(FILE *fp, const g2f_model_info *mi, const g2f_inspect_result *r) {
     model_text(fp, "checkpoint", mi);
     fprintf(fp, "ffn params  %zu per layer, %zu in all\n\n", r->ffn_params, r->ffn_params * r->n_layers);
-    fprintf(fp, "%5s %-14s %-5s %-14s %11s %11s %11s %11s %5s %5s\n", "layer", "tensor", "dtype", "shape", "min", "max",
-            "mean", "std", "nan", "inf");
+    fprintf(fp, "%5s %-18s %-5s %-14s %11s %11s %11s %11s %5s %5s\n", "layer", "tensor", "dtype", "shape", "min",
+            "max", "mean", "std", "nan", "inf");
     for (size_t L = 0; L < r->n_layers; L++) {
-        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
             const g2f_tensor *t = r->layers[L].tensor[k];
             const g2f_stats *st = &r->layers[L].stats[k];
             if (!t) {
-                fprintf(fp, "%5zu %-14s (absent)\n", L, g2f_model_tensor_role(k));
+                /* the FFN's roles always show; the block's only when stored */
+                if (k < G2F_FFN_TENSORS) fprintf(fp, "%5zu %-18s (absent)\n", L, g2f_model_tensor_role(k));
                 continue;
             }
             char sh[64];
             g2f_shape_format(t, sh, sizeof sh);
-            fprintf(fp, "%5zu %-14s %-5s %-14s %11.4g %11.4g %11.4g %11.4g %5llu %5llu\n", L, g2f_model_tensor_role(k),
+            fprintf(fp, "%5zu %-18s %-5s %-14s %11.4g %11.4g %11.4g %11.4g %5llu %5llu\n", L, g2f_model_tensor_role(k),
                     g2f_tensor_type_name(t), sh, st->min, st->max, st->mean, st->std, (unsigned long long)st->nan,
                     (unsigned long long)st->inf);
         }
+        if (r->layers[L].attn_split)
+            fprintf(fp, "%5zu %-18s (q, k, v and the output stored apart: W_Q, W_K, W_V, W_O)\n", L, "attention");
     }
 }
 
@@ -946,8 +949,9 @@ char *g2f_report_inspect_json(const char *checkpoint_arg, const g2f_model_info *
     for (size_t L = 0; !b.failed && L < r->n_layers; L++) {
         cJSON *l = j_check(&b, cJSON_CreateObject());
         j_num(&b, l, "layer", (double)L);
+        if (r->layers[L].attn_split) j_bool(&b, l, "attn_split", 1);
         cJSON *ts = j_arr(&b, l, "tensors");
-        for (int k = 0; ts && k < G2F_FFN_TENSORS; k++) {
+        for (int k = 0; ts && k < G2F_LAYER_TENSORS; k++) {
             const g2f_tensor *t = r->layers[L].tensor[k];
             if (!t) continue;
             const g2f_stats *st = &r->layers[L].stats[k];
@@ -984,10 +988,11 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
         fprintf(fp, "%s\nresult: DIFFERENT\n", r->sizes_msg);
         return;
     }
-    fprintf(fp, "%5s %-14s %11s %11s  %s\n", "layer", "tensor", "max_abs", "max_rel", "verdict");
+    fprintf(fp, "%5s %-18s %11s %11s  %s\n", "layer", "tensor", "max_abs", "max_rel", "verdict");
     for (size_t L = 0; L < r->n_layers; L++)
-        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
             const g2f_diff_tensor *t = &r->tensors[L][k];
+            if (t->kind == G2F_DIFF_NOT_COMPARED) continue; /* summed up below */
             char v[64], q[96] = "";
             diff_verdict(t, v, sizeof v);
             if (t->kind == G2F_DIFF_QUANTIZED)
@@ -995,18 +1000,36 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
             else if (t->kind == G2F_DIFF_MISSING || t->kind == G2F_DIFF_ZERO_BIAS) /* the size of what is missing */
                 snprintf(q, sizeof q, " (only %c has it: %zu value%s, largest |value| %.3g)", t->missing_in ? t->missing_in : '?',
                          t->missing_values, t->missing_values == 1 ? "" : "s", t->max_abs);
-            fprintf(fp, "%5zu %-14s %11.3e %11.3e  %s%s%s\n", L, g2f_model_tensor_role(k), t->max_abs, t->max_rel, v, q,
+            fprintf(fp, "%5zu %-18s %11.3e %11.3e  %s%s%s\n", L, g2f_model_tensor_role(k), t->max_abs, t->max_rel, v, q,
                     t->equivalent || t->accepted ? "" : "  <-");
         }
+    /* block tensors not compared: one line per role and reason */
+    for (int k = G2F_FFN_TENSORS; k < G2F_LAYER_TENSORS; k++) {
+        static const int who[] = {'S', 'A', 'B'};
+        for (int w = 0; w < 3; w++) {
+            size_t n = 0;
+            for (size_t L = 0; L < r->n_layers; L++)
+                n += r->tensors[L][k].kind == G2F_DIFF_NOT_COMPARED && r->tensors[L][k].missing_in == who[w];
+            if (!n) continue;
+            char where[48];
+            if (n == r->n_layers) snprintf(where, sizeof where, "all");
+            else snprintf(where, sizeof where, "%zu of %zu", n, r->n_layers);
+            if (who[w] == 'S')
+                fprintf(fp, "%5s %-18s not compared: one checkpoint stores q, k, v apart (TransformerLens)\n", where,
+                        g2f_model_tensor_role(k));
+            else
+                fprintf(fp, "%5s %-18s not compared: only %c holds it\n", where, g2f_model_tensor_role(k), who[w]);
+        }
+    }
     size_t quantized = 0, unaccepted = 0;
     for (size_t L = 0; L < r->n_layers; L++)
-        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
             quantized += r->tensors[L][k].kind == G2F_DIFF_QUANTIZED;
             unaccepted += r->tensors[L][k].kind == G2F_DIFF_QUANTIZED && !r->tensors[L][k].accepted;
         }
     fprintf(fp, "\nresult: %s (%zu of %zu tensors differ; rounding allowed: %.3g relative)\n",
-            r->equivalent ? "EQUIVALENT" : r->all_accepted ? "ACCEPTED" : "DIFFERENT", r->differing,
-            r->n_layers * G2F_FFN_TENSORS, r->roundoff);
+            r->equivalent ? "EQUIVALENT" : r->all_accepted ? "ACCEPTED" : "DIFFERENT", r->differing, r->compared,
+            r->roundoff);
     if (quantized)
         fprintf(fp, "%zu tensors are quantized weights within the bound of ggml's reference rounding (%s)\n", quantized,
                 unaccepted ? "not equivalent; --accept weights_quantized accepts them"
@@ -1024,14 +1047,16 @@ char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, con
         if ((r->accept & c) && g2f_diff_accept_name(c)) j_add(&j, acc, NULL, j_check(&j, cJSON_CreateString(g2f_diff_accept_name(c))));
     if (!r->same_sizes) j_str(&j, root, "sizes", r->sizes_msg);
     j_num(&j, root, "roundoff", r->roundoff);
+    j_num(&j, root, "compared", (double)r->compared);
     j_num(&j, root, "differing", (double)r->differing);
     cJSON *layers = j_arr(&j, root, "layers");
     for (size_t L = 0; !j.failed && L < r->n_layers; L++) {
         cJSON *l = j_check(&j, cJSON_CreateObject());
         j_num(&j, l, "layer", (double)L);
         cJSON *ts = j_arr(&j, l, "tensors");
-        for (int k = 0; ts && k < G2F_FFN_TENSORS; k++) {
+        for (int k = 0; ts && k < G2F_LAYER_TENSORS; k++) {
             const g2f_diff_tensor *t = &r->tensors[L][k];
+            if (t->kind == G2F_DIFF_NOT_COMPARED && !t->missing_in) continue; /* neither holds it */
             char v[64];
             diff_verdict(t, v, sizeof v);
             cJSON *o = j_check(&j, cJSON_CreateObject());

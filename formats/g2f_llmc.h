@@ -22,9 +22,17 @@
  *              (and transposes HF's Conv1D [in, out] when loading GPT-2), so
  *              fcw is (4C, C), the transpose of HF's c_fc (C, 4C).
  *
- * The table holds views into the file for what the FFN check needs, named as
- * in GPT-2 / HF (the format *is* GPT-2's, so its names are the natural ones):
+ * The table holds views into the file for the whole model, named as in
+ * GPT-2 / HF (the format *is* GPT-2's, so its names are the natural ones):
  *   wte.weight               (Vp, C)   rows V..Vp-1 are llm.c's zero padding
+ *   wpe.weight               (maxT, C)
+ *   ln_f.weight, ln_f.bias   (C)
+ *   h.L.ln_1.weight          (C)
+ *   h.L.ln_1.bias            (C)
+ *   h.L.attn.c_attn.weight   (3C, C)   Linear [out, in]: q, k, v rows in that order
+ *   h.L.attn.c_attn.bias     (3C)
+ *   h.L.attn.c_proj.weight   (C, C)    Linear [out, in]
+ *   h.L.attn.c_proj.bias     (C)
  *   h.L.ln_2.weight          (C)
  *   h.L.ln_2.bias            (C)
  *   h.L.mlp.c_fc.weight      (4C, C)   Linear [out, in]

@@ -57,7 +57,8 @@ static void show(const char *name, const g2f_model_result *r) {
 
 static void clean_fixtures_should_pass(void) {
     static const struct { const char *ckpt, *name; } cases[] = {
-        {"tiny", "clean"}, {"small", "small_clean"}, {"tiny", "clean_tl_i32"}};
+        {"tiny", "clean"}, {"small", "small_clean"}, {"tiny", "clean_tl_i32"},
+        {"formats2/tiny_llmc.bin", "clean"}}; /* llm.c: the same weights, Linear layout, n_head from its header */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         g2f_model_result r;
         g2f_error err = {0};

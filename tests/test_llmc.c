@@ -76,7 +76,18 @@ static void llmc_should_view_each_parameter_at_its_offset(void) {
         g2f_table t;
         g2f_error err = {0};
         CHECK(g2f_llmc_parse(image, n, "ok.bin", &t, &err) == G2F_OK);
-        CHECK(t.count == 1 + 6 * LAYERS);
+        CHECK(t.count == 4 + 12 * LAYERS);
+        /* the whole model's views: wpe, ln_f, ln_1 and attention at their offsets */
+        CHECK(first(&t, "wpe.weight") == 32 && first(&t, "ln_f.weight") == 532 && first(&t, "ln_f.bias") == 536);
+        CHECK(first(&t, "h.0.ln_1.weight") == 44 && first(&t, "h.1.ln_1.weight") == 48);
+        CHECK(first(&t, "h.0.ln_1.bias") == 52 && first(&t, "h.1.ln_1.bias") == 56);
+        CHECK(first(&t, "h.0.attn.c_attn.weight") == 60 && first(&t, "h.1.attn.c_attn.weight") == 108);
+        CHECK(first(&t, "h.0.attn.c_attn.bias") == 156 && first(&t, "h.1.attn.c_attn.bias") == 168);
+        CHECK(first(&t, "h.0.attn.c_proj.weight") == 180 && first(&t, "h.1.attn.c_proj.weight") == 196);
+        CHECK(first(&t, "h.0.attn.c_proj.bias") == 212 && first(&t, "h.1.attn.c_proj.bias") == 216);
+        const g2f_tensor *qkv = g2f_table_find(&t, "h.1.attn.c_attn.weight"), *wpe = g2f_table_find(&t, "wpe.weight");
+        CHECK(qkv && qkv->ndim == 2 && qkv->shape[0] == 3 * CH && qkv->shape[1] == CH);
+        CHECK(wpe && wpe->ndim == 2 && wpe->shape[0] == 3 && wpe->shape[1] == CH);
         const g2f_dtype dt = version == 3 ? G2F_DTYPE_F32 : G2F_DTYPE_BF16;
         const g2f_tensor *wte = g2f_table_find(&t, "wte.weight");
         CHECK(wte && wte->dtype == dt && wte->ndim == 2 && wte->shape[0] == VPAD && wte->shape[1] == CH);

@@ -1,5 +1,5 @@
 /* Fuzz target: fixture tensor-name matching (g2f_fixture_open / _check /
- * _layer_load / _check_block). Each input line is one tensor: its first
+ * _layer_load / _check_block / _check_model). Each input line is one tensor: its first
  * byte picks the shape (below: the FFN's and the block's, qkv, heads,
  * probs), the rest is the name. The lines become a valid safetensors file
  * of zero-filled F32 tensors, opened as a fixture and checked against the
@@ -94,6 +94,9 @@ int g2f_fuzz_fixture_names(const uint8_t *data, size_t size) {
         fuzz_check_message(s, &err);
         g2f_status sb = g2f_fixture_check_block(f, 4, 64, 4, &err);
         fuzz_check_message(sb, &err);
+        size_t mns, mT; /* the model's ends: input_ids, embed, ln_f.out, logits (vocab 96, 32 positions) */
+        g2f_status sm = g2f_fixture_check_model(f, 64, 96, 32, &mns, &mT, &err);
+        fuzz_check_message(sm, &err);
         for (size_t L = 0; sb == G2F_OK && L < 4; L++) {
             size_t ns, T;
             if (g2f_fixture_has_block(f, L)) g2f_fixture_block_shape(f, L, &ns, &T);

@@ -335,8 +335,13 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
     for (size_t L = 0; L < mi->n_layer; L++)
         for (int k = G2F_SAVE_IN; k <= G2F_SAVE_OUT; k++) {
             if (!(p->save & (1u << k))) continue;
-            size_t per = k == G2F_SAVE_QKV ? 3 * T * d : k == G2F_SAVE_PROBS ? H * T * T
-                         : k == G2F_SAVE_PRE || k == G2F_SAVE_ACT ? T * h : T * d;
+            size_t per, w = k == G2F_SAVE_QKV ? 3 * d : k == G2F_SAVE_PROBS ? H * T
+                            : k == G2F_SAVE_PRE || k == G2F_SAVE_ACT ? h : d;
+            if (__builtin_mul_overflow(w, T, &per)) { /* T from a file: (n_head T) T can overflow */
+                st = g2f_error_set(err, G2F_ERR_NOMEM, "run: layer %zu's stages for sequences of %zu tokens are too "
+                                   "large", L, T);
+                goto done;
+            }
             if (k == G2F_SAVE_QKV && p->tl_names)
                 for (int part = 0; part < 3; part++) outs[n++] = (out_t){(long)L, k, part, T * d, NULL};
             else outs[n++] = (out_t){(long)L, k, -1, per, NULL};

@@ -12,7 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "check.h"
+#include "g2f_report.h"
 #include "g2f_verify.h"
 #include "test_util.h"
 
@@ -75,6 +78,47 @@ static void n_head_should_come_from_the_file(void) {
                          in->n_head_source ? in->n_head_source : "nowhere");
         CHECK(ok);
         CHECK(in->n_layer == 4 && in->n_embd == 64 && in->n_inner == 256);
+        g2f_model_close(m);
+    }
+}
+
+/* inspect's text and JSON reports say n_head and where it came from */
+static void inspect_should_show_n_head_and_its_source(void) {
+    for (size_t i = 0; i < N_FORMATS; i++) {
+        char ck[512], want[256];
+        snprintf(ck, sizeof ck, "%s/%s", fixtures, formats[i].path);
+        g2f_model *m = NULL;
+        g2f_inspect_result r = {0};
+        g2f_error err = {0};
+        CHECK(g2f_model_open(ck, NULL, &m, &err) == G2F_OK);
+        if (!m) continue;
+        CHECK(g2f_inspect_run(m, &r, &err) == G2F_OK);
+        const g2f_model_info *in = g2f_model_get_info(m);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+        CHECK(fp != NULL);
+        if (fp) {
+            g2f_report_inspect_text(fp, in, &r);
+            fclose(fp);
+        }
+        if (formats[i].head_source) snprintf(want, sizeof want, "\nn_head      4 (%s)\n", formats[i].head_source);
+        else snprintf(want, sizeof want, "\nn_head      unknown (");
+        CHECK_CONTAINS(text ? text : "", want);
+        free(text);
+        char *json = g2f_report_inspect_json(ck, in, &r);
+        cJSON *root = json ? cJSON_Parse(json) : NULL;
+        const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+        const cJSON *nh = cJSON_GetObjectItemCaseSensitive(model, "n_head");
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(model, "n_head_source");
+        if (formats[i].head_source)
+            CHECK(cJSON_IsNumber(nh) && nh->valuedouble == 4 && cJSON_IsString(src) &&
+                  !strcmp(src->valuestring, formats[i].head_source));
+        else
+            CHECK(cJSON_IsNull(nh) && cJSON_IsNull(src));
+        cJSON_Delete(root);
+        free(json);
+        g2f_inspect_result_free(&r);
         g2f_model_close(m);
     }
 }
@@ -233,6 +277,7 @@ int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "blockfmt") != 0) return 1;
     fixtures = argv[1];
     RUN(n_head_should_come_from_the_file);
+    RUN(inspect_should_show_n_head_and_its_source);
     RUN(clean_blocks_should_pass_from_every_format);
     RUN(every_format_should_give_the_margins_of_safetensors);
     RUN(attn_scale_missing_should_be_named_from_every_format);

@@ -187,13 +187,16 @@ static g2f_status walk(walker *w, const g2f_pickle_value *v, unsigned depth, con
  * checkpoint (g2f_torch.h: G2F_TORCH_META_MODEL_ARGS). The integer sizes of
  * its model_args dict (and of a top-level 'config' dict, which nanoGPT and
  * minGPT-style trainers save too) become metadata; other keys are not read. */
+/* The value of a str key; a repeated key gives the last, as Python's
+ * unpickler keeps it (g2f_pickle.h keeps both). */
 static const g2f_pickle_value *dict_get(const g2f_pickle_value *d, const char *key) {
     size_t n = strlen(key);
+    const g2f_pickle_value *found = NULL;
     for (size_t i = 0; i < d->u.dict.count; i++) {
         const g2f_pickle_value *k = d->u.dict.keys[i];
-        if (k->kind == G2F_PV_STR && k->u.str.len == n && !memcmp(k->u.str.s, key, n)) return d->u.dict.values[i];
+        if (k->kind == G2F_PV_STR && k->u.str.len == n && !memcmp(k->u.str.s, key, n)) found = d->u.dict.values[i];
     }
-    return NULL;
+    return found;
 }
 
 static g2f_status add_meta(g2f_table *t, const char *key, const char *value, const char *label, g2f_error *err) {

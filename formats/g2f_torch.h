@@ -89,6 +89,8 @@
 #define G2F_TORCH_META_ARGS_N_EMBD "torch:model_args.n_embd"
 #define G2F_TORCH_META_CONFIG_N_HEAD "torch:config.n_head"
 #define G2F_TORCH_META_CONFIG_N_EMBD "torch:config.n_embd"
+#define G2F_TORCH_META_ARGS_N_LAYER "torch:model_args.n_layer"
+#define G2F_TORCH_META_CONFIG_N_LAYER "torch:config.n_layer"
 
 typedef g2f_mapped_table g2f_torch;
 

@@ -208,10 +208,11 @@ static void attn_scale_missing_should_be_named_from_every_format(void) {
 static const float weights[16] = {0}; /* c_fc [8, 2] and c_proj [2, 8], one storage */
 
 /* {'model': {'h.0.mlp.c_fc.weight', 'h.0.mlp.c_proj.weight'}, 'model_args':
- * {'n_head': shadowed_head, 'n_head': n_head, 'n_embd': n_embd}} (a value
+ * {'n_head': shadowed_head, 'n_head': n_head, 'n_embd': n_embd, 'n_layer':
+ * n_layer}} (a value
  * < 0: that key left out) as a
  * torch.save zip at path: nanoGPT's Linear layout, n_embd 2, n_inner 8. */
-static int write_nanogpt(const char *path, int shadowed_head, int n_head, int n_embd) {
+static int write_nanogpt(const char *path, int shadowed_head, int n_head, int n_embd, int n_layer) {
     const int fc_shape[2] = {8, 2}, fc_stride[2] = {2, 1}, pj_shape[2] = {2, 8}, pj_stride[2] = {8, 1};
     start();
     op('}');
@@ -237,6 +238,10 @@ static int write_nanogpt(const char *path, int shadowed_head, int n_head, int n_
         ustr("n_embd");
         binint(n_embd);
     }
+    if (n_layer >= 0) {
+        ustr("n_layer");
+        binint(n_layer);
+    }
     op('u');
     op('u');
     op('.');
@@ -246,20 +251,21 @@ static int write_nanogpt(const char *path, int shadowed_head, int n_head, int n_
 
 static void model_args_should_agree_with_the_tensors(void) {
     static const struct {
-        int shadowed_head, n_head, n_embd;
+        int shadowed_head, n_head, n_embd, n_layer;
         const char *error; /* NULL: opens with n_head */
     } cases[] = {
-        {-1, 2, 2, NULL},
-        {-1, 1, -1, NULL},
-        {3, 2, 2, NULL}, /* the last n_head counts, as Python's unpickler keeps it */
-        {2, 3, 2, "model_args['n_head'] 3 does not divide n_embd 2"},
-        {-1, 0, 2, "model_args['n_head'] must be a positive integer"},
-        {-1, 2, 4, "model_args['n_embd'] is 4 but the FFN weights have n_embd 2"},
+        {-1, 2, 2, 1, NULL},
+        {-1, 1, -1, -1, NULL},
+        {3, 2, 2, -1, NULL}, /* the last n_head counts, as Python's unpickler keeps it */
+        {2, 3, 2, 1, "model_args['n_head'] 3 does not divide n_embd 2"},
+        {-1, 0, 2, 1, "model_args['n_head'] must be a positive integer"},
+        {-1, 2, 4, 1, "model_args['n_embd'] is 4 but the FFN weights have n_embd 2"},
+        {-1, 2, 2, 12, "model_args['n_layer'] is 12 but it holds FFN weights for 1 layers"},
     };
     char path[400];
     snprintf(path, sizeof path, "%s/ckpt.pt", dir);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        CHECK(write_nanogpt(path, cases[i].shadowed_head, cases[i].n_head, cases[i].n_embd) == 0);
+        CHECK(write_nanogpt(path, cases[i].shadowed_head, cases[i].n_head, cases[i].n_embd, cases[i].n_layer) == 0);
         g2f_model *m = NULL;
         g2f_error err = {0};
         g2f_status s = g2f_model_open(path, NULL, &m, &err);

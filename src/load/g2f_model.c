@@ -425,19 +425,25 @@ static g2f_status head_count_from_file(g2f_model *m, g2f_error *err) {
         }
     }
     if (g2f_source_format(m->src) == G2F_FORMAT_ZIP) {
-        static const struct { const char *head, *embd, *what, *source; } dicts[] = {
-            {G2F_TORCH_META_ARGS_N_HEAD, G2F_TORCH_META_ARGS_N_EMBD, "model_args", "nanoGPT model_args n_head"},
-            {G2F_TORCH_META_CONFIG_N_HEAD, G2F_TORCH_META_CONFIG_N_EMBD, "config", "the checkpoint's config n_head"}};
+        static const struct { const char *head, *embd, *layer, *what, *source; } dicts[] = {
+            {G2F_TORCH_META_ARGS_N_HEAD, G2F_TORCH_META_ARGS_N_EMBD, G2F_TORCH_META_ARGS_N_LAYER, "model_args",
+             "nanoGPT model_args n_head"},
+            {G2F_TORCH_META_CONFIG_N_HEAD, G2F_TORCH_META_CONFIG_N_EMBD, G2F_TORCH_META_CONFIG_N_LAYER, "config",
+             "the checkpoint's config n_head"}};
         for (size_t i = 0; i < sizeof dicts / sizeof dicts[0]; i++) {
-            size_t n_head = 0, n_embd = 0;
+            size_t n_head = 0, n_embd = 0, n_layer = 0;
             int h = meta_size(t, dicts[i].head, &n_head), e = meta_size(t, dicts[i].embd, &n_embd);
-            if (h < 0 || e < 0)
+            int l = meta_size(t, dicts[i].layer, &n_layer);
+            if (h < 0 || e < 0 || l < 0)
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s['%s'] must be a positive integer", m->path,
-                                     dicts[i].what, h < 0 ? "n_head" : "n_embd");
+                                     dicts[i].what, h < 0 ? "n_head" : e < 0 ? "n_embd" : "n_layer");
             if (e > 0 && n_embd != m->info.n_embd)
                 return g2f_error_set(err, G2F_ERR_FORMAT,
                                      "%s: %s['n_embd'] is %zu but the FFN weights have n_embd %zu", m->path,
                                      dicts[i].what, n_embd, m->info.n_embd);
+            if (l > 0 && n_layer != m->info.n_layer)
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s['n_layer'] is %zu but it holds FFN weights for %zu layers",
+                                     m->path, dicts[i].what, n_layer, m->info.n_layer);
             if (!h) continue;
             if (n_head > m->info.n_embd || m->info.n_embd % n_head)
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s['n_head'] %zu does not divide n_embd %zu",

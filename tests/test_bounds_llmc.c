@@ -161,7 +161,7 @@ static void llmc_should_be_exactly_the_size_the_header_implies(void) {
         dims d = small;
         d.version = v;
         ACCEPTED(l_parse(&d, 0, &count, &err), err);
-        CHECK(count == 1 + 6 * (size_t)d.L);
+        CHECK(count == 4 + 12 * (size_t)d.L);
         REFUSED(l_parse(&d, -1, NULL, &err), err, ": truncated");
         REFUSED(l_parse(&d, 1, NULL, &err), err, ": trailing bytes");
         char needle[96];

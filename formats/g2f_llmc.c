@@ -26,10 +26,10 @@ static const struct {
 } layer_views[] = {
     {"h.%d.ln_1.weight", LLMC_LN1W, 1, 0},
     {"h.%d.ln_1.bias", LLMC_LN1B, 1, 0},
-    {"h.%d.attn.c_attn.weight", LLMC_QKVW, 3, 1},   /* (3C, C) Linear [out, in]: q, k, v rows */
-    {"h.%d.attn.c_attn.bias", LLMC_QKVB, 3, 0},     /* (3C) */
+    {"h.%d.attn.c_attn.weight", LLMC_QKVW, 3, 1}, /* (3C, C) Linear [out, in] */
+    {"h.%d.attn.c_attn.bias", LLMC_QKVB, 3, 0},   /* (3C) */
     {"h.%d.attn.c_proj.weight", LLMC_ATTPROJW, 1, 1}, /* (C, C) Linear [out, in] */
-    {"h.%d.attn.c_proj.bias", LLMC_ATTPROJB, 1, 0}, /* (C) */
+    {"h.%d.attn.c_proj.bias", LLMC_ATTPROJB, 1, 0},
     {"h.%d.ln_2.weight", LLMC_LN2W, 1, 0},
     {"h.%d.ln_2.bias", LLMC_LN2B, 1, 0},
     {"h.%d.mlp.c_fc.weight", LLMC_FCW, 4, 1},    /* (4C, C) Linear [out, in] */
@@ -149,7 +149,8 @@ g2f_status g2f_llmc_parse(const unsigned char *buf, uint64_t size, const char *l
                              g2f_dtype_name(dtype), (unsigned long long)expected, (unsigned long long)total,
                              (unsigned long long)esize, size < expected ? "truncated" : "trailing bytes");
 
-    /* Views. Counts are small (4 + 12L <= 12292 tensors, 8 metadata entries). */
+    /* Views. Counts are small (4 + 12L <= 12292 tensors, 8 metadata entries):
+     * wte, wpe, the layers, ln_f. */
     const unsigned char *data = buf + G2F_LLMC_HEADER_BYTES;
     size_t n_tensors = 4 + LAYER_VIEWS * (size_t)L;
     t.tensors = g2f_alloc_array(n_tensors, sizeof *t.tensors);
@@ -163,12 +164,6 @@ g2f_status g2f_llmc_parse(const unsigned char *buf, uint64_t size, const char *l
     g2f_tensor *wpe = &t.tensors[t.count++];
     set_view(wpe, dtype, data + offset[LLMC_WPE] * esize, 2, (uint64_t)maxT, c);
     if (!(wpe->name = g2f_strdup("wpe.weight"))) goto nomem;
-    g2f_tensor *lnf = &t.tensors[t.count++];
-    set_view(lnf, dtype, data + offset[LLMC_LNFW] * esize, 1, c, 0);
-    if (!(lnf->name = g2f_strdup("ln_f.weight"))) goto nomem;
-    lnf = &t.tensors[t.count++];
-    set_view(lnf, dtype, data + offset[LLMC_LNFB] * esize, 1, c, 0);
-    if (!(lnf->name = g2f_strdup("ln_f.bias"))) goto nomem;
     for (int32_t layer = 0; layer < L; layer++) {
         for (size_t v = 0; v < LAYER_VIEWS; v++) {
             const uint64_t rows = layer_views[v].rows_c * c, cols = layer_views[v].cols_c * c;
@@ -180,6 +175,13 @@ g2f_status g2f_llmc_parse(const unsigned char *buf, uint64_t size, const char *l
             snprintf(name, sizeof name, layer_views[v].pattern, (int)layer);
             if (!(tt->name = g2f_strdup(name))) goto nomem;
         }
+    }
+    static const struct { const char *name; llmc_param param; } final_views[] = {
+        {"ln_f.weight", LLMC_LNFW}, {"ln_f.bias", LLMC_LNFB}};
+    for (size_t v = 0; v < 2; v++) {
+        g2f_tensor *tt = &t.tensors[t.count++];
+        set_view(tt, dtype, data + offset[final_views[v].param] * esize, 1, c, 0);
+        if (!(tt->name = g2f_strdup(final_views[v].name))) goto nomem;
     }
 
     g2f_meta_entry *fm = &t.meta[t.meta_count];

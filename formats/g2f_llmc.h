@@ -22,14 +22,15 @@
  *              (and transposes HF's Conv1D [in, out] when loading GPT-2), so
  *              fcw is (4C, C), the transpose of HF's c_fc (C, 4C).
  *
- * The table holds views into the file for the whole model, named as in
- * GPT-2 / HF (the format *is* GPT-2's, so its names are the natural ones):
+ * The table holds views into the file for every parameter, named as in
+ * GPT-2 / HF (the format *is* GPT-2's, so its names are the natural ones),
+ * in this order (4 + 12L tensors):
  *   wte.weight               (Vp, C)   rows V..Vp-1 are llm.c's zero padding
  *   wpe.weight               (maxT, C)
- *   ln_f.weight, ln_f.bias   (C)
+ *   then per layer L:
  *   h.L.ln_1.weight          (C)
  *   h.L.ln_1.bias            (C)
- *   h.L.attn.c_attn.weight   (3C, C)   Linear [out, in]: q, k, v rows in that order
+ *   h.L.attn.c_attn.weight   (3C, C)   Linear [out, in]: q, k, v rows
  *   h.L.attn.c_attn.bias     (3C)
  *   h.L.attn.c_proj.weight   (C, C)    Linear [out, in]
  *   h.L.attn.c_proj.bias     (C)
@@ -39,6 +40,9 @@
  *   h.L.mlp.c_fc.bias        (4C)
  *   h.L.mlp.c_proj.weight    (C, 4C)   Linear [out, in]
  *   h.L.mlp.c_proj.bias      (C)
+ *   and last:
+ *   ln_f.weight              (C)
+ *   ln_f.bias                (C)
  * dtype F32 (version 3) or BF16 (version 5). Metadata (decimal strings):
  * "format" = "llm.c", "version", "max_seq_len", "vocab_size",
  * "padded_vocab_size", "num_layers", "num_heads", "channels".

@@ -184,26 +184,56 @@ static g2f_status walk(walker *w, const g2f_pickle_value *v, unsigned depth, con
 
 /* nanoGPT's train.py saves {'model': ..., 'optimizer': ..., 'model_args':
  * ..., ...}: a dict with both keys at the top marks a nanoGPT training
- * checkpoint (g2f_torch.h: G2F_TORCH_META_MODEL_ARGS). Other keys of that
- * dict are not read. */
-static int has_key(const g2f_pickle_value *d, const char *key) {
+ * checkpoint (g2f_torch.h: G2F_TORCH_META_MODEL_ARGS). The integer sizes of
+ * its model_args dict (and of a top-level 'config' dict, which nanoGPT and
+ * minGPT-style trainers save too) become metadata; other keys are not read. */
+/* The value of a str key; a repeated key gives the last, as Python's
+ * unpickler keeps it (g2f_pickle.h keeps both). */
+static const g2f_pickle_value *dict_get(const g2f_pickle_value *d, const char *key) {
     size_t n = strlen(key);
+    const g2f_pickle_value *found = NULL;
     for (size_t i = 0; i < d->u.dict.count; i++) {
         const g2f_pickle_value *k = d->u.dict.keys[i];
-        if (k->kind == G2F_PV_STR && k->u.str.len == n && !memcmp(k->u.str.s, key, n)) return 1;
+        if (k->kind == G2F_PV_STR && k->u.str.len == n && !memcmp(k->u.str.s, key, n)) found = d->u.dict.values[i];
     }
-    return 0;
+    return found;
+}
+
+static g2f_status add_meta(g2f_table *t, const char *key, const char *value, const char *label, g2f_error *err) {
+    g2f_meta_entry *m = &t->meta[t->meta_count];
+    m->key = g2f_strdup(key);
+    m->value = g2f_strdup(value);
+    t->meta_count++; /* freed with the table even when half made */
+    return m->key && m->value ? G2F_OK : g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
 }
 
 static g2f_status note_model_args(const g2f_pickle_value *root, g2f_table *t, const char *label, g2f_error *err) {
-    if (root->kind != G2F_PV_DICT || !has_key(root, "model") || !has_key(root, "model_args")) return G2F_OK;
-    t->meta = calloc(1, sizeof *t->meta);
+    if (root->kind != G2F_PV_DICT) return G2F_OK;
+    static const char *const dicts[] = {"model_args", "config"};
+    static const char *const fields[] = {"n_head", "n_embd", "n_layer"};
+    enum { MAX_META = 1 + 2 * 3 };
+    int nanogpt = dict_get(root, "model") && dict_get(root, "model_args");
+    t->meta = calloc(MAX_META, sizeof *t->meta);
     if (!t->meta) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
-    t->meta[0].key = g2f_strdup(G2F_TORCH_META_MODEL_ARGS);
-    t->meta[0].value = g2f_strdup("beside model");
-    t->meta_count = 1;
-    if (!t->meta[0].key || !t->meta[0].value) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", label);
-    return G2F_OK;
+    g2f_status st = G2F_OK;
+    if (nanogpt) st = add_meta(t, G2F_TORCH_META_MODEL_ARGS, "beside model", label, err);
+    for (size_t d = 0; d < 2 && st == G2F_OK; d++) {
+        const g2f_pickle_value *args = dict_get(root, dicts[d]);
+        if (!args || args->kind != G2F_PV_DICT) continue;
+        for (size_t f = 0; f < 3 && st == G2F_OK; f++) {
+            const g2f_pickle_value *v = dict_get(args, fields[f]);
+            if (!v || v->kind != G2F_PV_INT) continue; /* the model validates the value */
+            char key[64], value[32];
+            snprintf(key, sizeof key, "torch:%s.%s", dicts[d], fields[f]);
+            snprintf(value, sizeof value, "%lld", (long long)v->u.i);
+            st = add_meta(t, key, value, label, err);
+        }
+    }
+    if (st == G2F_OK && t->meta_count == 0) {
+        free(t->meta);
+        t->meta = NULL;
+    }
+    return st;
 }
 
 /* Names unique: sorted, n log n. */

@@ -44,11 +44,15 @@
  *      copied; storage offset + element count lies inside the storage
  *      (computed without overflow).
  * Everything else in the object (ints, floats, strings, None, storages not
- * used by a tensor) is ignored. Table metadata: one entry,
+ * used by a tensor) is ignored. Table metadata:
  * G2F_TORCH_META_MODEL_ARGS = "beside model", when the saved object is a
  * dict holding both a "model" and a "model_args" key, as nanoGPT's train.py
  * saves its training checkpoints (whose model.py runs nn.GELU(), exact
- * erf); none otherwise.
+ * erf); and "torch:model_args.n_head", "torch:model_args.n_embd",
+ * "torch:model_args.n_layer" (and the same under "torch:config.") for the
+ * integer fields of a top-level 'model_args' (nanoGPT) or 'config' dict, as
+ * decimal strings, unvalidated (the model checks them against the tensors);
+ * none otherwise.
  *
  * Dtypes: FloatStorage F32, HalfStorage F16, BFloat16Storage BF16,
  * DoubleStorage F64, LongStorage I64, IntStorage I32, ShortStorage I16,
@@ -80,6 +84,13 @@
 #define G2F_TORCH_VISITS_PER_VALUE 4u
 /* The metadata key marking a nanoGPT training checkpoint (see above). */
 #define G2F_TORCH_META_MODEL_ARGS "torch:model_args"
+/* Integer sizes of the model_args / config dicts (see above). */
+#define G2F_TORCH_META_ARGS_N_HEAD "torch:model_args.n_head"
+#define G2F_TORCH_META_ARGS_N_EMBD "torch:model_args.n_embd"
+#define G2F_TORCH_META_CONFIG_N_HEAD "torch:config.n_head"
+#define G2F_TORCH_META_CONFIG_N_EMBD "torch:config.n_embd"
+#define G2F_TORCH_META_ARGS_N_LAYER "torch:model_args.n_layer"
+#define G2F_TORCH_META_CONFIG_N_LAYER "torch:config.n_layer"
 
 typedef g2f_mapped_table g2f_torch;
 

@@ -13,6 +13,10 @@ Subcommands
   gguf --dtype F32|F16|Q8_0|Q4_0|Q4_1|Q5_0|Q5_1|Q4_K|Q5_K|Q6_K [--quantize-embeddings] --out FILE
         llama.cpp GPT-2 names and layout: token_embd.weight, blk.N.ffn_norm.{weight,bias}
         (ln_2), blk.N.ffn_up.{weight,bias} (c_fc), blk.N.ffn_down.{weight,bias} (c_proj).
+        With --full the whole model, in the converter's order: token_embd, output (the tied
+        head again), position_embd, per layer attn_norm (ln_1), attn_qkv (c_attn), attn_output
+        (attn.c_proj), ffn_norm, ffn_up, ffn_down, then output_norm (ln_f); attn_qkv / attn_output
+        weights get the FFN weights' type.
         Weights are the HF Conv1D tensors transposed to torch Linear [out, in], written as is,
         so ggml's ne (fastest first) is the reverse: ffn_up ne = [n_embd, n_inner].
         F16 stores the 2-D weights (and token_embd) as F16 and the 1-D tensors as F32, as
@@ -176,11 +180,27 @@ def cmd_gguf(a):
         kvs.append(("general.quantization_version", GGUF_UINT32, 2))
 
     tensors = [_gguf_tensor("token_embd.weight", w["wte.weight"], matrix_type)]  # ne [d, vocab]
+    if a.full:
+        # llama.cpp's convert_hf_to_gguf.py (GPT2Model) writes the tied head
+        # again as output.weight, right after token_embd, then wpe.
+        tensors += [_gguf_tensor("output.weight", w["wte.weight"], matrix_type),
+                    _gguf_tensor("position_embd.weight", w["wpe.weight"], matrix_type)]  # ne [d, n_ctx]
     for L in range(n_layer):
         h, b = "h.%d." % L, "blk.%d." % L
         # HF Conv1D stores [in, out]; llama.cpp's converter transposes to Linear [out, in].
         up = w[h + "mlp.c_fc.weight"].t()        # [ni, d] -> ne [d, ni]
         down = w[h + "mlp.c_proj.weight"].t()    # [d, ni] -> ne [ni, d]
+        if a.full:  # the state dict's order: ln_1, attention, then ln_2 and the FFN
+            qkv = w[h + "attn.c_attn.weight"].t()   # [3d, d] -> ne [d, 3d]
+            out = w[h + "attn.c_proj.weight"].t()   # [d, d] (out, in) -> ne [d(in), d(out)]
+            tensors += [
+                _gguf_tensor(b + "attn_norm.weight", w[h + "ln_1.weight"], GGML_F32),
+                _gguf_tensor(b + "attn_norm.bias", w[h + "ln_1.bias"], GGML_F32),
+                _gguf_tensor(b + "attn_qkv.weight", qkv, weight_type),
+                _gguf_tensor(b + "attn_qkv.bias", w[h + "attn.c_attn.bias"], GGML_F32),
+                _gguf_tensor(b + "attn_output.weight", out, weight_type),
+                _gguf_tensor(b + "attn_output.bias", w[h + "attn.c_proj.bias"], GGML_F32),
+            ]
         tensors += [
             _gguf_tensor(b + "ffn_norm.weight", w[h + "ln_2.weight"], GGML_F32),
             _gguf_tensor(b + "ffn_norm.bias", w[h + "ln_2.bias"], GGML_F32),
@@ -189,6 +209,9 @@ def cmd_gguf(a):
             _gguf_tensor(b + "ffn_down.weight", down, weight_type),
             _gguf_tensor(b + "ffn_down.bias", w[h + "mlp.c_proj.bias"], GGML_F32),
         ]
+    if a.full:
+        tensors += [_gguf_tensor("output_norm.weight", w["ln_f.weight"], GGML_F32),
+                    _gguf_tensor("output_norm.bias", w["ln_f.bias"], GGML_F32)]
     n = write_gguf(a.out, kvs, tensors)
     print("wrote %s (%d tensors, %s, %d bytes)" % (a.out, len(tensors), a.dtype, n))
 
@@ -258,6 +281,10 @@ def main(argv=None):
     g.add_argument("--dtype", choices=["F32", "F16"] + list(QUANT_FILE_TYPES), default="F32")
     g.add_argument("--quantize-embeddings", action="store_true",
                    help="token_embd in the quantized type too (default F32)")
+    g.add_argument("--full", action="store_true",
+                   help="the whole model as llama.cpp's converter writes GPT-2: also output (the tied head), "
+                        "position_embd, blk.N.attn_norm/attn_qkv/attn_output and output_norm "
+                        "(default: token_embd and the FFN with ffn_norm only)")
     g.add_argument("--name", default="gpt2ffn tiny", help="general.name")
     g.add_argument("--out", required=True)
     g.set_defaults(fn=cmd_gguf)

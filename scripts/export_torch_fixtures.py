@@ -17,9 +17,14 @@ fixtures/tiny/model.safetensors, saved the ways real trainers save it.
   nobias_ckpt.pt         nanoGPT style with bias=False: no FFN or ln_2 biases
   hf_tiny_noncontig.bin  HF layout, layer 0's c_fc.weight saved as a transposed
                          (non-contiguous) view: the reader must refuse it
+  nanogpt_full_ckpt.pt   nanoGPT's checkpoint dict with the whole model (wte, wpe,
+                         every block's ln_1, attn.c_attn, attn.c_proj, ln_2, mlp,
+                         ln_f, lm_head tied to wte), nn.Linear layout
+  mingpt_full_ckpt.pt    the minGPT-style dict with whole blocks (blocks.N.attn.c_attn
+                         ...), tok_emb, pos_emb, ln_f, head
 
-To stay under 1 MB each, all but hf_tiny.bin hold only the FFN tensors and
-ln_2.  The nanoGPT optimizer is a real AdamW with nanoGPT's two parameter groups
+To stay under 1 MB each, all but hf_tiny.bin and the two *_full_ckpt.pt hold
+only the FFN tensors and ln_2.  The nanoGPT optimizer is a real AdamW with nanoGPT's two parameter groups
 (2-D weights decayed, the rest not) over those tensors, stepped once with
 gradients on the 1-D tensors only, so its state holds exp_avg/exp_avg_sq for
 those alone (a full state would triple the file).
@@ -92,6 +97,72 @@ def nanogpt(sd, bias):
     }
 
 
+CONV1D_WEIGHTS = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+BLOCK_KEYS = ("ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight",
+              "attn.c_proj.bias") + N_LAYER_KEYS
+
+
+def block_subset(sd, prefix):
+    """{prefix + 'N.<key>': tensor} for every tensor of every block, Conv1D
+    weights transposed to nn.Linear [out, in] (nanoGPT's and minGPT's
+    c_attn is nn.Linear(d, 3d): weight [3d, d])."""
+    out = collections.OrderedDict()
+    for L in layers_of(sd):
+        for k in BLOCK_KEYS:
+            t = sd["transformer.h.%d.%s" % (L, k)]
+            if k in CONV1D_WEIGHTS:
+                t = t.t().contiguous()
+            out["%s%d.%s" % (prefix, L, k)] = t.clone()
+    return out
+
+
+def nanogpt_full(sd):
+    """nanoGPT's whole GPT as train.py saves it (torch.compile'd, so under
+    `_orig_mod.`), in its state_dict order: wte, wpe, the blocks, ln_f and
+    lm_head.weight, which nanoGPT ties to wte (one shared storage in the
+    file). No attn.bias mask buffer: nanoGPT registers it only without
+    flash attention (torch < 2.0)."""
+    p = "_orig_mod."
+    model = collections.OrderedDict()
+    wte = sd["transformer.wte.weight"].clone()
+    model[p + "transformer.wte.weight"] = wte
+    model[p + "transformer.wpe.weight"] = sd["transformer.wpe.weight"].clone()
+    model.update(block_subset(sd, p + "transformer.h."))
+    model[p + "transformer.ln_f.weight"] = sd["transformer.ln_f.weight"].clone()
+    model[p + "transformer.ln_f.bias"] = sd["transformer.ln_f.bias"].clone()
+    model[p + "lm_head.weight"] = wte  # tied: the same tensor
+    n_embd = int(wte.shape[1])
+    model_args = dict(n_layer=len(layers_of(sd)), n_head=4, n_embd=n_embd, block_size=32, bias=True,
+                      vocab_size=int(wte.shape[0]), dropout=0.0)
+    params = [torch.nn.Parameter(t.clone()) for k, t in model.items() if not k.endswith("lm_head.weight")]
+    return {
+        "model": model,
+        "optimizer": adamw_state(params),
+        "model_args": model_args,
+        "iter_num": 5,
+        "best_val_loss": torch.tensor(1.5),
+        "config": dict(model_args, learning_rate=6e-4, dataset="shakespeare_char",
+                       compile=True, dtype="float32", betas=(0.9, 0.95)),
+    }
+
+
+def mingpt_full(sd):
+    """The minGPT-style checkpoint of mingpt_ckpt.pt with whole blocks
+    (blocks.N.ln_1, attn.c_attn, attn.c_proj, ln_2, mlp) and minGPT's
+    model-level tensors: tok_emb.weight, pos_emb [1, block_size, d] (an
+    nn.Parameter), ln_f and an untied head.weight (here a copy of wte)."""
+    model = collections.OrderedDict()
+    model["tok_emb.weight"] = sd["transformer.wte.weight"].clone()
+    model["pos_emb"] = sd["transformer.wpe.weight"].clone().unsqueeze(0)
+    model.update(block_subset(sd, "blocks."))
+    model["ln_f.weight"] = sd["transformer.ln_f.weight"].clone()
+    model["ln_f.bias"] = sd["transformer.ln_f.bias"].clone()
+    model["head.weight"] = sd["transformer.wte.weight"].clone()
+    return {"model_state": model,
+            "config": {"n_layer": 4, "n_embd": 64, "n_head": 4, "block_size": 32, "vocab_size": 96},
+            "stoi": {"a": 0}, "itos": {0: "a"}}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -118,6 +189,8 @@ def main(argv=None):
     nc["transformer.h.0.mlp.c_fc.weight"] = w.t().contiguous().t()  # same values, strides (1, 64)
     assert not nc["transformer.h.0.mlp.c_fc.weight"].is_contiguous()
     save(nc, "hf_tiny_noncontig.bin")
+    save(nanogpt_full(sd), "nanogpt_full_ckpt.pt")
+    save(mingpt_full(sd), "mingpt_full_ckpt.pt")
     return 0
 
 

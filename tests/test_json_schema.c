@@ -59,6 +59,8 @@ static const field model_fields[] = {
     {"config", S | Z, 1, NULL, NULL, 0, NULL},
     {"config_source", S, 1, NULL, NULL, 0, NULL},
     {"activation_function", S, 0, "gelu_new|gelu_pytorch_tanh|gelu_fast|gelu", NULL, 0, NULL},
+    {"n_head", I | Z, 1, NULL, NULL, 0, NULL},
+    {"n_head_source", S | Z, 1, NULL, NULL, 0, NULL},
     END};
 
 static const field worst_fields[] = {

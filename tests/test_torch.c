@@ -336,14 +336,34 @@ static void torch_open_should_name_missing_files(void) {
     g2f_torch_close(NULL);
 }
 
+static int meta_is(const g2f_table *t, const char *key, const char *value) {
+    const char *v = g2f_table_meta(t, key);
+    return v && !strcmp(v, value);
+}
+
 /* nanoGPT's train.py saves {'model', 'optimizer', 'model_args', ...}: the
  * table says so (G2F_TORCH_META_MODEL_ARGS), and only for a dict holding
  * both keys at its top. */
 static void torch_should_note_model_args_beside_model(void) {
     g2f_torch *pt = open_fixture("nanogpt_ckpt.pt");
-    if (pt) CHECK(g2f_table_meta(g2f_torch_table(pt), G2F_TORCH_META_MODEL_ARGS) != NULL);
+    if (pt) {
+        const g2f_table *t = g2f_torch_table(pt);
+        CHECK(g2f_table_meta(t, G2F_TORCH_META_MODEL_ARGS) != NULL);
+        /* model_args' sizes, and the config dict's (nanoGPT saves both) */
+        CHECK(meta_is(t, G2F_TORCH_META_ARGS_N_HEAD, "4"));
+        CHECK(meta_is(t, G2F_TORCH_META_ARGS_N_EMBD, "64"));
+        CHECK(meta_is(t, "torch:model_args.n_layer", "4"));
+        CHECK(meta_is(t, G2F_TORCH_META_CONFIG_N_HEAD, "4"));
+    }
     g2f_torch_close(pt);
     pt = open_fixture("mingpt_ckpt.pt"); /* model_state and config: not nanoGPT's */
+    if (pt) {
+        const g2f_table *t = g2f_torch_table(pt);
+        CHECK(!g2f_table_meta(t, G2F_TORCH_META_MODEL_ARGS) && !g2f_table_meta(t, G2F_TORCH_META_ARGS_N_HEAD));
+        CHECK(t->meta_count == 3 && meta_is(t, G2F_TORCH_META_CONFIG_N_HEAD, "4"));
+    }
+    g2f_torch_close(pt);
+    pt = open_fixture("hf_tiny.bin"); /* a bare state dict: nothing */
     if (pt) CHECK(g2f_torch_table(pt)->meta_count == 0);
     g2f_torch_close(pt);
     const int s2[1] = {2}, u1[1] = {1};

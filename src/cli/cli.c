@@ -412,7 +412,7 @@ static const char usage_verify[] =
     "                    an accepted one passes, judged with that rounding in its tolerance\n"
     "  --layers LIST     layers to check, e.g. 0,2-5 (default: all)\n"
     "  --n-head N        attention heads, for the block's attention stages (default: config.json\n"
-    "                    n_head, GGUF/llm.c headers, TransformerLens weight shapes)\n"
+    "                    n_head, GGUF/llm.c headers, nanoGPT model_args, TransformerLens weight shapes)\n"
     "  --rtol R          use |err| <= atol + rtol*|expected| instead of the derived tolerance\n"
     "  --atol A          (either one switches; the other then defaults to 0)\n"
     "  --config FILE     config.json to cross-check (default: config.json beside\n"
@@ -494,7 +494,13 @@ static int run_verify(const char **pos, const char **v) {
         bad("verify: no layer was compared: %s has none of the %s layers", pos[1], v[V_LAYERS] ? "selected" : "checkpoint's");
         goto done;
     }
-    g2f_report_ctx ctx = {pos[0], pos[1], mi, gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx), &p.tol, &res,
+    /* the reports say which n_head the attention stages used */
+    g2f_model_info shown = *mi;
+    if (n_head) {
+        shown.n_head = n_head;
+        shown.n_head_source = "given with --n-head";
+    }
+    g2f_report_ctx ctx = {pos[0], pos[1], &shown, gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx), &p.tol, &res,
                           use_color(stdout), fx_sha, fx_sha ? ck_sha : NULL};
     if (v[V_JSON] && emit_json(v[V_JSON], g2f_report_json(&ctx)) != 0) goto done;
     if (v[V_HTML] && emit_file(v[V_HTML], g2f_report_html(&ctx)) != 0) goto done;

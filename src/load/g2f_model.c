@@ -401,9 +401,25 @@ static g2f_status decide_shapes(g2f_model *m, const g2f_table *t, g2f_error *err
     return G2F_OK;
 }
 
+/* A positive decimal size from the table's metadata: 1 with *out set, 0
+ * when absent, -1 when present but not a size. */
+static int meta_size(const g2f_table *t, const char *key, size_t *out) {
+    const char *v = g2f_table_meta(t, key);
+    if (!v) return 0;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (!*v || *v == '-' || *end || n == 0 || n > 1000000000ull) return -1;
+    *out = (size_t)n;
+    return 1;
+}
+
 /* n_head when config.json does not say: GGUF's gpt2.attention.head_count,
- * llm.c's header, TransformerLens' W_Q shape (n_head, d_model, d_head). */
-static void head_count_from_file(g2f_model *m) {
+ * llm.c's header, a torch checkpoint's nanoGPT model_args or config dict,
+ * TransformerLens' W_Q shape (n_head, d_model, d_head). The torch dicts are
+ * the trainer's own words about this model, so one that contradicts the
+ * tensors is an error, as config.json's would be; the GGUF and llm.c
+ * readers have validated theirs. */
+static g2f_status head_count_from_file(g2f_model *m, g2f_error *err) {
     const g2f_table *t = g2f_source_table(m->src);
     static const struct { const char *key, *source; } keys[] = {
         {"gpt2.attention.head_count", "GGUF gpt2.attention.head_count"}, {"num_heads", "the llm.c header"}};
@@ -414,7 +430,36 @@ static void head_count_from_file(g2f_model *m) {
         if (v && *v && !*end && n > 0 && n <= m->info.n_embd && m->info.n_embd % n == 0) {
             m->info.n_head = (size_t)n;
             m->info.n_head_source = keys[i].source;
-            return;
+            return G2F_OK;
+        }
+    }
+    if (g2f_source_format(m->src) == G2F_FORMAT_ZIP) {
+        static const struct { const char *head, *embd, *layer, *what, *source; } dicts[] = {
+            {G2F_TORCH_META_ARGS_N_HEAD, G2F_TORCH_META_ARGS_N_EMBD, G2F_TORCH_META_ARGS_N_LAYER, "model_args",
+             "nanoGPT model_args n_head"},
+            {G2F_TORCH_META_CONFIG_N_HEAD, G2F_TORCH_META_CONFIG_N_EMBD, G2F_TORCH_META_CONFIG_N_LAYER, "config",
+             "the checkpoint's config n_head"}};
+        for (size_t i = 0; i < sizeof dicts / sizeof dicts[0]; i++) {
+            size_t n_head = 0, n_embd = 0, n_layer = 0;
+            int h = meta_size(t, dicts[i].head, &n_head), e = meta_size(t, dicts[i].embd, &n_embd);
+            int l = meta_size(t, dicts[i].layer, &n_layer);
+            if (h < 0 || e < 0 || l < 0)
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s['%s'] must be a positive integer", m->path,
+                                     dicts[i].what, h < 0 ? "n_head" : e < 0 ? "n_embd" : "n_layer");
+            if (e > 0 && n_embd != m->info.n_embd)
+                return g2f_error_set(err, G2F_ERR_FORMAT,
+                                     "%s: %s['n_embd'] is %zu but the FFN weights have n_embd %zu", m->path,
+                                     dicts[i].what, n_embd, m->info.n_embd);
+            if (l > 0 && n_layer != m->info.n_layer)
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s['n_layer'] is %zu but it holds FFN weights for %zu layers",
+                                     m->path, dicts[i].what, n_layer, m->info.n_layer);
+            if (!h) continue;
+            if (n_head > m->info.n_embd || m->info.n_embd % n_head)
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s['n_head'] %zu does not divide n_embd %zu",
+                                     m->path, dicts[i].what, n_head, m->info.n_embd);
+            m->info.n_head = n_head;
+            m->info.n_head_source = dicts[i].source;
+            return G2F_OK;
         }
     }
     if (m->scheme == S_TLENS) {
@@ -427,6 +472,7 @@ static void head_count_from_file(g2f_model *m) {
             m->info.n_head_source = "TransformerLens W_Q's shape";
         }
     }
+    return G2F_OK;
 }
 
 /* ---- the config and the GELU the file implies ----------------------------- */
@@ -541,7 +587,7 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
         m->info.config_path = cfg;
         if ((s = check_config(m, err)) != G2F_OK) goto fail;
     }
-    if (!m->info.n_head) head_count_from_file(m);
+    if (!m->info.n_head && (s = head_count_from_file(m, err)) != G2F_OK) goto fail;
     note_file_gelu(m, t);
     note_ends(m);
     free(dir);

@@ -42,6 +42,14 @@
  * beside model, g2f_torch.h) sets info.file_has_gelu: nanoGPT's model.py
  * runs nn.GELU(), exact erf, so that is the default where no config says.
  *
+ * info.n_head (attention heads, for the block): config.json n_head /
+ * num_attention_heads, else GGUF gpt2.attention.head_count, the llm.c
+ * header's NH, a torch checkpoint's model_args['n_head'] (nanoGPT) or
+ * config['n_head'] (a top-level config dict), TransformerLens' W_Q shape
+ * [n_head, d, d_head]; info.n_head_source names which. A config.json or
+ * torch dict whose n_head does not divide n_embd (or whose n_embd or
+ * n_layer differs from the tensors') is refused (G2F_ERR_FORMAT).
+ *
  * Weights may be F32, F16, BF16, F64 or one of ggml's quantized types (GGUF
  * Q4_0 ... Q6_K, g2f_quant.h), converted to float32 one layer at a time;
  * info.dtype names the type of layer 0's c_fc.weight ("Q8_0"), so a

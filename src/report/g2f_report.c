@@ -344,6 +344,10 @@ static cJSON *model_json(jb *b, const g2f_model_info *mi) {
     else j_null(b, model, "config");
     j_str(b, model, "config_source", mi->config_source ? mi->config_source : "none beside the checkpoint");
     if (mi->config_activation) j_str(b, model, "activation_function", mi->config_activation);
+    if (mi->n_head) j_num(b, model, "n_head", (double)mi->n_head);
+    else j_null(b, model, "n_head");
+    if (mi->n_head && mi->n_head_source) j_str(b, model, "n_head_source", mi->n_head_source);
+    else j_null(b, model, "n_head_source");
     return model;
 }
 
@@ -371,6 +375,12 @@ static void model_text(FILE *fp, const char *label, const g2f_model_info *mi) {
                 mi->config_activation ? "\")" : how ? ")" : "");
     else
         fprintf(fp, "config      %s\n", how ? esc(&ep, how) : "none beside the checkpoint");
+    /* attention needs n_head: say where it came from, or that nothing says */
+    if (mi->n_head)
+        fprintf(fp, "n_head      %zu (%s)\n", mi->n_head, mi->n_head_source ? esc(&ep, mi->n_head_source) : "?");
+    else
+        fprintf(fp, "n_head      unknown (no config.json n_head, GGUF head_count, llm.c header, nanoGPT "
+                    "model_args or TransformerLens W_Q; verify --n-head N gives it)\n");
     esc_pool_free(&ep);
 }
 

@@ -26,7 +26,7 @@ static g2f_status check_model(const char *ckpt, const char *fixture_path, int th
     if (s == G2F_OK) s = g2f_fixture_open(fixture_path, &f, err);
     if (s == G2F_OK) {
         g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-        g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads};
+        g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads}; /* nanoGPT's default would be erf */
         s = g2f_forward_check(m, f, &p, res, err);
     }
     g2f_fixture_close(f);
@@ -58,7 +58,10 @@ static void show(const char *name, const g2f_model_result *r) {
 static void clean_fixtures_should_pass(void) {
     static const struct { const char *ckpt, *name; } cases[] = {
         {"tiny", "clean"}, {"small", "small_clean"}, {"tiny", "clean_tl_i32"},
-        {"formats2/tiny_llmc.bin", "clean"}}; /* llm.c: the same weights, Linear layout, n_head from its header */
+        /* the same weights in every format: the ends under each naming, heads stored as tied copies */
+        {"formats2/tiny_llmc.bin", "clean"}, {"formats2/tiny_full.gguf", "clean"},
+        {"formats2/tiny_tl.safetensors", "clean"}, {"torch/mingpt_full_ckpt.pt", "clean"},
+        {"torch/nanogpt_full_ckpt.pt", "clean"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         g2f_model_result r;
         g2f_error err = {0};

@@ -478,8 +478,7 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
                 st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
                 goto done;
             }
-            g2f_mstage_result found;
-            memset(&found, 0, sizeof found);
+            g2f_mstage_result found = {0};
             g2f_forward_hooks hk = {&k, h_embed, NULL, NULL, h_ln_f, h_logits};
             for (size_t i = 0; i < n && st == G2F_OK; i++) {
                 chk_reset(&k);
@@ -498,7 +497,10 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
             if (st != G2F_OK) goto done;
             join_causes(&found, out->first_codes, sizeof out->first_codes);
             /* kept on the stage so that reports show it */
-            for (size_t i = 0; i < found.n_causes; i++) add_cause(iso, &found.causes[i]);
+            for (size_t i = 0; i < found.n_causes && i < G2F_MODEL_MAX_CAUSES; i++) {
+                g2f_model_cause one = found.causes[i]; /* a copy: GCC -O3 cannot see found is written */
+                add_cause(iso, &one);
+            }
         }
     }
     for (int s = 0; s < G2F_MSTAGE_COUNT; s++) out->compared += (size_t)out->chain[s].checked + (size_t)out->iso[s].checked;

@@ -4,13 +4,15 @@
  * against round to nearest even written out here in double, on every
  * f32 exponent and the mantissa patterns around each rounding edge (below,
  * at and above the tie, with an even and an odd kept part); and both back
- * to f32 exactly. */
+ * to f32 exactly. Then the unit roundoff the tolerances and diagnoses use
+ * (g2f_round_unit) bounds each rounding's relative error, tightly. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "check.h"
 #include "g2f_tensor.h"
+#include "g2f_tol.h"
 
 static float from_bits(uint32_t b) {
     float f;
@@ -67,8 +69,49 @@ static void f16_should_round_like_the_compilers_float16(void) {
 #endif
 }
 
+/* |round(x) - x| <= u |x| for every normal x, and some x comes within 1% of
+ * it (x just below a tie): a unit twice too large or too small fails. */
+static void round_unit_should_bound_each_rounding_tightly(void) {
+    for (int r = G2F_ROUND_F16; r < G2F_ROUND_COUNT; r++) {
+        double u = g2f_round_unit((g2f_round)r), worst = 0;
+        for (uint32_t top = 0x1c800u; top < 0x23800u; top++) /* |x| in [2^-13, 2^15), inside f16's normal range */
+            for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+                float x = from_bits(top << 13 | (edges[e] & 0x1fffu));
+                double rel = fabs((double)g2f_round_value((g2f_round)r, x) - x) / x;
+                if (rel > worst) worst = rel;
+            }
+        if (!(worst <= u && worst > 0.99 * u)) {
+            fprintf(stderr, "rounding %d: unit %g, largest relative error %g\n", r, u, worst);
+            check_failures++;
+        }
+    }
+    CHECK(g2f_round_unit(G2F_ROUND_NONE) == 0);
+}
+
+/* The tolerance's unit for a fixture's input is the rounding reading it to
+ * float32 applies: 2^-24 for F64 (read as float), the dtype's own for F16
+ * and BF16, 0 for F32; each checked against the largest relative error of
+ * that conversion on values just below ties. */
+static void tol_units_should_be_the_rounding_of_reading_the_input(void) {
+    double worst64 = 0;
+    for (uint64_t k = 1; k < 200000; k++) { /* doubles near 1 + (k + 1/2) 2^-23, just below the tie */
+        double x = 1.0 + ldexp((double)k + 0.5 - 1e-9, -23);
+        double rel = fabs((double)(float)x - x) / x;
+        if (rel > worst64) worst64 = rel;
+    }
+    double u64 = g2f_tol_units_for(G2F_DTYPE_F64, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, 0).u_in;
+    CHECK(worst64 <= u64 && worst64 > 0.99 * u64);
+    CHECK(g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, 0).u_in == 0);
+    CHECK(g2f_tol_units_for(G2F_DTYPE_F16, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, 0).u_in ==
+          g2f_round_unit(G2F_ROUND_F16));
+    CHECK(g2f_tol_units_for(G2F_DTYPE_BF16, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, 0).u_in ==
+          g2f_round_unit(G2F_ROUND_BF16));
+}
+
 int main(void) {
     RUN(bf16_should_round_to_nearest_even);
     RUN(f16_should_round_like_the_compilers_float16);
+    RUN(round_unit_should_bound_each_rounding_tightly);
+    RUN(tol_units_should_be_the_rounding_of_reading_the_input);
     CHECK_EXIT();
 }

@@ -46,11 +46,14 @@ static void summary_should_count_the_best_forms_of_compared_layers(void) {
     g2f_layer_result l[N];
     memset(l, 0, sizeof l);
     l[0].status = G2F_LAYER_PASS, l[0].best_gelu = G2F_BEST_TANH;
-    l[1].status = G2F_LAYER_FAIL, l[1].best_gelu = G2F_BEST_ERF;
-    l[2].status = G2F_LAYER_SKIPPED, l[2].best_gelu = G2F_BEST_TANH; /* not compared: not counted */
-    g2f_verify_summary s = summarize(l);
-    CHECK(s.best_tanh == 1 && s.best_erf == 1);
+    l[1].status = G2F_LAYER_PASS, l[1].best_gelu = G2F_BEST_TANH;
+    l[2].status = G2F_LAYER_FAIL, l[2].best_gelu = G2F_BEST_ERF;
+    g2f_verify_summary s = summarize(l); /* counts that differ, so that swapped ones show */
+    CHECK(s.best_tanh == 2 && s.best_erf == 1);
     CHECK(s.gelu_verified && !s.unrelated && !s.all_unexplained);
+    l[0].status = G2F_LAYER_SKIPPED; /* not compared: not counted */
+    s = summarize(l);
+    CHECK(s.best_tanh == 1 && s.best_erf == 1);
 }
 
 static void summary_should_claim_nothing_without_compared_layers(void) {

@@ -217,7 +217,7 @@ static g2f_status find_in_folder(const char *dir, g2f_source_role role, char **o
     }
     closedir(d);
     if (st != G2F_OK) goto done;
-    if (n > 1) qsort(names, n, sizeof *names, name_cmp); /* an empty folder: names is NULL, which qsort may not take */
+    if (n > 1) qsort(names, n, sizeof *names, name_cmp); /* names is NULL for an empty folder */
     int has_npy = 0, has_index = 0;
     for (size_t i = 0; i < n; i++) {
         has_npy |= ends_with(names[i], ".npy");

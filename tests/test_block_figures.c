@@ -1,11 +1,11 @@
-/* g2f_block through g2f_verify_run on every block fixture of fixtures/block
- * (README of fixtures: each a tiny-checkpoint GPT-2 block with one porting
- * bug from layer 1, or clean): the clean ones pass; each bug's first
- * divergence is at the layer and stage it was put in, explained by its
- * code; and on every checked stage the figures the reports print hold
- * together: a stage passes iff no element is off, and its margin (the
- * largest over its tensors) exceeds 1 iff some element is. argv[1] is the
- * fixtures folder. */
+/* The figures of g2f_block's stages hold together, through g2f_verify_run
+ * on every block fixture of fixtures/block (each a tiny-checkpoint GPT-2
+ * block with one porting bug from layer 1, or clean): on every checked
+ * stage a stage passes iff no element is off, and its margin (the largest
+ * over its tensors, the worst tensor's) exceeds 1 iff some element is; and,
+ * as a cross-check of the fixtures, the clean ones pass and each bug's
+ * first divergence is at the layer and stage it was put in, named by its
+ * code. argv[1] is the fixtures folder. */
 #include <math.h>
 #include <string.h>
 

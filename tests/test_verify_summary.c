@@ -14,13 +14,15 @@
 static void failing_unexplained(g2f_layer_result *l, double cosine) {
     memset(l, 0, sizeof *l);
     l->status = G2F_LAYER_FAIL;
+    l->has_ffn = 1;
     l->best_gelu = G2F_BEST_NEITHER;
     l->diagnosis = G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED);
     l->out.cosine = cosine;
 }
 
 static g2f_verify_summary summarize(g2f_layer_result *layers) {
-    g2f_verify_result r = {G2F_GELU_TANH, N, layers, N, N, 0, 0, -1};
+    g2f_verify_result r = {.gelu = G2F_GELU_TANH, .n_layers = N, .layers = layers, .compared = N, .failed = N,
+                           .first_fail = -1, .first_stage = -1};
     g2f_verify_summary s;
     g2f_verify_summarize(&r, &s);
     return s;
@@ -48,6 +50,7 @@ static void summary_should_count_the_best_forms_of_compared_layers(void) {
     l[0].status = G2F_LAYER_PASS, l[0].best_gelu = G2F_BEST_TANH;
     l[1].status = G2F_LAYER_PASS, l[1].best_gelu = G2F_BEST_TANH;
     l[2].status = G2F_LAYER_FAIL, l[2].best_gelu = G2F_BEST_ERF;
+    for (int i = 0; i < N; i++) l[i].has_ffn = 1; /* the FFN compared: the GELU verdicts count */
     g2f_verify_summary s = summarize(l); /* counts that differ, so that swapped ones show */
     CHECK(s.best_tanh == 2 && s.best_erf == 1);
     CHECK(s.gelu_verified && !s.unrelated && !s.all_unexplained);

@@ -96,6 +96,22 @@ static void config_should_take_sizes_from_one_to_a_billion(void) {
     unlink(in_dir("config.json"));
 }
 
+/* config.json: layer_norm_epsilon is a number in (0, 1), both ends open */
+static void config_should_take_a_layer_norm_epsilon_strictly_between_0_and_1(void) {
+    static const char *const values[] = {"0", "1e-300", "0.999", "1", "1.5", "-1e-5"};
+    checkpoint(1, 0);
+    g2f_error err;
+    for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
+        char text[96];
+        snprintf(text, sizeof text, "{\"layer_norm_epsilon\": %s}", values[v]);
+        config(text);
+        g2f_status st = open_model(NULL, &err);
+        if (v == 1 || v == 2) ACCEPTED(st, err);
+        else REFUSED(st, err, "\"layer_norm_epsilon\" must be a number in (0, 1)");
+    }
+    unlink(in_dir("config.json"));
+}
+
 /* checkpoint (Limits): layer indexes below MAX_LAYERS (4096); layers are
  * counted up to the highest index of any FFN tensor, and loaded below it */
 static void checkpoint_should_take_layer_indexes_below_4096(void) {
@@ -183,6 +199,7 @@ int main(void) {
     if (fast_tmpdir(dir, sizeof dir, "bounds_model") != 0) return 1;
     RUN(config_should_take_a_file_of_up_to_one_mebibyte);
     RUN(config_should_take_sizes_from_one_to_a_billion);
+    RUN(config_should_take_a_layer_norm_epsilon_strictly_between_0_and_1);
     RUN(checkpoint_should_take_layer_indexes_below_4096);
     RUN(fixture_should_take_layer_indexes_below_4096);
     RUN(fixture_should_fit_layers_below_the_checkpoints_count);

@@ -126,6 +126,12 @@ static void verify_should_reject_bad_usage_with_exit_2(void) {
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --frobnicate", fixtures, fixtures);
     CHECK(run(args) == 2);
     CHECK_CONTAINS(err_text, "unknown option '--frobnicate'");
+    /* a tolerance is a number in [0, 1e30]: a negative one would fail every element */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --rtol -1", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "--rtol '-1': expected a non-negative number");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --atol -0.001", fixtures, fixtures);
+    CHECK(run(args) == 2);
     CHECK(run("verify") == 2);
     CHECK(run("nonsense") == 2);
     CHECK(run("--help") == 0);

@@ -14,7 +14,7 @@
 static const char *fixtures, *cli;
 static char dir[256];
 
-enum { MUT_NONE, MUT_F16_FILE, MUT_F16_VALUES, MUT_LINEAR, MUT_MISREAD, MUT_SWAP, MUT_SCALE, MUT_NO_BIAS, MUT_NOISE };
+enum { MUT_NONE, MUT_F16_FILE, MUT_F16_VALUES, MUT_LINEAR, MUT_MISREAD, MUT_SWAP, MUT_SCALE, MUT_SCALE_SLIGHT, MUT_NO_BIAS, MUT_NOISE };
 
 /* Writes the FFN tensors of fixtures/tiny to dir/name with one mutation. */
 static void write_port(const char *name, int mut) {
@@ -69,6 +69,9 @@ static void write_port(const char *name, int mut) {
             }
         } else if (mut == MUT_SCALE && weight && fc && L == 3) {
             for (uint64_t k = 0; k < x->numel; k++) f[k] *= 0.5f;
+        } else if (mut == MUT_SCALE_SLIGHT && weight && fc && L == 3) {
+            /* half a percent: far beyond any rounding, so a scale, not noise */
+            for (uint64_t k = 0; k < x->numel; k++) f[k] *= 1.005f;
         } else if (mut == MUT_NOISE && weight && !fc && L == 0) {
             for (uint64_t k = 0; k < x->numel; k++) f[k] += rnd_unit(&seed) * 1e-3f;
         }
@@ -119,6 +122,7 @@ static void diff_should_classify_each_kind_of_port(void) {
         {"misread.safetensors", MUT_MISREAD, 0, 0, G2F_FFN_FC_W, G2F_DIFF_TRANSPOSED},
         {"swap.safetensors", MUT_SWAP, 0, 1, G2F_FFN_PROJ_W, G2F_DIFF_FROM_LAYER},
         {"scaled.safetensors", MUT_SCALE, 0, 3, G2F_FFN_FC_W, G2F_DIFF_SCALED},
+        {"scaled_slightly.safetensors", MUT_SCALE_SLIGHT, 0, 3, G2F_FFN_FC_W, G2F_DIFF_SCALED},
         {"nobias.safetensors", MUT_NO_BIAS, 0, 2, G2F_FFN_FC_B, G2F_DIFF_MISSING},
         {"noise.safetensors", MUT_NOISE, 0, 0, G2F_FFN_PROJ_W, G2F_DIFF_DIFFERENT},
     };
@@ -134,7 +138,7 @@ static void diff_should_classify_each_kind_of_port(void) {
             check_failures++;
         }
         if (cases[i].kind == G2F_DIFF_FROM_LAYER) CHECK(t->from_layer == 2);
-        if (cases[i].kind == G2F_DIFF_SCALED) CHECK_NEAR(t->scale, 0.5, 1e-6);
+        if (cases[i].kind == G2F_DIFF_SCALED) CHECK_NEAR(t->scale, cases[i].mut == MUT_SCALE ? 0.5 : 1.005, 1e-6);
         if (cases[i].mut == MUT_SWAP) CHECK(r.tensors[0][0].kind == G2F_DIFF_IDENTICAL);
         g2f_diff_result_free(&r);
     }

@@ -121,6 +121,9 @@ static void gelu_variants_should_match_hand_computed_values(void) {
     CHECK(g2f_gelu_f16_table(1.0f) == 1723.0f / 2048);
     CHECK(g2f_gelu_f16_table(-2.0f) == -1488.0f / 32768);
     CHECK(g2f_gelu_f16_table(0.3f) == 1519.0f / 8192);
+    /* ggml clamps to 0 at x <= -10 only: below -3 the table still holds small negatives */
+    CHECK(g2f_gelu_f16_table(-3.5f) < 0 && g2f_gelu_f16_table(-3.5f) > -1e-3f);
+    CHECK(g2f_gelu_f16_table(-5.0f) < 0 && g2f_gelu_f16_table(-10.0f) == 0.0f);
     CHECK(g2f_gelu_f16_table(5.0f) == 5.0f);         /* 4.9999998, to the nearest half (step 2^-8) */
     CHECK(g2f_gelu_f16_table(9.99f) == 9.9921875f);  /* the half of 9.99 (step 2^-7), passed through */
     CHECK(g2f_gelu_f16_table(12.345f) == 12.345f);   /* >= 10: x itself, not rounded */

@@ -168,6 +168,22 @@ static void model_should_cross_check_config(void) {
     write_text("withcfg/config.json", "{\"n_embd\": ");
     CHECK(open_model("withcfg", &m, &err) == G2F_ERR_FORMAT);
     CHECK_CONTAINS(err.msg, "config.json: not a JSON object");
+    /* n_head must divide n_embd (8): 1, 2, 4, 8 and nothing else */
+    for (int h = 1; h <= 16; h++) {
+        char cfg[64];
+        snprintf(cfg, sizeof cfg, "{\"n_embd\": 8, \"n_head\": %d}", h);
+        write_text("withcfg/config.json", cfg);
+        m = NULL;
+        g2f_status st = open_model("withcfg", &m, &err);
+        if (h == 1 || h == 2 || h == 4 || h == 8) {
+            CHECK(st == G2F_OK && m && g2f_model_get_info(m)->n_head == (size_t)h);
+        } else {
+            CHECK(st == G2F_ERR_FORMAT);
+            CHECK_CONTAINS(err.msg, "does not divide n_embd 8");
+        }
+        g2f_model_close(m);
+    }
+    m = NULL;
     g2f_gelu g;
     CHECK(g2f_activation_to_gelu("gelu_new", &g) && g == G2F_GELU_TANH);
     CHECK(g2f_activation_to_gelu("gelu_pytorch_tanh", &g) && g == G2F_GELU_TANH);

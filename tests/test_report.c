@@ -90,6 +90,17 @@ static void check_reports_agree(const g2f_report_ctx *ctx) {
         fclose(fp);
     }
     CHECK(text && json && html);
+    if (text && json && !ctx->tol->user) { /* the derived tolerance's sigmas, as the text says them */
+        cJSON *root = cJSON_Parse(json);
+        const cJSON *tol = cJSON_GetObjectItemCaseSensitive(root, "tolerance");
+        const cJSON *sig = cJSON_GetObjectItemCaseSensitive(tol, "sigmas");
+        double want = ctx->tol->lambda > 0 ? ctx->tol->lambda : G2F_TOL_LAMBDA;
+        char said[64];
+        snprintf(said, sizeof said, "per element, %g sigma of fp32", want);
+        CHECK(cJSON_IsNumber(sig) && sig->valuedouble == want);
+        CHECK_CONTAINS(text, said);
+        cJSON_Delete(root);
+    }
     for (size_t L = 0; text && json && html && L < ctx->result->n_layers; L++) {
         const g2f_layer_result *r = &ctx->result->layers[L];
         if (r->status == G2F_LAYER_SKIPPED) continue;
@@ -153,7 +164,7 @@ static void reports_should_agree_when_a_margin_is_nan(void) {
     layers[1].diagnosis = G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED);
     g2f_verify_result res = {G2F_GELU_TANH, 2, layers, 2, 2, 0, 0, -1, {0}};
     g2f_model_info mi = tiny_info();
-    g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
+    g2f_tol_params tol = {0, 0, 0, 0}; /* lambda 0: the default, as the CLI passes it */
     g2f_report_ctx ctx = {"ck", "fx", &mi, "test", NULL, G2F_DTYPE_F32, &tol, &res, 0, NULL, NULL};
     g2f_layer_totals t0 = g2f_layer_result_totals(&layers[0]), t1 = g2f_layer_result_totals(&layers[1]);
     CHECK(isnan(t0.margin) && t0.mismatched == 3 && t0.total == 108);

@@ -152,12 +152,48 @@ static void results_should_count_layers_and_name_the_first_divergence(void) {
     g2f_verify_result_free(&res);
 }
 
+/* Every layer of tiny_erf fails under tanh: the first divergence is layer 0,
+ * not a later one (the first failure is kept, never replaced). */
+static void results_should_keep_layer_0_as_the_first_divergence(void) {
+    char ck[400], fx[400];
+    snprintf(ck, sizeof ck, "%s/tiny", fixtures);
+    snprintf(fx, sizeof fx, "%s/tiny_erf.safetensors", fixtures);
+    g2f_verify_result res;
+    CHECK(verify(ck, fx, NULL, 0, &res) == G2F_OK);
+    CHECK(res.compared == 4 && res.failed == 4 && res.first_fail == 0 && !res.pass);
+    g2f_verify_result_free(&res);
+}
+
+/* A layer neither tanh nor erf fits is named after one of the other forms
+ * (sigmoid, mlx_approx, f16_table) only when that form's margin is <= 1. A
+ * user tolerance (atol) moves the sigmoid fixture's margin to 0.5 and 1.5. */
+static void best_gelu_should_name_an_other_form_only_when_it_fits(void) {
+    char ck[400], fx[400];
+    snprintf(ck, sizeof ck, "%s/tiny", fixtures);
+    snprintf(fx, sizeof fx, "%s/diag/gelu_sigmoid.safetensors", fixtures);
+    unsigned char first[4] = {1, 0, 0, 0};
+    g2f_verify_result res;
+    CHECK(verify(ck, fx, first, 1.0, &res) == G2F_OK);
+    double err_sigmoid = res.n_layers ? res.layers[0].gelu_margin[G2F_GELU_SIGMOID] : 0; /* its max error */
+    g2f_verify_result_free(&res);
+    CHECK(err_sigmoid > 0 && err_sigmoid < 1e-3);
+    CHECK(verify(ck, fx, first, err_sigmoid / 0.5, &res) == G2F_OK);
+    CHECK(res.n_layers && res.layers[0].best_gelu == G2F_BEST_SIGMOID);
+    g2f_verify_result_free(&res);
+    CHECK(verify(ck, fx, first, err_sigmoid / 1.5, &res) == G2F_OK);
+    CHECK(res.n_layers && res.layers[0].best_gelu == G2F_BEST_NEITHER);
+    CHECK(res.n_layers && res.layers[0].gelu_margin[G2F_GELU_SIGMOID] > 1.4);
+    g2f_verify_result_free(&res);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "verify") != 0) return 1;
     fixtures = argv[1];
     RUN(result_should_not_pass_when_no_layer_was_compared);
     RUN(nonfinite_should_never_pass);
     RUN(results_should_count_layers_and_name_the_first_divergence);
+    RUN(results_should_keep_layer_0_as_the_first_divergence);
+    RUN(best_gelu_should_name_an_other_form_only_when_it_fits);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -2,6 +2,18 @@
 #include "g2f_cpu.h"
 
 #include <pthread.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+int g2f_threads(int n_threads) {
+#ifdef _OPENMP
+    return n_threads > 0 ? n_threads : omp_get_max_threads();
+#else
+    (void)n_threads;
+    return 1;
+#endif
+}
 
 #if defined(GPT2FFN_X86_KERNELS) && (defined(__x86_64__) || defined(__i386__))
 #include <cpuid.h>

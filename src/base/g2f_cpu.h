@@ -28,4 +28,9 @@ const g2f_cpu *g2f_cpu_features(void);
  * F16C; only when g2f_cpu_features()->f16c. Exact, like g2f_f16_to_f32. */
 void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n);
 
+/* The threads a parallel loop of the kernels and checks uses: n_threads
+ * when > 0, else OpenMP's default (OMP_NUM_THREADS or the cores); 1 in a
+ * build without OpenMP. */
+int g2f_threads(int n_threads);
+
 #endif

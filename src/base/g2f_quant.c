@@ -326,7 +326,9 @@ static int trunc_clamped(float v, int lo, int hi) {
 static int imin(int a, int b) { return a < b ? a : b; }
 static int imax(int a, int b) { return a > b ? a : b; }
 
-static void quant_q4_0(const float *x, unsigned char *y) {
+/* The block's element of largest magnitude, with its sign (the first of a
+ * tie, as ggml's loop keeps it): Q4_0 and Q5_0 scale by it. */
+static float signed_absmax(const float *x) {
     float amax = 0.0f, max = 0.0f;
     for (int j = 0; j < QK; j++) {
         const float v = x[j];
@@ -335,6 +337,11 @@ static void quant_q4_0(const float *x, unsigned char *y) {
             max = v;
         }
     }
+    return max;
+}
+
+static void quant_q4_0(const float *x, unsigned char *y) {
+    const float max = signed_absmax(x);
     const float d = max / -8;
     const float id = d ? 1.0f / d : 0.0f;
     st_f16(y, d);
@@ -381,14 +388,7 @@ static void quant_q4_1_q5_1(const float *x, unsigned char *y, int five) {
 }
 
 static void quant_q5_0(const float *x, unsigned char *y) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < QK; j++) {
-        const float v = x[j];
-        if (amax < fabsf(v)) {
-            amax = fabsf(v);
-            max = v;
-        }
-    }
+    const float max = signed_absmax(x);
     const float d = max / -16;
     const float id = d ? 1.0f / d : 0.0f;
     st_f16(y, d);

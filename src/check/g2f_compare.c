@@ -1,13 +1,11 @@
 /* g2f_compare: see g2f_compare.h. */
 #include "g2f_compare.h"
 
+#include "g2f_cpu.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 void g2f_cmp_acc_init(g2f_cmp_acc *a, int with_tol) {
     memset(a, 0, sizeof *a);
@@ -126,7 +124,7 @@ void g2f_cmp_acc_add(g2f_cmp_acc *a, const double *expected, const float *comput
     long nb = (long)blocks;
     (void)n_threads;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(n_threads > 0 ? n_threads : omp_get_max_threads())
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
 #endif
     for (long b = 0; b < nb; b++) {
         size_t i0 = (size_t)b * G2F_CMP_BLOCK, m = n - i0 < G2F_CMP_BLOCK ? n - i0 : G2F_CMP_BLOCK;

@@ -204,6 +204,16 @@ typedef struct ctx {
     size_t n_sample;
 } ctx;
 
+/* A context for one layer's diagnosis: its sizes and weight dtype. */
+static void ctx_init(ctx *c, const g2f_diag_input *in) {
+    const g2f_model_info *mi = g2f_model_get_info(in->model);
+    memset(c, 0, sizeof *c);
+    c->in = in;
+    c->d = mi->n_embd;
+    c->h = mi->n_inner;
+    c->wdtype = mi->dtype;
+}
+
 static void ctx_free(ctx *c) {
     for (int k = 0; k < WT_COUNT; k++) free(c->wt_buf[k]);
     free(c->wvar);
@@ -587,13 +597,8 @@ done:
 
 g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2f_error *err) {
     memset(out, 0, sizeof *out);
-    const g2f_model_info *mi = g2f_model_get_info(in->model);
     ctx c;
-    memset(&c, 0, sizeof c);
-    c.in = in;
-    c.d = mi->n_embd;
-    c.h = mi->n_inner;
-    c.wdtype = mi->dtype;
+    ctx_init(&c, in);
     size_t T = in->fx->n_tokens, n = T < G2F_DIAG_SAMPLE ? T : G2F_DIAG_SAMPLE;
     size_t sample[G2F_DIAG_SAMPLE];
     for (size_t i = 0; i < n; i++) sample[i] = i * T / n; /* spread over the whole fixture */
@@ -641,13 +646,8 @@ g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2
 
 g2f_status g2f_diag_how_of(const g2f_diag_input *in, const g2f_cause *cause, g2f_ffn_how *how, g2f_ffn_weights *w,
                            float **owned, g2f_ln *ln, g2f_error *err) {
-    const g2f_model_info *mi = g2f_model_get_info(in->model);
     ctx c;
-    memset(&c, 0, sizeof c);
-    c.in = in;
-    c.d = mi->n_embd;
-    c.h = mi->n_inner;
-    c.wdtype = mi->dtype;
+    ctx_init(&c, in);
     *owned = NULL;
     memset(ln, 0, sizeof *ln);
     variant v = cause_variant(cause, in->gelu);

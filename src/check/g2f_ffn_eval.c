@@ -1,6 +1,7 @@
 /* g2f_ffn_eval: see g2f_ffn_eval.h. */
 #include "g2f_ffn_eval.h"
 
+#include "g2f_cpu.h"
 #include "g2f_layernorm.h"
 
 #include <math.h>
@@ -8,10 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #define BLOCK 4096 /* elements per parallel task in the element-wise loops */
 
@@ -43,15 +40,6 @@ double g2f_ffn_eval_margin(const g2f_ffn_eval_result *r) {
     return m;
 }
 
-static int threads_of(int n_threads) {
-#ifdef _OPENMP
-    return n_threads > 0 ? n_threads : omp_get_max_threads();
-#else
-    (void)n_threads;
-    return 1;
-#endif
-}
-
 /* max_i |a_i - b_i| / tol_i (NaN skipped: the comparison reports it), in
  * fixed blocks; a maximum does not depend on the order. */
 static double separation(const float *a, const float *b, const float *tol, size_t n, int n_threads) {
@@ -59,7 +47,7 @@ static double separation(const float *a, const float *b, const float *tol, size_
     double m = 0;
     (void)n_threads;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) reduction(max : m) num_threads(threads_of(n_threads))
+#pragma omp parallel for schedule(static) reduction(max : m) num_threads(g2f_threads(n_threads))
 #endif
     for (long k = 0; k < blocks; k++) {
         size_t i0 = (size_t)k * BLOCK, i1 = i0 + BLOCK < n ? i0 + BLOCK : n;

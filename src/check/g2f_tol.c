@@ -4,23 +4,12 @@
  * in units of u^2 so floats neither underflow nor lose range. */
 #include "g2f_tol.h"
 
+#include "g2f_cpu.h"
+
 #include <math.h>
 #include <stdlib.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #define BLOCK 4096 /* elements per OpenMP task: fixed, so the thread count changes nothing */
-
-static int threads_of(int n_threads) {
-#ifdef _OPENMP
-    return n_threads > 0 ? n_threads : omp_get_max_threads();
-#else
-    (void)n_threads;
-    return 1;
-#endif
-}
 
 static double input_roundoff(g2f_dtype d) {
     double r = g2f_dtype_store_roundoff(d);
@@ -79,7 +68,7 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
     (void)n_threads;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads_of(n_threads))
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
 #endif
     for (long b = 0; b < blocks; b++) {
         size_t i0 = (size_t)b * BLOCK, m = n - i0 < BLOCK ? n - i0 : BLOCK;
@@ -125,7 +114,7 @@ void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
     (void)n_threads;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads_of(n_threads))
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
 #endif
     for (long b = 0; b < blocks; b++) {
         size_t i0 = (size_t)b * BLOCK, i1 = i0 + BLOCK < n ? i0 + BLOCK : n;
@@ -144,7 +133,7 @@ void g2f_tol_layernorm_var(const float *x, const float *y, size_t T, size_t d, c
     long rows = (long)T;
     (void)n_threads;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads_of(n_threads))
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
 #endif
     for (long t = 0; t < rows; t++) {
         const float *xr = x + (size_t)t * d, *yr = y + (size_t)t * d;

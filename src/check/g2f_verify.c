@@ -524,6 +524,8 @@ void g2f_verify_summarize(const g2f_verify_result *r, g2f_verify_summary *out) {
         if (l->status == G2F_LAYER_SKIPPED || !l->has_ffn) continue; /* the GELU and FFN verdicts */
         compared++;
         verified += (size_t)g2f_layer_gelu_verified(l);
+        out->best_tanh += l->best_gelu == G2F_BEST_TANH;
+        out->best_erf += l->best_gelu == G2F_BEST_ERF;
         if (l->best_gelu == G2F_BEST_INDISTINGUISHABLE) {
             double sep = l->sep_out > l->sep_act ? l->sep_out : l->sep_act;
             if (!out->gelu_unverified || sep > out->unverified_sep) out->unverified_sep = sep;

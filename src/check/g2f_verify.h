@@ -147,6 +147,8 @@ typedef struct g2f_verify_summary {
     g2f_gelu other_gelu;     /* that form (the one not asked for) */
     int unrelated;           /* every compared layer unexplained with |cosine| < G2F_UNRELATED_COSINE */
     int all_unexplained;     /* every compared layer fails, unexplained (not non-finite) */
+    size_t best_tanh;        /* compared layers whose best GELU is tanh (what a fixture's claim is checked against) */
+    size_t best_erf;         /* ... erf */
 } g2f_verify_summary;
 void g2f_verify_summarize(const g2f_verify_result *r, g2f_verify_summary *out);
 

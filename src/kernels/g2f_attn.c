@@ -74,15 +74,6 @@ static inline size_t head_at(size_t h, size_t i, size_t n_head, size_t d_head, i
 
 /* ---- the fast kernel */
 
-static int thread_count(int n_threads) {
-#ifdef _OPENMP
-    return n_threads > 0 ? n_threads : omp_get_max_threads();
-#else
-    (void)n_threads;
-    return 1;
-#endif
-}
-
 static int thread_num(void) {
 #ifdef _OPENMP
     return omp_get_thread_num();
@@ -202,7 +193,7 @@ g2f_status g2f_attn_forward(const float *qkv, size_t T, size_t d, size_t n_head,
     if (st != G2F_OK) return st;
     if (T == 0 || d == 0) return G2F_OK;
     size_t dh = d / n_head;
-    int threads = thread_count(n_threads);
+    int threads = g2f_threads(n_threads);
     g2f_attn_ws own = {0}, *w = ws ? ws : &own;
     st = ws_prepare(w, T, d, dh, (size_t)threads, err);
     if (st != G2F_OK) {

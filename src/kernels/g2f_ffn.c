@@ -50,10 +50,6 @@
 #include "g2f_simd.h"
 #include "g2f_tensor.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #define KC 256
 #define NC_MIN 512
 #define NC_MAX 2048
@@ -64,15 +60,6 @@
 #define NB 128
 #define MR G2F_MR
 #define NR G2F_NR
-
-static int thread_count(int n_threads) {
-#ifdef _OPENMP
-    return n_threads > 0 ? n_threads : omp_get_max_threads();
-#else
-    (void)n_threads;
-    return 1;
-#endif
-}
 
 static int simd_ok(void) { return g2f_cpu_features()->avx2_fma; }
 
@@ -328,7 +315,7 @@ static int gemv(const float *a, size_t k, const float *b, int b_trans, size_t n,
     if (b_trans) {
         long tasks = (long)((n + 63) / 64);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(n_threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(g2f_threads(n_threads))
 #endif
         for (long t = 0; t < tasks; t++) {
             size_t j0 = (size_t)t * 64, j1 = j0 + 64 < n ? j0 + 64 : n;
@@ -341,7 +328,7 @@ static int gemv(const float *a, size_t k, const float *b, int b_trans, size_t n,
     if (!part) return 0;
     long ls = (long)slices;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(thread_count(n_threads))
+#pragma omp parallel num_threads(g2f_threads(n_threads))
 #endif
     {
 #ifdef _OPENMP
@@ -454,7 +441,7 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
     if (!bp) return 0;
     float *bp2 = two ? bp + depth_blocks * block_floats : NULL; /* B's squares, same layout */
     long row_blocks = (long)((m + MC - 1) / MC);
-    int threads = thread_count(n_threads);
+    int threads = g2f_threads(n_threads);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #else
@@ -525,7 +512,7 @@ static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int
     size_t row_blocks = (m + MB - 1) / MB, col_blocks = (n + NB - 1) / NB;
     long tasks = (long)(row_blocks * col_blocks);
 #ifdef _OPENMP
-#pragma omp parallel num_threads(thread_count(n_threads))
+#pragma omp parallel num_threads(g2f_threads(n_threads))
 #else
     (void)n_threads;
 #endif
@@ -641,7 +628,7 @@ void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_
     long tasks = (long)((count + chunk - 1) / chunk);
     (void)n_threads;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(thread_count(n_threads))
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
 #endif
     for (long t = 0; t < tasks; t++) {
         size_t i0 = (size_t)t * chunk, n = count - i0 < chunk ? count - i0 : chunk;

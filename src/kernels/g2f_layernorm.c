@@ -7,11 +7,9 @@
  */
 #include "g2f_layernorm.h"
 
-#include <math.h>
+#include "g2f_cpu.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <math.h>
 
 /* Four interleaved partial sums in double, combined as (s0 + s1) + (s2 + s3):
  * a fixed order that the compiler can keep in vector lanes (a single
@@ -64,7 +62,7 @@ void g2f_ln_forward(const float *x, size_t n_rows, size_t d, const float *w, con
                     double *mean, double *rstd, int n_threads) {
     long rows = (long)n_rows;
 #ifdef _OPENMP
-    int threads = n_threads > 0 ? n_threads : omp_get_max_threads();
+    int threads = g2f_threads(n_threads);
 #pragma omp parallel for schedule(static) num_threads(threads)
 #else
     (void)n_threads;

@@ -169,13 +169,9 @@ static void put_codes(g2f_html_buf *b, const g2f_layer_result *r) {
 /* The note on the fixture's GELU claim, worded as in the text report. */
 static void put_claim_note(g2f_html_buf *b, const g2f_report_ctx *c) {
     const char *claim = c->fixture_claim;
-    size_t tanh_n = 0, erf_n = 0;
-    for (size_t i = 0; i < c->result->n_layers; i++) {
-        const g2f_layer_result *r = &c->result->layers[i];
-        if (r->status == G2F_LAYER_SKIPPED) continue;
-        if (r->best_gelu == G2F_BEST_TANH) tanh_n++;
-        else if (r->best_gelu == G2F_BEST_ERF) erf_n++;
-    }
+    g2f_verify_summary sum;
+    g2f_verify_summarize(c->result, &sum);
+    size_t tanh_n = sum.best_tanh, erf_n = sum.best_erf;
     int is_tanh = !strcmp(claim, "tanh"), is_erf = !strcmp(claim, "erf");
     buf_put(b, "fixture metadata claims gelu=");
     if (!is_tanh && !is_erf) {

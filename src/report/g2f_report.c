@@ -134,13 +134,9 @@ static const char *claim_check(const g2f_report_ctx *c, char *buf, size_t n) {
     if (!c->fixture_claim) return NULL;
     char claim[21];
     g2f_escape(c->fixture_claim, claim, sizeof claim);
-    size_t tanh_n = 0, erf_n = 0;
-    for (size_t i = 0; i < c->result->n_layers; i++) {
-        const g2f_layer_result *r = &c->result->layers[i];
-        if (r->status == G2F_LAYER_SKIPPED) continue;
-        if (r->best_gelu == G2F_BEST_TANH) tanh_n++;
-        else if (r->best_gelu == G2F_BEST_ERF) erf_n++;
-    }
+    g2f_verify_summary sum;
+    g2f_verify_summarize(c->result, &sum);
+    size_t tanh_n = sum.best_tanh, erf_n = sum.best_erf;
     int is_tanh = !strcmp(c->fixture_claim, "tanh"), is_erf = !strcmp(c->fixture_claim, "erf");
     if (!is_tanh && !is_erf)
         snprintf(buf, n, "fixture metadata claims gelu=\"%s\", which is neither tanh nor erf", claim);

@@ -139,15 +139,6 @@ static void stages_should_not_depend_on_the_thread_count(void) {
     }
 }
 
-static int copy_file(const char *from, const char *to) {
-    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
-    int ok = in && out;
-    char buf[65536];
-    for (size_t n; ok && (n = fread(buf, 1, sizeof buf, in)) > 0;) ok = fwrite(buf, 1, n, out) == n;
-    if (in) fclose(in);
-    if (out && fclose(out) != 0) ok = 0;
-    return ok ? 0 : -1;
-}
 
 /* A checkpoint alone in a folder (no config.json): nothing says n_head. */
 static void attention_should_wait_for_n_head(void) {

@@ -361,16 +361,6 @@ static void verify_should_accept_a_rounding_ported_on_purpose(void) {
 
 /* ---- what a new user trips over (README: Commands, What is read) -------- */
 
-static int copy_file(const char *from, const char *to) {
-    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
-    int ok = in && out;
-    char buf[65536];
-    size_t n;
-    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
-    if (in) fclose(in);
-    if (out && fclose(out) != 0) ok = 0;
-    return ok ? 0 : -1;
-}
 
 /* The last line of the text report, without its newline. */
 static const char *last_line(void) {

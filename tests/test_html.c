@@ -173,16 +173,6 @@ static void html_should_show_skipped_layers_as_gaps(void) {
     free(html);
 }
 
-static int copy_file(const char *from, const char *to) {
-    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
-    int ok = in && out;
-    char buf[65536];
-    size_t n;
-    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
-    if (in) fclose(in);
-    if (out && fclose(out) != 0) ok = 0;
-    return ok ? 0 : -1;
-}
 
 static void html_should_escape_paths_from_the_filesystem(void) {
     /* a checkpoint folder whose name holds every character that matters */

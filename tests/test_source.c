@@ -24,16 +24,6 @@ static void on_alarm(int sig) {
     _exit(3);
 }
 
-static int copy_file(const char *from, const char *to) {
-    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
-    int ok = in && out;
-    char buf[65536];
-    size_t n;
-    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
-    if (in) fclose(in);
-    if (out && fclose(out) != 0) ok = 0;
-    return ok ? 0 : -1;
-}
 
 /* A fresh folder dir/name; *path is its path. */
 static void folder(const char *name, char *path, size_t n) {

@@ -49,6 +49,18 @@ static inline int st_write(const char *path, const char *meta, const st_entry *e
     return fclose(fp) == 0 ? 0 : -1;
 }
 
+/* Copies a file; 0 on success. */
+static inline int copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = in ? fopen(to, "wb") : NULL;
+    int ok = in && out;
+    char buf[65536];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = 0;
+    return ok ? 0 : -1;
+}
+
 /* Writes raw bytes to path. */
 static inline int write_bytes(const char *path, const void *data, size_t n) {
     FILE *fp = fopen(path, "wb");

@@ -58,13 +58,14 @@ static double separation(const float *a, const float *b, const float *tol, size_
 }
 
 /* The chunk's buffers: floats x, out, v (= tol_out), out2, xg, a2 (C, d); pre, act,
- * s (= q), tol_pre, tol_act, act2 (C, h); doubles e_out (C, d), e_pre,
+ * s (= q), tol_pre, tol_act, act2, s_fc (C, h); doubles e_out (C, d), e_pre,
  * e_act (C, h). */
 typedef struct chunk {
     size_t cap; /* tokens */
     float *x, *out, *tol_out, *out2, *pre, *act, *q, *tol_pre, *tol_act, *act2;
     float *xg, *a2; /* (C, d): c_fc's input after LayerNorm / rounding, and its A2 operand */
     float *pre_u, *act_u, *out_u; /* (C, h), (C, h), (C, d): before a port's roundings */
+    float *s_fc; /* (C, h): c_fc's sums of squares, kept for the other forms (q is overwritten) */
     double *e_out, *e_pre, *e_act;
     double *x_pre, *x_out; /* (C): per-token variances from uncertain weights (how->wvar_*) */
 } chunk;
@@ -72,7 +73,7 @@ typedef struct chunk {
 /* Bytes per token of the chunk's buffers; SIZE_MAX on overflow. */
 static size_t bytes_per_token(size_t d, size_t h) {
     size_t a, b, r;
-    if (__builtin_mul_overflow(h, (size_t)48, &a) || __builtin_mul_overflow(d, (size_t)36, &b) ||
+    if (__builtin_mul_overflow(h, (size_t)52, &a) || __builtin_mul_overflow(d, (size_t)36, &b) ||
         __builtin_add_overflow(a, b, &r) || __builtin_add_overflow(r, (size_t)16, &r))
         return SIZE_MAX;
     return r;
@@ -119,7 +120,8 @@ static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, siz
     c->q = fp; fp += cap * h;
     c->tol_pre = fp; fp += cap * h;
     c->tol_act = fp; fp += cap * h;
-    c->act2 = fp;
+    c->act2 = fp; fp += cap * h;
+    c->s_fc = fp;
     return G2F_OK;
 }
 
@@ -194,6 +196,85 @@ static void profile_rows(g2f_ffn_profile *pf, const double *e, const float *c, c
     }
 }
 
+/* What the part after c_fc needs, the same for every GELU form. */
+typedef struct tail_ctx {
+    const g2f_ffn_how *how;
+    const g2f_tol_params *p;
+    const g2f_tensor *tpre, *tact;
+    const float *fc_in;          /* what c_fc multiplied (for the weights' variance) */
+    const float *pre_u;          /* c_fc's output before the store's rounding (c.pre when none) */
+    size_t d, h;
+    double lambda;
+    int user, n_threads;
+    g2f_ffn_ws *fws;
+} tail_ctx;
+
+/* From c->pre (and t->pre_u), the chunk's GELU output act_u / c->act and
+ * the sums of squares s of c_fc: the hidden tolerances (tol_pre, tol_act),
+ * q into c->q (s may be c->q), c_proj with its sums of squares, out's
+ * tolerance and the residual, into c->out and c->tol_out. un: the form's
+ * units. */
+static void tail(const tail_ctx *t, chunk *cp, size_t n, const float *act_u, const float *s, const g2f_tol_units *unp) {
+    chunk c = *cp;
+    const g2f_ffn_how *how = t->how;
+    const g2f_ffn_weights *w = how->w;
+    const g2f_tol_params *p = t->p;
+    const g2f_tensor *tpre = t->tpre, *tact = t->tact;
+    const size_t d = t->d, h = t->h, nd = n * d, nh = n * h;
+    const int user = t->user, n_threads = t->n_threads;
+    const double lambda = t->lambda, u = ldexp(1.0, -24);
+    const float *fc_in = t->fc_in, *pre_u = t->pre_u;
+    const g2f_tol_units un = *unp;
+    if (user) {
+        if (tpre) g2f_tol_user(p, c.e_pre, nh, c.tol_pre);
+        if (tact) g2f_tol_user(p, c.e_act, nh, c.tol_act);
+    } else {
+        const double *xp = NULL;
+        if (how->wvar_fc) { /* sum_i x_i^2 wvar_fc[i] per token, in units of u^2 */
+            for (size_t r = 0; r < n; r++) {
+                double acc = 0;
+                for (size_t i = 0; i < d; i++) acc += (double)fc_in[r * d + i] * fc_in[r * d + i] * how->wvar_fc[i];
+                c.x_pre[r] = acc / (u * u);
+            }
+            xp = c.x_pre;
+        }
+        g2f_tol_ffn_hidden_x(nh, d, h, pre_u, c.pre, act_u, c.act, s, tpre ? c.e_pre : NULL,
+                             tact ? c.e_act : NULL, &un, lambda, xp, tpre ? c.tol_pre : NULL,
+                             tact ? c.tol_act : NULL, c.q, n_threads);
+    }
+    /* c_proj, with q W_proj^2 beside it (into tol_out, then the tolerance in place) */
+    const float *act_in = c.act;
+    if (how->gemm_in != G2F_ROUND_NONE && how->gemm_in != how->store) { /* c_proj's input rounded: into act2 */
+        g2f_round_span(how->gemm_in, c.act, c.act2, nh);
+        act_in = c.act2;
+    }
+    g2f_ffn_proj_sq(w, act_in, user ? NULL : c.q, n, how->out_round ? c.out_u : c.out, user ? NULL : c.tol_out,
+                    n_threads, t->fws);
+    const float *out_u = c.out;
+    if (how->out_round != G2F_ROUND_NONE) {
+        g2f_round_span(how->out_round, c.out_u, c.out, nd);
+        out_u = c.out_u;
+    }
+    if (user) g2f_tol_user(p, c.e_out, nd, c.tol_out);
+    else {
+        const double *xo = NULL;
+        if (how->wvar_proj) { /* sum_k act_k^2 wvar_proj[k] per token */
+            for (size_t r = 0; r < n; r++) {
+                double acc = 0;
+                for (size_t k = 0; k < h; k++) acc += (double)act_in[r * h + k] * act_in[r * h + k] * how->wvar_proj[k];
+                c.x_out[r] = acc / (u * u);
+            }
+            xo = c.x_out;
+        }
+        g2f_tol_ffn_out_x(nd, h, d, out_u, c.tol_out, c.e_out, &un, lambda, xo, c.tol_out, n_threads);
+    }
+    if (how->residual)
+        for (size_t i = 0; i < nd; i++) {
+            c.out[i] += c.x[i];
+            c.tol_out[i] += (float)(u * fabs(c.out[i])); /* the add's own rounding */
+        }
+}
+
 g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t layer, const g2f_tol_params *p,
                         const g2f_ffn_eval_opts *opts, int n_threads, g2f_ffn_eval_ws *ws,
                         g2f_ffn_eval_result *res, g2f_error *err) {
@@ -242,6 +323,10 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
     g2f_cmp_acc_init(&a_act, 1);
     g2f_cmp_acc_init(&a_act2, 1);
     g2f_cmp_acc_init(&a_out2, 1);
+    g2f_cmp_acc a_form[G2F_GELU_COUNT][3]; /* out, pre, act */
+    for (int g = 0; g < G2F_GELU_COUNT; g++)
+        for (int k = 0; k < 3; k++) g2f_cmp_acc_init(&a_form[g][k], 1);
+    tail_ctx tctx = {how, p, tpre, tact, NULL, NULL, d, h, lambda, user, n_threads, &ws->ffn};
     tracker tr = {0};
     const double u = ldexp(1.0, -24);
     for (size_t i0 = 0; i0 < total; i0 += c.cap) {
@@ -292,54 +377,10 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
             act_u = c.act_u;
             g2f_round_span(how->store, c.act_u, c.act, nh);
         }
-        if (user) {
-            if (tpre) g2f_tol_user(p, c.e_pre, nh, c.tol_pre);
-            if (tact) g2f_tol_user(p, c.e_act, nh, c.tol_act);
-        } else {
-            const double *xp = NULL;
-            if (how->wvar_fc) { /* sum_i x_i^2 wvar_fc[i] per token, in units of u^2 */
-                for (size_t r = 0; r < n; r++) {
-                    double acc = 0;
-                    for (size_t i = 0; i < d; i++) acc += (double)fc_in[r * d + i] * fc_in[r * d + i] * how->wvar_fc[i];
-                    c.x_pre[r] = acc / (u * u);
-                }
-                xp = c.x_pre;
-            }
-            g2f_tol_ffn_hidden_x(nh, d, h, pre_u, c.pre, act_u, c.act, c.q, tpre ? c.e_pre : NULL,
-                                 tact ? c.e_act : NULL, &un, lambda, xp, tpre ? c.tol_pre : NULL,
-                                 tact ? c.tol_act : NULL, c.q, n_threads);
-        }
-        /* c_proj, with q W_proj^2 beside it (into tol_out, then the tolerance in place) */
-        const float *act_in = c.act;
-        if (how->gemm_in != G2F_ROUND_NONE && how->gemm_in != how->store) { /* c_proj's input rounded: into act2 */
-            g2f_round_span(how->gemm_in, c.act, c.act2, nh);
-            act_in = c.act2;
-        }
-        g2f_ffn_proj_sq(w, act_in, user ? NULL : c.q, n, how->out_round ? c.out_u : c.out, user ? NULL : c.tol_out,
-                        n_threads, &ws->ffn);
-        const float *out_u = c.out;
-        if (how->out_round != G2F_ROUND_NONE) {
-            g2f_round_span(how->out_round, c.out_u, c.out, nd);
-            out_u = c.out_u;
-        }
-        if (user) g2f_tol_user(p, c.e_out, nd, c.tol_out);
-        else {
-            const double *xo = NULL;
-            if (how->wvar_proj) { /* sum_k act_k^2 wvar_proj[k] per token */
-                for (size_t r = 0; r < n; r++) {
-                    double acc = 0;
-                    for (size_t k = 0; k < h; k++) acc += (double)act_in[r * h + k] * act_in[r * h + k] * how->wvar_proj[k];
-                    c.x_out[r] = acc / (u * u);
-                }
-                xo = c.x_out;
-            }
-            g2f_tol_ffn_out_x(nd, h, d, out_u, c.tol_out, c.e_out, &un, lambda, xo, c.tol_out, n_threads);
-        }
-        if (how->residual)
-            for (size_t i = 0; i < nd; i++) {
-                c.out[i] += c.x[i];
-                c.tol_out[i] += (float)(u * fabs(c.out[i])); /* the add's own rounding */
-            }
+        if (opts->forms && !user) memcpy(c.s_fc, c.q, nh * sizeof(float)); /* q is computed in place */
+        tctx.fc_in = fc_in;
+        tctx.pre_u = pre_u;
+        tail(&tctx, &c, n, act_u, c.q, &un);
         cmp_rows(&a_out, c.e_out, c.out, c.tol_out, tokens, i0, n, d, n_threads);
         if (tpre) cmp_rows(&a_pre, c.e_pre, c.pre, c.tol_pre, tokens, i0, n, h, n_threads);
         if (tact) cmp_rows(&a_act, c.e_act, c.act, c.tol_act, tokens, i0, n, h, n_threads);
@@ -349,37 +390,68 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
             if (tpre) profile_rows(pf, c.e_pre, c.pre, c.tol_pre, pf->col_pre, tokens, i0, n, h, 0);
             if (tact) profile_rows(pf, c.e_act, c.act, c.tol_act, pf->col_act, tokens, i0, n, h, 0);
         }
-        if (!want_act2) continue;
-        /* the other GELU form of the same pre-activations */
-        g2f_ffn_gelu(other, c.pre, nh, c.act2, n_threads);
-        if (tact) {
-            cmp_rows(&a_act2, c.e_act, c.act2, c.tol_act, tokens, i0, n, h, n_threads);
-            double sa = separation(c.act, c.act2, c.tol_act, nh, n_threads);
-            if (sa > res->sep_act) res->sep_act = sa;
-        }
-        for (size_t r = 0; r < n; r++) { /* where the forms differ most, relative to out's tolerance */
-            double dd = 0, tt = 0;
-            for (size_t k = 0; k < h; k++) {
-                double e = (double)c.act2[r * h + k] - c.act[r * h + k];
-                dd += e * e;
+        if (want_act2) {
+            /* the other GELU form of the same pre-activations */
+            g2f_ffn_gelu(other, c.pre, nh, c.act2, n_threads);
+            if (tact) {
+                cmp_rows(&a_act2, c.e_act, c.act2, c.tol_act, tokens, i0, n, h, n_threads);
+                double sa = separation(c.act, c.act2, c.tol_act, nh, n_threads);
+                if (sa > res->sep_act) res->sep_act = sa;
             }
-            for (size_t j = 0; j < d; j++) tt += (double)c.tol_out[r * d + j] * c.tol_out[r * d + j];
-            track(&tr, tokens ? tokens[i0 + r] : i0 + r, tt > 0 ? sqrt(dd / (tt / (double)d)) : INFINITY);
+            for (size_t r = 0; r < n; r++) { /* where the forms differ most, relative to out's tolerance */
+                double dd = 0, tt = 0;
+                for (size_t k = 0; k < h; k++) {
+                    double e = (double)c.act2[r * h + k] - c.act[r * h + k];
+                    dd += e * e;
+                }
+                for (size_t j = 0; j < d; j++) tt += (double)c.tol_out[r * d + j] * c.tol_out[r * d + j];
+                track(&tr, tokens ? tokens[i0 + r] : i0 + r, tt > 0 ? sqrt(dd / (tt / (double)d)) : INFINITY);
+            }
+            if (want_out2) {
+                g2f_matmul_sq(c.act2, NULL, n, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, w->b_proj,
+                              c.out2, NULL, n_threads, &ws->ffn);
+                if (how->residual)
+                    for (size_t i = 0; i < nd; i++) c.out2[i] += c.x[i];
+                cmp_rows(&a_out2, c.e_out, c.out2, c.tol_out, tokens, i0, n, d, n_threads);
+                double so = separation(c.out, c.out2, c.tol_out, nd, n_threads);
+                if (so > res->sep_out) res->sep_out = so;
+            }
         }
-        if (!want_out2) continue;
-        g2f_matmul_sq(c.act2, NULL, n, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, w->b_proj, c.out2, NULL,
-                      n_threads, &ws->ffn);
-        if (how->residual)
-            for (size_t i = 0; i < nd; i++) c.out2[i] += c.x[i];
-        cmp_rows(&a_out2, c.e_out, c.out2, c.tol_out, tokens, i0, n, d, n_threads);
-        double so = separation(c.out, c.out2, c.tol_out, nd, n_threads);
-        if (so > res->sep_out) res->sep_out = so;
+        /* the other forms, from this chunk's pre and c_fc's sums of squares
+         * (what a g2f_ffn_eval with how.gelu = g computes, step for step) */
+        for (int g = 0; g < G2F_GELU_COUNT; g++) {
+            if (g == (int)how->gelu || !(opts->forms & (1u << g))) continue;
+            g2f_tol_units ug = un;
+            ug.table_in = g == G2F_GELU_F16_TABLE;
+            float *au = plain ? c.act : c.act_u;
+            g2f_ffn_gelu((g2f_gelu)g, c.pre, nh, au, n_threads);
+            if (!plain) {
+                if (how->clip)
+                    for (size_t i = 0; i < nh; i++) au[i] = au[i] > 10.0f ? 10.0f : au[i] < -10.0f ? -10.0f : au[i];
+                g2f_round_span(how->store, au, c.act, nh);
+            }
+            tail(&tctx, &c, n, au, c.s_fc, &ug);
+            cmp_rows(&a_form[g][0], c.e_out, c.out, c.tol_out, tokens, i0, n, d, n_threads);
+            if (tpre) cmp_rows(&a_form[g][1], c.e_pre, c.pre, c.tol_pre, tokens, i0, n, h, n_threads);
+            if (tact) cmp_rows(&a_form[g][2], c.e_act, c.act, c.tol_act, tokens, i0, n, h, n_threads);
+        }
     }
     g2f_cmp_acc_finish(&a_out, &res->out);
     g2f_cmp_acc_finish(&a_pre, &res->pre);
     g2f_cmp_acc_finish(&a_act, &res->act);
     g2f_cmp_acc_finish(&a_act2, &res->act_other);
     g2f_cmp_acc_finish(&a_out2, &res->out_other);
+    res->form_margin[how->gelu] = g2f_ffn_eval_margin(res);
+    for (int g = 0; g < G2F_GELU_COUNT; g++) {
+        if (g == (int)how->gelu || !(opts->forms & (1u << g))) continue;
+        g2f_ffn_eval_result fr = {0};
+        fr.has_pre = res->has_pre;
+        fr.has_act = res->has_act;
+        g2f_cmp_acc_finish(&a_form[g][0], &fr.out);
+        g2f_cmp_acc_finish(&a_form[g][1], &fr.pre);
+        g2f_cmp_acc_finish(&a_form[g][2], &fr.act);
+        res->form_margin[g] = g2f_ffn_eval_margin(&fr);
+    }
     res->n_tracked = tr.n;
     memcpy(res->tracked, tr.tok, tr.n * sizeof(size_t));
     qsort(res->tracked, res->n_tracked, sizeof(size_t), cmp_size);

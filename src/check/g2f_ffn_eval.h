@@ -15,6 +15,9 @@
  * parallel loop runs over fixed blocks: the same bits for any thread count
  * and any chunk size.
  *
+ * Other GELU forms (opts.forms) reuse the chunk's c_fc: per form only the
+ * GELU, its tolerances, c_proj and the comparisons are redone.
+ *
  * The other GELU form (what verify reports as out_other and the GELU
  * separation) costs a third product; G2F_EVAL_OTHER_ACT computes only its
  * activations (element-wise) and keeps the tokens where the two forms differ
@@ -76,6 +79,12 @@ typedef struct g2f_ffn_eval_opts {
     size_t n_tokens;       /* with tokens */
     g2f_eval_other other;
     int profile;           /* count mismatches per channel and flagged tokens (g2f_ffn_profile) */
+    /* other GELU forms to evaluate on the same tokens (bit 1u << g2f_gelu;
+     * how->gelu's own bit is ignored): each as `how` with that form, its own
+     * GELU, tolerances and c_proj, sharing c_fc (the same pre and sums of
+     * squares): margins bitwise those of a separate g2f_ffn_eval per form,
+     * for half the products. */
+    unsigned forms;
 } g2f_ffn_eval_opts;
 
 /* Where mismatches are, for a layer that nothing explains. */
@@ -97,6 +106,7 @@ typedef struct g2f_ffn_eval_result {
     size_t n_tracked;             /* with G2F_EVAL_OTHER_ACT or FULL: tokens where the forms differ most, */
     size_t tracked[G2F_EVAL_TRACK]; /* ascending */
     g2f_ffn_profile profile;      /* with opts.profile; freed by g2f_ffn_eval_result_free */
+    double form_margin[G2F_GELU_COUNT]; /* with opts.forms: each form's g2f_ffn_eval_margin; how->gelu's too */
 } g2f_ffn_eval_result;
 
 /* Buffers kept across layers and hypotheses (start from {0}). */

@@ -99,60 +99,59 @@ static void explain(g2f_layer_result *r, g2f_gelu asked) {
     }
 }
 
+/* Every GELU form, for the margins of the GELU table. */
+#define ALL_FORMS ((1u << G2F_GELU_COUNT) - 1u)
+
+/* Each form's margin from an evaluation with opts.forms (r->gelu_margin,
+ * over gelu_tokens tokens): how decisively the data picks a form. */
+static void take_forms(const g2f_ffn_eval_result *e, g2f_layer_result *r) {
+    for (int g = 0; g < G2F_GELU_COUNT; g++) r->gelu_margin[g] = e->form_margin[g];
+    r->gelu_tokens = e->tokens;
+}
+
 /* The other GELU form's out (a third product as large as c_proj) is
  * computed on every token only where it can change the verdict: when the
  * layer fails, or when on the G2F_EVAL_TRACK tokens where the forms differ
  * most the other form passes too (then "indistinguishable" must hold on
  * every token). When the layer passes and the other form already fails on
  * those tokens, out_other and the separation describe those tokens
- * (other_tokens says how many). Layers of at most that many tokens are
- * computed whole in one pass. */
+ * (other_tokens says how many). Every form's margin (the GELU table) comes
+ * from the same tracked tokens, in the same evaluation (one c_fc for all
+ * forms). Layers of at most that many tokens are computed whole in one
+ * pass. */
 static g2f_status evaluate(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t L, const g2f_verify_params *p,
-                           g2f_ffn_eval_ws *ws, g2f_ffn_eval_result *res, size_t *other_tokens, g2f_error *err) {
-    g2f_ffn_eval_opts all = {NULL, 0, G2F_EVAL_OTHER_FULL, 0};
-    *other_tokens = 0;
-    if (fx->n_tokens <= G2F_EVAL_TRACK) return g2f_ffn_eval(how, fx, L, &p->tol, &all, p->n_threads, ws, res, err);
-    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0};
-    g2f_status st = g2f_ffn_eval(how, fx, L, &p->tol, &first, p->n_threads, ws, res, err);
-    if (st != G2F_OK) return st;
-    if (g2f_ffn_eval_match(res) && res->n_tracked) {
-        g2f_ffn_eval_opts few = {res->tracked, res->n_tracked, G2F_EVAL_OTHER_FULL, 0};
+                           g2f_ffn_eval_ws *ws, g2f_ffn_eval_result *res, g2f_layer_result *r, g2f_error *err) {
+    g2f_ffn_eval_opts all = {NULL, 0, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS};
+    g2f_status st;
+    r->other_tokens = 0;
+    if (fx->n_tokens <= G2F_EVAL_TRACK) {
+        if ((st = g2f_ffn_eval(how, fx, L, &p->tol, &all, p->n_threads, ws, res, err)) == G2F_OK) take_forms(res, r);
+        return st;
+    }
+    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, 0};
+    if ((st = g2f_ffn_eval(how, fx, L, &p->tol, &first, p->n_threads, ws, res, err)) != G2F_OK) return st;
+    if (res->n_tracked) {
+        g2f_ffn_eval_opts few = {res->tracked, res->n_tracked, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS};
         g2f_ffn_eval_result r2;
-        if ((st = g2f_ffn_eval(how, fx, L, &p->tol, &few, p->n_threads, ws, &r2, err)) != G2F_OK) return st;
-        if (r2.out_other.mismatched > 0) { /* the other form fails: the verdict is settled */
+        if ((st = g2f_ffn_eval(how, fx, L, &p->tol, &few, p->n_threads, ws, &r2, err)) != G2F_OK) {
+            g2f_ffn_eval_result_free(res);
+            return st;
+        }
+        take_forms(&r2, r);
+        int settled = g2f_ffn_eval_match(res) && r2.out_other.mismatched > 0;
+        if (settled) { /* the other form fails: the verdict is settled */
             res->out_other = r2.out_other;
             res->sep_out = r2.sep_out;
-            *other_tokens = r2.tokens;
-            g2f_ffn_eval_result_free(&r2);
-            return G2F_OK;
+            r->other_tokens = r2.tokens;
         }
         g2f_ffn_eval_result_free(&r2);
+        if (settled) return G2F_OK;
+        all.forms = 0;
     }
     g2f_ffn_eval_result_free(res);
-    return g2f_ffn_eval(how, fx, L, &p->tol, &all, p->n_threads, ws, res, err);
-}
-
-/* Each GELU form's margin over the tokens where tanh and erf differ most
- * (all of them for a short layer): how decisively the data picks a form. */
-static g2f_status gelu_table(const g2f_ffn_how *base, const g2f_fixture_views *fx, size_t L,
-                             const g2f_verify_params *p, g2f_ffn_eval_ws *ws, const g2f_ffn_eval_result *first,
-                             g2f_layer_result *r, g2f_error *err) {
-    g2f_ffn_eval_opts o = {NULL, 0, G2F_EVAL_OTHER_NONE, 0};
-    if (fx->n_tokens > G2F_EVAL_TRACK && first->n_tracked) {
-        o.tokens = first->tracked;
-        o.n_tokens = first->n_tracked;
-    }
-    r->gelu_tokens = o.tokens ? o.n_tokens : fx->n_tokens;
-    for (int g = 0; g < G2F_GELU_COUNT; g++) {
-        g2f_ffn_how how = *base;
-        how.gelu = (g2f_gelu)g;
-        g2f_ffn_eval_result e;
-        g2f_status st = g2f_ffn_eval(&how, fx, L, &p->tol, &o, p->n_threads, ws, &e, err);
-        if (st != G2F_OK) return st;
-        r->gelu_margin[g] = g2f_ffn_eval_margin(&e);
-        g2f_ffn_eval_result_free(&e);
-    }
-    return G2F_OK;
+    if ((st = g2f_ffn_eval(how, fx, L, &p->tol, &all, p->n_threads, ws, res, err)) == G2F_OK && all.forms)
+        take_forms(res, r);
+    return st;
 }
 
 /* With pre and act recorded: act against each form of the recorded pre, on
@@ -200,7 +199,7 @@ static g2f_status assess(const g2f_ffn_how *how, const g2f_fixture_views *fx, si
                          const g2f_verify_params *p, g2f_ffn_eval_ws *ws, g2f_layer_result *r, int *ok,
                          g2f_ffn_eval_result *res, g2f_error *err) {
     g2f_gelu other = g2f_gelu_other(p->gelu);
-    g2f_status st = evaluate(how, fx, L, p, ws, res, &r->other_tokens, err);
+    g2f_status st = evaluate(how, fx, L, p, ws, res, r, err);
     if (st != G2F_OK) return st;
     r->tokens = fx->n_tokens;
     r->has_pre = res->has_pre;
@@ -225,7 +224,7 @@ static g2f_status assess(const g2f_ffn_how *how, const g2f_fixture_views *fx, si
         r->best_gelu = (*ok ? p->gelu : other) == G2F_GELU_ERF ? G2F_BEST_ERF : G2F_BEST_TANH;
     else
         r->best_gelu = G2F_BEST_NEITHER;
-    if ((st = gelu_table(how, fx, L, p, ws, res, r, err)) == G2F_OK) st = gelu_from_pairs(fx, h, r, err);
+    st = gelu_from_pairs(fx, h, r, err);
     if (st == G2F_OK && r->best_gelu == G2F_BEST_NEITHER) { /* one of the other forms alone fits */
         int fits = -1, count = 0;
         for (int g = G2F_GELU_SIGMOID; g < G2F_GELU_COUNT; g++)

@@ -1020,6 +1020,38 @@ static int cmd_f16_copy(const char *src, const char *dst) {
     return ok ? 0 : (perror(dst), 2);
 }
 
+/* ---- verify's floor: the FFN against the FFN with its sums of squares ----
+ * verify's derived tolerance needs, beside every product, the same product
+ * on squares ((x o x)(W o W), g2f_ffn_fc_gelu_sq / g2f_ffn_proj_sq): this
+ * times both in one process, alternating (medians of 7 blocks), for a shape
+ * of width d at T tokens, one layer's weights. Prints the seconds of each
+ * and their ratio: the least verify can cost against run. */
+static int cmd_floor(size_t d, size_t T, int threads) {
+    shape s;
+    shape_make(&s, "floor", d, 0);
+    size_t h = s.h;
+    float *x = xalloc(T * d * sizeof(float)), *pre = xalloc(T * h * sizeof(float)), *act = xalloc(T * h * sizeof(float));
+    float *q = xalloc(T * h * sizeof(float)), *out = xalloc(T * d * sizeof(float)), *v = xalloc(T * d * sizeof(float));
+    fill_normal(x, T * d, 0.0, 1.0);
+    g2f_ffn_ws ws = {0};
+    double a[7], b[7];
+    for (int r = -1; r < 7; r++) { /* the first round warms up */
+        double t0 = now();
+        g2f_ffn_forward(&s.w[0], x, T, G2F_GELU_TANH, pre, act, out, threads, &ws);
+        double t1 = now();
+        g2f_ffn_fc_gelu_sq(&s.w[0], x, T, G2F_GELU_TANH, pre, act, q, threads, &ws);
+        g2f_ffn_proj_sq(&s.w[0], act, q, T, out, v, threads, &ws);
+        double t2 = now();
+        if (r >= 0) a[r] = t1 - t0, b[r] = t2 - t1;
+    }
+    double fa = median(a, 7), fb = median(b, 7);
+    printf("floor d=%zu T=%zu threads=%d ffn_s=%.6f ffn_sq_s=%.6f ratio=%.3f\n", d, T, threads, fa, fb, fb / fa);
+    g2f_ffn_ws_free(&ws);
+    free(x), free(pre), free(act), free(q), free(out), free(v);
+    shape_free(&s);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 5 && !strcmp(argv[1], "write")) return cmd_write(argv[2], atoi(argv[3]), (size_t)atol(argv[4]));
     if (argc >= 4 && !strcmp(argv[1], "open")) return cmd_open(argv[2], atoi(argv[3]));
@@ -1029,9 +1061,11 @@ int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "time")) return cmd_time(argv + 2);
     if (argc >= 4 && !strcmp(argv[1], "f16-copy")) return cmd_f16_copy(argv[2], argv[3]);
     if (argc >= 2 && !strcmp(argv[1], "attn")) return cmd_attn(argc >= 3 ? (size_t)atol(argv[2]) : 1024);
+    if (argc >= 4 && !strcmp(argv[1], "floor"))
+        return cmd_floor((size_t)atol(argv[2]), (size_t)atol(argv[3]), argc >= 5 ? atoi(argv[4]) : 0);
     fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | e2e-data DIR LAYERS D TOKENS | time CMD ARGS... | "
                     "f16-copy CHECKPOINT OUT.safetensors | "
                     "open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S --file-bytes N] [--quick] [--only D] | "
-                    "attn [T]\n");
+                    "attn [T] | floor D T [THREADS]\n");
     return 2;
 }

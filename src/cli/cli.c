@@ -5,6 +5,7 @@
  * Everything it prints that came from a file or the command line goes
  * through g2f_escape (g2f_text.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -430,6 +431,42 @@ static const char usage_verify[] =
     "  gpt2ffn verify fixtures/tiny fixtures/tiny_erf.safetensors\n"
     "  gpt2ffn verify model.safetensors ref.safetensors --layers 0-3 --json report.json\n";
 
+/* The checkpoint's digest on a thread of its own: verify's provenance check
+ * reads the whole checkpoint (4 s for a GPT-2 XL file), which then overlaps
+ * the comparison instead of preceding it. Without a thread (pthread_create
+ * fails) the digest is computed when it is asked for. */
+typedef struct hash_job {
+    const g2f_model *model;
+    char hex[65];
+    g2f_error err;
+    g2f_status st;
+    pthread_t thread;
+    int started, joined;
+} hash_job;
+
+static void *hash_main(void *arg) {
+    hash_job *j = arg;
+    j->st = g2f_model_sha256(j->model, j->hex, &j->err);
+    return NULL;
+}
+
+static void hash_start(hash_job *j, const g2f_model *model) {
+    memset(j, 0, sizeof *j);
+    j->model = model;
+    j->started = pthread_create(&j->thread, NULL, hash_main, j) == 0;
+}
+
+/* Waits for the digest (or computes it); a no-op when never started or
+ * already finished. Every path that started one finishes it before the
+ * model is closed. */
+static g2f_status hash_finish(hash_job *j) {
+    if (!j->model || j->joined) return j->st;
+    if (j->started) pthread_join(j->thread, NULL);
+    else j->st = g2f_model_sha256(j->model, j->hex, &j->err);
+    j->joined = 1;
+    return j->st;
+}
+
 static int run_verify(const char **pos, const char **v) {
     double rtol = 0, atol = 0;
     size_t threads = 0;
@@ -451,6 +488,7 @@ static int run_verify(const char **pos, const char **v) {
     g2f_verify_result res = {0};
     int rc = EXIT_BAD;
     opened o;
+    hash_job hash = {0};
     if (open_inputs("verify", pos[0], v[V_CONFIG], pos[1], v[V_LAYERS], &o) != 0) goto done;
     const char *outs[] = {v[V_JSON], v[V_HTML]};
     if (check_outputs(outs, 2, o.model, NULL, o.fx) != 0) goto done;
@@ -476,15 +514,16 @@ static int run_verify(const char **pos, const char **v) {
      * run writes it) is checked against this checkpoint's, which costs one
      * read of the checkpoint */
     const char *fx_sha = g2f_fixture_meta(fx, "checkpoint_sha256");
-    char ck_sha[65] = "";
-    if (fx_sha && g2f_model_sha256(model, ck_sha, &err) != G2F_OK) {
-        bad("%s", err.msg);
-        goto done;
-    }
+    if (fx_sha) hash_start(&hash, model);
     if (g2f_verify_run(model, fx, &p, &res, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
     }
+    if (fx_sha && hash_finish(&hash) != G2F_OK) {
+        bad("%s", hash.err.msg);
+        goto done;
+    }
+    const char *ck_sha = hash.hex;
     if (res.compared == 0 && res.model.present && !res.model.compared) {
         bad("verify: nothing was compared: %s holds input_ids but no stage of the model (embed, h.L.*, ln_f.out, "
             "logits); gpt2ffn run writes them", pos[1]);
@@ -507,6 +546,7 @@ static int run_verify(const char **pos, const char **v) {
     if (!v[V_JSON] || strcmp(v[V_JSON], "-") != 0) g2f_report_text(stdout, &ctx);
     rc = res.pass ? 0 : EXIT_MISMATCH;
 done:
+    hash_finish(&hash); /* before the model closes */
     g2f_verify_result_free(&res);
     opened_close(&o);
     return rc;

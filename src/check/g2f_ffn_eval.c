@@ -66,22 +66,24 @@ typedef struct chunk {
     float *xg, *a2; /* (C, d): c_fc's input after LayerNorm / rounding, and its A2 operand */
     float *pre_u, *act_u, *out_u; /* (C, h), (C, h), (C, d): before a port's roundings */
     float *s_fc; /* (C, h): c_fc's sums of squares, kept for the other forms (q is overwritten) */
+    float *f_act, *f_q, *f_out, *f_v; /* the other forms' c_proj, stacked: (F C, h), (F C, h), (F C, d), (F C, d) */
     double *e_out, *e_pre, *e_act;
     double *x_pre, *x_out; /* (C): per-token variances from uncertain weights (how->wvar_*) */
 } chunk;
 
-/* Bytes per token of the chunk's buffers; SIZE_MAX on overflow. */
-static size_t bytes_per_token(size_t d, size_t h) {
+/* Bytes per token of the chunk's buffers with F other forms; SIZE_MAX on
+ * overflow. */
+static size_t bytes_per_token(size_t d, size_t h, size_t F) {
     size_t a, b, r;
-    if (__builtin_mul_overflow(h, (size_t)52, &a) || __builtin_mul_overflow(d, (size_t)36, &b) ||
+    if (__builtin_mul_overflow(h, (size_t)52 + 8 * F, &a) || __builtin_mul_overflow(d, (size_t)36 + 8 * F, &b) ||
         __builtin_add_overflow(a, b, &r) || __builtin_add_overflow(r, (size_t)16, &r))
         return SIZE_MAX;
     return r;
 }
 
-static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, size_t d, size_t h, chunk *c,
+static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, size_t d, size_t h, size_t F, chunk *c,
                              g2f_error *err) {
-    size_t per = bytes_per_token(d, h);
+    size_t per = bytes_per_token(d, h, F);
     size_t cap = per == SIZE_MAX ? 16 : G2F_EVAL_CHUNK_BYTES / per;
     if (cap < 16) cap = 16;
     if (cap > want) cap = want ? want : 1;
@@ -121,7 +123,11 @@ static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, siz
     c->tol_pre = fp; fp += cap * h;
     c->tol_act = fp; fp += cap * h;
     c->act2 = fp; fp += cap * h;
-    c->s_fc = fp;
+    c->s_fc = fp; fp += cap * h;
+    c->f_act = fp; fp += F * cap * h;
+    c->f_q = fp; fp += F * cap * h;
+    c->f_out = fp; fp += F * cap * d;
+    c->f_v = fp;
     return G2F_OK;
 }
 
@@ -209,69 +215,74 @@ typedef struct tail_ctx {
     g2f_ffn_ws *fws;
 } tail_ctx;
 
-/* From c->pre (and t->pre_u), the chunk's GELU output act_u / c->act and
- * the sums of squares s of c_fc: the hidden tolerances (tol_pre, tol_act),
- * q into c->q (s may be c->q), c_proj with its sums of squares, out's
- * tolerance and the residual, into c->out and c->tol_out. un: the form's
- * units. */
-static void tail(const tail_ctx *t, chunk *cp, size_t n, const float *act_u, const float *s, const g2f_tol_units *unp) {
-    chunk c = *cp;
+/* After c_fc and a GELU form: the tolerances of pre and act (into
+ * c->tol_pre, c->tol_act) and q, c_proj's A2 operand (the coefficient of
+ * W_proj^2 in V_out), from c->pre (and t->pre_u), that form's act before
+ * (act_u) and after (act) the port's roundings and c_fc's sums of squares
+ * s. un: the form's units. */
+static void hidden(const tail_ctx *t, const chunk *c, size_t n, const float *act_u, const float *act, const float *s,
+                   const g2f_tol_units *un, float *q) {
     const g2f_ffn_how *how = t->how;
-    const g2f_ffn_weights *w = how->w;
-    const g2f_tol_params *p = t->p;
-    const g2f_tensor *tpre = t->tpre, *tact = t->tact;
-    const size_t d = t->d, h = t->h, nd = n * d, nh = n * h;
-    const int user = t->user, n_threads = t->n_threads;
-    const double lambda = t->lambda, u = ldexp(1.0, -24);
-    const float *fc_in = t->fc_in, *pre_u = t->pre_u;
-    const g2f_tol_units un = *unp;
-    if (user) {
-        if (tpre) g2f_tol_user(p, c.e_pre, nh, c.tol_pre);
-        if (tact) g2f_tol_user(p, c.e_act, nh, c.tol_act);
-    } else {
-        const double *xp = NULL;
-        if (how->wvar_fc) { /* sum_i x_i^2 wvar_fc[i] per token, in units of u^2 */
-            for (size_t r = 0; r < n; r++) {
-                double acc = 0;
-                for (size_t i = 0; i < d; i++) acc += (double)fc_in[r * d + i] * fc_in[r * d + i] * how->wvar_fc[i];
-                c.x_pre[r] = acc / (u * u);
-            }
-            xp = c.x_pre;
+    const size_t d = t->d, h = t->h, nh = n * h;
+    const double u = ldexp(1.0, -24);
+    if (t->user) {
+        if (t->tpre) g2f_tol_user(t->p, c->e_pre, nh, c->tol_pre);
+        if (t->tact) g2f_tol_user(t->p, c->e_act, nh, c->tol_act);
+        return;
+    }
+    const double *xp = NULL;
+    if (how->wvar_fc) { /* sum_i x_i^2 wvar_fc[i] per token, in units of u^2 */
+        for (size_t r = 0; r < n; r++) {
+            double acc = 0;
+            for (size_t i = 0; i < d; i++) acc += (double)t->fc_in[r * d + i] * t->fc_in[r * d + i] * how->wvar_fc[i];
+            c->x_pre[r] = acc / (u * u);
         }
-        g2f_tol_ffn_hidden_x(nh, d, h, pre_u, c.pre, act_u, c.act, s, tpre ? c.e_pre : NULL,
-                             tact ? c.e_act : NULL, &un, lambda, xp, tpre ? c.tol_pre : NULL,
-                             tact ? c.tol_act : NULL, c.q, n_threads);
+        xp = c->x_pre;
     }
-    /* c_proj, with q W_proj^2 beside it (into tol_out, then the tolerance in place) */
-    const float *act_in = c.act;
-    if (how->gemm_in != G2F_ROUND_NONE && how->gemm_in != how->store) { /* c_proj's input rounded: into act2 */
-        g2f_round_span(how->gemm_in, c.act, c.act2, nh);
-        act_in = c.act2;
-    }
-    g2f_ffn_proj_sq(w, act_in, user ? NULL : c.q, n, how->out_round ? c.out_u : c.out, user ? NULL : c.tol_out,
-                    n_threads, t->fws);
-    const float *out_u = c.out;
+    g2f_tol_ffn_hidden_x(nh, d, h, t->pre_u, c->pre, act_u, act, s, t->tpre ? c->e_pre : NULL,
+                         t->tact ? c->e_act : NULL, un, t->lambda, xp, t->tpre ? c->tol_pre : NULL,
+                         t->tact ? c->tol_act : NULL, q, t->n_threads);
+}
+
+/* c_proj's input: act, or its rounding (TF32 inputs) into dst. */
+static const float *proj_input(const tail_ctx *t, const float *act, size_t nh, float *dst) {
+    const g2f_ffn_how *how = t->how;
+    if (how->gemm_in == G2F_ROUND_NONE || how->gemm_in == how->store) return act;
+    g2f_round_span(how->gemm_in, act, dst, nh);
+    return dst;
+}
+
+/* After c_proj: prod (n, d) is its product, v its sums of squares (any
+ * values in user mode); out gets the stored value (prod's rounding, or prod
+ * itself when out is prod) plus the residual, v the tolerance in place.
+ * act_in: c_proj's input. */
+static void out_tail(const tail_ctx *t, const chunk *c, size_t n, const float *act_in, const float *prod, float *out,
+                     float *v, const g2f_tol_units *un) {
+    const g2f_ffn_how *how = t->how;
+    const size_t d = t->d, h = t->h, nd = n * d;
+    const double u = ldexp(1.0, -24);
+    const float *out_u = out;
     if (how->out_round != G2F_ROUND_NONE) {
-        g2f_round_span(how->out_round, c.out_u, c.out, nd);
-        out_u = c.out_u;
+        g2f_round_span(how->out_round, prod, out, nd);
+        out_u = prod;
     }
-    if (user) g2f_tol_user(p, c.e_out, nd, c.tol_out);
+    if (t->user) g2f_tol_user(t->p, c->e_out, nd, v);
     else {
         const double *xo = NULL;
         if (how->wvar_proj) { /* sum_k act_k^2 wvar_proj[k] per token */
             for (size_t r = 0; r < n; r++) {
                 double acc = 0;
                 for (size_t k = 0; k < h; k++) acc += (double)act_in[r * h + k] * act_in[r * h + k] * how->wvar_proj[k];
-                c.x_out[r] = acc / (u * u);
+                c->x_out[r] = acc / (u * u);
             }
-            xo = c.x_out;
+            xo = c->x_out;
         }
-        g2f_tol_ffn_out_x(nd, h, d, out_u, c.tol_out, c.e_out, &un, lambda, xo, c.tol_out, n_threads);
+        g2f_tol_ffn_out_x(nd, h, d, out_u, v, c->e_out, un, t->lambda, xo, v, t->n_threads);
     }
     if (how->residual)
         for (size_t i = 0; i < nd; i++) {
-            c.out[i] += c.x[i];
-            c.tol_out[i] += (float)(u * fabs(c.out[i])); /* the add's own rounding */
+            out[i] += c->x[i];
+            v[i] += (float)(u * fabs(out[i])); /* the add's own rounding */
         }
 }
 
@@ -291,7 +302,11 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
     res->has_act = tact != NULL;
     g2f_status st = G2F_OK;
     chunk c = {0};
-    if ((st = chunk_make(ws, layer, total, d, h, &c, err)) != G2F_OK) return st;
+    /* the other forms asked for, and their units (the F16 table rounds its input) */
+    const unsigned forms = opts->forms & ((1u << G2F_GELU_COUNT) - 1u) & ~(1u << how->gelu);
+    size_t n_forms = 0;
+    for (int g = 0; g < G2F_GELU_COUNT; g++) n_forms += (forms >> g) & 1u;
+    if ((st = chunk_make(ws, layer, total, d, h, n_forms, &c, err)) != G2F_OK) return st;
     if (opts->profile) {
         res->profile.col_out = calloc(d ? d : 1, sizeof(size_t));
         if (tpre) res->profile.col_pre = calloc(h ? h : 1, sizeof(size_t));
@@ -327,6 +342,11 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
     for (int g = 0; g < G2F_GELU_COUNT; g++)
         for (int k = 0; k < 3; k++) g2f_cmp_acc_init(&a_form[g][k], 1);
     tail_ctx tctx = {how, p, tpre, tact, NULL, NULL, d, h, lambda, user, n_threads, &ws->ffn};
+    g2f_tol_units form_un[G2F_GELU_COUNT];
+    for (int g = 0; g < G2F_GELU_COUNT; g++) {
+        form_un[g] = un;
+        form_un[g].table_in = g == G2F_GELU_F16_TABLE;
+    }
     tracker tr = {0};
     const double u = ldexp(1.0, -24);
     for (size_t i0 = 0; i0 < total; i0 += c.cap) {
@@ -377,10 +397,15 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
             act_u = c.act_u;
             g2f_round_span(how->store, c.act_u, c.act, nh);
         }
-        if (opts->forms && !user) memcpy(c.s_fc, c.q, nh * sizeof(float)); /* q is computed in place */
+        if (n_forms && !user) memcpy(c.s_fc, c.q, nh * sizeof(float)); /* q is computed in place */
         tctx.fc_in = fc_in;
         tctx.pre_u = pre_u;
-        tail(&tctx, &c, n, act_u, c.q, &un);
+        hidden(&tctx, &c, n, act_u, c.act, c.q, &un, c.q);
+        /* c_proj, with q W_proj^2 beside it (into tol_out, then the tolerance in place) */
+        const float *act_in = proj_input(&tctx, c.act, nh, c.act2);
+        float *prod = how->out_round != G2F_ROUND_NONE ? c.out_u : c.out;
+        g2f_ffn_proj_sq(w, act_in, user ? NULL : c.q, n, prod, user ? NULL : c.tol_out, n_threads, &ws->ffn);
+        out_tail(&tctx, &c, n, act_in, prod, c.out, c.tol_out, &un);
         cmp_rows(&a_out, c.e_out, c.out, c.tol_out, tokens, i0, n, d, n_threads);
         if (tpre) cmp_rows(&a_pre, c.e_pre, c.pre, c.tol_pre, tokens, i0, n, h, n_threads);
         if (tact) cmp_rows(&a_act, c.e_act, c.act, c.tol_act, tokens, i0, n, h, n_threads);
@@ -417,12 +442,15 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
                 if (so > res->sep_out) res->sep_out = so;
             }
         }
+        if (!n_forms) continue;
         /* the other forms, from this chunk's pre and c_fc's sums of squares
-         * (what a g2f_ffn_eval with how.gelu = g computes, step for step) */
+         * (what a g2f_ffn_eval with how.gelu = g computes, step for step),
+         * their c_proj stacked into one product (rows are independent: the
+         * same bits, one packing of W_proj) */
+        size_t j = 0;
         for (int g = 0; g < G2F_GELU_COUNT; g++) {
-            if (g == (int)how->gelu || !(opts->forms & (1u << g))) continue;
-            g2f_tol_units ug = un;
-            ug.table_in = g == G2F_GELU_F16_TABLE;
+            if (!(forms & (1u << g))) continue;
+            float *fa = c.f_act + j * nh, *fq = c.f_q + j * nh;
             float *au = plain ? c.act : c.act_u;
             g2f_ffn_gelu((g2f_gelu)g, c.pre, nh, au, n_threads);
             if (!plain) {
@@ -430,10 +458,22 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
                     for (size_t i = 0; i < nh; i++) au[i] = au[i] > 10.0f ? 10.0f : au[i] < -10.0f ? -10.0f : au[i];
                 g2f_round_span(how->store, au, c.act, nh);
             }
-            tail(&tctx, &c, n, au, c.s_fc, &ug);
-            cmp_rows(&a_form[g][0], c.e_out, c.out, c.tol_out, tokens, i0, n, d, n_threads);
+            hidden(&tctx, &c, n, au, c.act, c.s_fc, &form_un[g], fq);
             if (tpre) cmp_rows(&a_form[g][1], c.e_pre, c.pre, c.tol_pre, tokens, i0, n, h, n_threads);
             if (tact) cmp_rows(&a_form[g][2], c.e_act, c.act, c.tol_act, tokens, i0, n, h, n_threads);
+            const float *ai = proj_input(&tctx, c.act, nh, fa);
+            if (ai != fa) memcpy(fa, ai, nh * sizeof(float));
+            j++;
+        }
+        g2f_ffn_proj_sq(w, c.f_act, user ? NULL : c.f_q, j * n, c.f_out, user ? NULL : c.f_v, n_threads, &ws->ffn);
+        j = 0;
+        for (int g = 0; g < G2F_GELU_COUNT; g++) {
+            if (!(forms & (1u << g))) continue;
+            float *fo = c.f_out + j * nd, *fv = c.f_v + j * nd;
+            float *o = how->out_round != G2F_ROUND_NONE ? c.out : fo;
+            out_tail(&tctx, &c, n, c.f_act + j * nh, fo, o, fv, &form_un[g]);
+            cmp_rows(&a_form[g][0], c.e_out, o, fv, tokens, i0, n, d, n_threads);
+            j++;
         }
     }
     g2f_cmp_acc_finish(&a_out, &res->out);
@@ -443,7 +483,7 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
     g2f_cmp_acc_finish(&a_out2, &res->out_other);
     res->form_margin[how->gelu] = g2f_ffn_eval_margin(res);
     for (int g = 0; g < G2F_GELU_COUNT; g++) {
-        if (g == (int)how->gelu || !(opts->forms & (1u << g))) continue;
+        if (!(forms & (1u << g))) continue;
         g2f_ffn_eval_result fr = {0};
         fr.has_pre = res->has_pre;
         fr.has_act = res->has_act;

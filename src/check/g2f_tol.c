@@ -4,6 +4,8 @@
  * in units of u^2 so floats neither underflow nor lose range. */
 #include "g2f_tol.h"
 
+#include <string.h>
+
 #include "g2f_cpu.h"
 
 #include <math.h>
@@ -57,6 +59,33 @@ void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pr
                          tol_act, q, n_threads);
 }
 
+/* g2f_tol_ffn_hidden_x's loop when nothing rounds and no token adds a
+ * variance: its expressions term for term (allow_pre and gm are 0 there),
+ * so the same bits. */
+static void hidden_plain(size_t m, double d, double h, double kin, double uw2, double lambda, double u,
+                         const float *pre, const float *act, const float *s, const float *gd, const double *exp_pre,
+                         const double *exp_act, double u_pre, double u_act, float *tol_pre, float *tol_act, float *q) {
+    double tp[BLOCK], ta[BLOCK];
+    float qb[BLOCK];
+    for (size_t r = 0; r < m; r++) {
+        double hk = pre[r], ak = act[r];
+        double v1 = d / 2 * s[r] + d / 3 * hk * hk + kin * s[r];
+        double g = gd[r], ge = 2.0 * (fabs(ak) + fabs(hk));
+        double vact = g * g * v1 + ge * ge;
+        double t1 = lambda * u * sqrt(v1), t2 = lambda * u * sqrt(vact);
+        double allow_act = 0.4 * t1 * t1;
+        tp[r] = t1;
+        ta[r] = t2 + allow_act;
+        vact += (allow_act * allow_act + 0.0) / (lambda * lambda * u * u);
+        qb[r] = (float)((h / 2 + uw2) * ak * ak + vact);
+    }
+    if (exp_pre)
+        for (size_t r = 0; r < m; r++) tol_pre[r] = (float)(tp[r] + 0.0 + u_pre * fabs(exp_pre[r]));
+    if (exp_act)
+        for (size_t r = 0; r < m; r++) tol_act[r] = (float)(ta[r] + u_act * fabs(exp_act[r]));
+    memcpy(q, qb, m * sizeof(float));
+}
+
 void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *pre_u, const float *pre,
                           const float *act_u, const float *act, const float *s, const double *exp_pre,
                           const double *exp_act, const g2f_tol_units *un, double lambda, const double *tok_extra,
@@ -74,6 +103,16 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
         size_t i0 = (size_t)b * BLOCK, m = n - i0 < BLOCK ? n - i0 : BLOCK;
         float gd[BLOCK]; /* GELU'(pre), vectorized (g2f_gelu_deriv_span) */
         g2f_gelu_deriv_span(pre + i0, gd, m);
+        if (!rounds && !tok_extra) {
+            /* the plain computation: the same arithmetic without the rounding
+             * flips, in straight loops the compiler vectorizes (q may be s:
+             * written after the block is read) */
+            hidden_plain(m, d, h, uin * uin + uw * uw, uw * uw, lambda, u, pre + i0, act + i0, s + i0, gd,
+                         tol_pre && exp_pre ? exp_pre + i0 : NULL, tol_act && exp_act ? exp_act + i0 : NULL,
+                         un->u_pre, un->u_act, tol_pre ? tol_pre + i0 : NULL, tol_act ? tol_act + i0 : NULL,
+                         q + i0);
+            continue;
+        }
         for (size_t r = 0; r < m; r++) {
             size_t i = i0 + r;
             double hk = pre[i], ak = act[i];

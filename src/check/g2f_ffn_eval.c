@@ -423,15 +423,24 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
                 double sa = separation(c.act, c.act2, c.tol_act, nh, n_threads);
                 if (sa > res->sep_act) res->sep_act = sa;
             }
-            for (size_t r = 0; r < n; r++) { /* where the forms differ most, relative to out's tolerance */
+            /* where the forms differ most, relative to out's tolerance: one
+             * row per task, each summed in order (any thread count, the same
+             * scores), then tracked in token order */
+            double *score = c.x_out; /* (C) doubles, free here: out_tail is done with them */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
+#endif
+            for (long r = 0; r < (long)n; r++) {
                 double dd = 0, tt = 0;
+                const float *a2 = c.act2 + (size_t)r * h, *a1 = c.act + (size_t)r * h, *to = c.tol_out + (size_t)r * d;
                 for (size_t k = 0; k < h; k++) {
-                    double e = (double)c.act2[r * h + k] - c.act[r * h + k];
+                    double e = (double)a2[k] - a1[k];
                     dd += e * e;
                 }
-                for (size_t j = 0; j < d; j++) tt += (double)c.tol_out[r * d + j] * c.tol_out[r * d + j];
-                track(&tr, tokens ? tokens[i0 + r] : i0 + r, tt > 0 ? sqrt(dd / (tt / (double)d)) : INFINITY);
+                for (size_t j = 0; j < d; j++) tt += (double)to[j] * to[j];
+                score[r] = tt > 0 ? sqrt(dd / (tt / (double)d)) : INFINITY;
             }
+            for (size_t r = 0; r < n; r++) track(&tr, tokens ? tokens[i0 + r] : i0 + r, score[r]);
             if (want_out2) {
                 g2f_matmul_sq(c.act2, NULL, n, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, w->b_proj,
                               c.out2, NULL, n_threads, &ws->ffn);

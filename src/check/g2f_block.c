@@ -110,6 +110,11 @@ typedef struct how {
     int no_res_mid, no_res_out;
     size_t n_head;
     int n_threads;
+    /* the weights known only to within a rounding of this relative size (a
+     * BF16 / F16 checkpoint against a reference made with the float
+     * originals, which cannot be recovered): each product's variance gains
+     * uw^2 sum a^2 W^2 (and uw^2 bias^2), a LayerNorm's uw^2 ((w z)^2 + b^2) */
+    double uw;
 } how;
 
 /* y = LayerNorm(x) with its variance: the LayerNorm's own rounding
@@ -119,7 +124,7 @@ typedef struct how {
  * + z_j^2 C) / d^2), A, B, C = sum_k v_k, z_k v_k, z_k^2 v_k (an outlier
  * channel moves every output through the mean and the scale). */
 static void ln_stage(const float *x, const float *vx, size_t T, size_t d, const g2f_ln *ln, double eps, int no_w,
-                     int no_b, float *y, float *vy, double *rstd, int n_threads) {
+                     int no_b, double uw, float *y, float *vy, double *rstd, int n_threads) {
     const float *w = no_w ? NULL : ln->w, *b = no_b ? NULL : ln->b;
     g2f_ln_forward(x, T, d, w, b, eps, y, NULL, rstd, n_threads);
     if (!vy) return;
@@ -140,6 +145,12 @@ static void ln_stage(const float *x, const float *vx, size_t T, size_t d, const 
             vy[t * d + j] += (float)(wj * wj * r * r * (v > 0 ? v : 0));
         }
     }
+    if (uw > 0) /* uncertain weights: y = w z + b, each of w and b within uw of its own size */
+        for (size_t t = 0; t < T; t++)
+            for (size_t j = 0; j < d; j++) {
+                double bj = b ? b[j] : 0.0, wz = (double)y[t * d + j] - bj;
+                vy[t * d + j] += (float)(uw * uw * (wz * wz + bj * bj));
+            }
 }
 
 /* z = x + y, var = var_x + var_y + (u z)^2. */
@@ -154,14 +165,17 @@ static void add_stage(const float *x, const float *vx, const float *y, const flo
  * k/3 c^2) + sum var_a B^2, one GEMM beside the product (A2 = k/2 a^2 +
  * var_a / u^2, units of u^2). */
 static void gemm_var(const float *a, const float *va, size_t m, size_t k, const float *B, int b_trans, size_t n,
-                     const float *bias, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws) {
+                     const float *bias, double uw, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws) {
     if (!vc) { /* g2f_matmul_sq still: g2f_matmul's one-row GEMV sums in another order */
         g2f_matmul_sq(a, NULL, m, k, B, b_trans, n, bias, c, NULL, n_threads, ws);
         return;
     }
-    for (size_t i = 0; i < m * k; i++) a2[i] = (float)((double)k / 2 * a[i] * a[i] + va[i] / (U * U));
+    const double ka = (double)k / 2 + uw * uw / (U * U); /* uncertain weights: uw^2 sum a^2 B^2 more */
+    for (size_t i = 0; i < m * k; i++) a2[i] = (float)(ka * a[i] * a[i] + va[i] / (U * U));
     g2f_matmul_sq(a, a2, m, k, B, b_trans, n, bias, c, vc, n_threads, ws);
     for (size_t i = 0; i < m * n; i++) vc[i] = (float)(U * U * ((double)vc[i] + (double)k / 3 * c[i] * c[i]));
+    if (uw > 0 && bias)
+        for (size_t i = 0; i < m * n; i++) vc[i] += (float)(uw * uw * (double)bias[i % n] * bias[i % n]);
 }
 
 /* The index in a (T, 3d) qkv row of part r (0 q, 1 k, 2 v) of head h, feature j. */
@@ -182,8 +196,8 @@ static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float 
     size_t T = s->T, d = s->d, H = hw->n_head, dh = d / H;
     g2f_layout lay = hw->misread & 1 ? (b->layout_attn == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D)
                                      : b->layout_attn;
-    gemm_var(a, va, T, d, b->attn_w, lay == G2F_LAYOUT_LINEAR, 3 * d, hw->no_attn_b ? NULL : b->attn_b, s->qkv,
-             va ? s->vqkv : NULL, s->a2, hw->n_threads, ws);
+    gemm_var(a, va, T, d, b->attn_w, lay == G2F_LAYOUT_LINEAR, 3 * d, hw->no_attn_b ? NULL : b->attn_b, hw->uw,
+             s->qkv, va ? s->vqkv : NULL, s->a2, hw->n_threads, ws);
     g2f_status st = g2f_attn_forward(s->qkv, T, d, H, &hw->attn, s->merged, s->probs, hw->n_threads, aws, err);
     if (st != G2F_OK) return st;
     const g2f_attn_opts *o = &hw->attn;
@@ -243,7 +257,7 @@ static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float 
     g2f_layout lp = hw->misread & 2 ? (b->layout_aproj == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D)
                                     : b->layout_aproj;
     gemm_var(s->merged, s->vmerged, T, d, b->aproj_w, lp == G2F_LAYOUT_LINEAR, d, hw->no_proj_b ? NULL : b->aproj_b,
-             s->ao, va ? s->vao : NULL, s->a2, hw->n_threads, ws);
+             hw->uw, s->ao, va ? s->vao : NULL, s->a2, hw->n_threads, ws);
     return G2F_OK;
 }
 
@@ -398,8 +412,8 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
             input_var(s->x, T * d, in->dtype, s->vx);
             const g2f_ln *ln = st == G2F_STAGE_LN1 ? &hw->b->ln_1 : &hw->b->ln_2;
             ln_stage(s->x, s->vx, T, d, ln, st == G2F_STAGE_LN1 ? hw->eps1 : hw->eps2,
-                     st == G2F_STAGE_LN1 ? hw->no_w1 : hw->no_w2, st == G2F_STAGE_LN1 ? hw->no_b1 : hw->no_b2, s->a,
-                     s->va, s->rstd, hw->n_threads);
+                     st == G2F_STAGE_LN1 ? hw->no_w1 : hw->no_w2, st == G2F_STAGE_LN1 ? hw->no_b1 : hw->no_b2, hw->uw,
+                     s->a, s->va, s->rstd, hw->n_threads);
             read_seq(t, sq, T, d, NULL, s->e1);
             compare(A, st == G2F_STAGE_LN1 ? "ln_1.out" : "ln_2.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda,
                     s->tmp);
@@ -561,11 +575,19 @@ static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2
     }
     /* the weights of the stage rounded, or another layer's */
     if (e == G2F_OK && !r->n_causes && (st == G2F_STAGE_LN1 || st == G2F_STAGE_LN2 || st == G2F_STAGE_ATTN)) {
+        const g2f_dtype wd = g2f_model_get_info(m)->dtype;
         for (int k = 0; k < 2 && e == G2F_OK; k++) {
-            rounded rb;
-            if ((e = round_block(base->b, k ? G2F_ROUND_BF16 : G2F_ROUND_F16, &rb, err)) != G2F_OK) break;
+            rounded rb = {0};
             how hw = *base;
-            hw.b = &rb.b;
+            if (wd == (k ? G2F_DTYPE_BF16 : G2F_DTYPE_F16)) {
+                /* the checkpoint is the rounded side: the reference may have
+                 * used the originals, which cannot be recovered, so the
+                 * weights enter as known to within their rounding */
+                hw.uw = g2f_dtype_store_roundoff(wd);
+            } else {
+                if ((e = round_block(base->b, k ? G2F_ROUND_BF16 : G2F_ROUND_F16, &rb, err)) != G2F_OK) break;
+                hw.b = &rb.b;
+            }
             acc A;
             r->hypotheses_tried++;
             e = run_stage(c, st, &hw, &A, err);
@@ -616,7 +638,7 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
     for (int k = 0; f && k < G2F_FX_COUNT; k++) fv.t[k] = g2f_fixture_ffn(f, c->L, (g2f_fx_kind)k);
     int have_ffn = f != NULL;
     const g2f_tensor *t;
-    ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, s->a, s->va, s->rstd, hw->n_threads);
+    ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, hw->uw, s->a, s->va, s->rstd, hw->n_threads);
     if ((t = stage_t(c, G2F_BX_LN1))) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
@@ -629,7 +651,7 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_MID], "mid", s->e1, s->mid, s->vmid, 0, T * d, t->dtype, c->lambda, s->tmp);
     }
-    ln_stage(s->mid, s->vmid, T, d, &hw->b->ln_2, hw->eps2, 0, 0, s->l2, s->vl2, s->rstd, hw->n_threads);
+    ln_stage(s->mid, s->vmid, T, d, &hw->b->ln_2, hw->eps2, 0, 0, hw->uw, s->l2, s->vl2, s->rstd, hw->n_threads);
     if (f && (t = g2f_fixture_input(f, c->L))) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_LN2], "ln_2.out", s->e1, s->l2, s->vl2, 0, T * d, t->dtype, c->lambda, s->tmp);
@@ -684,7 +706,7 @@ static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f
         input_var(s->x, T * d, tin->dtype, s->vx);
         if (!attn_ok) { /* the rest needs attention */
             const g2f_tensor *t;
-            ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, s->a, s->va, s->rstd, hw->n_threads);
+            ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, hw->uw, s->a, s->va, s->rstd, hw->n_threads);
             if ((t = stage_t(c, G2F_BX_LN1))) {
                 read_seq(t, sq, T, d, NULL, s->e1);
                 compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
@@ -865,10 +887,10 @@ const float *g2f_block_chain_values(const g2f_block_chain *c, int ffn, int kind,
 
 void g2f_block_ln_var(const float *x, const float *vx, size_t T, size_t d, const g2f_ln *ln, double eps, int no_w,
                       int no_b, float *y, float *vy, double *rstd, int n_threads) {
-    ln_stage(x, vx, T, d, ln, eps, no_w, no_b, y, vy, rstd, n_threads);
+    ln_stage(x, vx, T, d, ln, eps, no_w, no_b, 0.0, y, vy, rstd, n_threads);
 }
 
 void g2f_block_gemm_var(const float *a, const float *va, size_t m, size_t k, const float *B, int b_trans, size_t n,
                         const float *bias, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws) {
-    gemm_var(a, va, m, k, B, b_trans, n, bias, c, vc, a2, n_threads, ws);
+    gemm_var(a, va, m, k, B, b_trans, n, bias, 0.0, c, vc, a2, n_threads, ws);
 }

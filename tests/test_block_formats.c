@@ -8,7 +8,8 @@
  * TransformerLens' W_Q shape; --n-head for the .bin alone), and
  * attn_scale_missing is still named at layer 1 from each. Also: a torch
  * checkpoint's model_args that contradict its tensors are refused, and a
- * BF16 checkpoint against float32 references is named at every stage.
+ * BF16 checkpoint against float32 references is named at every stage (and
+ * passes with --accept weights_bf16_rounded).
  * argv[1] = fixtures folder. */
 #include <stdlib.h>
 #include <string.h>
@@ -292,7 +293,7 @@ static void model_args_should_agree_with_the_tensors(void) {
  * tolerance by the weights' rounding (as the FFN is), and that widening
  * does not swallow a real bug (attn_mask_missing at layer 1 stays
  * unexplained by it). */
-static g2f_status verify_bf16(const char *fixture, g2f_verify_result *res) {
+static g2f_status verify_bf16(const char *fixture, g2f_diag_set accept, g2f_verify_result *res) {
     char ck[512], fx[512];
     snprintf(ck, sizeof ck, "%s/formats2/tiny_llmc_bf16.bin", fixtures);
     snprintf(fx, sizeof fx, "%s/block/%s.safetensors", fixtures, fixture);
@@ -304,7 +305,7 @@ static g2f_status verify_bf16(const char *fixture, g2f_verify_result *res) {
     if (s == G2F_OK) s = g2f_fixture_open(fx, &f, &err);
     if (s == G2F_OK) {
         g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .tol = {0, 0, 0, G2F_TOL_LAMBDA},
-                               .n_threads = 2};
+                               .n_threads = 2, .accept = accept};
         s = g2f_verify_run(m, f, &p, res, &err);
     }
     if (s != G2F_OK) fprintf(stderr, "bf16 / %s: %s\n", fixture, err.msg);
@@ -316,7 +317,7 @@ static g2f_status verify_bf16(const char *fixture, g2f_verify_result *res) {
 static void bf16_checkpoint_should_be_named_at_every_stage(void) {
     g2f_verify_result res;
     const g2f_stage stages[] = {G2F_STAGE_LN1, G2F_STAGE_ATTN, G2F_STAGE_LN2};
-    if (verify_bf16("clean", &res) == G2F_OK) {
+    if (verify_bf16("clean", 0, &res) == G2F_OK) {
         CHECK(res.n_layers == 4 && res.compared == 4);
         for (size_t L = 0; L < res.n_layers; L++) {
             const g2f_block_result *b = &res.layers[L].block;
@@ -332,7 +333,7 @@ static void bf16_checkpoint_should_be_named_at_every_stage(void) {
         }
     }
     g2f_verify_result_free(&res);
-    if (verify_bf16("attn_mask_missing", &res) == G2F_OK && res.n_layers >= 2) {
+    if (verify_bf16("attn_mask_missing", 0, &res) == G2F_OK && res.n_layers >= 2) {
         const g2f_stage_result *a0 = &res.layers[0].block.stage[G2F_STAGE_ATTN];
         const g2f_stage_result *a1 = &res.layers[1].block.stage[G2F_STAGE_ATTN];
         CHECK(a0->n_causes >= 1 && a0->causes[0].codes == G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED));
@@ -342,6 +343,16 @@ static void bf16_checkpoint_should_be_named_at_every_stage(void) {
         CHECK(a1->checked && !a1->pass && !swallowed);
     } else {
         CHECK(!"the attn_mask_missing block fixture against the BF16 checkpoint");
+    }
+    g2f_verify_result_free(&res);
+    /* --accept weights_bf16_rounded: every stage, and the chained block, judged with the rounding */
+    if (verify_bf16("clean", G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED), &res) == G2F_OK) {
+        CHECK(res.pass && res.compared == 4);
+        for (size_t L = 0; L < res.n_layers; L++) {
+            const g2f_block_result *b = &res.layers[L].block;
+            for (int st = 0; st < G2F_STAGE_COUNT; st++) CHECK(b->stage[st].checked && b->stage[st].pass);
+            CHECK(b->chained && !b->diverged);
+        }
     }
     g2f_verify_result_free(&res);
 }

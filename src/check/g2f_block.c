@@ -264,8 +264,8 @@ static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float 
 /* The FFN from x (T, d) with variance vx: pre, act and out (mo) with their
  * tolerances (tpre, tact as tolerances; vmo as variance); vx NULL: the values
  * alone. */
-static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params *tp, seq *s, const float *x,
-                      const float *vx, int n_threads, g2f_ffn_ws *ws) {
+static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params *tp, double uw, seq *s,
+                      const float *x, const float *vx, int n_threads, g2f_ffn_ws *ws) {
     size_t T = s->T, d = w->n_embd, h = w->n_inner;
     double lambda = tp->lambda > 0 ? tp->lambda : G2F_TOL_LAMBDA;
     if (!vx) { /* the values alone, by the same calls */
@@ -278,7 +278,7 @@ static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params
     for (size_t i = 0; i < T * d; i++) s->a2[i] = (float)((double)x[i] * x[i] + 2.0 * vx[i] / ((double)d * U * U));
     g2f_matmul_sq(x, s->a2, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, s->pre, s->q, n_threads, ws);
     g2f_ffn_gelu(g, s->pre, T * h, s->act, n_threads);
-    g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, 0.0);
+    g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, uw);
     for (size_t i = 0; i < T * h; i++) s->e1[i] = 0; /* no stored rounding here: the comparisons add it */
     g2f_tol_ffn_hidden(T * h, d, h, s->pre, s->act, s->q, s->e1, s->e1, &un, lambda, s->tpre, s->tact, s->q, n_threads);
     g2f_ffn_proj_sq(w, s->act, s->q, T, s->mo, s->vmo, n_threads, ws);
@@ -656,7 +656,7 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_LN2], "ln_2.out", s->e1, s->l2, s->vl2, 0, T * d, t->dtype, c->lambda, s->tmp);
     }
-    mlp_stage(mlp, c->p->gelu, c->p->tol, s, s->l2, s->vl2, hw->n_threads, &c->ws);
+    mlp_stage(mlp, c->p->gelu, c->p->tol, hw->uw, s, s->l2, s->vl2, hw->n_threads, &c->ws);
     size_t h = mlp->n_inner;
     if (have_ffn && fv.t[G2F_FX_PRE]) {
         read_seq(fv.t[G2F_FX_PRE], sq, T, h, NULL, s->e1);
@@ -750,6 +750,7 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
     base.eps2 = b.ln_2.eps;
     base.n_head = c.H;
     base.n_threads = p->n_threads;
+    base.uw = p->weight_roundoff;
     if (attn_recorded(&c) && (!c.H || !b.has_attn)) {
         out->attn_skipped = 1;
         snprintf(out->note, sizeof out->note, "%s",

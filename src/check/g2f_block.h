@@ -106,6 +106,8 @@ typedef struct g2f_block_params {
     int n_threads;
     int diagnose;                /* recompute failing stages under the porting bugs */
     int values_only;             /* g2f_block_chain: no variances, nothing compared (the forward's run) */
+    double weight_roundoff;      /* the weights known only to within this relative rounding (--accept of the
+                                    checkpoint's own F16/BF16 rounding): every stage judged with it; 0 normally */
 } g2f_block_params;
 
 /* Checks layer's block stages recorded in f (g2f_fixture_check_block

@@ -7,7 +7,9 @@
  * the llm.c header, nanoGPT's model_args, a checkpoint's config dict,
  * TransformerLens' W_Q shape; --n-head for the .bin alone), and
  * attn_scale_missing is still named at layer 1 from each. Also: a torch
- * checkpoint's model_args that contradict its tensors are refused.
+ * checkpoint's model_args that contradict its tensors are refused, and a
+ * BF16 checkpoint against float32 references is named at every stage (and
+ * passes with --accept weights_bf16_rounded).
  * argv[1] = fixtures folder. */
 #include <stdlib.h>
 #include <string.h>
@@ -285,6 +287,76 @@ static void model_args_should_agree_with_the_tensors(void) {
     }
 }
 
+/* A BF16 checkpoint (llm.c) against block references made with the float32
+ * originals: the checkpoint is the rounded side, so every LayerNorm and
+ * attention stage is explained as weights_bf16_rounded by widening the
+ * tolerance by the weights' rounding (as the FFN is), and that widening
+ * does not swallow a real bug (attn_mask_missing at layer 1 stays
+ * unexplained by it). */
+static g2f_status verify_bf16(const char *fixture, g2f_diag_set accept, g2f_verify_result *res) {
+    char ck[512], fx[512];
+    snprintf(ck, sizeof ck, "%s/formats2/tiny_llmc_bf16.bin", fixtures);
+    snprintf(fx, sizeof fx, "%s/block/%s.safetensors", fixtures, fixture);
+    g2f_model *m = NULL;
+    g2f_fixture *f = NULL;
+    g2f_error err = {0};
+    memset(res, 0, sizeof *res);
+    g2f_status s = g2f_model_open(ck, NULL, &m, &err);
+    if (s == G2F_OK) s = g2f_fixture_open(fx, &f, &err);
+    if (s == G2F_OK) {
+        g2f_verify_params p = {.gelu = G2F_GELU_TANH, .gelu_source = "test", .tol = {0, 0, 0, G2F_TOL_LAMBDA},
+                               .n_threads = 2, .accept = accept};
+        s = g2f_verify_run(m, f, &p, res, &err);
+    }
+    if (s != G2F_OK) fprintf(stderr, "bf16 / %s: %s\n", fixture, err.msg);
+    g2f_fixture_close(f);
+    g2f_model_close(m);
+    return s;
+}
+
+static void bf16_checkpoint_should_be_named_at_every_stage(void) {
+    g2f_verify_result res;
+    const g2f_stage stages[] = {G2F_STAGE_LN1, G2F_STAGE_ATTN, G2F_STAGE_LN2};
+    if (verify_bf16("clean", 0, &res) == G2F_OK) {
+        CHECK(res.n_layers == 4 && res.compared == 4);
+        for (size_t L = 0; L < res.n_layers; L++) {
+            const g2f_block_result *b = &res.layers[L].block;
+            for (size_t k = 0; k < 3; k++) {
+                const g2f_stage_result *sr = &b->stage[stages[k]];
+                int named = sr->checked && !sr->pass && sr->n_causes >= 1 &&
+                            sr->causes[0].codes == G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED) &&
+                            sr->causes[0].margin <= 1;
+                if (!named) fprintf(stderr, "layer %zu %s: %zu causes\n", L, g2f_stage_name(stages[k]), sr->n_causes);
+                CHECK(named);
+            }
+            CHECK(res.layers[L].diagnosis & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED));
+        }
+    }
+    g2f_verify_result_free(&res);
+    if (verify_bf16("attn_mask_missing", 0, &res) == G2F_OK && res.n_layers >= 2) {
+        const g2f_stage_result *a0 = &res.layers[0].block.stage[G2F_STAGE_ATTN];
+        const g2f_stage_result *a1 = &res.layers[1].block.stage[G2F_STAGE_ATTN];
+        CHECK(a0->n_causes >= 1 && a0->causes[0].codes == G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED));
+        int swallowed = 0;
+        for (size_t i = 0; i < a1->n_causes; i++)
+            if (a1->causes[i].codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED)) swallowed = 1;
+        CHECK(a1->checked && !a1->pass && !swallowed);
+    } else {
+        CHECK(!"the attn_mask_missing block fixture against the BF16 checkpoint");
+    }
+    g2f_verify_result_free(&res);
+    /* --accept weights_bf16_rounded: every stage, and the chained block, judged with the rounding */
+    if (verify_bf16("clean", G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED), &res) == G2F_OK) {
+        CHECK(res.pass && res.compared == 4);
+        for (size_t L = 0; L < res.n_layers; L++) {
+            const g2f_block_result *b = &res.layers[L].block;
+            for (int st = 0; st < G2F_STAGE_COUNT; st++) CHECK(b->stage[st].checked && b->stage[st].pass);
+            CHECK(b->chained && !b->diverged);
+        }
+    }
+    g2f_verify_result_free(&res);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "blockfmt") != 0) return 1;
     fixtures = argv[1];
@@ -294,6 +366,7 @@ int main(int argc, char **argv) {
     RUN(every_format_should_give_the_margins_of_safetensors);
     RUN(attn_scale_missing_should_be_named_from_every_format);
     RUN(model_args_should_agree_with_the_tensors);
+    RUN(bf16_checkpoint_should_be_named_at_every_stage);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -5,7 +5,8 @@
  * TransformerLens names with int32 ids) pass with top-1 agreement at every
  * position; token ids out of the vocabulary are refused naming the
  * position; hostile shapes are refused; results do not depend on the thread
- * count. argv[1] = fixtures folder. */
+ * count; without a fixture (run) the forward computes the same bits with no
+ * variances. argv[1] = fixtures folder. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -286,6 +287,157 @@ static void every_naming_should_find_the_ends(void) {
     }
 }
 
+/* ---- without a fixture: the values alone ---------------------------------- */
+
+/* Everything the hooks of one forward were handed, in order, and whether
+ * variances came with it. */
+typedef struct seen {
+    float *v;
+    size_t n, cap;
+    size_t N, d, V, T, H;
+    int with_var, without_var; /* hook calls with / without variances */
+} seen;
+
+static g2f_status seen_put(seen *s, const float *x, size_t n, g2f_error *err) {
+    if (s->n + n > s->cap) {
+        size_t cap = (s->n + n) * 2;
+        float *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return g2f_error_set(err, G2F_ERR_NOMEM, "test: out of memory");
+        s->v = v, s->cap = cap;
+    }
+    memcpy(s->v + s->n, x, n * sizeof *x);
+    s->n += n;
+    return G2F_OK;
+}
+
+/* a hook's values, counting whether variances came with them */
+static g2f_status seen_hook(seen *s, const float *x, size_t n, const float *var, g2f_error *err) {
+    if (var) s->with_var++;
+    else s->without_var++;
+    return seen_put(s, x, n, err);
+}
+
+static g2f_status sh_embed(void *u, const float *x, const float *vx, g2f_error *err) {
+    seen *s = u;
+    return seen_hook(s, x, s->N * s->d, vx, err);
+}
+/* every stage the chain exposes (g2f_run saves them from here) */
+static g2f_status sh_step(void *u, size_t L, size_t seq, const g2f_block_chain *c, g2f_error *err) {
+    (void)L, (void)seq;
+    seen *s = u;
+    g2f_status st = G2F_OK;
+    for (int ffn = 0; ffn < 2; ffn++)
+        for (int k = 0; k < (ffn ? G2F_FX_COUNT : G2F_BX_COUNT) && st == G2F_OK; k++) {
+            size_t w;
+            const float *v = g2f_block_chain_values(c, ffn, k, &w);
+            if (v) st = seen_put(s, v, (!ffn && k == G2F_BX_PROBS ? s->H * s->T : s->T) * w, err);
+        }
+    return st;
+}
+static g2f_status sh_ln_f(void *u, const float *y, const float *vy, g2f_error *err) {
+    seen *s = u;
+    return seen_hook(s, y, s->N * s->d, vy, err);
+}
+static g2f_status sh_logits(void *u, size_t row0, size_t n, const float *z, const float *vz, g2f_error *err) {
+    (void)row0;
+    seen *s = u;
+    return seen_hook(s, z, n * s->V, vz, err);
+}
+
+/* One forward of the fixture's input_ids, with f or without (NULL). */
+static g2f_status forward_seen(const g2f_model *m, const g2f_embed *e, const g2f_fixture *f, const int64_t *ids,
+                               size_t n_seq, size_t T, int threads, seen *s, g2f_error *err) {
+    memset(s, 0, sizeof *s);
+    s->N = n_seq * T, s->d = e->d, s->V = e->vocab, s->T = T, s->H = g2f_model_get_info(m)->n_head;
+    g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
+    g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads};
+    g2f_forward_hooks hk = {s, sh_embed, sh_step, NULL, sh_ln_f, sh_logits};
+    return g2f_forward_run(m, e, ids, n_seq, T, &p, NULL, f, &hk, NULL, err);
+}
+
+/* `run` computes no variance (nothing is compared), by the same calls:
+ * every stage it can save and the logits must be the very bits of the
+ * checked forward's, for any thread count; the comparison is shown to
+ * catch a single flipped bit. */
+static void values_only_should_give_the_checked_forward_bits(void) {
+    static const struct { const char *ckpt, *name; } cases[] = {{"tiny", "clean"}, {"small", "small_clean"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char ck[512], fx[512];
+        snprintf(ck, sizeof ck, "%s/%s", fixtures, cases[i].ckpt);
+        snprintf(fx, sizeof fx, "%s/model/%s.safetensors", fixtures, cases[i].name);
+        g2f_model *m = NULL;
+        g2f_fixture *f = NULL;
+        g2f_embed e;
+        g2f_error err = {0};
+        CHECK(g2f_model_open(ck, NULL, &m, &err) == G2F_OK && g2f_fixture_open(fx, &f, &err) == G2F_OK);
+        if (!m || !f) continue;
+        const g2f_model_info *mi = g2f_model_get_info(m);
+        size_t n_seq = 0, T = 0, N;
+        CHECK(g2f_model_embed_load(m, &e, &err) == G2F_OK);
+        CHECK(g2f_fixture_check(f, mi->n_layer, mi->n_embd, mi->n_inner, &err) == G2F_OK);
+        CHECK(g2f_fixture_check_model(f, e.d, e.vocab, e.n_pos, &n_seq, &T, &err) == G2F_OK);
+        N = n_seq * T;
+        int64_t *ids = calloc(N ? N : 1, sizeof *ids);
+        CHECK(ids && N > 0);
+        if (ids) g2f_fixture_read_ids(g2f_fixture_model(f, G2F_MX_IDS), 0, N, ids);
+        seen chk, run1, run2;
+        CHECK(forward_seen(m, &e, f, ids, n_seq, T, 2, &chk, &err) == G2F_OK);
+        CHECK(forward_seen(m, &e, NULL, ids, n_seq, T, 1, &run1, &err) == G2F_OK);
+        CHECK(forward_seen(m, &e, NULL, ids, n_seq, T, 2, &run2, &err) == G2F_OK);
+        /* embed, ln_f, the logits (one chunk or more) with variances, then without */
+        CHECK(chk.with_var >= 3 && chk.without_var == 0);
+        CHECK(run1.with_var == 0 && run1.without_var >= 3);
+        /* the logits and every layer's 12 stages were seen */
+        CHECK(chk.n > N * (e.vocab + 12 * mi->n_layer * e.d));
+        CHECK(run1.n == chk.n && run2.n == chk.n);
+        CHECK(chk.v && run1.v && !memcmp(chk.v, run1.v, chk.n * sizeof *chk.v));
+        CHECK(run2.v && !memcmp(run1.v, run2.v, chk.n * sizeof *chk.v));
+        if (run1.v && run1.n) { /* the comparison itself: one bit off is seen */
+            size_t at = run1.n / 2;
+            uint32_t bits;
+            memcpy(&bits, &run1.v[at], sizeof bits);
+            bits ^= 1u;
+            memcpy(&run1.v[at], &bits, sizeof bits);
+            CHECK(memcmp(chk.v, run1.v, chk.n * sizeof *chk.v) != 0);
+        }
+        free(chk.v), free(run1.v), free(run2.v), free(ids);
+        g2f_embed_free(&e);
+        g2f_fixture_close(f);
+        g2f_model_close(m);
+    }
+}
+
+/* A values_only chain has no variance buffers: it refuses variances and a
+ * fixture to compare with; a checking chain refuses to go without. */
+static void a_values_only_chain_should_refuse_variances(void) {
+    char ck[512];
+    snprintf(ck, sizeof ck, "%s/tiny", fixtures);
+    g2f_model *m = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_model_open(ck, NULL, &m, &err) == G2F_OK);
+    if (!m) return;
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    size_t T = 3, n = T * mi->n_embd;
+    float *x = calloc(2 * n, sizeof *x), *vx = x ? x + n : NULL;
+    g2f_block b;
+    CHECK(x && g2f_model_block_load(m, 0, 0, &b, &err) == G2F_OK);
+    g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
+    for (int vo = 0; x && vo < 2; vo++) {
+        g2f_block_params bp = {0, &tol, G2F_GELU_TANH, 1, 0, vo, 0.0};
+        g2f_block_chain *c = NULL;
+        CHECK(g2f_block_chain_new(m, T, &bp, &c, &err) == G2F_OK);
+        if (!c) continue;
+        err = (g2f_error){0};
+        CHECK(g2f_block_chain_step(c, &b, 0, NULL, 0, x, vo ? vx : NULL, &err) == G2F_ERR_USAGE);
+        CHECK_CONTAINS(err.msg, vo ? "takes no variances" : "the variances are NULL");
+        CHECK(g2f_block_chain_step(c, &b, 0, NULL, 0, x, vo ? NULL : vx, &err) == G2F_OK);
+        g2f_block_chain_free(c);
+    }
+    if (x) g2f_block_free(&b);
+    free(x);
+    g2f_model_close(m);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "forward") != 0) return 2;
     fixtures = argv[1];
@@ -296,6 +448,8 @@ int main(int argc, char **argv) {
     RUN(results_should_not_depend_on_the_thread_count);
     RUN(the_head_should_be_told_tied_or_untied);
     RUN(every_naming_should_find_the_ends);
+    RUN(values_only_should_give_the_checked_forward_bits);
+    RUN(a_values_only_chain_should_refuse_variances);
     remove_tmpdir(dir);
     return check_failures ? 1 : 0;
 }

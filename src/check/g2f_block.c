@@ -59,46 +59,46 @@ typedef struct seq {
 
 static size_t max2(size_t a, size_t b) { return a > b ? a : b; }
 
-static g2f_status seq_alloc(seq *s, size_t layer, size_t T, size_t d, size_t H, size_t h, void **block,
-                            g2f_error *err) {
+/* One allocation for a sequence's buffers. values_only (the forward's run:
+ * nothing compared) leaves out the variances and the scratch of the
+ * variances and comparisons: those pointers stay NULL (GPT-2 small at 1024
+ * tokens: 110 MB instead of 313 MB). */
+static g2f_status seq_alloc(seq *s, size_t layer, size_t T, size_t d, size_t H, size_t h, int values_only,
+                            void **block, g2f_error *err) {
     memset(s, 0, sizeof *s);
     s->T = T, s->d = d, s->H = H;
     size_t dh = H ? d / H : d, w = max2(max2(3 * d, T), h);
-    /* floats per token: 17 (T, d), 2 (T, 3d), 2 H T (probs), 7 dh (heads), w (a2), 3 T (S),
-     * 5 h (FFN); doubles: 2 w + 1 */
-    size_t per = 17 * d + 6 * d + 2 * H * T + 7 * dh + w + 3 * T + 5 * h + 2 * (2 * w + 1);
+    /* per token, with 1 for what only the variances and comparisons need */
+    const struct { double **p; size_t n; int var; } dbl[] = {{&s->e1, w, 1}, {&s->e2, w, 1}, {&s->rstd, 1, 0}};
+    const struct { float **p; size_t n; int var; } flt[] = {
+        {&s->x, d, 0},      {&s->vx, d, 1},     {&s->a, d, 0},      {&s->va, d, 1},         {&s->merged, d, 0},
+        {&s->vmerged, d, 1}, {&s->ao, d, 0},    {&s->vao, d, 1},    {&s->mid, d, 0},        {&s->vmid, d, 1},
+        {&s->l2, d, 0},     {&s->vl2, d, 1},    {&s->mo, d, 0},     {&s->vmo, d, 1},        {&s->out, d, 0},
+        {&s->vout, d, 1},   {&s->tmp, d, 1},    {&s->qkv, 3 * d, 0}, {&s->vqkv, 3 * d, 1},  {&s->probs, H * T, 0},
+        {&s->vprobs, H * T, 1}, {&s->hq, dh, 1}, {&s->hk, dh, 1},   {&s->hv, dh, 1},        {&s->hvq, dh, 1},
+        {&s->hvk, dh, 1},   {&s->hvv, dh, 1},   {&s->hz, dh, 1},    {&s->a2, w, 1},         {&s->S, T, 1},
+        {&s->S2, T, 1},     {&s->S3, T, 1},     {&s->pre, h, 0},    {&s->act, h, 0},        {&s->q, h, 1},
+        {&s->tpre, h, 1},   {&s->tact, h, 1}};
+    size_t per = 0; /* floats per token (a double counts two) */
+    for (size_t i = 0; i < sizeof dbl / sizeof dbl[0]; i++) per += values_only && dbl[i].var ? 0 : 2 * dbl[i].n;
+    for (size_t i = 0; i < sizeof flt / sizeof flt[0]; i++) per += values_only && flt[i].var ? 0 : flt[i].n;
     char what[96];
     snprintf(what, sizeof what, "layer %zu: the block's buffers for a sequence of %zu tokens", layer, T);
     float *p = g2f_alloc_work(T ? T : 1, per, sizeof(float), what, err);
     if (!p) return err ? err->status : G2F_ERR_NOMEM;
     *block = p;
-    double *dp = (double *)(void *)p;
-    s->e1 = dp, dp += T * w;
-    s->e2 = dp, dp += T * w;
-    s->rstd = dp, dp += T;
+    double *dp = (double *)(void *)p; /* the doubles first: aligned as the allocation is */
+    for (size_t i = 0; i < sizeof dbl / sizeof dbl[0]; i++)
+        if (!(values_only && dbl[i].var)) *dbl[i].p = dp, dp += T * dbl[i].n;
     p = (float *)(void *)dp;
-    float **dd[] = {&s->x, &s->vx, &s->a, &s->va, &s->merged, &s->vmerged, &s->ao, &s->vao, &s->mid,
-                    &s->vmid, &s->l2, &s->vl2, &s->mo, &s->vmo, &s->out, &s->vout, &s->tmp};
-    for (size_t i = 0; i < sizeof dd / sizeof dd[0]; i++) *dd[i] = p, p += T * d;
-    s->qkv = p, p += 3 * T * d;
-    s->vqkv = p, p += 3 * T * d;
-    s->probs = p, p += H * T * T;
-    s->vprobs = p, p += H * T * T;
-    float **hh[] = {&s->hq, &s->hk, &s->hv, &s->hvq, &s->hvk, &s->hvv, &s->hz};
-    for (size_t i = 0; i < 7; i++) *hh[i] = p, p += T * dh;
-    s->a2 = p, p += T * w;
-    s->S = p, p += T * T;
-    s->S2 = p, p += T * T;
-    s->S3 = p, p += T * T;
-    s->pre = p, p += T * h;
-    s->act = p, p += T * h;
-    s->q = p, p += T * h;
-    s->tpre = p, p += T * h;
-    s->tact = p;
+    for (size_t i = 0; i < sizeof flt / sizeof flt[0]; i++)
+        if (!(values_only && flt[i].var)) *flt[i].p = p, p += T * flt[i].n;
     return G2F_OK;
 }
 
 /* ---- the computations, each with its variance ------------------------- */
+/* Each takes NULL for its variances (the forward's run: nothing compared)
+ * and then computes the values alone, by the same calls: the same bits. */
 
 /* How a stage is computed: the checkpoint's weights, or a porting bug. */
 typedef struct how {
@@ -110,6 +110,11 @@ typedef struct how {
     int no_res_mid, no_res_out;
     size_t n_head;
     int n_threads;
+    /* the weights known only to within a rounding of this relative size (a
+     * BF16 / F16 checkpoint against a reference made with the float
+     * originals, which cannot be recovered): each product's variance gains
+     * uw^2 sum a^2 W^2 (and uw^2 bias^2), a LayerNorm's uw^2 ((w z)^2 + b^2) */
+    double uw;
 } how;
 
 /* y = LayerNorm(x) with its variance: the LayerNorm's own rounding
@@ -119,9 +124,10 @@ typedef struct how {
  * + z_j^2 C) / d^2), A, B, C = sum_k v_k, z_k v_k, z_k^2 v_k (an outlier
  * channel moves every output through the mean and the scale). */
 static void ln_stage(const float *x, const float *vx, size_t T, size_t d, const g2f_ln *ln, double eps, int no_w,
-                     int no_b, float *y, float *vy, double *rstd, int n_threads) {
+                     int no_b, double uw, float *y, float *vy, double *rstd, int n_threads) {
     const float *w = no_w ? NULL : ln->w, *b = no_b ? NULL : ln->b;
     g2f_ln_forward(x, T, d, w, b, eps, y, NULL, rstd, n_threads);
+    if (!vy) return;
     g2f_tol_layernorm_var(x, y, T, d, w, b, eps, 0.0, vy, n_threads);
     double n = (double)d;
     for (size_t t = 0; t < T; t++) {
@@ -139,25 +145,37 @@ static void ln_stage(const float *x, const float *vx, size_t T, size_t d, const 
             vy[t * d + j] += (float)(wj * wj * r * r * (v > 0 ? v : 0));
         }
     }
+    if (uw > 0) /* uncertain weights: y = w z + b, each of w and b within uw of its own size */
+        for (size_t t = 0; t < T; t++)
+            for (size_t j = 0; j < d; j++) {
+                double bj = b ? b[j] : 0.0, wz = (double)y[t * d + j] - bj;
+                vy[t * d + j] += (float)(uw * uw * (wz * wz + bj * bj));
+            }
 }
 
 /* z = x + y, var = var_x + var_y + (u z)^2. */
 static void add_stage(const float *x, const float *vx, const float *y, const float *vy, size_t n, int no_x, float *z,
                       float *vz) {
-    for (size_t i = 0; i < n; i++) {
-        z[i] = no_x ? y[i] : x[i] + y[i];
-        vz[i] = (float)((no_x ? 0.0 : (double)vx[i]) + vy[i] + U * U * (double)z[i] * z[i]);
-    }
+    for (size_t i = 0; i < n; i++) z[i] = no_x ? y[i] : x[i] + y[i];
+    if (vz)
+        for (size_t i = 0; i < n; i++) vz[i] = (float)((no_x ? 0.0 : (double)vx[i]) + vy[i] + U * U * (double)z[i] * z[i]);
 }
 
 /* c (m, n) = a (m, k) B + bias and its variance: u^2 (k/2 sum a^2 B^2 +
  * k/3 c^2) + sum var_a B^2, one GEMM beside the product (A2 = k/2 a^2 +
  * var_a / u^2, units of u^2). */
 static void gemm_var(const float *a, const float *va, size_t m, size_t k, const float *B, int b_trans, size_t n,
-                     const float *bias, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws) {
-    for (size_t i = 0; i < m * k; i++) a2[i] = (float)((double)k / 2 * a[i] * a[i] + va[i] / (U * U));
+                     const float *bias, double uw, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws) {
+    if (!vc) { /* g2f_matmul_sq still: g2f_matmul's one-row GEMV sums in another order */
+        g2f_matmul_sq(a, NULL, m, k, B, b_trans, n, bias, c, NULL, n_threads, ws);
+        return;
+    }
+    const double ka = (double)k / 2 + uw * uw / (U * U); /* uncertain weights: uw^2 sum a^2 B^2 more */
+    for (size_t i = 0; i < m * k; i++) a2[i] = (float)(ka * a[i] * a[i] + va[i] / (U * U));
     g2f_matmul_sq(a, a2, m, k, B, b_trans, n, bias, c, vc, n_threads, ws);
     for (size_t i = 0; i < m * n; i++) vc[i] = (float)(U * U * ((double)vc[i] + (double)k / 3 * c[i] * c[i]));
+    if (uw > 0 && bias)
+        for (size_t i = 0; i < m * n; i++) vc[i] += (float)(uw * uw * (double)bias[i % n] * bias[i % n]);
 }
 
 /* The index in a (T, 3d) qkv row of part r (0 q, 1 k, 2 v) of head h, feature j. */
@@ -171,20 +189,20 @@ static size_t merged_index(const g2f_attn_opts *o, size_t d, size_t H, size_t h,
 }
 
 /* The attention stage from a (T, d) with variance va: qkv, probs, merged,
- * ao and their variances. */
+ * ao and their variances (va NULL: the values alone). */
 static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float *va, g2f_attn_ws *aws, g2f_ffn_ws *ws,
                              g2f_error *err) {
     const g2f_block *b = hw->b;
     size_t T = s->T, d = s->d, H = hw->n_head, dh = d / H;
     g2f_layout lay = hw->misread & 1 ? (b->layout_attn == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D)
                                      : b->layout_attn;
-    gemm_var(a, va, T, d, b->attn_w, lay == G2F_LAYOUT_LINEAR, 3 * d, hw->no_attn_b ? NULL : b->attn_b, s->qkv, s->vqkv,
-             s->a2, hw->n_threads, ws);
+    gemm_var(a, va, T, d, b->attn_w, lay == G2F_LAYOUT_LINEAR, 3 * d, hw->no_attn_b ? NULL : b->attn_b, hw->uw,
+             s->qkv, va ? s->vqkv : NULL, s->a2, hw->n_threads, ws);
     g2f_status st = g2f_attn_forward(s->qkv, T, d, H, &hw->attn, s->merged, s->probs, hw->n_threads, aws, err);
     if (st != G2F_OK) return st;
     const g2f_attn_opts *o = &hw->attn;
     double sc = o->scale;
-    for (size_t h = 0; h < H; h++) {
+    for (size_t h = 0; va && h < H; h++) {
         for (size_t t = 0; t < T; t++)
             for (size_t j = 0; j < dh; j++) {
                 size_t iq = t * 3 * d + qkv_index(o, d, H, 0, h, j), ik = t * 3 * d + qkv_index(o, d, H, 1, h, j),
@@ -239,20 +257,28 @@ static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float 
     g2f_layout lp = hw->misread & 2 ? (b->layout_aproj == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D)
                                     : b->layout_aproj;
     gemm_var(s->merged, s->vmerged, T, d, b->aproj_w, lp == G2F_LAYOUT_LINEAR, d, hw->no_proj_b ? NULL : b->aproj_b,
-             s->ao, s->vao, s->a2, hw->n_threads, ws);
+             hw->uw, s->ao, va ? s->vao : NULL, s->a2, hw->n_threads, ws);
     return G2F_OK;
 }
 
 /* The FFN from x (T, d) with variance vx: pre, act and out (mo) with their
- * tolerances (tpre, tact as tolerances; vmo as variance). */
-static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params *tp, seq *s, const float *x,
-                      const float *vx, int n_threads, g2f_ffn_ws *ws) {
+ * tolerances (tpre, tact as tolerances; vmo as variance); vx NULL: the values
+ * alone. */
+static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params *tp, double uw, seq *s,
+                      const float *x, const float *vx, int n_threads, g2f_ffn_ws *ws) {
     size_t T = s->T, d = w->n_embd, h = w->n_inner;
     double lambda = tp->lambda > 0 ? tp->lambda : G2F_TOL_LAMBDA;
+    if (!vx) { /* the values alone, by the same calls */
+        g2f_matmul_sq(x, NULL, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, s->pre, NULL, n_threads,
+                      ws);
+        g2f_ffn_gelu(g, s->pre, T * h, s->act, n_threads);
+        g2f_ffn_proj_sq(w, s->act, NULL, T, s->mo, NULL, n_threads, ws);
+        return;
+    }
     for (size_t i = 0; i < T * d; i++) s->a2[i] = (float)((double)x[i] * x[i] + 2.0 * vx[i] / ((double)d * U * U));
     g2f_matmul_sq(x, s->a2, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, s->pre, s->q, n_threads, ws);
     g2f_ffn_gelu(g, s->pre, T * h, s->act, n_threads);
-    g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, 0.0);
+    g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, uw);
     for (size_t i = 0; i < T * h; i++) s->e1[i] = 0; /* no stored rounding here: the comparisons add it */
     g2f_tol_ffn_hidden(T * h, d, h, s->pre, s->act, s->q, s->e1, s->e1, &un, lambda, s->tpre, s->tact, s->q, n_threads);
     g2f_ffn_proj_sq(w, s->act, s->q, T, s->mo, s->vmo, n_threads, ws);
@@ -386,8 +412,8 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
             input_var(s->x, T * d, in->dtype, s->vx);
             const g2f_ln *ln = st == G2F_STAGE_LN1 ? &hw->b->ln_1 : &hw->b->ln_2;
             ln_stage(s->x, s->vx, T, d, ln, st == G2F_STAGE_LN1 ? hw->eps1 : hw->eps2,
-                     st == G2F_STAGE_LN1 ? hw->no_w1 : hw->no_w2, st == G2F_STAGE_LN1 ? hw->no_b1 : hw->no_b2, s->a,
-                     s->va, s->rstd, hw->n_threads);
+                     st == G2F_STAGE_LN1 ? hw->no_w1 : hw->no_w2, st == G2F_STAGE_LN1 ? hw->no_b1 : hw->no_b2, hw->uw,
+                     s->a, s->va, s->rstd, hw->n_threads);
             read_seq(t, sq, T, d, NULL, s->e1);
             compare(A, st == G2F_STAGE_LN1 ? "ln_1.out" : "ln_2.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda,
                     s->tmp);
@@ -549,11 +575,19 @@ static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2
     }
     /* the weights of the stage rounded, or another layer's */
     if (e == G2F_OK && !r->n_causes && (st == G2F_STAGE_LN1 || st == G2F_STAGE_LN2 || st == G2F_STAGE_ATTN)) {
+        const g2f_dtype wd = g2f_model_get_info(m)->dtype;
         for (int k = 0; k < 2 && e == G2F_OK; k++) {
-            rounded rb;
-            if ((e = round_block(base->b, k ? G2F_ROUND_BF16 : G2F_ROUND_F16, &rb, err)) != G2F_OK) break;
+            rounded rb = {0};
             how hw = *base;
-            hw.b = &rb.b;
+            if (wd == (k ? G2F_DTYPE_BF16 : G2F_DTYPE_F16)) {
+                /* the checkpoint is the rounded side: the reference may have
+                 * used the originals, which cannot be recovered, so the
+                 * weights enter as known to within their rounding */
+                hw.uw = g2f_dtype_store_roundoff(wd);
+            } else {
+                if ((e = round_block(base->b, k ? G2F_ROUND_BF16 : G2F_ROUND_F16, &rb, err)) != G2F_OK) break;
+                hw.b = &rb.b;
+            }
             acc A;
             r->hypotheses_tried++;
             e = run_stage(c, st, &hw, &A, err);
@@ -604,7 +638,7 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
     for (int k = 0; f && k < G2F_FX_COUNT; k++) fv.t[k] = g2f_fixture_ffn(f, c->L, (g2f_fx_kind)k);
     int have_ffn = f != NULL;
     const g2f_tensor *t;
-    ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, s->a, s->va, s->rstd, hw->n_threads);
+    ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, hw->uw, s->a, s->va, s->rstd, hw->n_threads);
     if ((t = stage_t(c, G2F_BX_LN1))) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
@@ -617,12 +651,12 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_MID], "mid", s->e1, s->mid, s->vmid, 0, T * d, t->dtype, c->lambda, s->tmp);
     }
-    ln_stage(s->mid, s->vmid, T, d, &hw->b->ln_2, hw->eps2, 0, 0, s->l2, s->vl2, s->rstd, hw->n_threads);
+    ln_stage(s->mid, s->vmid, T, d, &hw->b->ln_2, hw->eps2, 0, 0, hw->uw, s->l2, s->vl2, s->rstd, hw->n_threads);
     if (f && (t = g2f_fixture_input(f, c->L))) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_LN2], "ln_2.out", s->e1, s->l2, s->vl2, 0, T * d, t->dtype, c->lambda, s->tmp);
     }
-    mlp_stage(mlp, c->p->gelu, c->p->tol, s, s->l2, s->vl2, hw->n_threads, &c->ws);
+    mlp_stage(mlp, c->p->gelu, c->p->tol, hw->uw, s, s->l2, s->vl2, hw->n_threads, &c->ws);
     size_t h = mlp->n_inner;
     if (have_ffn && fv.t[G2F_FX_PRE]) {
         read_seq(fv.t[G2F_FX_PRE], sq, T, h, NULL, s->e1);
@@ -672,7 +706,7 @@ static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f
         input_var(s->x, T * d, tin->dtype, s->vx);
         if (!attn_ok) { /* the rest needs attention */
             const g2f_tensor *t;
-            ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, s->a, s->va, s->rstd, hw->n_threads);
+            ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, hw->uw, s->a, s->va, s->rstd, hw->n_threads);
             if ((t = stage_t(c, G2F_BX_LN1))) {
                 read_seq(t, sq, T, d, NULL, s->e1);
                 compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
@@ -704,7 +738,7 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
     g2f_status st = g2f_model_block_load(m, layer, c.H, &b, err);
     if (st != G2F_OK) return st;
     void *mem = NULL;
-    if ((st = seq_alloc(&c.s, layer, c.T, c.d, c.H ? c.H : 1, mi->n_inner, &mem, err)) != G2F_OK) {
+    if ((st = seq_alloc(&c.s, layer, c.T, c.d, c.H ? c.H : 1, mi->n_inner, 0, &mem, err)) != G2F_OK) {
         g2f_block_free(&b);
         return st;
     }
@@ -716,6 +750,7 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
     base.eps2 = b.ln_2.eps;
     base.n_head = c.H;
     base.n_threads = p->n_threads;
+    base.uw = p->weight_roundoff;
     if (attn_recorded(&c) && (!c.H || !b.has_attn)) {
         out->attn_skipped = 1;
         snprintf(out->note, sizeof out->note, "%s",
@@ -769,7 +804,7 @@ g2f_status g2f_block_chain_new(const g2f_model *m, size_t T, const g2f_block_par
     c->c.n_seq = 1;
     c->h = mi->n_inner;
     c->c.lambda = p->tol->lambda > 0 ? p->tol->lambda : G2F_TOL_LAMBDA;
-    g2f_status st = seq_alloc(&c->c.s, 0, T, c->c.d, H, mi->n_inner, &c->mem, err);
+    g2f_status st = seq_alloc(&c->c.s, 0, T, c->c.d, H, mi->n_inner, p->values_only, &c->mem, err);
     if (st != G2F_OK) {
         free(c);
         return st;
@@ -791,6 +826,10 @@ g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L
     ctx *cx = &c->c;
     if (!b->has_attn)
         return g2f_error_set(err, G2F_ERR_FORMAT, "layer %zu: the checkpoint holds no attention weights", L);
+    int values_only = cx->p->values_only;
+    if (values_only != !vx || (values_only && f))
+        return g2f_error_set(err, G2F_ERR_USAGE, "g2f_block_chain_step: %s", values_only
+                             ? "a values_only chain takes no variances and no fixture" : "the variances are NULL");
     size_t n = cx->T * cx->d;
     cx->f = f;
     cx->L = L;
@@ -804,11 +843,11 @@ g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L
     hw.n_head = cx->H;
     hw.n_threads = cx->p->n_threads;
     memcpy(cx->s.x, x, n * sizeof *x);
-    memcpy(cx->s.vx, vx, n * sizeof *vx);
+    if (vx) memcpy(cx->s.vx, vx, n * sizeof *vx);
     g2f_status st = chain_seq(cx, &hw, &b->mlp.w, sq, c->A);
     if (st != G2F_OK) return st;
     memcpy(x, cx->s.out, n * sizeof *x);
-    memcpy(vx, cx->s.vout, n * sizeof *vx);
+    if (vx) memcpy(vx, cx->s.vout, n * sizeof *vx);
     return G2F_OK;
 }
 
@@ -849,10 +888,10 @@ const float *g2f_block_chain_values(const g2f_block_chain *c, int ffn, int kind,
 
 void g2f_block_ln_var(const float *x, const float *vx, size_t T, size_t d, const g2f_ln *ln, double eps, int no_w,
                       int no_b, float *y, float *vy, double *rstd, int n_threads) {
-    ln_stage(x, vx, T, d, ln, eps, no_w, no_b, y, vy, rstd, n_threads);
+    ln_stage(x, vx, T, d, ln, eps, no_w, no_b, 0.0, y, vy, rstd, n_threads);
 }
 
 void g2f_block_gemm_var(const float *a, const float *va, size_t m, size_t k, const float *B, int b_trans, size_t n,
                         const float *bias, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws) {
-    gemm_var(a, va, m, k, B, b_trans, n, bias, c, vc, a2, n_threads, ws);
+    gemm_var(a, va, m, k, B, b_trans, n, bias, 0.0, c, vc, a2, n_threads, ws);
 }

@@ -105,6 +105,9 @@ typedef struct g2f_block_params {
     g2f_gelu gelu;               /* the FFN's form, for the chained pass */
     int n_threads;
     int diagnose;                /* recompute failing stages under the porting bugs */
+    int values_only;             /* g2f_block_chain: no variances, nothing compared (the forward's run) */
+    double weight_roundoff;      /* the weights known only to within this relative rounding (--accept of the
+                                    checkpoint's own F16/BF16 rounding): every stage judged with it; 0 normally */
 } g2f_block_params;
 
 /* Checks layer's block stages recorded in f (g2f_fixture_check_block
@@ -120,6 +123,11 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
  * cannot differ. Usage, per layer L:
  *     g2f_block_chain_step(c, &b, L, f, seq, x, vx, err)   for each sequence
  *     g2f_block_chain_layer_end(c, &verdict)
+ * A chain made with p->values_only computes the values alone, by the same
+ * calls (the same bits), and never allocates the variances or the
+ * comparisons' buffers (a third of the memory): for a forward that checks
+ * nothing, where the variances were most of the time (a GEMM on squares
+ * beside every GEMM, and per head four more for the scores and P v).
  */
 typedef struct g2f_block_chain g2f_block_chain;
 
@@ -136,7 +144,8 @@ typedef struct g2f_chain_verdict {
 
 /* A workspace for sequences of T tokens of m's shapes (n_head: p->n_head or
  * the model's; it must be known). Sizes checked against the machine's
- * memory (G2F_ERR_NOMEM naming the buffers). */
+ * memory (G2F_ERR_NOMEM naming the buffers). p is borrowed until
+ * g2f_block_chain_free. */
 g2f_status g2f_block_chain_new(const g2f_model *m, size_t T, const g2f_block_params *p, g2f_block_chain **out,
                                g2f_error *err);
 /* NULL is a no-op. */
@@ -144,7 +153,8 @@ void g2f_block_chain_free(g2f_block_chain *c);
 /* Block b (layer L, with attention weights) of sequence seq: x, vx (T, d) in,
  * replaced by the block's output and its variance. With f, every stage f
  * records for layer L is compared with that sequence's rows (f checked by
- * g2f_fixture_check_block with the same (n_seq, T)). */
+ * g2f_fixture_check_block with the same (n_seq, T)). A values_only chain
+ * takes vx and f NULL, any other vx not NULL (else G2F_ERR_USAGE). */
 g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L, const g2f_fixture *f, size_t seq,
                                 float *x, float *vx, g2f_error *err);
 /* The verdict of the steps since the last call; the tallies restart. */
@@ -158,11 +168,13 @@ const float *g2f_block_chain_values(const g2f_block_chain *c, int ffn, int kind,
 
 /* LayerNorm of x (T, d) with variance vx: y and its variance vy (the
  * LayerNorm's roundings plus vx through its Jacobian), rstd (T) scratch.
- * no_w / no_b leave out the gain / bias (a port's bugs). */
+ * no_w / no_b leave out the gain / bias (a port's bugs). vy NULL: y alone
+ * (vx unread, may be NULL), the same bits. */
 void g2f_block_ln_var(const float *x, const float *vx, size_t T, size_t d, const g2f_ln *ln, double eps, int no_w,
                       int no_b, float *y, float *vy, double *rstd, int n_threads);
 /* c (m, n) = a (m, k) B + bias with its variance: B is (k, n), or (n, k)
- * when b_trans; a2 (m, k) scratch; ws may be NULL. */
+ * when b_trans; a2 (m, k) scratch; ws may be NULL. vc NULL: c alone (va
+ * and a2 unread, may be NULL), the same bits (g2f_matmul_sq). */
 void g2f_block_gemm_var(const float *a, const float *va, size_t m, size_t k, const float *B, int b_trans, size_t n,
                         const float *bias, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws);
 

@@ -31,7 +31,8 @@ void g2f_model_cause_codes(const g2f_model_cause *c, char *buf, size_t n) {
 
 /* x = wte[id] + wpe[t + offset] for one sequence: the gather is exact, the
  * add one rounding (variance u^2 x^2). Positions are in range (checked by
- * the caller: T <= n_pos, a hypothesis' offset keeps them inside). */
+ * the caller: T <= n_pos, a hypothesis' offset keeps them inside). vx
+ * NULL: x alone. */
 static void embed_seq(const g2f_embed *e, const int64_t *ids, size_t T, const g2f_model_how *how, float *x,
                       float *vx) {
     size_t d = e->d;
@@ -43,7 +44,7 @@ static void embed_seq(const g2f_embed *e, const int64_t *ids, size_t T, const g2
         for (size_t j = 0; j < d; j++) {
             float v = pe ? w[j] + pe[j] : w[j];
             x[t * d + j] = v;
-            vx[t * d + j] = pe ? (float)(U * U * (double)v * v) : 0.0f;
+            if (vx) vx[t * d + j] = pe ? (float)(U * U * (double)v * v) : 0.0f;
         }
     }
 }
@@ -63,27 +64,32 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
     if (e->wpe && T > e->n_pos)
         return g2f_error_set(err, G2F_ERR_FORMAT, "sequences of %zu tokens but the checkpoint has %zu positions", T,
                              e->n_pos);
-    g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0};
+    int var = f != NULL; /* nothing compared: no variance computed, none allocated */
+    g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0, !var, 0.0};
     g2f_block_chain *c = NULL;
     g2f_status st = g2f_block_chain_new(m, T, &bp, &c, err);
     if (st != G2F_OK) return st;
     size_t R = N < G2F_FORWARD_LOGIT_ROWS ? N : G2F_FORWARD_LOGIT_ROWS;
-    float *x = g2f_alloc_work(N, 4 * d, sizeof(float), "the forward: the residual stream and ln_f's output", err);
+    float *x = g2f_alloc_work(N, (var ? 4 : 2) * d, sizeof(float), "the forward: the residual stream and ln_f's output",
+                              err);
     double *rstd = x ? g2f_alloc_work(N, 1, sizeof(double), "the forward: ln_f's statistics", err) : NULL;
-    float *z = rstd ? g2f_alloc_work(R, 2 * V + d, sizeof(float), "the forward: a chunk of logits", err) : NULL;
+    float *z = rstd ? g2f_alloc_work(R, var ? 2 * V + d : V, sizeof(float), "the forward: a chunk of logits", err)
+                    : NULL;
     g2f_ffn_ws ws = {0};
     if (!z) {
         st = err ? err->status : G2F_ERR_NOMEM;
         goto done;
     }
-    float *vx = x + N * d, *y = vx + N * d, *vy = y + N * d, *vz = z + R * V, *a2 = vz + R * V;
-    for (size_t s = 0; s < n_seq; s++) embed_seq(e, ids + s * T, T, how, x + s * T * d, vx + s * T * d);
+    /* without variances: x, y (N, d) and z (R, V) only, the rest NULL */
+    float *vx = var ? x + N * d : NULL, *y = var ? vx + N * d : x + N * d, *vy = var ? y + N * d : NULL;
+    float *vz = var ? z + R * V : NULL, *a2 = var ? vz + R * V : NULL;
+    for (size_t s = 0; s < n_seq; s++) embed_seq(e, ids + s * T, T, how, x + s * T * d, var ? vx + s * T * d : NULL);
     if (hooks->embed && (st = hooks->embed(hooks->user, x, vx, err)) != G2F_OK) goto done;
     for (size_t L = 0; L < mi->n_layer; L++) {
         g2f_block b;
         if ((st = g2f_model_block_load(m, L, p->n_head, &b, err)) != G2F_OK) goto done;
         for (size_t s = 0; s < n_seq && st == G2F_OK; s++) {
-            st = g2f_block_chain_step(c, &b, L, f, s, x + s * T * d, vx + s * T * d, err);
+            st = g2f_block_chain_step(c, &b, L, f, s, x + s * T * d, var ? vx + s * T * d : NULL, err);
             if (st == G2F_OK && hooks->step) st = hooks->step(hooks->user, L, s, c, err);
         }
         g2f_block_free(&b);
@@ -95,7 +101,7 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
     }
     if (how && how->no_ln_f) {
         memcpy(y, x, N * d * sizeof *y);
-        memcpy(vy, vx, N * d * sizeof *vy);
+        if (var) memcpy(vy, vx, N * d * sizeof *vy);
     } else {
         double eps = how && how->ln_eps > 0 ? how->ln_eps : e->ln_f.eps;
         g2f_block_ln_var(x, vx, N, d, &e->ln_f, eps, how && how->no_ln_w, how && how->no_ln_b, y, vy, rstd,
@@ -107,7 +113,8 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
     int b_trans = wte || !e->head_dv; /* lm_head (vocab, d): logits = y head^T */
     for (size_t r0 = 0; r0 < N && st == G2F_OK; r0 += R) {
         size_t n = N - r0 < R ? N - r0 : R;
-        g2f_block_gemm_var(y + r0 * d, vy + r0 * d, n, d, head, b_trans, V, bias, z, vz, a2, p->n_threads, &ws);
+        g2f_block_gemm_var(y + r0 * d, var ? vy + r0 * d : NULL, n, d, head, b_trans, V, bias, z, vz, a2,
+                           p->n_threads, &ws);
         if (hooks->logits) st = hooks->logits(hooks->user, r0, n, z, vz, err);
     }
 done:

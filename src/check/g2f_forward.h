@@ -6,18 +6,22 @@
  *   ln_f   = LayerNorm_f(x)
  *   logits = ln_f head^T (+ head bias)           head: lm_head, or wte when tied
  *
- * Every value travels with its variance (README: Tolerance): the embedding
- * is one rounding (the gather is exact, the add rounds once), the blocks
- * carry theirs as the chained block check does, ln_f and the logits' GEMM
- * add their own. A recorded stage is compared with lambda sqrt(var) plus its
- * stored dtype's rounding.
+ * When a fixture is checked, every value travels with its variance (README:
+ * Tolerance): the embedding is one rounding (the gather is exact, the add
+ * rounds once), the blocks carry theirs as the chained block check does,
+ * ln_f and the logits' GEMM add their own. A recorded stage is compared with
+ * lambda sqrt(var) plus its stored dtype's rounding. Without a fixture
+ * (`run`: nothing is compared) no variance is computed or allocated: the
+ * values alone, by the same calls, so the same bits (test_forward checks);
+ * the variances were more than half of the work (a GEMM on squares beside
+ * every GEMM, the logits' included).
  *
  * Memory: one block's weights at a time (g2f_model_block_load, freed before
  * the next), the embeddings and head (views when F32), the residual stream
- * and ln_f's output for every token (values and variances: 4 n_tokens d
- * floats), a sequence's block buffers (g2f_block_chain, with its (n_head, T,
- * T) scores), and the logits a chunk of G2F_FORWARD_LOGIT_ROWS tokens at a
- * time. Every size is checked against the machine's memory before use.
+ * and ln_f's output for every token (2 n_tokens d floats, twice that with
+ * variances), a sequence's block buffers (g2f_block_chain, with its (n_head,
+ * T, T) scores), and the logits a chunk of G2F_FORWARD_LOGIT_ROWS tokens at
+ * a time. Every size is checked against the machine's memory before use.
  *
  * Threads: the kernels' (bitwise identical for any thread count); the
  * rest runs in a fixed order on one thread.
@@ -72,8 +76,9 @@ typedef struct g2f_model_how {
 } g2f_model_how;
 
 /* What the forward hands its caller as it goes (each may be NULL), values
- * with their absolute variances; a non-OK status stops the forward and is
- * returned. Rows are the flattened (n_seq, T) tokens. */
+ * with their absolute variances (NULL without a fixture); a non-OK status
+ * stops the forward and is returned. Rows are the flattened (n_seq, T)
+ * tokens. */
 typedef struct g2f_forward_hooks {
     void *user;
     /* the embedding of every token: x (n_tokens, d) */
@@ -93,7 +98,8 @@ typedef struct g2f_forward_hooks {
  * positions wpe holds: the caller checked, g2f_fixture_check_model). e:
  * from g2f_model_embed_load. how may be NULL. With f, every stage it records
  * is compared and verdicts (n_layer entries, may be NULL) get each layer's
- * chained verdict. */
+ * chained verdict; without, only the values are computed (the hooks get
+ * NULL variances). */
 g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
                            const g2f_forward_params *p, const g2f_model_how *how, const g2f_fixture *f,
                            const g2f_forward_hooks *hooks, g2f_chain_verdict *verdicts, g2f_error *err);

@@ -65,7 +65,7 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
         return g2f_error_set(err, G2F_ERR_FORMAT, "sequences of %zu tokens but the checkpoint has %zu positions", T,
                              e->n_pos);
     int var = f != NULL; /* nothing compared: no variance computed, none allocated */
-    g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0, !var};
+    g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0, !var, !var && p->no_probs};
     g2f_block_chain *c = NULL;
     g2f_status st = g2f_block_chain_new(m, T, &bp, &c, err);
     if (st != G2F_OK) return st;

@@ -69,6 +69,8 @@ typedef struct g2f_forward_params {
     const g2f_tol_params *tol;
     g2f_gelu gelu;
     int n_threads;
+    int no_probs;                 /* without a fixture: the attention probabilities not kept (the step
+                                     hook sees NULL for them: g2f_block_params.no_probs) */
 } g2f_forward_params;
 
 /* A port's model-level bugs, to recompute under (all 0: GPT-2). */

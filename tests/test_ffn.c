@@ -205,7 +205,9 @@ static void workspace_reuse_should_not_change_results(void) {
 /* The second product of g2f_matmul_sq equals g2f_matmul on the squared
  * operands bit for bit (same tiles, same order), for both layouts, with A2
  * given or A squared, on the shared-B path and for one row (which must not
- * take the GEMV: a row's results may not depend on the rows beside it). */
+ * take the GEMV: a row's results may not depend on the rows beside it).
+ * Without the second product (c2 NULL: the forward's run) C is the same
+ * bits, also for the rows of a batch computed in another chunk. */
 static void matmul_sq_should_equal_the_product_of_squares(void) {
     uint64_t seed = 7;
     const size_t ms[] = {1, 2, 7, 100}, ks[] = {3, 300, 777}, ns[] = {5, 40, 1100};
@@ -223,6 +225,12 @@ static void matmul_sq_should_equal_the_product_of_squares(void) {
                     for (size_t i = 0; i < n; i++) bias[i] = rnd_unit(&seed);
                     /* A squared as packed */
                     g2f_matmul_sq(a, NULL, m, k, b, bt, n, bias, c, c2, 2, NULL);
+                    g2f_matmul_sq(a, NULL, m, k, b, bt, n, bias, r, NULL, 1, NULL);
+                    CHECK(memcmp(c, r, m * n * 4) == 0);
+                    if (m > 1) {
+                        g2f_matmul_sq(a + k, NULL, m - 1, k, b, bt, n, bias, r, NULL, 2, NULL);
+                        CHECK(memcmp(c + n, r, (m - 1) * n * 4) == 0);
+                    }
                     g2f_matmul(a2, m > 1 ? m : 1, k, b2, bt, n, NULL, r2, 2, NULL);
                     if (m > 1) { /* the GEMV (m = 1) sums in another order: compare the products only there */
                         g2f_matmul(a, m, k, b, bt, n, bias, r, 2, NULL);

@@ -27,7 +27,7 @@ static g2f_status check_model(const char *ckpt, const char *fixture_path, int th
     if (s == G2F_OK) s = g2f_fixture_open(fixture_path, &f, err);
     if (s == G2F_OK) {
         g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-        g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads}; /* nanoGPT's default would be erf */
+        g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads, 0}; /* nanoGPT's default would be erf */
         s = g2f_forward_check(m, f, &p, res, err);
     }
     g2f_fixture_close(f);
@@ -296,6 +296,8 @@ typedef struct seen {
     size_t n, cap;
     size_t N, d, V, T, H;
     int with_var, without_var; /* hook calls with / without variances */
+    int skip_probs;            /* the attention probabilities not recorded */
+    int no_probs;              /* steps whose chain had none */
 } seen;
 
 static g2f_status seen_put(seen *s, const float *x, size_t n, g2f_error *err) {
@@ -330,6 +332,10 @@ static g2f_status sh_step(void *u, size_t L, size_t seq, const g2f_block_chain *
         for (int k = 0; k < (ffn ? G2F_FX_COUNT : G2F_BX_COUNT) && st == G2F_OK; k++) {
             size_t w;
             const float *v = g2f_block_chain_values(c, ffn, k, &w);
+            if (!ffn && k == G2F_BX_PROBS) {
+                s->no_probs += !v;
+                if (s->skip_probs) continue;
+            }
             if (v) st = seen_put(s, v, (!ffn && k == G2F_BX_PROBS ? s->H * s->T : s->T) * w, err);
         }
     return st;
@@ -344,13 +350,15 @@ static g2f_status sh_logits(void *u, size_t row0, size_t n, const float *z, cons
     return seen_hook(s, z, n * s->V, vz, err);
 }
 
-/* One forward of the fixture's input_ids, with f or without (NULL). */
+/* One forward of the fixture's input_ids, with f or without (NULL); no_probs:
+ * the probabilities neither kept (without f) nor recorded. */
 static g2f_status forward_seen(const g2f_model *m, const g2f_embed *e, const g2f_fixture *f, const int64_t *ids,
-                               size_t n_seq, size_t T, int threads, seen *s, g2f_error *err) {
+                               size_t n_seq, size_t T, int threads, int no_probs, seen *s, g2f_error *err) {
     memset(s, 0, sizeof *s);
     s->N = n_seq * T, s->d = e->d, s->V = e->vocab, s->T = T, s->H = g2f_model_get_info(m)->n_head;
+    s->skip_probs = no_probs;
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-    g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads};
+    g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads, no_probs};
     g2f_forward_hooks hk = {s, sh_embed, sh_step, NULL, sh_ln_f, sh_logits};
     return g2f_forward_run(m, e, ids, n_seq, T, &p, NULL, f, &hk, NULL, err);
 }
@@ -380,10 +388,17 @@ static void values_only_should_give_the_checked_forward_bits(void) {
         int64_t *ids = calloc(N ? N : 1, sizeof *ids);
         CHECK(ids && N > 0);
         if (ids) g2f_fixture_read_ids(g2f_fixture_model(f, G2F_MX_IDS), 0, N, ids);
-        seen chk, run1, run2;
-        CHECK(forward_seen(m, &e, f, ids, n_seq, T, 2, &chk, &err) == G2F_OK);
-        CHECK(forward_seen(m, &e, NULL, ids, n_seq, T, 1, &run1, &err) == G2F_OK);
-        CHECK(forward_seen(m, &e, NULL, ids, n_seq, T, 2, &run2, &err) == G2F_OK);
+        seen chk, run1, run2, chk_np, run_np;
+        CHECK(forward_seen(m, &e, f, ids, n_seq, T, 2, 0, &chk, &err) == G2F_OK);
+        CHECK(forward_seen(m, &e, NULL, ids, n_seq, T, 1, 0, &run1, &err) == G2F_OK);
+        CHECK(forward_seen(m, &e, NULL, ids, n_seq, T, 2, 0, &run2, &err) == G2F_OK);
+        /* without the probabilities (run without --save attn.probs): the rest the same bits */
+        CHECK(forward_seen(m, &e, f, ids, n_seq, T, 2, 1, &chk_np, &err) == G2F_OK);
+        CHECK(forward_seen(m, &e, NULL, ids, n_seq, T, 2, 1, &run_np, &err) == G2F_OK);
+        CHECK(chk.no_probs == 0 && run1.no_probs == 0 && chk_np.no_probs == 0);
+        CHECK(run_np.no_probs == (int)(n_seq * mi->n_layer)); /* not even allocated */
+        CHECK(chk_np.n == run_np.n && chk_np.n < chk.n);
+        CHECK(chk_np.v && run_np.v && !memcmp(chk_np.v, run_np.v, chk_np.n * sizeof *chk_np.v));
         /* embed, ln_f, the logits (one chunk or more) with variances, then without */
         CHECK(chk.with_var >= 3 && chk.without_var == 0);
         CHECK(run1.with_var == 0 && run1.without_var >= 3);
@@ -400,7 +415,7 @@ static void values_only_should_give_the_checked_forward_bits(void) {
             memcpy(&run1.v[at], &bits, sizeof bits);
             CHECK(memcmp(chk.v, run1.v, chk.n * sizeof *chk.v) != 0);
         }
-        free(chk.v), free(run1.v), free(run2.v), free(ids);
+        free(chk.v), free(run1.v), free(run2.v), free(chk_np.v), free(run_np.v), free(ids);
         g2f_embed_free(&e);
         g2f_fixture_close(f);
         g2f_model_close(m);
@@ -423,7 +438,7 @@ static void a_values_only_chain_should_refuse_variances(void) {
     CHECK(x && g2f_model_block_load(m, 0, 0, &b, &err) == G2F_OK);
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
     for (int vo = 0; x && vo < 2; vo++) {
-        g2f_block_params bp = {0, &tol, G2F_GELU_TANH, 1, 0, vo, 0.0};
+        g2f_block_params bp = {0, &tol, G2F_GELU_TANH, 1, 0, vo, 0, 0.0};
         g2f_block_chain *c = NULL;
         CHECK(g2f_block_chain_new(m, T, &bp, &c, &err) == G2F_OK);
         if (!c) continue;

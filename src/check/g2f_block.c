@@ -61,20 +61,21 @@ static size_t max2(size_t a, size_t b) { return a > b ? a : b; }
 
 /* One allocation for a sequence's buffers. values_only (the forward's run:
  * nothing compared) leaves out the variances and the scratch of the
- * variances and comparisons: those pointers stay NULL (GPT-2 small at 1024
- * tokens: 110 MB instead of 313 MB). */
+ * variances and comparisons, and with no_probs the attention probabilities:
+ * those pointers stay NULL (GPT-2 small at 1024 tokens: 60 MB, or 110 MB
+ * with the probabilities, instead of 313 MB). */
 static g2f_status seq_alloc(seq *s, size_t layer, size_t T, size_t d, size_t H, size_t h, int values_only,
-                            void **block, g2f_error *err) {
+                            int no_probs, void **block, g2f_error *err) {
     memset(s, 0, sizeof *s);
     s->T = T, s->d = d, s->H = H;
     size_t dh = H ? d / H : d, w = max2(max2(3 * d, T), h);
-    /* per token, with 1 for what only the variances and comparisons need */
+    /* floats per token; var: left out by values_only */
     const struct { double **p; size_t n; int var; } dbl[] = {{&s->e1, w, 1}, {&s->e2, w, 1}, {&s->rstd, 1, 0}};
     const struct { float **p; size_t n; int var; } flt[] = {
         {&s->x, d, 0},      {&s->vx, d, 1},     {&s->a, d, 0},      {&s->va, d, 1},         {&s->merged, d, 0},
         {&s->vmerged, d, 1}, {&s->ao, d, 0},    {&s->vao, d, 1},    {&s->mid, d, 0},        {&s->vmid, d, 1},
         {&s->l2, d, 0},     {&s->vl2, d, 1},    {&s->mo, d, 0},     {&s->vmo, d, 1},        {&s->out, d, 0},
-        {&s->vout, d, 1},   {&s->tmp, d, 1},    {&s->qkv, 3 * d, 0}, {&s->vqkv, 3 * d, 1},  {&s->probs, H * T, 0},
+        {&s->vout, d, 1},   {&s->tmp, d, 1},    {&s->qkv, 3 * d, 0}, {&s->vqkv, 3 * d, 1},  {&s->probs, H * T, no_probs},
         {&s->vprobs, H * T, 1}, {&s->hq, dh, 1}, {&s->hk, dh, 1},   {&s->hv, dh, 1},        {&s->hvq, dh, 1},
         {&s->hvk, dh, 1},   {&s->hvv, dh, 1},   {&s->hz, dh, 1},    {&s->a2, w, 1},         {&s->S, T, 1},
         {&s->S2, T, 1},     {&s->S3, T, 1},     {&s->pre, h, 0},    {&s->act, h, 0},        {&s->q, h, 1},
@@ -158,7 +159,8 @@ static void add_stage(const float *x, const float *vx, const float *y, const flo
                       float *vz) {
     for (size_t i = 0; i < n; i++) z[i] = no_x ? y[i] : x[i] + y[i];
     if (vz)
-        for (size_t i = 0; i < n; i++) vz[i] = (float)((no_x ? 0.0 : (double)vx[i]) + vy[i] + U * U * (double)z[i] * z[i]);
+        for (size_t i = 0; i < n; i++)
+            vz[i] = (float)((no_x ? 0.0 : (double)vx[i]) + vy[i] + U * U * (double)z[i] * z[i]);
 }
 
 /* c (m, n) = a (m, k) B + bias and its variance: u^2 (k/2 sum a^2 B^2 +
@@ -738,7 +740,7 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
     g2f_status st = g2f_model_block_load(m, layer, c.H, &b, err);
     if (st != G2F_OK) return st;
     void *mem = NULL;
-    if ((st = seq_alloc(&c.s, layer, c.T, c.d, c.H ? c.H : 1, mi->n_inner, 0, &mem, err)) != G2F_OK) {
+    if ((st = seq_alloc(&c.s, layer, c.T, c.d, c.H ? c.H : 1, mi->n_inner, 0, 0, &mem, err)) != G2F_OK) {
         g2f_block_free(&b);
         return st;
     }
@@ -804,7 +806,8 @@ g2f_status g2f_block_chain_new(const g2f_model *m, size_t T, const g2f_block_par
     c->c.n_seq = 1;
     c->h = mi->n_inner;
     c->c.lambda = p->tol->lambda > 0 ? p->tol->lambda : G2F_TOL_LAMBDA;
-    g2f_status st = seq_alloc(&c->c.s, 0, T, c->c.d, H, mi->n_inner, p->values_only, &c->mem, err);
+    g2f_status st = seq_alloc(&c->c.s, 0, T, c->c.d, H, mi->n_inner, p->values_only, p->no_probs, &c->mem,
+                              err);
     if (st != G2F_OK) {
         free(c);
         return st;

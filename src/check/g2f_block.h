@@ -106,6 +106,8 @@ typedef struct g2f_block_params {
     int n_threads;
     int diagnose;                /* recompute failing stages under the porting bugs */
     int values_only;             /* g2f_block_chain: no variances, nothing compared (the forward's run) */
+    int no_probs;                /* with values_only: the attention probabilities not kept ((n_head, T, T)
+                                    floats; g2f_block_chain_values gives NULL for them) */
     double weight_roundoff;      /* the weights known only to within this relative rounding (--accept of the
                                     checkpoint's own F16/BF16 rounding): every stage judged with it; 0 normally */
 } g2f_block_params;
@@ -160,7 +162,7 @@ g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L
 /* The verdict of the steps since the last call; the tallies restart. */
 void g2f_block_chain_layer_end(g2f_block_chain *c, g2f_chain_verdict *out);
 /* A stage's values from the last step, row-major (T, width) (probs: (n_head,
- * T, T)), valid until the next step; *width gets the row width. kind is a
+ * T, T), NULL in a no_probs chain), valid until the next step; *width gets the row width. kind is a
  * g2f_bx_kind (IN: the step's input; Q, K, V: NULL, they are thirds of
  * QKV's rows; Z: MERGED's layout) or, with ffn, a g2f_fx_kind (IN: ln_2's
  * output; PRE, ACT, OUT: the FFN's). */

@@ -65,11 +65,12 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
         return g2f_error_set(err, G2F_ERR_FORMAT, "sequences of %zu tokens but the checkpoint has %zu positions", T,
                              e->n_pos);
     int var = f != NULL; /* nothing compared: no variance computed, none allocated */
-    g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0, !var, 0.0};
+    g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0, !var, !var && p->no_probs, 0.0};
     g2f_block_chain *c = NULL;
     g2f_status st = g2f_block_chain_new(m, T, &bp, &c, err);
     if (st != G2F_OK) return st;
-    size_t R = N < G2F_FORWARD_LOGIT_ROWS ? N : G2F_FORWARD_LOGIT_ROWS;
+    size_t R = var ? G2F_FORWARD_LOGIT_ROWS : G2F_FORWARD_VALUE_ROWS;
+    R = N < R ? N : R;
     float *x = g2f_alloc_work(N, (var ? 4 : 2) * d, sizeof(float), "the forward: the residual stream and ln_f's output",
                               err);
     double *rstd = x ? g2f_alloc_work(N, 1, sizeof(double), "the forward: ln_f's statistics", err) : NULL;

@@ -20,8 +20,9 @@
  * the next), the embeddings and head (views when F32), the residual stream
  * and ln_f's output for every token (2 n_tokens d floats, twice that with
  * variances), a sequence's block buffers (g2f_block_chain, with its (n_head,
- * T, T) scores), and the logits a chunk of G2F_FORWARD_LOGIT_ROWS tokens at
- * a time. Every size is checked against the machine's memory before use.
+ * T, T) scores), and the logits a chunk of G2F_FORWARD_LOGIT_ROWS (or
+ * G2F_FORWARD_VALUE_ROWS) tokens at a time. Every size is checked against
+ * the machine's memory before use.
  *
  * Threads: the kernels' (bitwise identical for any thread count); the
  * rest runs in a fixed order on one thread.
@@ -55,14 +56,21 @@
 #include "g2f_tol.h"
 
 /* Tokens per chunk of the logits' GEMM (a chunk's logits and variances:
- * 2 rows x vocab floats). */
+ * 2 rows x vocab floats). Without variances (run) chunks of
+ * G2F_FORWARD_VALUE_ROWS: every chunk packs the whole head again (vocab x d,
+ * transposed when it is wte), which at 64 rows cost about a third of the
+ * logits' time (GPT-2 small, 1024 tokens); 256 rows are 51 MB of logits. A
+ * row's logits do not depend on the chunk (g2f_matmul_sq). */
 #define G2F_FORWARD_LOGIT_ROWS 64
+#define G2F_FORWARD_VALUE_ROWS 256
 
 typedef struct g2f_forward_params {
     size_t n_head;                /* 0: the model's */
     const g2f_tol_params *tol;
     g2f_gelu gelu;
     int n_threads;
+    int no_probs;                 /* without a fixture: the attention probabilities not kept (the step
+                                     hook sees NULL for them: g2f_block_params.no_probs) */
 } g2f_forward_params;
 
 /* A port's model-level bugs, to recompute under (all 0: GPT-2). */

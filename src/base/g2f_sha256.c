@@ -96,7 +96,7 @@ g2f_status g2f_sha256_file(const char *path, char hex[65], g2f_error *err) {
     if (st != G2F_OK) return st;
     g2f_sha256 s;
     g2f_sha256_init(&s);
-    const size_t chunk = (size_t)64 << 20; /* release pages as we go: RSS stays small on big files */
+    const size_t chunk = (size_t)8 << 20; /* release pages as we go: RSS stays small on big files (verify hashes beside its work) */
     for (uint64_t off = 0; off < m.size; off += chunk) {
         size_t n = m.size - off < chunk ? (size_t)(m.size - off) : chunk;
         g2f_sha256_update(&s, m.data + off, n);

@@ -202,6 +202,17 @@ static void profile_rows(g2f_ffn_profile *pf, const double *e, const float *c, c
     }
 }
 
+/* act = GELU form g of pre as `how` has it: act_u before the port's
+ * roundings (clipped to [-10, 10] for HF gelu_10), act after the store's
+ * (act may be act_u: nothing to round then). */
+static void act_gelu(const g2f_ffn_how *how, g2f_gelu g, const float *pre, size_t nh, float *act_u, float *act,
+                     int n_threads) {
+    g2f_ffn_gelu(g, pre, nh, act_u, n_threads);
+    if (how->clip)
+        for (size_t i = 0; i < nh; i++) act_u[i] = act_u[i] > 10.0f ? 10.0f : act_u[i] < -10.0f ? -10.0f : act_u[i];
+    if (act != act_u) g2f_round_span(how->store, act_u, act, nh);
+}
+
 /* What the part after c_fc needs, the same for every GELU form. */
 typedef struct tail_ctx {
     const g2f_ffn_how *how;
@@ -391,11 +402,8 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
                           user ? NULL : c.q, n_threads, &ws->ffn);
             pre_u = c.pre_u;
             g2f_round_span(how->store, c.pre_u, c.pre, nh); /* NONE: a copy */
-            g2f_ffn_gelu(how->gelu, c.pre, nh, c.act_u, n_threads);
-            if (how->clip)
-                for (size_t i = 0; i < nh; i++) c.act_u[i] = c.act_u[i] > 10.0f ? 10.0f : c.act_u[i] < -10.0f ? -10.0f : c.act_u[i];
+            act_gelu(how, how->gelu, c.pre, nh, c.act_u, c.act, n_threads);
             act_u = c.act_u;
-            g2f_round_span(how->store, c.act_u, c.act, nh);
         }
         if (n_forms && !user) memcpy(c.s_fc, c.q, nh * sizeof(float)); /* q is computed in place */
         tctx.fc_in = fc_in;
@@ -461,12 +469,7 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
             if (!(forms & (1u << g))) continue;
             float *fa = c.f_act + j * nh, *fq = c.f_q + j * nh;
             float *au = plain ? c.act : c.act_u;
-            g2f_ffn_gelu((g2f_gelu)g, c.pre, nh, au, n_threads);
-            if (!plain) {
-                if (how->clip)
-                    for (size_t i = 0; i < nh; i++) au[i] = au[i] > 10.0f ? 10.0f : au[i] < -10.0f ? -10.0f : au[i];
-                g2f_round_span(how->store, au, c.act, nh);
-            }
+            act_gelu(how, (g2f_gelu)g, c.pre, nh, au, c.act, n_threads);
             hidden(&tctx, &c, n, au, c.act, c.s_fc, &form_un[g], fq);
             if (tpre) cmp_rows(&a_form[g][1], c.e_pre, c.pre, c.tol_pre, tokens, i0, n, h, n_threads);
             if (tact) cmp_rows(&a_form[g][2], c.e_act, c.act, c.tol_act, tokens, i0, n, h, n_threads);

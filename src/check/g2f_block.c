@@ -701,23 +701,14 @@ static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f
     const g2f_tensor *tin = stage_t(c, G2F_BX_IN);
     acc A[G2F_STAGE_COUNT];
     memset(A, 0, sizeof A);
-    int attn_ok = hw->b->has_attn && c->H;
     c->err = err;
     for (size_t sq = 0; sq < c->n_seq; sq++) {
         read_seq(tin, sq, T, d, s->x, NULL);
         input_var(s->x, T * d, tin->dtype, s->vx);
-        if (!attn_ok) { /* the rest needs attention */
-            const g2f_tensor *t;
-            ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, hw->uw, s->a, s->va, s->rstd, hw->n_threads);
-            if ((t = stage_t(c, G2F_BX_LN1))) {
-                read_seq(t, sq, T, d, NULL, s->e1);
-                compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
-            }
-            return G2F_OK;
-        }
         g2f_status e = chain_seq(c, hw, mlp, sq, A);
         if (e != G2F_OK) return e;
     }
+    for (int st = 0; st < G2F_STAGE_COUNT; st++) out->chained_compared += (size_t)A[st].any;
     first_divergence(A, &out->diverged, &out->first_stage, &out->first_tensor, &out->first_margin);
     return G2F_OK;
 }
@@ -769,7 +760,8 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
         if (!out->stage[s].pass && p->diagnose)
             st = diagnose_stage(&c, (g2f_stage)s, &base, m, &out->stage[s], err);
     }
-    if (st == G2F_OK && stage_t(&c, G2F_BX_IN) && b.ln_1.found && b.ln_2.found && !out->attn_skipped) {
+    /* the chain needs attention (every stage after ln_1 follows from it) */
+    if (st == G2F_OK && stage_t(&c, G2F_BX_IN) && b.ln_1.found && b.ln_2.found && c.H && b.has_attn) {
         out->chained = 1;
         st = chained(&c, &base, &b.mlp.w, out, err);
     }

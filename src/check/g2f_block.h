@@ -91,6 +91,7 @@ typedef struct g2f_stage_result {
 typedef struct g2f_block_result {
     g2f_stage_result stage[G2F_STAGE_COUNT]; /* mlp: filled by the caller from the FFN's check */
     int chained;                 /* h.L.in recorded: the whole block computed from it */
+    size_t chained_compared;     /* stages the chained pass compared (0: it had nothing to compare) */
     int diverged;                /* the chained pass found a stage that does not match */
     g2f_stage first_stage;       /* with diverged: the first such stage, */
     const char *first_tensor;    /* its tensor, */

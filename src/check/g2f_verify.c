@@ -387,6 +387,43 @@ static void model_codes(g2f_verify_result *out) {
     }
 }
 
+/* A layer was compared when some stage had both its input and its expected
+ * output recorded: the FFN, a stage from its recorded input, or a stage of
+ * the block computed from h.L.in. A fixture holding one tensor of a layer
+ * (h.0.in alone) compares nothing there. */
+static int layer_compared(const g2f_layer_result *r) {
+    if (r->has_ffn) return 1;
+    for (int s = 0; s < G2F_STAGE_COUNT; s++)
+        if (r->block.stage[s].checked) return 1;
+    return r->block.chained && r->block.chained_compared > 0;
+}
+
+/* Appends t's name to names (the first three), counting every one. */
+static void add_name(const g2f_tensor *t, char *names, size_t cap, size_t *used, size_t *count) {
+    if (!t) return;
+    if ((*count)++ < 3 && *used < cap)
+        *used += (size_t)snprintf(names + *used, cap - *used, "%s%s", *used ? ", " : "", t->name);
+}
+
+void g2f_verify_nothing_compared(const g2f_fixture *f, char *buf, size_t n) {
+    char names[200] = "";
+    size_t used = 0, count = 0;
+    for (int k = 0; k < G2F_MX_COUNT; k++) add_name(g2f_fixture_model(f, (g2f_mx_kind)k), names, sizeof names, &used, &count);
+    for (size_t L = 0; L < g2f_fixture_n_slots(f); L++) {
+        for (int k = 0; k < G2F_BX_COUNT; k++)
+            add_name(g2f_fixture_block(f, L, (g2f_bx_kind)k), names, sizeof names, &used, &count);
+        for (int k = 0; k < G2F_FX_COUNT; k++)
+            add_name(g2f_fixture_ffn(f, L, (g2f_fx_kind)k), names, sizeof names, &used, &count);
+    }
+    char more[48] = "";
+    if (count > 3) snprintf(more, sizeof more, " and %zu more", count - 3);
+    snprintf(buf, n,
+             "%s records %s%s, but no stage has both its input and its expected output there (a stage needs its "
+             "input beside its output: h.L.in with h.L.ln_1.out, h.L.mlp.in with h.L.mlp.out, input_ids with "
+             "logits, ...; README: Block and Model)",
+             g2f_fixture_path(f), count ? names : "no tensor of a selected layer", more);
+}
+
 g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,
                           g2f_verify_result *out, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
@@ -436,6 +473,13 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
             return st;
         }
         if (r->has_block) fold_block(r);
+        if (!layer_compared(r)) { /* recorded tensors, but no input beside its output */
+            r->status = G2F_LAYER_SKIPPED;
+            snprintf(r->explanation, sizeof r->explanation,
+                     "layer %zu: nothing compared: no stage has both its input and its expected output recorded", L);
+            if (p->progress) p->progress(p->progress_user, ++done, todo, bytes);
+            continue;
+        }
         out->compared++;
         bytes += (unsigned long long)(2 * mi->n_embd * mi->n_inner) * g2f_dtype_size(mi->dtype);
         if (p->progress) p->progress(p->progress_user, ++done, todo, bytes);
@@ -458,7 +502,8 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
         return st;
     }
     model_codes(out);
-    out->pass = (out->compared > 0 || out->model.present) && out->failed == 0 &&
+    /* a verdict on nothing compared is no PASS */
+    out->pass = (out->compared > 0 || out->model.compared > 0) && out->failed == 0 &&
                 (!out->model.present || out->model.pass);
     return G2F_OK;
 }

@@ -103,6 +103,11 @@ typedef struct g2f_verify_result {
                                     layer's isolated stage check when it lies in a block */
 } g2f_verify_result;
 
+/* Why a fixture compared nothing (no layer and no model-level stage had its
+ * input beside its expected output): what it records and what each stage
+ * needs, one sentence into buf. For the "nothing was compared" refusal. */
+void g2f_verify_nothing_compared(const g2f_fixture *f, char *buf, size_t n);
+
 g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,
                           g2f_verify_result *out, g2f_error *err);
 void g2f_verify_result_free(g2f_verify_result *r);

@@ -295,7 +295,7 @@ static void run_should_remove_its_temporary_file_when_interrupted(void) {
         CHECK(pid > 0);
         if (pid <= 0) return;
         /* wait for the temporary to appear, then interrupt */
-        snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out, (long)pid);
+        snprintf(tmp, sizeof tmp, "%.*s.gpt2ffn-%ld.tmp", (int)(strrchr(out, '/') - out + 1), out, (long)pid);
         struct stat st;
         int seen = 0, status = 0;
         for (double t0 = now_s(); !seen && now_s() - t0 < 60;) {

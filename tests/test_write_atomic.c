@@ -63,6 +63,22 @@ static void report_write_should_replace_whole_or_not_at_all(void) {
     unlink(path);
 }
 
+/* A legal name of NAME_MAX (255) bytes is written: the temporary has a
+ * short name of its own (before, OUT.tmp-PID was too long: ENAMETOOLONG). */
+static void report_write_should_take_a_255_byte_name(void) {
+    char path[600], name[256];
+    g2f_error err = {0};
+    memset(name, 'r', 255);
+    memcpy(name + 250, ".json", 6);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    CHECK(g2f_write_file_atomic(path, "{}", &err) == G2F_OK);
+    char *t = read_all(path);
+    CHECK(t && strcmp(t, "{}\n") == 0);
+    free(t);
+    CHECK(tmp_leftovers() == 0);
+    unlink(path);
+}
+
 static void writer_should_show_nothing_until_commit(void) {
     char path[400];
     g2f_error err = {0};
@@ -103,7 +119,7 @@ static void outfile_should_never_write_through_an_existing_temporary(void) {
     char path[400], tmp[450], victim[400];
     g2f_error err = {0};
     snprintf(path, sizeof path, "%s/out.safetensors", dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s/.gpt2ffn-%ld.tmp", dir, (long)getpid());
     snprintf(victim, sizeof victim, "%s/victim", dir);
     CHECK(write_bytes(victim, "precious", 8) == 0);
     CHECK(symlink(victim, tmp) == 0);
@@ -168,6 +184,7 @@ static void outfile_temporaries_should_go_with_the_signal_cleanup(void) {
 int main(void) {
     if (make_tmpdir(dir, sizeof dir, "atomic") != 0) return 1;
     RUN(report_write_should_replace_whole_or_not_at_all);
+    RUN(report_write_should_take_a_255_byte_name);
     RUN(writer_should_show_nothing_until_commit);
     RUN(outfile_should_never_write_through_an_existing_temporary);
     RUN(outfile_temporaries_should_go_with_the_signal_cleanup);

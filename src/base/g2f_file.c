@@ -230,7 +230,7 @@ g2f_status g2f_output_check(const char *out_path, const g2f_path_list *inputs, g
  * its owner, 2 armed (path complete; the signal handler may unlink it).
  * Lock-free atomics only, so the handler can read the table whatever the
  * interrupted thread was doing. */
-#define SLOT_PATH 4160 /* PATH_MAX plus ".tmp-PID.N" */
+#define SLOT_PATH 4160 /* PATH_MAX plus ".gpt2ffn-PID.N.tmp" */
 static struct {
     atomic_int state;
     char path[SLOT_PATH];
@@ -278,9 +278,14 @@ g2f_status g2f_outfile_open(const char *path, g2f_outfile **out, g2f_error *err)
     }
     long pid = (long)getpid();
     int fd = -1, e = 0;
+    /* the temporary sits in the output's folder (the rename must not cross
+     * file systems) under a short name of its own: OUT plus a suffix would
+     * exceed NAME_MAX for a legal 255-byte OUT */
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
     for (int k = 0; k < 100 && fd < 0; k++) {
-        if (k == 0) snprintf(f->tmp, cap, "%s.tmp-%ld", path, pid);
-        else snprintf(f->tmp, cap, "%s.tmp-%ld.%d", path, pid, k);
+        if (k == 0) snprintf(f->tmp, cap, "%.*s.gpt2ffn-%ld.tmp", dir_len, path, pid);
+        else snprintf(f->tmp, cap, "%.*s.gpt2ffn-%ld.%d.tmp", dir_len, path, pid, k);
         /* registered before it exists, so no moment has it on disk unregistered */
         f->slot = slot_arm(f->tmp);
         fd = open(f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

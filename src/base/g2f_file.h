@@ -88,8 +88,9 @@ void g2f_path_list_free(g2f_path_list *l);
 
 /* ---- output files ------------------------------------------------------
  * Every file gpt2ffn writes (reports, `run` outputs) is written atomically:
- * into PATH.tmp-PID beside it (created exclusively: never through a file or
- * a link that is already there; PATH.tmp-PID.N when that name is taken), and
+ * into .gpt2ffn-PID.tmp in PATH's folder (created exclusively: never through a
+ * file or a link that is already there; .gpt2ffn-PID.N.tmp when that name is
+ * taken; a short name of its own, so a legal 255-byte PATH fits NAME_MAX), and
  * renamed over PATH only once complete, so a failed or interrupted write
  * leaves nothing under PATH, nor replaces a good file.
  *

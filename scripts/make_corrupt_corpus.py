@@ -470,9 +470,6 @@ def fixture_cases():
     f("fixture/missing_out.safetensors", [("h.0.mlp.in", "F32", [2, 64], x)], "h.0.mlp.out")
     f("fixture/token_mismatch.safetensors",
       [("h.0.mlp.in", "F32", [2, 64], x), ("h.0.mlp.out", "F32", [1, 64], x[:256])], "tokens")
-    f("fixture/two_names_one_slot.safetensors",
-      [("h.0.mlp.in", "F32", [2, 64], x), ("transformer.h.0.mlp.in", "F32", [2, 64], x),
-       ("h.0.mlp.out", "F32", [2, 64], x)], "same layer")
     f("fixture/no_fixture_tensors.safetensors", [("h.0.mlp.c_fc.weight", "F32", [2, 64], x)], "no fixture tensors")
     # a name with a newline and a terminal escape: the message stays one line
     f("fixture/newline_in_name.safetensors",

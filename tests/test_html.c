@@ -443,7 +443,7 @@ static char *render_xl_like(void) {
                  "without_any_break_opportunity_0123456789012345678901234567890123456789",
                  i);
     }
-    g2f_verify_result res = {G2F_GELU_TANH, 48, layers, 42, 14, 0, 0, -1, {0}};
+    g2f_verify_result res = {.gelu = G2F_GELU_TANH, .n_layers = 48, .layers = layers, .compared = 42, .failed = 14, .pass = 0, .first_fail = 0, .first_stage = -1};
     g2f_model_info mi = {0};
     mi.path = "/data/checkpoints/a_very_long_folder_name_without_any_spaces_to_check_wrapping_in_the_header_"
               "0123456789abcdef0123456789abcdef/model.safetensors";
@@ -559,7 +559,7 @@ static void html_should_say_a_pass_did_not_check_the_gelu(void) {
         layers[i].sep_out = i ? 40 : 0.06;
         snprintf(layers[i].explanation, sizeof layers[i].explanation, "layer %d", i);
     }
-    g2f_verify_result res = {G2F_GELU_TANH, 2, layers, 2, 0, 1, -1, -1, {0}};
+    g2f_verify_result res = {.gelu = G2F_GELU_TANH, .n_layers = 2, .layers = layers, .compared = 2, .failed = 0, .pass = 1, .first_fail = -1, .first_stage = -1};
     g2f_model_info mi = {0};
     mi.path = "m.safetensors";
     mi.format = mi.naming = mi.layout_source = "x";

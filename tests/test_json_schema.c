@@ -215,6 +215,15 @@ static const field tolerance_fields[] = {
     {"atol", N, 0, NULL, NULL, 0, NULL},
     END};
 
+static const field alias_fields[] = {
+    {"kept", S, 1, NULL, NULL, 0, NULL},       {"other", S, 1, NULL, NULL, 0, NULL},
+    {"same", B, 1, NULL, NULL, 0, NULL},       {"shapes_differ", B, 1, NULL, NULL, 0, NULL},
+    {"differing", I, 1, NULL, NULL, 0, NULL},  {"total", I, 1, NULL, NULL, 0, NULL},
+    {"max_abs_diff", N | Z, 1, NULL, NULL, 0, NULL}, END};
+
+static const field unknown_fields[] = {
+    {"name", S, 1, NULL, NULL, 0, NULL}, {"did_you_mean", S | Z, 1, NULL, NULL, 0, NULL}, END};
+
 static const field verify_fields[] = {
     {"checkpoint", S, 1, NULL, NULL, 0, NULL},
     {"fixtures", S, 1, NULL, NULL, 0, NULL},
@@ -229,6 +238,9 @@ static const field verify_fields[] = {
     {"tolerance", O, 1, NULL, tolerance_fields, 0, NULL},
     {"fixture_dtype", S, 1, FLOAT_DTYPES, NULL, 0, NULL},
     {"fixture_gelu_claim", S | Z, 1, NULL, NULL, 0, NULL},
+    {"aliases", A, 1, NULL, alias_fields, O, NULL},
+    {"unknown_tensors", A, 1, NULL, unknown_fields, O, NULL},
+    {"unknown_tensors_total", I, 1, NULL, NULL, 0, NULL},
     {"first_divergence", I | Z, 1, NULL, NULL, 0, NULL},
     {"first_stage", S | Z, 1, "ln_1|attn|mid|ln_2|mlp|out", NULL, 0, NULL},
     {"layers", A, 1, NULL, layer_fields, O, NULL},
@@ -459,7 +471,11 @@ static void check_verify_rules(const cJSON *root, const char *where) {
     const cJSON *fwd = cJSON_GetObjectItemCaseSensitive(root, "forward");
     const cJSON *fst = cJSON_GetObjectItemCaseSensitive(fwd, "status");
     int fwd_fail = cJSON_IsObject(fwd) && cJSON_IsString(fst) && strcmp(fst->valuestring, "pass") != 0;
-    if (cJSON_IsString(status) && (strcmp(status->valuestring, "pass") == 0) == (any_fail || fwd_fail))
+    int alias_fail = 0; /* a capture whose names for one stage differ: no pass */
+    const cJSON *al;
+    cJSON_ArrayForEach(al, cJSON_GetObjectItemCaseSensitive(root, "aliases")) alias_fail |=
+        !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(al, "same"));
+    if (cJSON_IsString(status) && (strcmp(status->valuestring, "pass") == 0) == (any_fail || fwd_fail || alias_fail))
         fail(where, "status disagrees with the layers and the forward", "status");
     if (cJSON_IsObject(fwd) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(fwd, "chained")) &&
         (!cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(fwd, "first_divergence"))) != fwd_fail)

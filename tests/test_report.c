@@ -162,7 +162,7 @@ static void reports_should_agree_when_a_margin_is_nan(void) {
     layers[1].act.margin = 7.5;
     layers[1].act.mismatched = 4;
     layers[1].diagnosis = G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED);
-    g2f_verify_result res = {G2F_GELU_TANH, 2, layers, 2, 2, 0, 0, -1, {0}};
+    g2f_verify_result res = {.gelu = G2F_GELU_TANH, .n_layers = 2, .layers = layers, .compared = 2, .failed = 2, .pass = 0, .first_fail = 0, .first_stage = -1};
     g2f_model_info mi = tiny_info();
     g2f_tol_params tol = {0, 0, 0, 0}; /* lambda 0: the default, as the CLI passes it */
     g2f_report_ctx ctx = {"ck", "fx", &mi, "test", NULL, G2F_DTYPE_F32, &tol, &res, 0, NULL, NULL};

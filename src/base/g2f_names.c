@@ -46,3 +46,34 @@ g2f_name_ref *g2f_names_of_table(const g2f_table *t) {
     g2f_names_sort(r, t->count);
     return r;
 }
+
+size_t g2f_edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b), row[64];
+    if (la >= 63 || lb >= 63) return 99;
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cur = row[j];
+            size_t best = prev + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            prev = cur;
+        }
+    }
+    return row[lb];
+}
+
+const char *g2f_closest_name(const char *word, const char *const *names, size_t stride, size_t n, size_t max_edits) {
+    const char *best = NULL;
+    size_t bd = max_edits + 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *cand = *(const char *const *)(const void *)((const char *)names + i * stride);
+        if (!cand) continue;
+        size_t d = g2f_edit_distance(word, cand);
+        if (d < bd) bd = d, best = cand;
+    }
+    return best;
+}

@@ -44,4 +44,12 @@ const g2f_name_ref *g2f_names_find(const g2f_name_ref *sorted, size_t n, const c
  * NULL when out of memory. Valid while the table is. */
 g2f_name_ref *g2f_names_of_table(const g2f_table *t);
 
+/* Edit distance (insertions, deletions, substitutions) between a and b;
+ * 99 for names of 63 bytes or more. For "did you mean" suggestions. */
+size_t g2f_edit_distance(const char *a, const char *b);
+/* The candidate nearest to word within max_edits, or NULL: n candidates,
+ * each a const char * at stride bytes from the last (a field of a struct
+ * array, or a plain array with stride sizeof(char *)); ties to the first. */
+const char *g2f_closest_name(const char *word, const char *const *names, size_t stride, size_t n, size_t max_edits);
+
 #endif

@@ -417,11 +417,63 @@ void g2f_verify_nothing_compared(const g2f_fixture *f, char *buf, size_t n) {
     }
     char more[48] = "";
     if (count > 3) snprintf(more, sizeof more, " and %zu more", count - 3);
+    char hint[320] = "";
+    size_t total;
+    if (g2f_fixture_n_unknown(f, &total)) {
+        const g2f_fixture_unknown *u = g2f_fixture_unknown_at(f, 0);
+        snprintf(hint, sizeof hint, "; '%s' is not a name gpt2ffn knows%s%s%s", u->name,
+                 u->suggestion[0] ? " (did you mean '" : "", u->suggestion, u->suggestion[0] ? "'?)" : "");
+    }
     snprintf(buf, n,
              "%s records %s%s, but no stage has both its input and its expected output there (a stage needs its "
              "input beside its output: h.L.in with h.L.ln_1.out, h.L.mlp.in with h.L.mlp.out, input_ids with "
-             "logits, ...; README: Block and Model)",
-             g2f_fixture_path(f), count ? names : "no tensor of a selected layer", more);
+             "logits, ...; README: Block and Model)%s",
+             g2f_fixture_path(f), count ? names : "no tensor of a selected layer", more, hint);
+}
+
+/* Compares an alias pair value for value, a chunk at a time. */
+static g2f_status alias_check(const g2f_fixture_alias *a, g2f_alias_check *o, g2f_error *err) {
+    memset(o, 0, sizeof *o);
+    if (!(o->kept = g2f_strdup(a->kept->name)) || !(o->other = g2f_strdup(a->other->name)))
+        return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    if (a->kept->numel != a->other->numel || !g2f_dtype_is_float(a->other->dtype) ||
+        !g2f_dtype_is_float(a->kept->dtype)) {
+        o->shapes_differ = 1;
+        return G2F_OK;
+    }
+    double ua = g2f_dtype_store_roundoff(a->kept->dtype), ub = g2f_dtype_store_roundoff(a->other->dtype);
+    double u = a->kept->dtype == a->other->dtype ? 0.0 : (ua > ub ? ua : ub > 0 ? ub : 0x1p-24);
+    enum { CH = 4096 };
+    double *buf = g2f_alloc_work(2, CH, sizeof(double), "verify: comparing a fixture's aliases", err);
+    if (!buf) return err ? err->status : G2F_ERR_NOMEM;
+    o->total = (size_t)a->kept->numel;
+    for (uint64_t i0 = 0; i0 < a->kept->numel; i0 += CH) {
+        uint64_t n = a->kept->numel - i0 < CH ? a->kept->numel - i0 : CH;
+        g2f_tensor_read_f64(a->kept, i0, n, buf);
+        g2f_tensor_read_f64(a->other, i0, n, buf + CH);
+        for (uint64_t i = 0; i < n; i++) {
+            double x = buf[i], y = buf[CH + i], dd = fabs(x - y);
+            if ((isnan(x) && isnan(y)) || dd <= u * fmax(fabs(x), fabs(y))) continue;
+            if (!o->differing++) o->first = (size_t)(i0 + i);
+            if (!(dd <= o->max_abs)) o->max_abs = dd; /* NaN sticks */
+        }
+    }
+    free(buf);
+    o->same = o->differing == 0;
+    return G2F_OK;
+}
+
+static g2f_status check_aliases(const g2f_fixture *f, g2f_verify_result *out, g2f_error *err) {
+    size_t n = g2f_fixture_n_aliases(f);
+    if (!n) return G2F_OK;
+    if (!(out->aliases = calloc(n, sizeof *out->aliases))) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    out->n_aliases = n;
+    for (size_t i = 0; i < n; i++) {
+        g2f_status st = alias_check(g2f_fixture_alias_at(f, i), &out->aliases[i], err);
+        if (st != G2F_OK) return st;
+        out->aliases_differ += !out->aliases[i].same;
+    }
+    return G2F_OK;
 }
 
 g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,
@@ -438,6 +490,12 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
     if (!out->layers) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     out->n_layers = mi->n_layer;
     out->gelu = p->gelu;
+    out->n_unknown = g2f_fixture_n_unknown(f, &out->n_unknown_total);
+    for (size_t i = 0; i < out->n_unknown; i++) out->unknown[i] = *g2f_fixture_unknown_at(f, i);
+    if ((st = check_aliases(f, out, err)) != G2F_OK) {
+        g2f_verify_result_free(out);
+        return st;
+    }
     out->first_fail = -1;
     out->first_stage = -1;
     size_t todo = 0, done = 0;
@@ -504,13 +562,18 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
     model_codes(out);
     /* a verdict on nothing compared is no PASS */
     out->pass = (out->compared > 0 || out->model.compared > 0) && out->failed == 0 &&
-                (!out->model.present || out->model.pass);
+                (!out->model.present || out->model.pass) && out->aliases_differ == 0;
     return G2F_OK;
 }
 
 void g2f_verify_result_free(g2f_verify_result *r) {
     if (!r) return;
     free(r->layers);
+    for (size_t i = 0; r->aliases && i < r->n_aliases; i++) {
+        free(r->aliases[i].kept);
+        free(r->aliases[i].other);
+    }
+    free(r->aliases);
     g2f_model_result_free(&r->model);
     memset(r, 0, sizeof *r);
 }

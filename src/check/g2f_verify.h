@@ -90,6 +90,18 @@ typedef struct g2f_verify_params {
     void *progress_user;
 } g2f_verify_params;
 
+/* Two names of the fixture for one stage (g2f_fixture_alias), compared
+ * value for value: equal, or equal within the coarser dtype's rounding when
+ * their dtypes differ. */
+typedef struct g2f_alias_check {
+    char *kept, *other;          /* the tensor read, and its alias (names, owned) */
+    int same;                    /* every value equal (both NaN counts as equal) */
+    int shapes_differ;           /* different element counts: not compared value by value */
+    size_t differing, total;
+    double max_abs;              /* the largest |kept - other| (NaN when one side is NaN) */
+    size_t first;                /* flat index of the first differing element */
+} g2f_alias_check;
+
 typedef struct g2f_verify_result {
     g2f_gelu gelu;
     size_t n_layers;             /* = model n_layer */
@@ -101,6 +113,12 @@ typedef struct g2f_verify_result {
     g2f_model_result model;      /* the whole forward from input_ids (g2f_forward), present 0 without
                                     model-level tensors; its first divergence's codes filled from the
                                     layer's isolated stage check when it lies in a block */
+    g2f_alias_check *aliases;    /* n_aliases entries, owned: the fixture's names for one stage */
+    size_t n_aliases, aliases_differ; /* aliases_differ > 0: the capture is inconsistent, no PASS */
+    /* the fixture's tensors under names that look like stages' but are not
+     * (not compared; g2f_fixture_unknown) */
+    g2f_fixture_unknown unknown[G2F_FIXTURE_UNKNOWN_MAX];
+    size_t n_unknown, n_unknown_total;
 } g2f_verify_result;
 
 /* Why a fixture compared nothing (no layer and no model-level stage had its

@@ -20,6 +20,7 @@
 #include "g2f_html.h"
 #include "g2f_inspect.h"
 #include "g2f_model.h"
+#include "g2f_names.h"
 #include "g2f_report.h"
 #include "g2f_run.h"
 #include "g2f_text.h"
@@ -56,35 +57,9 @@ static int bad(const char *fmt, ...) {
     return EXIT_BAD;
 }
 
-/* Edit distance, for "did you mean" suggestions. */
-static size_t distance(const char *a, const char *b) {
-    size_t la = strlen(a), lb = strlen(b), row[64];
-    if (la >= 63 || lb >= 63) return 99;
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t prev = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cur = row[j];
-            size_t best = prev + (a[i - 1] != b[j - 1]);
-            if (row[j] + 1 < best) best = row[j] + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            prev = cur;
-        }
-    }
-    return row[lb];
-}
-
+/* farther than 3 edits is no suggestion */
 static const char *closest(const char *word, const char *const *names, size_t stride, size_t n) {
-    const char *best = NULL;
-    size_t bd = 4; /* farther than 3 edits is no suggestion */
-    for (size_t i = 0; i < n; i++) {
-        const char *cand = *(const char *const *)((const char *)names + i * stride);
-        size_t d = distance(word, cand);
-        if (d < bd) bd = d, best = cand;
-    }
-    return best;
+    return g2f_closest_name(word, names, stride, n, 3);
 }
 
 /* Parses argv against c's options. Returns -1 to go on, else an exit code. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_names.h"
 #include "g2f_source.h"
 
 #define MAX_LAYERS 4096
@@ -43,6 +44,10 @@ struct g2f_fixture {
     char *path;
     size_t n_slots;                       /* max layer index + 1 */
     const g2f_tensor *(*slots)[N_KINDS];
+    g2f_fixture_alias *aliases;           /* (table count) at most */
+    size_t n_aliases;
+    g2f_fixture_unknown unknown[G2F_FIXTURE_UNKNOWN_MAX];
+    size_t n_unknown, n_unknown_total;
 };
 
 /* Parses "<block>.<N>.<rest>" and returns the layer's number, or -1 / -2
@@ -111,7 +116,83 @@ static int match_name(const char *name, size_t *layer) {
     return -1;
 }
 
-static const char *kind_label(int k) { return k < G2F_FX_COUNT ? kind_names[k] : block_names[k - G2F_FX_COUNT]; }
+/* The known names after a layer prefix (HF "h.L." or TransformerLens
+ * "blocks.L."), for suggestions. */
+static const char *const hf_rests[] = {"mlp.in", "mlp.out", "mlp.pre", "mlp.act", "ln_2.out", "in", "ln_1.out",
+                                       "attn.qkv", "attn.probs", "attn.merged", "attn.out", "mid", "out"};
+static const char *const tl_rests[] = {"ln2.hook_normalized", "hook_mlp_out", "mlp.hook_pre", "mlp.hook_post",
+                                       "hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k",
+                                       "attn.hook_v", "attn.hook_pattern", "attn.hook_z", "hook_attn_out",
+                                       "hook_resid_mid", "hook_resid_post"};
+static const char *const top_names[] = {"input_ids", "embed", "hook_embed", "hook_pos_embed", "ln_f.out",
+                                        "ln_final.hook_normalized", "logits"};
+
+/* Edits allowed for a suggestion: a third of the word, 1 to 3. */
+static size_t max_edits(const char *w) {
+    size_t n = strlen(w) / 3;
+    return n < 1 ? 1 : n > 3 ? 3 : n;
+}
+
+/* Records an unknown tensor name that looks like a stage's, with the
+ * nearest known name (or none). Names under a layer prefix are always
+ * recorded; others only when a model-level name is near. */
+static void note_unknown(g2f_fixture *f, const char *name) {
+    const char *p = name, *rest = NULL, *near = NULL;
+    char pre[48] = "";
+    if (!strncmp(p, "transformer.", 12)) p += 12;
+    long v = layer_of(p, "h", &rest);
+    if (v >= 0) {
+        near = g2f_closest_name(rest, hf_rests, sizeof hf_rests[0], sizeof hf_rests / sizeof hf_rests[0],
+                                max_edits(rest));
+    } else if ((v = layer_of(p, "blocks", &rest)) >= 0) {
+        near = g2f_closest_name(rest, tl_rests, sizeof tl_rests[0], sizeof tl_rests / sizeof tl_rests[0],
+                                max_edits(rest));
+    } else {
+        near = g2f_closest_name(p, top_names, sizeof top_names[0], sizeof top_names / sizeof top_names[0],
+                                max_edits(p));
+        if (!near) return;
+        rest = p;
+    }
+    snprintf(pre, sizeof pre, "%.*s", (int)(rest - name) < 47 ? (int)(rest - name) : 47, name);
+    f->n_unknown_total++;
+    if (f->n_unknown >= G2F_FIXTURE_UNKNOWN_MAX) return;
+    g2f_fixture_unknown *u = &f->unknown[f->n_unknown++];
+    snprintf(u->name, sizeof u->name, "%s", name);
+    u->suggestion[0] = '\0';
+    if (near) snprintf(u->suggestion, sizeof u->suggestion, "%s%s", pre, near);
+}
+
+/* "; the fixture holds 'X', which is not a name gpt2ffn knows (did you
+ * mean 'want'?)" when an unknown name is nearest to want, else "". */
+static void unknown_hint(const g2f_fixture *f, const char *want, char *buf, size_t n) {
+    buf[0] = '\0';
+    size_t wl = strlen(want);
+    for (size_t i = 0; i < f->n_unknown; i++) {
+        const char *sg = f->unknown[i].suggestion;
+        size_t sl = strlen(sg);
+        if (sl >= wl && !strcmp(sg + sl - wl, want)) {
+            snprintf(buf, n, "; the fixture holds '%s', which is not a name gpt2ffn knows (did you mean '%s'?)",
+                     f->unknown[i].name, sg);
+            return;
+        }
+    }
+}
+
+size_t g2f_fixture_n_unknown(const g2f_fixture *f, size_t *total) {
+    if (total) *total = f->n_unknown_total;
+    return f->n_unknown;
+}
+
+const g2f_fixture_unknown *g2f_fixture_unknown_at(const g2f_fixture *f, size_t i) {
+    return i < f->n_unknown ? &f->unknown[i] : NULL;
+}
+
+size_t g2f_fixture_n_aliases(const g2f_fixture *f) { return f->n_aliases; }
+
+const g2f_fixture_alias *g2f_fixture_alias_at(const g2f_fixture *f, size_t i) {
+    return i < f->n_aliases ? &f->aliases[i] : NULL;
+}
+
 
 g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err) {
     *out = NULL;
@@ -128,6 +209,10 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
     if ((s = g2f_source_open_as(path, G2F_SOURCE_FIXTURE, &f->src, err)) != G2F_OK) goto fail;
     const g2f_table *t = g2f_source_table(f->src);
     size_t layer;
+    if (!(f->aliases = g2f_alloc_array(t->count ? t->count : 1, sizeof *f->aliases))) {
+        s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     for (size_t i = 0; i < t->count; i++) {
         int k = match_name(t->tensors[i].name, &layer);
         if (k == -2) {
@@ -137,12 +222,9 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         }
         if (k >= 0 && layer + 1 > f->n_slots) f->n_slots = layer + 1;
         int mk = k < 0 ? match_model(t->tensors[i].name) : -1;
-        if (mk >= 0 && f->top[mk]) {
-            s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensors '%s' and '%s' name the same stage", path,
-                              f->top[mk]->name, t->tensors[i].name);
-            goto fail;
-        }
-        if (mk >= 0) f->top[mk] = &t->tensors[i];
+        if (mk >= 0 && f->top[mk]) f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->top[mk], &t->tensors[i]};
+        else if (mk >= 0) f->top[mk] = &t->tensors[i];
+        if (k == -1 && mk < 0) note_unknown(f, t->tensors[i].name);
     }
     if (f->n_slots == 0 && !g2f_fixture_has_model(f)) {
         s = g2f_error_set(err, G2F_ERR_FORMAT,
@@ -159,12 +241,10 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
     for (size_t i = 0; i < t->count; i++) {
         int k = match_name(t->tensors[i].name, &layer);
         if (k < 0) continue;
-        if (f->slots[layer][k]) {
-            s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensors '%s' and '%s' name the same layer %zu %s", path,
-                              f->slots[layer][k]->name, t->tensors[i].name, layer, kind_label(k));
-            goto fail;
-        }
-        f->slots[layer][k] = &t->tensors[i];
+        if (f->slots[layer][k]) /* another name of the same stage: checked by verify to hold the same values */
+            f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->slots[layer][k], &t->tensors[i]};
+        else
+            f->slots[layer][k] = &t->tensors[i];
     }
     *out = f;
     return G2F_OK;
@@ -190,9 +270,12 @@ g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd
         if (!any || (any_block && !sl[G2F_FX_OUT] && !sl[G2F_FX_PRE] && !sl[G2F_FX_ACT]))
             continue; /* no FFN stage (a block fixture may record ln_2.out without the FFN's out) */
         for (int k = 0; k < 2; k++) /* a block fixture may record mlp.out without mlp.in (TransformerLens) */
-            if (!sl[k] && (k == G2F_FX_OUT || !any_block))
-                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: layer %zu has no 'h.%zu.mlp.%s' tensor", f->path, L, L,
-                                     kind_names[k]);
+            if (!sl[k] && (k == G2F_FX_OUT || !any_block)) {
+                char want[64], hint[300];
+                snprintf(want, sizeof want, "h.%zu.mlp.%s", L, kind_names[k]);
+                unknown_hint(f, want, hint, sizeof hint);
+                return g2f_error_set(err, G2F_ERR_FORMAT, "%s: layer %zu has no '%s' tensor%s", f->path, L, want, hint);
+            }
         uint64_t tokens = tokens_of(sl[G2F_FX_IN] ? sl[G2F_FX_IN] : sl[G2F_FX_OUT]);
         for (int k = 0; k < G2F_FX_COUNT; k++) {
             const g2f_tensor *t = sl[k];
@@ -323,6 +406,7 @@ void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_fx_kind kind, 
 void g2f_fixture_close(g2f_fixture *f) {
     if (!f) return;
     g2f_source_close(f->src);
+    free(f->aliases);
     free(f->slots);
     free(f->path);
     free(f);

@@ -152,6 +152,31 @@ void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_fx_kind kind, 
 /* Every file the fixture was read from (the file, or every *.npy of a
  * folder), appended to out. For g2f_output_check. */
 g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error *err);
+/* Two tensors of the fixture that name the same stage (h.L.ln_2.out and
+ * h.L.mlp.in, a TransformerLens name beside the HF one, ...: what a hook on
+ * every module writes). The first in the file is the one read (kept); verify
+ * checks that the other holds the same values (g2f_verify: a capture whose
+ * names for one tensor differ is a finding, not a refusal). Borrowed. */
+typedef struct g2f_fixture_alias {
+    const g2f_tensor *kept, *other;
+} g2f_fixture_alias;
+size_t g2f_fixture_n_aliases(const g2f_fixture *f);
+const g2f_fixture_alias *g2f_fixture_alias_at(const g2f_fixture *f, size_t i);
+
+/* A tensor whose name looks like a stage's (under h.L. or blocks.L., or
+ * within a few edits of a model-level name) but is not one the tool knows:
+ * it is not compared, and the reports say so with the nearest known name
+ * ("h.0.mlp.output": did you mean "h.0.mlp.out"?). suggestion is "" when
+ * nothing is near. The first G2F_FIXTURE_UNKNOWN_MAX are kept; *total gets
+ * how many there are. */
+#define G2F_FIXTURE_UNKNOWN_MAX 16
+typedef struct g2f_fixture_unknown {
+    char name[128];            /* a copy, cut to fit */
+    char suggestion[112];
+} g2f_fixture_unknown;
+size_t g2f_fixture_n_unknown(const g2f_fixture *f, size_t *total);
+const g2f_fixture_unknown *g2f_fixture_unknown_at(const g2f_fixture *f, size_t i);
+
 /* NULL is a no-op. */
 void g2f_fixture_close(g2f_fixture *f);
 /* A metadata value of the fixture file (safetensors __metadata__, an .npz's

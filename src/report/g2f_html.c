@@ -343,6 +343,12 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
         esc(b, line);
         buf_put(b, "</dd>\n");
     }
+    const char *label;
+    for (size_t i = 0; g2f_report_note(c, i, &label, line, sizeof line); i++) {
+        buf_printf(b, "<dt>%s</dt><dd%s>", label, strcmp(label, "capture") ? "" : " class=\"st\" style=\"color:#c62828\"");
+        esc(b, line);
+        buf_put(b, "</dd>\n");
+    }
     buf_put(b, "</dl>\n</header>\n");
 }
 

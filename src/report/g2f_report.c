@@ -224,6 +224,14 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
                      res->layers[res->first_fail].explanation);
         return 1;
     }
+    if (res->aliases_differ && res->failed == 0 && (!mr->present || mr->pass)) {
+        const g2f_alias_check *a = res->aliases;
+        while (a->same) a++;
+        snprintf(buf, n, "the capture is inconsistent: '%s' and '%s' name one stage but hold different values%s "
+                 "(every compared stage matches '%s')", a->kept, a->other,
+                 res->aliases_differ > 1 ? ", and more pairs (capture lines)" : "", a->kept);
+        return 1;
+    }
     if (mr->present && mr->chained && res->pass) {
         snprintf(buf, n, "the whole forward from input_ids matches the reference (%zu layers%s; top-1 token agrees at "
                  "%zu of %zu positions)", res->n_layers, mr->chain[G2F_MSTAGE_LOGITS].checked ? ", logits" : "",
@@ -287,6 +295,50 @@ int g2f_report_hint(const g2f_report_ctx *c, char *buf, size_t n) {
              form, g2f_gelu_name(c->result->gelu), form, ck, fx, form,
              sum.other_gelu == G2F_GELU_ERF ? "gelu" : "gelu_new");
     return 1;
+}
+
+/* The i-th note on the fixture's names (see g2f_report_note). */
+int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char *buf, size_t n) {
+    const g2f_verify_result *r = c->result;
+    for (size_t k = 0; k < r->n_aliases; k++) {
+        const g2f_alias_check *a = &r->aliases[k];
+        if (a->same || i--) continue;
+        *label = "capture";
+        if (a->shapes_differ)
+            snprintf(buf, n, "'%s' and '%s' name one stage but have different shapes: the capture is inconsistent; "
+                     "'%s' was compared", a->kept, a->other, a->kept);
+        else
+            snprintf(buf, n, "'%s' and '%s' name one stage but differ at %zu of %zu elements (largest |difference| "
+                     "%.3g, first at element %zu): the capture is inconsistent; '%s' was compared", a->kept, a->other,
+                     a->differing, a->total, a->max_abs, a->first, a->kept);
+        return 1;
+    }
+    size_t same = r->n_aliases - r->aliases_differ;
+    if (same && i-- == 0) {
+        const g2f_alias_check *a = r->aliases;
+        while (!a->same) a++;
+        *label = "aliases";
+        snprintf(buf, n, "%zu pair%s of names for one stage hold%s the same values ('%s' = '%s'%s)", same,
+                 same == 1 ? "" : "s", same == 1 ? "s" : "", a->kept, a->other, same > 1 ? ", ..." : "");
+        return 1;
+    }
+    if (i < r->n_unknown) {
+        const g2f_fixture_unknown *u = &r->unknown[i];
+        *label = "note";
+        if (u->suggestion[0])
+            snprintf(buf, n, "'%s' is not a name gpt2ffn knows (did you mean '%s'?): not compared", u->name,
+                     u->suggestion);
+        else
+            snprintf(buf, n, "'%s' is not a name gpt2ffn knows: not compared", u->name);
+        return 1;
+    }
+    i -= r->n_unknown;
+    if (i == 0 && r->n_unknown_total > r->n_unknown) {
+        *label = "note";
+        snprintf(buf, n, "and %zu more tensors under names gpt2ffn does not know", r->n_unknown_total - r->n_unknown);
+        return 1;
+    }
+    return 0;
 }
 
 /* Lower-case hex of at most 64 digits, for comparing digests. */
@@ -530,6 +582,11 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
     if (claim_check(c, note, sizeof note)) fprintf(fp, "note        %s\n", note);
     if (g2f_report_provenance(c, line, sizeof line))
         fprintf(fp, "%-11s %s\n", g2f_report_sha256_match(c) ? "provenance" : "warning", esc(&ep, line));
+    const char *label;
+    for (size_t i = 0; g2f_report_note(c, i, &label, line, sizeof line); i++) {
+        fprintf(fp, "%-11s %s\n", label, esc(&ep, line));
+        esc_pool_free(&ep);
+    }
     fprintf(fp, "\n");
     char caveat[300];
     int unverified = g2f_report_gelu_caveat(c, caveat, sizeof caveat);
@@ -902,6 +959,28 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     j_str(&b, root, "fixture_dtype", g2f_dtype_name(c->fixture_dtype));
     if (c->fixture_claim) j_str(&b, root, "fixture_gelu_claim", c->fixture_claim);
     else j_null(&b, root, "fixture_gelu_claim");
+    cJSON *al = j_arr(&b, root, "aliases");
+    for (size_t i = 0; al && i < res->n_aliases; i++) {
+        const g2f_alias_check *a = &res->aliases[i];
+        cJSON *o = j_check(&b, cJSON_CreateObject());
+        j_str(&b, o, "kept", a->kept);
+        j_str(&b, o, "other", a->other);
+        j_bool(&b, o, "same", a->same);
+        j_bool(&b, o, "shapes_differ", a->shapes_differ);
+        j_num(&b, o, "differing", (double)a->differing);
+        j_num(&b, o, "total", (double)a->total);
+        j_num(&b, o, "max_abs_diff", a->max_abs);
+        j_add(&b, al, NULL, o);
+    }
+    cJSON *uk = j_arr(&b, root, "unknown_tensors");
+    for (size_t i = 0; uk && i < res->n_unknown; i++) {
+        cJSON *o = j_check(&b, cJSON_CreateObject());
+        j_str(&b, o, "name", res->unknown[i].name);
+        if (res->unknown[i].suggestion[0]) j_str(&b, o, "did_you_mean", res->unknown[i].suggestion);
+        else j_null(&b, o, "did_you_mean");
+        j_add(&b, uk, NULL, o);
+    }
+    j_num(&b, root, "unknown_tensors_total", (double)res->n_unknown_total);
     if (res->first_fail >= 0) j_num(&b, root, "first_divergence", (double)res->first_fail);
     else j_null(&b, root, "first_divergence");
     if (res->first_fail >= 0 && res->first_stage >= 0)

@@ -53,6 +53,14 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n);
 int g2f_report_gelu_caveat(const g2f_report_ctx *c, char *buf, size_t n);
 int g2f_report_hint(const g2f_report_ctx *c, char *buf, size_t n);
 int g2f_report_provenance(const g2f_report_ctx *c, char *buf, size_t n);
+/* The fixture's notes, i = 0, 1, ... until it returns 0: a pair of names
+ * for one stage that hold different values (label "capture": the capture
+ * is inconsistent), the pairs that hold the same values (label "aliases",
+ * one sentence for all), tensors under names that look like stages' but
+ * are not ones the tool knows (label "note", with the nearest known name).
+ * *label gets a static word for the text report's margin. */
+int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char *buf, size_t n);
+
 /* 1 when both digests are known and equal (case-insensitive hex), 0 when
  * they differ, -1 when the fixture records none. */
 int g2f_report_sha256_match(const g2f_report_ctx *c);

@@ -357,6 +357,45 @@ static void bf16_checkpoint_should_be_named_at_every_stage(void) {
     g2f_verify_result_free(&res);
 }
 
+/* A GGUF's gpt2.attention.head_count that cannot be the model's n_head (0,
+ * one that does not divide n_embd, 2^32 - 1) is refused naming the key and
+ * the value, as config.json's n_head is; before, it was silently ignored
+ * ("n_head unknown"). The valid value is taken. */
+static void gguf_head_count_should_be_refused_when_it_cannot_be_n_head(void) {
+    char src[512], path[512];
+    snprintf(src, sizeof src, "%s/formats2/tiny_full.gguf", fixtures);
+    FILE *fp = fopen(src, "rb");
+    CHECK(fp != NULL);
+    if (!fp) return;
+    static unsigned char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, fp);
+    fclose(fp);
+    const char key[] = "gpt2.attention.head_count";
+    unsigned char *at = NULL;
+    for (size_t i = 0; i + sizeof key + 8 < n && !at; i++)
+        if (!memcmp(buf + i, key, sizeof key - 1)) at = buf + i + sizeof key - 1;
+    CHECK(at != NULL && at[0] == 4 && at[4] == 4); /* type UINT32 (4), value 4 */
+    if (!at) return;
+    const uint32_t values[] = {0, 7, 0xffffffffu, 4};
+    const char *shown[] = {"is 0:", "is 7:", "is 4294967295:", NULL};
+    for (int k = 0; k < 4; k++) {
+        for (int b = 0; b < 4; b++) at[4 + b] = (unsigned char)(values[k] >> (8 * b));
+        snprintf(path, sizeof path, "%s/head_count_%d.gguf", dir, k);
+        CHECK(write_bytes(path, buf, n) == 0);
+        g2f_model *m = NULL;
+        g2f_error err = {0};
+        g2f_status s = g2f_model_open(path, NULL, &m, &err);
+        if (shown[k]) {
+            CHECK(s == G2F_ERR_FORMAT);
+            CHECK_CONTAINS(err.msg, "GGUF gpt2.attention.head_count");
+            CHECK_CONTAINS(err.msg, shown[k]);
+        } else {
+            CHECK(s == G2F_OK && m && g2f_model_get_info(m)->n_head == 4);
+        }
+        g2f_model_close(m);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "blockfmt") != 0) return 1;
     fixtures = argv[1];
@@ -367,6 +406,7 @@ int main(int argc, char **argv) {
     RUN(attn_scale_missing_should_be_named_from_every_format);
     RUN(model_args_should_agree_with_the_tensors);
     RUN(bf16_checkpoint_should_be_named_at_every_stage);
+    RUN(gguf_head_count_should_be_refused_when_it_cannot_be_n_head);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -357,6 +357,37 @@ static int chain_clean(const g2f_model_result *r) {
     return 1;
 }
 
+/* Whether the whole forward can run: n_head known and attention weights
+ * held (an FFN-only checkpoint has none). note gets why not ("" when it
+ * can); the isolated stages are checked either way. */
+static g2f_status chain_possible(const g2f_model *m, const g2f_embed *e, const g2f_forward_params *p, char *note,
+                                 size_t n, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    size_t H = p->n_head ? p->n_head : mi->n_head;
+    note[0] = '\0';
+    if (!e->wpe || !e->ln_f.found) {
+        snprintf(note, n, "the forward from input_ids not computed: the checkpoint holds no %s",
+                 !e->wpe ? "position embedding (wpe)" : "final LayerNorm (ln_f)");
+        return G2F_OK;
+    }
+    if (!H) {
+        snprintf(note, n, "the forward from input_ids not computed: n_head unknown (config.json n_head, or --n-head N)");
+        return G2F_OK;
+    }
+    for (size_t L = 0; L < mi->n_layer; L++) {
+        const g2f_tensor *ts[G2F_LAYER_TENSORS];
+        int split = 0;
+        g2f_status st = g2f_model_layer_tensors_all(m, L, ts, &split, err);
+        if (st != G2F_OK) return st;
+        if (!split && !ts[G2F_BLK_ATTN_W]) {
+            snprintf(note, n, "the forward from input_ids not computed: the checkpoint holds no attention weights "
+                     "(layer %zu)", L);
+            return G2F_OK;
+        }
+    }
+    return G2F_OK;
+}
+
 g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f_forward_params *p,
                              g2f_model_result *out, g2f_error *err) {
     memset(out, 0, sizeof *out);
@@ -364,6 +395,12 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     if (!g2f_fixture_has_model(f)) return G2F_OK;
     const g2f_model_info *mi = g2f_model_get_info(m);
     out->present = 1;
+    if (!mi->has_wte) { /* an FFN-only file: the layers are verified, the model's ends cannot be */
+        out->skipped = 1;
+        snprintf(out->chain_note, sizeof out->chain_note, "the model-level stages not checked: the checkpoint holds "
+                 "no token embedding (wte), as an FFN-only file");
+        return G2F_OK;
+    }
     g2f_embed e;
     g2f_status st = g2f_model_embed_load(m, &e, err);
     if (st != G2F_OK) return st;
@@ -408,8 +445,9 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     ib.a2 = ib.vb + rows * w;
     if (tids) g2f_fixture_read_ids(tids, 0, k.N, ids);
     out->has_ids = tids != NULL;
-    /* chained, from input_ids */
-    if (tids) {
+    /* chained, from input_ids: it needs every block's attention */
+    if (tids && (st = chain_possible(m, &e, p, out->chain_note, sizeof out->chain_note, err)) != G2F_OK) goto done;
+    if (tids && !out->chain_note[0]) {
         out->n_layers = mi->n_layer;
         out->layers = calloc(mi->n_layer ? mi->n_layer : 1, sizeof *out->layers);
         if (!out->layers) {
@@ -426,8 +464,12 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     /* isolated, from the recorded inputs, diagnosed when failing */
     const g2f_tensor *iso_in[G2F_MSTAGE_COUNT] = {
         NULL, mi->n_layer ? g2f_fixture_block(f, mi->n_layer - 1, G2F_BX_OUT) : NULL, k.tg[1].t};
+    /* GPT-2's embedding needs wpe, ln_f its gain: a checkpoint without them
+     * cannot compute those stages (never a comparison against a stand-in) */
+    out->not_computable[G2F_MSTAGE_EMBED] = e.wpe ? NULL : "the checkpoint holds no position embedding (wpe)";
+    out->not_computable[G2F_MSTAGE_LN_F] = e.ln_f.found ? NULL : "the checkpoint holds no final LayerNorm (ln_f)";
     for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
-        if (!k.tg[s].t || (s == G2F_MSTAGE_EMBED ? !tids : !iso_in[s])) continue;
+        if (!k.tg[s].t || (s == G2F_MSTAGE_EMBED ? !tids : !iso_in[s]) || out->not_computable[s]) continue;
         g2f_model_how base;
         memset(&base, 0, sizeof base);
         iso_stage(&k, s, ids, &base, iso_in[s], &ib, p, &out->iso[s]);

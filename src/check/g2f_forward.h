@@ -161,6 +161,13 @@ typedef struct g2f_model_result {
     int head_tied;
     /* chained from input_ids */
     int chained;
+    const char *not_computable[G2F_MSTAGE_COUNT]; /* why a stage cannot be computed from this checkpoint
+                                     (no wpe for embed, no ln_f, ...): static, NULL when it can */
+    int skipped;                  /* nothing model-level can be computed from this checkpoint (no token
+                                     embedding: an FFN-only file): chain_note says so; not a failure */
+    char chain_note[160];         /* why the forward from input_ids was not computed ("" when it was, or
+                                     when the fixture has no input_ids): n_head unknown, no attention
+                                     weights; the isolated stages are still checked */
     g2f_mstage_result chain[G2F_MSTAGE_COUNT];
     size_t n_layers;
     g2f_chain_verdict *layers;    /* n_layers entries, owned: every layer's chained verdict */

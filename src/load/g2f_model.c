@@ -425,13 +425,18 @@ static g2f_status head_count_from_file(g2f_model *m, g2f_error *err) {
         {"gpt2.attention.head_count", "GGUF gpt2.attention.head_count"}, {"num_heads", "the llm.c header"}};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const char *v = g2f_table_meta(t, keys[i].key);
+        if (!v) continue;
+        /* the file's own word: a value that cannot be this model's head
+         * count is refused, as config.json's n_head is (never ignored) */
         char *end;
-        unsigned long long n = v ? strtoull(v, &end, 10) : 0;
-        if (v && *v && !*end && n > 0 && n <= m->info.n_embd && m->info.n_embd % n == 0) {
-            m->info.n_head = (size_t)n;
-            m->info.n_head_source = keys[i].source;
-            return G2F_OK;
-        }
+        unsigned long long n = *v == '-' ? 0 : strtoull(v, &end, 10);
+        if (!*v || *v == '-' || *end || n == 0 || n > m->info.n_embd || m->info.n_embd % n)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s is %.24s: it must be a positive integer dividing n_embd %zu",
+                                 m->path, keys[i].source + (strncmp(keys[i].source, "the ", 4) ? 0 : 4), v,
+                                 m->info.n_embd);
+        m->info.n_head = (size_t)n;
+        m->info.n_head_source = keys[i].source;
+        return G2F_OK;
     }
     if (g2f_source_format(m->src) == G2F_FORMAT_ZIP) {
         static const struct { const char *head, *embd, *layer, *what, *source; } dicts[] = {
@@ -971,6 +976,7 @@ static void note_ends(g2f_model *m) {
     m->info.vocab = wte ? (size_t)vocab_of(m, rows_of(wte, d)) : 0;
     m->info.n_positions = wpe ? (size_t)rows_of(wpe, d) : 0;
     m->info.has_lm_head = lookup_end(m, E_HEAD) != NULL;
+    m->info.has_wte = wte != NULL;
 }
 
 /* A float view of a whole tensor, or a converted copy in *owned. */

@@ -102,6 +102,7 @@ typedef struct g2f_model_info {
     size_t vocab;              /* wte's rows (llm.c: its header's vocab_size, wte being padded) */
     size_t n_positions;        /* wpe's rows */
     int has_lm_head;           /* the checkpoint stores its own head tensor (maybe a tied copy) */
+    int has_wte;               /* it holds a token embedding (an FFN-only file holds none) */
     long config_vocab, config_n_positions; /* config.json vocab_size / n_positions (n_ctx), -1 when absent */
 } g2f_model_info;
 

@@ -648,10 +648,10 @@ static void put_mstage_cell(g2f_html_buf *b, const g2f_mstage_result *r) {
 static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
     const g2f_model_result *mr = &c->result->model;
     if (!mr->present) return;
-    buf_printf(b, "<h2>Whole model</h2>\n<p class=\"muted\">%s; %zu sequence%s of %zu tokens, vocabulary %zu; head: ",
-               mr->chained ? "computed from input_ids through every block" : "no input_ids: stages from their recorded "
-                                                                              "inputs only",
-               mr->n_seq, mr->n_seq == 1 ? "" : "s", mr->T, mr->vocab);
+    buf_put(b, "<h2>Whole model</h2>\n<p class=\"muted\">");
+    esc(b, g2f_report_model_how(mr));
+    buf_printf(b, "; %zu sequence%s of %zu tokens, vocabulary %zu; head: ", mr->n_seq, mr->n_seq == 1 ? "" : "s", mr->T,
+               mr->vocab);
     esc(b, mr->head_desc ? mr->head_desc : "-");
     buf_put(b, ".</p>\n<div class=\"scroll\"><table id=\"model\">\n<thead><tr><th class=\"l\">stage</th><th>chained</th>"
                "<th>isolated</th><th class=\"l\">reference</th><th class=\"l\">diagnosis</th></tr></thead>\n<tbody>\n");
@@ -663,15 +663,9 @@ static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
         buf_put(b, "<td class=\"l mono\">");
         esc(b, ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-");
         buf_put(b, "</td><td class=\"l mono\">");
-        const g2f_mstage_result *d = iso->checked ? iso : ch;
-        if (!d->checked || d->pass) buf_put(b, "-");
-        for (size_t k = 0; d->checked && !d->pass && k < d->n_causes; k++) {
-            char one[96];
-            g2f_model_cause_codes(&d->causes[k], one, sizeof one);
-            if (k) buf_put(b, " | ");
-            esc(b, one);
-        }
-        if (d->checked && !d->pass && !d->n_causes) buf_put(b, "unexplained");
+        char codes[256];
+        g2f_report_mstage_codes(mr, s, codes, sizeof codes);
+        esc(b, codes);
         buf_put(b, "</td></tr>\n");
         for (size_t L = 0; s == G2F_MSTAGE_EMBED && L < mr->n_layers; L++) {
             const g2f_chain_verdict *v = &mr->layers[L];

@@ -172,21 +172,42 @@ static void diag_codes(const g2f_layer_result *r, char *buf, size_t n) {
 
 /* ---- the sentences every verify report shares ---------------------------- */
 
+/* Why recorded stages were not checked (attention without n_head or
+ * weights, the forward without n_head, wpe or ln_f), "; "-joined into buf;
+ * 0 when every recorded stage was. */
+static int unchecked_note(const g2f_verify_result *res, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < res->n_layers; i++)
+        if (res->layers[i].status != G2F_LAYER_SKIPPED && res->layers[i].has_block && res->layers[i].block.attn_skipped) {
+            used += (size_t)snprintf(buf, n, "%s", res->layers[i].block.note);
+            break;
+        }
+    if (res->model.present && res->model.chain_note[0] && used < n)
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "; " : "", res->model.chain_note);
+    return used > 0;
+}
+
 int g2f_report_gelu_caveat(const g2f_report_ctx *c, char *buf, size_t n) {
     const g2f_verify_result *res = c->result;
     g2f_verify_summary sum;
     g2f_verify_summarize(res, &sum);
-    if (!res->pass || sum.gelu_unverified == 0) return 0;
-    if (sum.gelu_unverified == res->compared)
-        snprintf(buf, n,
-                 "these inputs cannot tell erf from tanh GELU (separation %.2g of the tolerance): the GELU form is not "
-                 "verified",
-                 sum.unverified_sep);
-    else
-        snprintf(buf, n,
-                 "on %zu of the %zu compared layers these inputs cannot tell erf from tanh GELU (separation at most "
-                 "%.2g of the tolerance): the GELU form is not verified there",
-                 sum.gelu_unverified, res->compared, sum.unverified_sep);
+    char unchecked[400];
+    int any_unchecked = unchecked_note(res, unchecked, sizeof unchecked);
+    if (!res->pass || (sum.gelu_unverified == 0 && !any_unchecked)) return 0;
+    size_t used = 0;
+    buf[0] = '\0';
+    if (sum.gelu_unverified == res->compared && sum.gelu_unverified)
+        used = (size_t)snprintf(buf, n,
+                                "these inputs cannot tell erf from tanh GELU (separation %.2g of the tolerance): the "
+                                "GELU form is not verified",
+                                sum.unverified_sep);
+    else if (sum.gelu_unverified)
+        used = (size_t)snprintf(buf, n,
+                                "on %zu of the %zu compared layers these inputs cannot tell erf from tanh GELU "
+                                "(separation at most %.2g of the tolerance): the GELU form is not verified there",
+                                sum.gelu_unverified, res->compared, sum.unverified_sep);
+    if (any_unchecked && used < n) snprintf(buf + used, n - used, "%s%s", used ? "; and " : "", unchecked);
     return 1;
 }
 
@@ -495,9 +516,26 @@ static void mstage_cell(const g2f_mstage_result *r, char *buf, size_t n) {
     else snprintf(buf, n, "%.3g%s", r->margin, r->pass ? "" : "!");
 }
 
-static void mstage_codes(const g2f_mstage_result *r, char *buf, size_t n) {
+static void mstage_codes(const g2f_mstage_result *r, const char *why_not, char *buf, size_t n);
+
+void g2f_report_mstage_codes(const g2f_model_result *mr, int s, char *buf, size_t n) {
+    const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
+    mstage_codes(iso->checked ? iso : ch, mr->not_computable[s], buf, n);
+}
+
+const char *g2f_report_model_how(const g2f_model_result *mr) {
+    return mr->chained        ? "chained from input_ids"
+           : mr->chain_note[0] ? mr->chain_note
+                               : "no input_ids: stages from their recorded inputs only";
+}
+
+static void mstage_codes(const g2f_mstage_result *r, const char *why_not, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
+    if (why_not) {
+        snprintf(buf, n, "not checked: %s", why_not);
+        return;
+    }
     if (!r->checked || r->pass) {
         snprintf(buf, n, "-");
         return;
@@ -517,7 +555,7 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
     const g2f_model_result *mr = &c->result->model;
     if (!mr->present) return;
     fprintf(fp, "\nwhole model (%s; %zu sequence%s of %zu tokens, vocab %zu; head: %s)\n",
-            mr->chained ? "chained from input_ids" : "no input_ids: stages from their recorded inputs only", mr->n_seq,
+            g2f_report_model_how(mr), mr->n_seq,
             mr->n_seq == 1 ? "" : "s", mr->T, mr->vocab, mr->head_desc ? mr->head_desc : "-");
     fprintf(fp, "%-8s %10s %10s  %-24s %s\n", "stage", "chained", "isolated", "reference", "diagnosis");
     for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
@@ -525,7 +563,7 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
         char a[32], b[32], codes[256];
         mstage_cell(ch, a, sizeof a);
         mstage_cell(iso, b, sizeof b);
-        mstage_codes(iso->checked ? iso : ch, codes, sizeof codes);
+        g2f_report_mstage_codes(mr, s, codes, sizeof codes);
         fprintf(fp, "%-8s %10s %10s  %-24s %s\n", g2f_mstage_name((g2f_mstage)s), a, b,
                 ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-", codes);
         if (s == G2F_MSTAGE_EMBED && mr->chained) {
@@ -859,8 +897,10 @@ static cJSON *mstage_json(jb *b, const g2f_mstage_result *r, size_t width) {
 /* The whole forward ("forward": README, JSON report). */
 static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
     cJSON *o = j_check(b, cJSON_CreateObject());
-    j_str(b, o, "status", mr->pass ? "pass" : "fail");
+    j_str(b, o, "status", mr->skipped ? "not_checked" : mr->pass ? "pass" : "fail");
     j_bool(b, o, "chained", mr->chained);
+    if (mr->chain_note[0]) j_str(b, o, "chain_note", mr->chain_note);
+    else j_null(b, o, "chain_note");
     j_num(b, o, "sequences", (double)mr->n_seq);
     j_num(b, o, "tokens", (double)mr->T);
     j_num(b, o, "vocab", (double)mr->vocab);

@@ -40,9 +40,11 @@ typedef struct g2f_report_ctx {
  *     with |cosine| < G2F_UNRELATED_COSINE (or the fixture records another
  *     checkpoint's digest), that the fixture was most likely not made from
  *     this checkpoint;
- *   gelu caveat (0 when the GELU form is verified on every compared layer
- *     or the run fails): "these inputs cannot tell erf from tanh GELU
- *     (separation X of the tolerance): the GELU form is not verified";
+ *   caveat (0 when the GELU form is verified on every compared layer and
+ *     every recorded stage was checked, or the run fails): "these inputs
+ *     cannot tell erf from tanh GELU (separation X of the tolerance): the
+ *     GELU form is not verified", and/or why a recorded stage was not
+ *     checked ("attention not checked: n_head unknown ...");
  *   hint (0 when none): when every compared layer fails with exactly the
  *     other GELU form, the option that would pass ("rerun with --gelu erf
  *     ...");
@@ -64,6 +66,13 @@ int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char 
 /* 1 when both digests are known and equal (case-insensitive hex), 0 when
  * they differ, -1 when the fixture records none. */
 int g2f_report_sha256_match(const g2f_report_ctx *c);
+
+/* The whole model's rows as every report shows them: how the forward ran
+ * (chained from input_ids, or why not; static or borrowed from mr), and a
+ * model-level stage's diagnosis ("-", the codes " | "-joined, "unexplained",
+ * or "not checked: <why>"). */
+const char *g2f_report_model_how(const g2f_model_result *mr);
+void g2f_report_mstage_codes(const g2f_model_result *mr, int s, char *buf, size_t n);
 
 /* Human-readable report: a one-sentence verdict, then the per-layer table.
  * Strings from files and from the command line are escaped for the

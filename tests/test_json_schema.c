@@ -122,6 +122,7 @@ static const field chained_fields[] = {
 static const field layer_fields[] = {
     {"layer", I, 1, NULL, NULL, 0, NULL},
     {"status", S, 1, "pass|fail|skipped", NULL, 0, NULL},
+    {"ffn_status", S, 0, "pass|fail", NULL, 0, NULL},
     {"explanation", S, 1, NULL, NULL, 0, NULL},
     {"ffn_compared", B, 0, NULL, NULL, 0, NULL},
     {"stages", A, 0, NULL, stage_fields, O, NULL},
@@ -184,6 +185,7 @@ static const field forward_layer_fields[] = {
     {"tensor", S, 0, "<stage_tensor>", NULL, 0, NULL},
     {"margin", N | Z, 0, NULL, NULL, 0, NULL},
     {"margins", O, 1, NULL, stage_margin_fields, 0, NULL},
+    {"diagnosis", A, 1, NULL, NULL, S, "<code>"},
     END};
 static const field position_fields[] = {
     {"sequence", I, 1, NULL, NULL, 0, NULL}, {"token", I, 1, NULL, NULL, 0, NULL}, END};
@@ -336,7 +338,8 @@ static int valid_value(const char *v, const char *values) {
                (!strncmp(v, "qkv_order:", 10) && strlen(v + 10) == 3 && strchr(v + 10, 'q') && strchr(v + 10, 'k') &&
                 strchr(v + 10, 'v')) ||
                (!strncmp(v, "ln_eps:", 7) && (strtod(v + 7, &end), end != v + 7 && !*end)) ||
-               (!strncmp(v, "wpe_offset:", 11) && (strtol(v + 11, &end, 10), end != v + 11 && !*end));
+               (!strncmp(v, "wpe_offset:", 11) && (strtol(v + 11, &end, 10), end != v + 11 && !*end)) ||
+               (!strncmp(v, "propagated:", 11) && v[11]);
     if (!strcmp(values, "<verdict>")) {
         if (!strncmp(v, "scaled:", 7)) return strtod(v + 7, &end), end != v + 7 && !*end;
         return in_list(v, VERDICTS) || (!strncmp(v, "from_layer:", 11) && is_uint(v + 11)) ||

@@ -75,7 +75,7 @@ static int html_cell(const char *html, size_t L, int n, char *buf, size_t cap) {
 
 static int html_figures(const char *html, size_t L, figures *f) {
     char frac[64];
-    return html_cell(html, L, 5, f->margin, sizeof f->margin) && html_cell(html, L, 6, frac, sizeof frac) &&
+    return html_cell(html, L, 6, f->margin, sizeof f->margin) && html_cell(html, L, 7, frac, sizeof frac) &&
            sscanf(frac, "%zu / %zu", &f->mismatched, &f->total) == 2;
 }
 

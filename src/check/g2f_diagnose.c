@@ -20,7 +20,7 @@ static const char *const diag_names[] = {
     "heads_interleaved", "attn_bias_missing", "ln_eps",              "ln_bias_missing",
     "ln_weight_missing", "residual_missing",
     "wpe_missing",      "wpe_offset",         "ln_f_missing",        "lm_head_untied",
-    "nonfinite",        "unexplained",
+    "propagated",       "nonfinite",          "unexplained",
 };
 _Static_assert(sizeof diag_names / sizeof diag_names[0] == G2F_DIAG_COUNT, "one name per code");
 
@@ -89,6 +89,7 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
         "positions shifted",
         "no final LayerNorm (ln_f skipped)",
         "the logits made with wte although the checkpoint has its own lm_head",
+        "the first divergence upstream, carried here",
         "non-finite values",
         "no known cause",
     };

@@ -71,6 +71,8 @@ typedef enum g2f_diag {
     G2F_DIAG_WPE_OFFSET,          /* "wpe_offset:K": positions K .. K+T-1 */
     G2F_DIAG_LN_F_MISSING,        /* ln_f skipped */
     G2F_DIAG_LM_HEAD_UNTIED,      /* logits made with wte where the checkpoint has its own head */
+    G2F_DIAG_PROPAGATED,          /* "propagated:h.2.attn": a chained stage after the first divergence,
+                                     which it follows from (its own recorded input matches) */
     G2F_DIAG_NONFINITE,           /* NaN or Inf in the reference or the computation */
     G2F_DIAG_UNEXPLAINED,         /* none of the hypotheses reproduces the reference */
     G2F_DIAG_COUNT

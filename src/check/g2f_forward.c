@@ -348,6 +348,31 @@ static void join_causes(const g2f_mstage_result *r, char *buf, size_t n) {
     }
 }
 
+/* The chained stages after the first divergence follow from it: they get
+ * propagated:<where> (never "unexplained", which is for a divergence nothing
+ * upstream explains); the first divergence itself, when it is a model-level
+ * stage, gets its isolated or rerun diagnosis. */
+static void mark_downstream(g2f_model_result *out) {
+    if (!out->diverged || !out->chained) return;
+    char where[48];
+    if (out->first_layer >= 0) snprintf(where, sizeof where, "h.%ld.%s", out->first_layer, out->first_stage);
+    else snprintf(where, sizeof where, "%s", out->first_stage);
+    /* model order: embed, the blocks, ln_f, logits */
+    int first_m = out->first_layer >= 0 ? G2F_MSTAGE_EMBED : -1;
+    for (int s = 0; first_m < 0 && s < G2F_MSTAGE_COUNT; s++)
+        if (!strcmp(out->first_stage, g2f_mstage_name((g2f_mstage)s))) first_m = s;
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+        g2f_mstage_result *r = &out->chain[s];
+        if (!r->checked || r->pass) continue;
+        if (s == first_m && out->first_layer < 0) { /* the first divergence: its own diagnosis */
+            for (size_t k = 0; k < out->iso[s].n_causes && k < G2F_MODEL_MAX_CAUSES; k++)
+                r->causes[r->n_causes++] = out->iso[s].causes[k];
+        } else if (s > first_m || out->first_layer >= 0) {
+            snprintf(r->propagated, sizeof r->propagated, "%s", where);
+        }
+    }
+}
+
 /* Every chained comparison passes (the forward reproduces the fixture). */
 static int chain_clean(const g2f_model_result *r) {
     for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
@@ -553,6 +578,7 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
             }
         }
     }
+    mark_downstream(out);
     for (int s = 0; s < G2F_MSTAGE_COUNT; s++) out->compared += (size_t)out->chain[s].checked + (size_t)out->iso[s].checked;
     for (size_t L = 0; L < out->n_layers; L++)
         for (int s = 0; s < G2F_STAGE_COUNT; s++) out->compared += (size_t)out->layers[L].stage[s].checked;

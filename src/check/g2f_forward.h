@@ -140,6 +140,8 @@ typedef struct g2f_mstage_result {
     size_t n_causes;              /* failing: explanations found, best first */
     g2f_model_cause causes[G2F_MODEL_MAX_CAUSES];
     size_t hypotheses_tried;
+    char propagated[48];          /* a chained stage failing after the model's first divergence: where that
+                                     is ("h.2.attn", "embed"), the code propagated:<it>; "" otherwise */
 } g2f_mstage_result;
 
 /* Top-1 agreement of the logits (computed in the chained pass against the

@@ -301,6 +301,7 @@ static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g
         }
         explain(r, p->gelu);
     }
+    r->ffn_status = r->status; /* the FFN's own verdict; fold_block may fail the layer for another stage */
     g2f_ffn_eval_result_free(&res);
     g2f_layer_free(&lw);
     return st;

@@ -44,7 +44,8 @@ const char *g2f_best_gelu_name(g2f_best_gelu b);
 
 typedef struct g2f_layer_result {
     size_t layer;
-    g2f_layer_status status;
+    g2f_layer_status status;     /* the layer's: it fails when any of its stages does */
+    g2f_layer_status ffn_status; /* the FFN's own (with has_ffn): the FFN table's verdict */
     size_t tokens;
     g2f_cmp out;            /* requested GELU form against h.L.mlp.out */
     g2f_cmp out_other;      /* the other form against h.L.mlp.out */

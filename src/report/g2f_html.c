@@ -492,7 +492,8 @@ static void put_chart(g2f_html_buf *b, const g2f_report_ctx *c) {
 static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
     const g2f_verify_result *res = c->result;
     buf_put(b,
-            "<div class=\"scroll\"><table id=\"layers\">\n<thead><tr><th>layer</th><th class=\"l\">status</th><th>tokens</th>"
+            "<div class=\"scroll\"><table id=\"layers\">\n<thead><tr><th>layer</th><th class=\"l\">status</th>"
+            "<th class=\"l\">FFN</th><th>tokens</th>"
             "<th>max abs err</th><th>max rel err</th><th>margin</th><th>mismatched / total</th><th>cosine</th>"
             "<th>SQNR dB</th><th class=\"l\">best GELU</th><th>sep out</th><th>sep act</th><th class=\"l\">diagnosis</th>"
             "<th class=\"l\">explanation</th></tr></thead>\n<tbody>\n");
@@ -501,7 +502,7 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
         const char *cls = r->status == G2F_LAYER_PASS ? "pass" : r->status == G2F_LAYER_FAIL ? "fail" : "skipped";
         buf_printf(b, "<tr id=\"layer-%zu\" class=\"%s\"><td>%zu</td>", r->layer, cls, r->layer);
         if (r->status == G2F_LAYER_SKIPPED) {
-            buf_put(b, "<td class=\"l st\">skipped</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>"
+            buf_put(b, "<td class=\"l st\">skipped</td><td class=\"l\">-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>"
                        "<td>-</td><td class=\"l\">-</td><td>-</td><td>-</td><td class=\"l\">-</td><td class=\"expl\">");
             esc(b, r->explanation);
             buf_put(b, "</td></tr>\n");
@@ -512,13 +513,15 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
         else
             buf_put(b, "<td class=\"l st\">pass</td>");
         if (!r->has_ffn) { /* block stages only: the stage grid has them */
-            buf_put(b, "<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td class=\"l\">-</td>"
+            buf_put(b, "<td class=\"l\">-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td class=\"l\">-</td>"
                        "<td>-</td><td>-</td><td class=\"l\">-</td><td class=\"expl\">");
             esc(b, r->explanation);
             buf_put(b, "</td></tr>\n");
             continue;
         }
-        buf_printf(b, "<td>%zu</td><td>", r->tokens);
+        /* the FFN's own verdict beside the layer's (which fails when any stage does) */
+        buf_printf(b, "<td class=\"l\">%s</td><td>%zu</td><td>", r->ffn_status == G2F_LAYER_PASS ? "pass" : "FAIL",
+                   r->tokens);
         put_num(b, r->out.max_abs);
         buf_put(b, "</td><td>");
         put_num(b, r->out.max_rel);
@@ -668,31 +671,17 @@ static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
         esc(b, codes);
         buf_put(b, "</td></tr>\n");
         for (size_t L = 0; s == G2F_MSTAGE_EMBED && L < mr->n_layers; L++) {
+            char cell[32], what[96], diag[300];
+            g2f_report_chain_layer(mr, L, cell, sizeof cell, what, sizeof what, diag, sizeof diag);
             const g2f_chain_verdict *v = &mr->layers[L];
-            buf_printf(b, "<tr><td class=\"l\">h.%zu</td>", L);
-            double worst = 0;
-            int any = 0;
-            for (int k = 0; k < G2F_STAGE_COUNT; k++)
-                if (v->stage[k].checked) {
-                    any = 1;
-                    if (!(v->stage[k].margin <= worst)) worst = v->stage[k].margin;
-                }
-            if (!any) {
-                buf_put(b, "<td class=\"sg-none\">-</td>");
-            } else {
-                buf_printf(b, "<td class=\"%s\">", v->diverged ? "sg-fail" : "sg-pass");
-                put_num(b, v->diverged ? v->first_margin : worst);
-                buf_put(b, "</td>");
-            }
-            buf_put(b, "<td class=\"sg-none\"></td><td class=\"l mono\">");
-            if (v->diverged) {
-                buf_printf(b, "first: %s (", g2f_stage_name(v->first_stage));
-                esc(b, v->first_tensor ? v->first_tensor : "");
-                buf_put(b, ")");
-            } else {
-                buf_put(b, any ? "every recorded stage" : "nothing recorded");
-            }
-            buf_put(b, "</td><td></td></tr>\n");
+            buf_printf(b, "<tr><td class=\"l\">h.%zu</td><td class=\"%s\">", L,
+                       !strcmp(cell, "-") ? "sg-none" : v->diverged ? "sg-fail" : "sg-pass");
+            esc(b, cell);
+            buf_put(b, "</td><td class=\"sg-none\"></td><td class=\"l mono\">");
+            esc(b, what);
+            buf_put(b, "</td><td class=\"l mono\">");
+            esc(b, diag);
+            buf_put(b, "</td></tr>\n");
         }
     }
     buf_put(b, "</tbody>\n</table></div>\n");

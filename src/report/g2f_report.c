@@ -466,7 +466,7 @@ static void stages_text(FILE *fp, const g2f_report_ctx *c) {
                 "each stage from its recorded input; chained: the block computed from h.L.in):\n");
     fprintf(fp, "%5s", "layer");
     for (int s = 0; s < G2F_STAGE_COUNT; s++) fprintf(fp, " %9s", g2f_stage_name((g2f_stage)s));
-    fprintf(fp, "  %-28s %s\n", "chained", "diagnosis");
+    fprintf(fp, "  %-28s %-7s %s\n", "chained", "layer", "diagnosis");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
         if (r->status == G2F_LAYER_SKIPPED || !r->has_block) continue;
@@ -499,7 +499,7 @@ static void stages_text(FILE *fp, const g2f_report_ctx *c) {
                 used += (size_t)snprintf(codes + used, sizeof codes - used, "%s%s", k ? " | " : "", one);
             }
         }
-        fprintf(fp, "  %-28s %s\n", chain, used ? codes : "-");
+        fprintf(fp, "  %-28s %-7s %s\n", chain, r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", used ? codes : "-");
     }
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
@@ -520,7 +520,33 @@ static void mstage_codes(const g2f_mstage_result *r, const char *why_not, char *
 
 void g2f_report_mstage_codes(const g2f_model_result *mr, int s, char *buf, size_t n) {
     const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
-    mstage_codes(iso->checked ? iso : ch, mr->not_computable[s], buf, n);
+    /* the isolated check's diagnosis when it fails, else the chained one's */
+    mstage_codes(iso->checked && !iso->pass ? iso : ch->checked ? ch : iso, mr->not_computable[s], buf, n);
+}
+
+void g2f_report_chain_layer(const g2f_model_result *mr, size_t L, char *cell, size_t cn, char *what, size_t wn,
+                            char *diag, size_t dn) {
+    const g2f_chain_verdict *v = &mr->layers[L];
+    double worst = 0;
+    int any = 0;
+    for (int k = 0; k < G2F_STAGE_COUNT; k++)
+        if (v->stage[k].checked) {
+            any = 1;
+            if (!(v->stage[k].margin <= worst)) worst = v->stage[k].margin;
+        }
+    if (!any) snprintf(cell, cn, "-");
+    else snprintf(cell, cn, "%.3g%s", v->diverged ? v->first_margin : worst, v->diverged ? "!" : "");
+    if (v->diverged)
+        snprintf(what, wn, "first: %s (%s)", g2f_stage_name(v->first_stage), v->first_tensor ? v->first_tensor : "");
+    else snprintf(what, wn, "%s", any ? "every recorded stage" : "nothing recorded");
+    snprintf(diag, dn, "-");
+    if (!v->diverged || !mr->diverged) return;
+    if (mr->first_layer == (long)L) /* the first divergence: the diagnosis at that stage */
+        snprintf(diag, dn, "%s", mr->first_codes[0] ? mr->first_codes : "unexplained");
+    else if (mr->first_layer >= 0 && (long)L > mr->first_layer)
+        snprintf(diag, dn, "%s:h.%ld.%s", g2f_diag_name(G2F_DIAG_PROPAGATED), mr->first_layer, mr->first_stage);
+    else if (mr->first_layer < 0 && !strcmp(mr->first_stage, "embed"))
+        snprintf(diag, dn, "%s:embed", g2f_diag_name(G2F_DIAG_PROPAGATED));
 }
 
 const char *g2f_report_model_how(const g2f_model_result *mr) {
@@ -538,6 +564,10 @@ static void mstage_codes(const g2f_mstage_result *r, const char *why_not, char *
     }
     if (!r->checked || r->pass) {
         snprintf(buf, n, "-");
+        return;
+    }
+    if (r->propagated[0]) {
+        snprintf(buf, n, "%s:%s", g2f_diag_name(G2F_DIAG_PROPAGATED), r->propagated);
         return;
     }
     for (size_t k = 0; k < r->n_causes && used < n; k++) {
@@ -568,23 +598,10 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
                 ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-", codes);
         if (s == G2F_MSTAGE_EMBED && mr->chained) {
             for (size_t L = 0; L < mr->n_layers; L++) {
-                const g2f_chain_verdict *v = &mr->layers[L];
-                double worst = 0;
-                int any = 0;
-                for (int k = 0; k < G2F_STAGE_COUNT; k++)
-                    if (v->stage[k].checked) {
-                        any = 1;
-                        if (!(v->stage[k].margin <= worst)) worst = v->stage[k].margin;
-                    }
-                char cell[32], name[32], what[96];
-                if (!any) snprintf(cell, sizeof cell, "-");
-                else snprintf(cell, sizeof cell, "%.3g%s", v->diverged ? v->first_margin : worst,
-                              v->diverged ? "!" : "");
+                char cell[32], name[32], what[96], diag[300];
+                g2f_report_chain_layer(mr, L, cell, sizeof cell, what, sizeof what, diag, sizeof diag);
                 snprintf(name, sizeof name, "h.%zu", L);
-                if (v->diverged) snprintf(what, sizeof what, "first: %s (%s)", g2f_stage_name(v->first_stage),
-                                          v->first_tensor ? v->first_tensor : "");
-                else snprintf(what, sizeof what, "%s", any ? "every recorded stage" : "nothing recorded");
-                fprintf(fp, "%-8s %10s %10s  %s\n", name, cell, "", what);
+                fprintf(fp, "%-8s %10s %10s  %-24s %s\n", name, cell, "", what, diag);
             }
         }
     }
@@ -651,9 +668,9 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         }
         if (!r->has_ffn) { /* block stages only: the stage table below has them */
             const char *on = !c->color ? "" : r->status == G2F_LAYER_PASS ? "\033[32m" : "\033[1;31m";
-            fprintf(fp, "%5zu %7s %11s %11s %9s %17s %10s %8s %s%7s%s %17s %8s %8s  %s\n", r->layer, "-", "-", "-", "-",
-                    "-", "-", "-", on, r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", c->color ? "\033[0m" : "", "-", "-",
-                    "-", "no FFN recorded; stages below");
+            (void)on;
+            fprintf(fp, "%5zu %7s %11s %11s %9s %17s %10s %8s %7s %17s %8s %8s  %s\n", r->layer, "-", "-", "-", "-",
+                    "-", "-", "-", "-", "-", "-", "-", "no FFN recorded; stages below");
             continue;
         }
         g2f_layer_totals tot = g2f_layer_result_totals(r);
@@ -662,10 +679,14 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         if (r->has_act) snprintf(sep_act, sizeof sep_act, "%.3g", r->sep_act);
         else snprintf(sep_act, sizeof sep_act, "-");
         diag_codes(r, codes, sizeof codes);
-        const char *on = !c->color ? "" : r->status == G2F_LAYER_PASS ? "\033[32m" : "\033[1;31m";
+        /* the FFN's own verdict: a layer failing at another stage says so in the stage table */
+        int ffn_pass = r->ffn_status == G2F_LAYER_PASS;
+        const char *on = !c->color ? "" : ffn_pass ? "\033[32m" : "\033[1;31m";
+        if (ffn_pass && r->status == G2F_LAYER_FAIL && codes[0] == '-')
+            snprintf(codes, sizeof codes, "- (the layer fails at another stage: below)");
         fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %10.8f %8.1f %s%7s%s %17s %8.3g %8s  %s\n", r->layer, r->tokens,
                 r->out.max_abs, r->out.max_rel, tot.margin, frac, r->out.cosine, r->out.sqnr_db, on,
-                r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", c->color ? "\033[0m" : "", g2f_layer_gelu_shown(r),
+                ffn_pass ? "PASS" : "FAIL", c->color ? "\033[0m" : "", g2f_layer_gelu_shown(r),
                 r->sep_out, sep_act, codes);
     }
     stages_text(fp, c);
@@ -809,6 +830,7 @@ static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result 
     cJSON *l = j_check(b, cJSON_CreateObject());
     j_num(b, l, "layer", (double)r->layer);
     j_str(b, l, "status", g2f_layer_status_name(r->status));
+    if (r->status != G2F_LAYER_SKIPPED && r->has_ffn) j_str(b, l, "ffn_status", g2f_layer_status_name(r->ffn_status));
     j_str(b, l, "explanation", r->explanation);
     if (r->status == G2F_LAYER_SKIPPED) return l;
     j_bool(b, l, "ffn_compared", r->has_ffn);
@@ -885,6 +907,12 @@ static cJSON *mstage_json(jb *b, const g2f_mstage_result *r, size_t width) {
     j_num(b, w, "computed", r->cmp.worst_computed);
     j_num(b, w, "tolerance", r->cmp.worst_tol);
     cJSON *codes = j_arr(b, o, "diagnosis");
+    if (r->propagated[0]) {
+        char one[96];
+        snprintf(one, sizeof one, "%s:%s", g2f_diag_name(G2F_DIAG_PROPAGATED), r->propagated);
+        j_add(b, codes, NULL, cJSON_CreateString(one));
+        return o;
+    }
     for (size_t k = 0; codes && k < r->n_causes; k++) {
         char one[96];
         g2f_model_cause_codes(&r->causes[k], one, sizeof one);
@@ -942,6 +970,12 @@ static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
         cJSON *m = j_obj(b, l, "margins");
         for (int k = 0; m && k < G2F_STAGE_COUNT; k++)
             if (v->stage[k].checked) j_num(b, m, g2f_stage_name((g2f_stage)k), v->stage[k].margin);
+        char cell[32], what[96], diag[300];
+        g2f_report_chain_layer(mr, L, cell, sizeof cell, what, sizeof what, diag, sizeof diag);
+        cJSON *codes = j_arr(b, l, "diagnosis"); /* the same words as the text row's */
+        for (char *save = NULL, *tok = strtok_r(diag, " |", &save); codes && tok && strcmp(diag, "-");
+             tok = strtok_r(NULL, " |", &save))
+            j_add(b, codes, NULL, cJSON_CreateString(tok));
         j_add(b, layers, NULL, l);
     }
     const g2f_logit_agreement *a = &mr->agree;

@@ -72,6 +72,12 @@ int g2f_report_sha256_match(const g2f_report_ctx *c);
  * model-level stage's diagnosis ("-", the codes " | "-joined, "unexplained",
  * or "not checked: <why>"). */
 const char *g2f_report_model_how(const g2f_model_result *mr);
+/* Layer L's row of the whole-model table: its chained margin cell ("0.217",
+ * "1.13e+05!", "-"), what it says ("first: attn (attn.probs)", "every
+ * recorded stage") and its diagnosis (the first divergence's codes, or
+ * propagated:<where> after it, or "-"). */
+void g2f_report_chain_layer(const g2f_model_result *mr, size_t L, char *cell, size_t cn, char *what, size_t wn,
+                            char *diag, size_t dn);
 void g2f_report_mstage_codes(const g2f_model_result *mr, int s, char *buf, size_t n);
 
 /* Human-readable report: a one-sentence verdict, then the per-layer table.

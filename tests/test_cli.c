@@ -421,7 +421,10 @@ static void verify_should_default_to_erf_for_a_nanogpt_checkpoint(void) {
                              "model), whose model.py runs nn.GELU(), exact erf)");
     snprintf(args, sizeof args, "verify '%s/torch/nanogpt_ckpt.pt' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
     CHECK(run(args) == 1);
-    CHECK_CONTAINS(last_line(), "hint: every compared layer matches the tanh GELU, not erf: rerun with --gelu tanh");
+    CHECK_CONTAINS(last_line(), "hint: every compared layer matches the tanh GELU approximation (GPT-2's, HF "
+                                "'gelu_new'), not erf. If the reference is right and the checkpoint's config is "
+                                "wrong: rerun with --gelu tanh");
+    CHECK_CONTAINS(last_line(), "If the fixture came from your port: the port's GELU is the bug");
     snprintf(args, sizeof args, "verify '%s/torch/mingpt_ckpt.pt' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
     CHECK(run(args) == 0);
     CHECK_CONTAINS(out_text, "gelu        tanh (default: GPT-2's tanh approximation; no config.json)");
@@ -434,10 +437,13 @@ static void verify_should_end_with_the_option_that_would_pass(void) {
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors'", fixtures, fixtures);
     CHECK(run(args) == 1);
     char want[1400];
+    /* both readings: the config is wrong (the option), or the port's GELU is the bug */
     snprintf(want, sizeof want,
-             "hint: every compared layer matches the erf GELU, not tanh: rerun with --gelu erf (gpt2ffn verify "
+             "hint: every compared layer matches the exact erf GELU (torch F.gelu's default, HF 'gelu'), not tanh. "
+             "If the reference is right and the checkpoint's config is wrong: rerun with --gelu erf (gpt2ffn verify "
              "%s/tiny %s/tiny_erf.safetensors --gelu erf), or name a config whose activation_function is \"gelu\" "
-             "with --config FILE",
+             "with --config FILE. If the fixture came from your port: the port's GELU is the bug (it runs erf on "
+             "weights trained with tanh); make it use the tanh form, and do not pass --gelu erf",
              fixtures, fixtures);
     if (strcmp(last_line(), want) != 0) {
         fprintf(stderr, "last line: %s\nwanted:    %s\n", last_line(), want);
@@ -445,6 +451,21 @@ static void verify_should_end_with_the_option_that_would_pass(void) {
     }
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_erf.safetensors' --gelu erf", fixtures, fixtures);
     CHECK(run(args) == 0 && !strstr(out_text, "hint:"));
+    /* the other forms get their option too (ggml's table, quick_gelu), and JSON says the same as the text */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/diag/gelu_f16_table.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(last_line(), "hint: every compared layer matches ggml's float16 GELU table");
+    CHECK_CONTAINS(last_line(), "rerun with --gelu f16_table (gpt2ffn verify");
+    snprintf(want, sizeof want, "%s", last_line() + 6);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/diag/gelu_f16_table.safetensors' --json -", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    cJSON *root = cJSON_Parse(out_text);
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(root, "hint");
+    CHECK(cJSON_IsString(h) && !strcmp(h->valuestring, want));
+    cJSON_Delete(root);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/diag/gelu_sigmoid.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(last_line(), "rerun with --gelu sigmoid");
     /* erf and a missing bias: --gelu erf alone would not pass */
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/diag/erf_fc_bias_missing.safetensors'", fixtures, fixtures);
     CHECK(run(args) == 1 && !strstr(out_text, "hint:"));

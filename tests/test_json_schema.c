@@ -230,10 +230,11 @@ static const field unknown_fields[] = {
 static const field verify_fields[] = {
     {"checkpoint", S, 1, NULL, NULL, 0, NULL},
     {"fixtures", S, 1, NULL, NULL, 0, NULL},
-    {"gelu", S, 1, "tanh|erf", NULL, 0, NULL},
+    {"gelu", S, 1, "tanh|erf|sigmoid|mlx_approx|f16_table", NULL, 0, NULL},
     {"gelu_source", S, 1, "<gelu_source>", NULL, 0, NULL},
     {"status", S, 1, "pass|fail", NULL, 0, NULL},
     {"verdict", S, 1, NULL, NULL, 0, NULL},
+    {"hint", S | Z, 1, NULL, NULL, 0, NULL},
     {"gelu_verified", B, 1, NULL, NULL, 0, NULL},
     {"fixture_checkpoint_sha256", S | Z, 1, NULL, NULL, 0, NULL},
     {"checkpoint_sha256_match", B | Z, 1, NULL, NULL, 0, NULL},

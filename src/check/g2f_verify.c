@@ -630,7 +630,7 @@ const char *g2f_layer_gelu_shown(const g2f_layer_result *r) {
 void g2f_verify_summarize(const g2f_verify_result *r, g2f_verify_summary *out) {
     memset(out, 0, sizeof *out);
     out->other_gelu = g2f_gelu_other(r->gelu);
-    g2f_diag_set other_code = G2F_DIAG_BIT(out->other_gelu == G2F_GELU_ERF ? G2F_DIAG_GELU_ERF : G2F_DIAG_GELU_TANH);
+    int explaining = -1; /* the one other GELU form that alone explains failing layers, -2 when several do */
     size_t compared = 0, explained_by_other = 0, unrelated = 0, unexplained = 0, verified = 0;
     for (size_t i = 0; i < r->n_layers; i++) {
         const g2f_layer_result *l = &r->layers[i];
@@ -644,8 +644,11 @@ void g2f_verify_summarize(const g2f_verify_result *r, g2f_verify_summary *out) {
             if (!out->gelu_unverified || sep > out->unverified_sep) out->unverified_sep = sep;
             out->gelu_unverified++;
         }
-        if (l->status == G2F_LAYER_FAIL && l->diag.n_causes == 1 && l->diag.causes[0].codes == other_code)
-            explained_by_other++;
+        for (int g = 0; l->status == G2F_LAYER_FAIL && l->diag.n_causes == 1 && g < G2F_GELU_COUNT; g++)
+            if (g != (int)r->gelu && l->diag.causes[0].codes == G2F_DIAG_BIT(g2f_diag_of_gelu((g2f_gelu)g))) {
+                explaining = explaining == -1 || explaining == g ? g : -2;
+                explained_by_other++;
+            }
         if (l->status == G2F_LAYER_FAIL && (l->diagnosis & G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED)) &&
             !(l->diagnosis & G2F_DIAG_BIT(G2F_DIAG_NONFINITE))) {
             unexplained++;
@@ -653,7 +656,8 @@ void g2f_verify_summarize(const g2f_verify_result *r, g2f_verify_summary *out) {
         }
     }
     out->gelu_verified = compared > 0 && verified == compared;
-    out->other_gelu_explains = compared > 0 && explained_by_other == compared;
+    out->other_gelu_explains = compared > 0 && explained_by_other == compared && explaining >= 0;
+    if (out->other_gelu_explains) out->other_gelu = (g2f_gelu)explaining;
     out->unrelated = compared > 0 && unrelated == compared;
     out->all_unexplained = compared > 0 && unexplained == compared;
 }

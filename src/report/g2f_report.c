@@ -302,19 +302,45 @@ static void shell_word(const char *s, char *buf, size_t n) {
     buf[used] = '\0';
 }
 
+/* What a GELU form is, for the hint. */
+static const char *gelu_words(g2f_gelu g) {
+    switch (g) {
+    case G2F_GELU_TANH: return "the tanh GELU approximation (GPT-2's, HF 'gelu_new')";
+    case G2F_GELU_ERF: return "the exact erf GELU (torch F.gelu's default, HF 'gelu')";
+    case G2F_GELU_SIGMOID: return "the sigmoid GELU x sigmoid(1.702 x) (HF 'quick_gelu')";
+    case G2F_GELU_MLX: return "MLX's former gelu_approx";
+    default: return "ggml's float16 GELU table (llama.cpp's CPU GELU)";
+    }
+}
+
 int g2f_report_hint(const g2f_report_ctx *c, char *buf, size_t n) {
     g2f_verify_summary sum;
     g2f_verify_summarize(c->result, &sum);
     if (!sum.other_gelu_explains) return 0;
-    const char *form = g2f_gelu_name(sum.other_gelu);
-    char ck[300], fx[300];
+    g2f_gelu asked = c->result->gelu, g = sum.other_gelu;
+    const char *form = g2f_gelu_name(g);
+    char ck[300], fx[300], cmd[700];
     shell_word(c->checkpoint_arg ? c->checkpoint_arg : "CHECKPOINT", ck, sizeof ck);
     shell_word(c->fixtures_arg ? c->fixtures_arg : "FIXTURES", fx, sizeof fx);
-    snprintf(buf, n,
-             "every compared layer matches the %s GELU, not %s: rerun with --gelu %s (gpt2ffn verify %s %s --gelu %s), "
-             "or name a config whose activation_function is \"%s\" with --config FILE",
-             form, g2f_gelu_name(c->result->gelu), form, ck, fx, form,
-             sum.other_gelu == G2F_GELU_ERF ? "gelu" : "gelu_new");
+    snprintf(cmd, sizeof cmd, "gpt2ffn verify %s %s --gelu %s", ck, fx, form);
+    /* two readings: the reference is right (the choice of form here is
+     * wrong), or the fixture is the port's (its GELU is the bug) */
+    if ((g == G2F_GELU_ERF || g == G2F_GELU_TANH) && (asked == G2F_GELU_ERF || asked == G2F_GELU_TANH))
+        snprintf(buf, n,
+                 "every compared layer matches %s, not %s. If the reference is right and the checkpoint's config is "
+                 "wrong: rerun with --gelu %s (%s), or name a config whose activation_function is \"%s\" with --config "
+                 "FILE. If the fixture came from your port: the port's GELU is the bug (it runs %s on weights trained "
+                 "with %s); make it use the %s form, and do not pass --gelu %s",
+                 gelu_words(g), g2f_gelu_name(asked), form, cmd, g == G2F_GELU_ERF ? "gelu" : "gelu_new", form,
+                 g2f_gelu_name(asked), g2f_gelu_name(asked), form);
+    else
+        snprintf(buf, n,
+                 "every compared layer matches %s, not %s. If your port runs it on purpose (%s): rerun with --gelu %s "
+                 "(%s) to check the rest of the port against it. If not, the port's GELU is the bug: make it use the "
+                 "%s form",
+                 gelu_words(g), g2f_gelu_name(asked),
+                 g == G2F_GELU_F16_TABLE ? "ggml and llama.cpp's CPU path do" : "a deliberate approximation", form, cmd,
+                 g2f_gelu_name(asked));
     return 1;
 }
 
@@ -1013,6 +1039,9 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     if (g2f_report_gelu_caveat(c, caveat, sizeof caveat) && vlen < sizeof verdict)
         snprintf(verdict + vlen, sizeof verdict - vlen, ", but %s", caveat);
     j_str(&b, root, "verdict", verdict);
+    char hint[1400];
+    if (g2f_report_hint(c, hint, sizeof hint)) j_str(&b, root, "hint", hint);
+    else j_null(&b, root, "hint");
     g2f_verify_summary sum;
     g2f_verify_summarize(res, &sum);
     j_bool(&b, root, "gelu_verified", sum.gelu_verified);

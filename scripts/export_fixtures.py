@@ -289,6 +289,9 @@ Block codes (block and model), each applied where it acts; everything downstream
   attn_scale_missing     scores not divided by sqrt(d_head)
   attn_scale_layer_idx   scores also divided by (layer index + 1) after sqrt(d_head)
                          (HF scale_attn_by_inverse_layer_idx; a no-op at layer 0)
+  attn_scale:C           scores multiplied by C instead of 1/sqrt(d_head): C = nembd
+                         (1/sqrt(n_embd), the single-head formula kept for many heads),
+                         dhead (1/d_head, muP) or a number
   qkv_order:PERM         PERM is a permutation of qkv naming what the port calls the
                          1st, 2nd and 3rd third of c_attn's output: kqv = k, q, v =
                          qkv.split(d). attn.qkv (c_attn's output) is unchanged; the
@@ -335,7 +338,7 @@ CODES = {
     "act_bf16_rounded": (None, _ALL), "autocast_f16": (None, _ALL),
     "autocast_bf16": (None, _ALL), "ln2_input_captured": (None, {_F}),
     "attn_mask_missing": (None, _BM), "attn_scale_missing": (None, _BM),
-    "attn_scale_layer_idx": (None, _BM), "heads_interleaved": (None, _BM),
+    "attn_scale_layer_idx": (None, _BM), "attn_scale": ("scale", _BM), "heads_interleaved": (None, _BM),
     "qkv_order": ("perm", _BM), "attn_bias_missing": ("attn_bias", _BM),
     "ln_eps": ("float", _BM), "ln_bias_missing": ("ln", _BM),
     "ln_weight_missing": ("ln", _BM), "residual_missing": ("residual", _BM),
@@ -383,6 +386,16 @@ def parse_mutation(code, ctx):
         if param and param not in ("mid", "out"):
             sys.exit("error: residual_missing takes no qualifier, :mid or :out")
         return name, param or None
+    if kind == "scale":
+        if param in ("nembd", "dhead"):
+            return name, param
+        try:
+            v = float(param)
+        except ValueError:
+            sys.exit("error: attn_scale needs nembd, dhead or a number (e.g. attn_scale:0.3)")
+        if not v > 0:
+            sys.exit("error: attn_scale needs a positive number")
+        return name, v
     if kind == "float":
         try:
             v = float(param)

@@ -341,7 +341,11 @@ def attention(ar, a, W, n_head, layer_idx, has, st):
     q, k, v = (split_heads(parts[n], n_head, inter) for n in "qkv")
     st["attn.q"], st["attn.k"], st["attn.v"] = (t.permute(0, 2, 1, 3) for t in (q, k, v))
     s = ar.qk(q, k)
-    if "attn_scale_missing" not in has:
+    if "attn_scale" in has:
+        c = has["attn_scale"][-1]
+        c = 1.0 / math.sqrt(d) if c == "nembd" else 1.0 / dh if c == "dhead" else float(c)
+        s = s * torch.tensor(c, dtype=torch.float32)
+    elif "attn_scale_missing" not in has:
         # HF: attn_weights / torch.full([], value.size(-1) ** 0.5)
         s = s / torch.tensor(dh ** 0.5, dtype=torch.float32)
     if "attn_scale_layer_idx" in has:

@@ -164,6 +164,39 @@ static void attention_should_wait_for_n_head(void) {
     g2f_verify_result_free(&res);
 }
 
+/* A constant scale other than 1/sqrt(d_head) is fitted and named
+ * (attn_scale:1/sqrt(n_embd), or the fitted value) at every layer, and
+ * attn_scale_layer_idx only where the factor follows 1/(L+1) across the
+ * layers it is seen on: with n_head 4 and n_embd 64, 1/sqrt(n_embd) equals
+ * 1/(sqrt(d_head) (L+1)) at layer 1, where the other layers decide
+ * (before: "no known cause" on most layers and layer_idx on layer 1). */
+static void a_constant_attention_scale_should_be_fitted(void) {
+    char ck[512];
+    snprintf(ck, sizeof ck, "%s/tiny", fixtures);
+    static const struct {
+        const char *fixture, *code;
+        size_t first_layer;
+    } cases[] = {{"attn_scale_nembd", "attn_scale:1/sqrt(n_embd)", 0},
+                 {"attn_scale_0_3", "attn_scale:0.3", 0},
+                 {"attn_scale_layer_idx_all", "attn_scale_layer_idx", 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        g2f_verify_result res;
+        g2f_error err = {0};
+        CHECK(verify_block(ck, cases[i].fixture, 0, 1, &res, &err) == G2F_OK);
+        for (size_t L = cases[i].first_layer; L < res.n_layers; L++) {
+            const g2f_stage_result *a = &res.layers[L].block.stage[G2F_STAGE_ATTN];
+            char one[128] = "";
+            if (a->n_causes) g2f_block_cause_codes(&a->causes[0], one, sizeof one);
+            if (a->pass || a->n_causes != 1 || strcmp(one, cases[i].code)) {
+                fprintf(stderr, "  %s layer %zu: %zu causes, first '%s', wanted only '%s'\n", cases[i].fixture, L,
+                        a->n_causes, one, cases[i].code);
+                check_failures++;
+            }
+        }
+        g2f_verify_result_free(&res);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "block") != 0) return 1;
     fixtures = argv[1];
@@ -171,6 +204,7 @@ int main(int argc, char **argv) {
     RUN(clean_blocks_should_pass_with_every_recorded_stage_checked);
     RUN(stages_should_not_depend_on_the_thread_count);
     RUN(attention_should_wait_for_n_head);
+    RUN(a_constant_attention_scale_should_be_fitted);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -36,6 +36,12 @@ void g2f_block_cause_codes(const g2f_block_cause *c, char *buf, size_t n) {
             used += (size_t)snprintf(buf + used, n - used, ":%s", c->which == 1 ? "mid" : "out");
         } else if (d == G2F_DIAG_LN_EPS) {
             used += (size_t)snprintf(buf + used, n - used, ":%g", c->eps);
+        } else if (d == G2F_DIAG_ATTN_SCALE) {
+            static const char *const named[] = {NULL, "1/sqrt(n_embd)", "1/d_head"};
+            if (c->scale_name == 1 || c->scale_name == 2)
+                used += (size_t)snprintf(buf + used, n - used, ":%s", named[c->scale_name]);
+            else
+                used += (size_t)snprintf(buf + used, n - used, ":%.4g", c->scale);
         } else if (d == G2F_DIAG_WEIGHTS_FROM_LAYER) {
             used += (size_t)snprintf(buf + used, n - used, ":%ld", c->from_layer);
         }
@@ -521,6 +527,57 @@ static void add_cause(g2f_stage_result *r, const g2f_block_cause *c) {
     r->causes[i] = *c;
 }
 
+/* The attention stage's margin with the scores multiplied by scale (inf
+ * when not finite): the objective of the scale fit. */
+static g2f_status scale_margin(ctx *c, const how *base, double scale, double *margin, g2f_error *err) {
+    how hw = *base;
+    hw.attn.scale = scale;
+    acc A;
+    g2f_status e = run_stage(c, G2F_STAGE_ATTN, &hw, &A, err);
+    *margin = e == G2F_OK && A.margin == A.margin ? A.margin : INFINITY;
+    return e;
+}
+
+/* A constant multiplier of the scores other than GPT-2's 1/sqrt(d_head):
+ * the attention stage's margin over a log grid of factors (2^-12 .. 2^6 of
+ * GPT-2's, in half octaves), refined by golden section around the best,
+ * then the fitted scale is a cause only when its recomputation matches
+ * within the derived tolerance, as any hypothesis. */
+static g2f_status fit_attn_scale(ctx *c, const how *base, g2f_stage_result *r, g2f_error *err) {
+    double s0 = 1.0 / sqrt((double)(c->d / c->H)), best = s0, bm = INFINITY, m;
+    g2f_status e = G2F_OK;
+    for (int k = -24; k <= 12 && e == G2F_OK; k++) {
+        double s = s0 * pow(2.0, k / 2.0);
+        if ((e = scale_margin(c, base, s, &m, err)) == G2F_OK && m < bm) bm = m, best = s;
+        r->hypotheses_tried++;
+    }
+    const double phi = (sqrt(5.0) - 1) / 2;
+    double lo = log(best) - 0.5 * log(2.0), hi = log(best) + 0.5 * log(2.0);
+    double x1 = hi - phi * (hi - lo), x2 = lo + phi * (hi - lo), m1 = INFINITY, m2 = INFINITY;
+    if (e == G2F_OK) e = scale_margin(c, base, exp(x1), &m1, err);
+    if (e == G2F_OK) e = scale_margin(c, base, exp(x2), &m2, err);
+    for (int it = 0; it < 30 && e == G2F_OK; it++) { /* golden section on log(scale) */
+        if (m1 < m2) {
+            hi = x2, x2 = x1, m2 = m1, x1 = hi - phi * (hi - lo);
+            e = scale_margin(c, base, exp(x1), &m1, err);
+        } else {
+            lo = x1, x1 = x2, m1 = m2, x2 = lo + phi * (hi - lo);
+            e = scale_margin(c, base, exp(x2), &m2, err);
+        }
+        r->hypotheses_tried++;
+    }
+    double fit = m1 < m2 ? exp(x1) : exp(x2), fm = m1 < m2 ? m1 : m2;
+    if (e != G2F_OK || !(fm <= 1) || fabs(fit / s0 - 1) < 1e-3) return e; /* no fit, or GPT-2's own */
+    g2f_block_cause bc;
+    memset(&bc, 0, sizeof bc);
+    bc.from_layer = -1;
+    bc.codes = G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE);
+    bc.scale = fit;
+    bc.margin = fm;
+    add_cause(r, &bc);
+    return e;
+}
+
 static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2f_model *m, g2f_stage_result *r,
                                  g2f_error *err) {
     static const double eps_list[] = {1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3};
@@ -551,6 +608,9 @@ static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2
         ADD(G2F_DIAG_ATTN_MASK_MISSING, k_.hw.attn.causal = 0);
         ADD(G2F_DIAG_ATTN_SCALE_MISSING, k_.hw.attn.scale = 1.0);
         ADD(G2F_DIAG_ATTN_SCALE_LAYER_IDX, k_.hw.attn.scale = 1.0 / (sqrt(dh) * (double)(c->L + 1)));
+        /* the constants ports use instead of 1/sqrt(d_head) (llm.c-style 1/sqrt(n_embd), muP's 1/d_head) */
+        ADD(G2F_DIAG_ATTN_SCALE, (k_.hw.attn.scale = k_.cause.scale = 1.0 / sqrt((double)c->d), k_.cause.scale_name = 1));
+        ADD(G2F_DIAG_ATTN_SCALE, (k_.hw.attn.scale = k_.cause.scale = 1.0 / dh, k_.cause.scale_name = 2));
         for (int i = 0; i < 5; i++)
             ADD(G2F_DIAG_QKV_ORDER, (memcpy(k_.hw.attn.qkv_order, perms[i], sizeof perms[i]),
                                      memcpy(k_.cause.qkv_perm, perms[i], sizeof perms[i])));
@@ -575,6 +635,8 @@ static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2
             add_cause(r, &cs[i].cause);
         }
     }
+    /* any other constant scale: fitted, then checked like every hypothesis */
+    if (e == G2F_OK && !r->n_causes && st == G2F_STAGE_ATTN) e = fit_attn_scale(c, base, r, err);
     /* the weights of the stage rounded, or another layer's */
     if (e == G2F_OK && !r->n_causes && (st == G2F_STAGE_LN1 || st == G2F_STAGE_LN2 || st == G2F_STAGE_ATTN)) {
         const g2f_dtype wd = g2f_model_get_info(m)->dtype;

@@ -67,6 +67,8 @@ typedef struct g2f_block_cause {
     int which;           /* attn_bias_missing / layout_misread: 1 c_attn, 2 c_proj; residual_missing:
                             1 mid, 2 out; ln_*: 1 ln_1, 2 ln_2 */
     double eps;          /* ln_eps */
+    double scale;        /* attn_scale: the scores' multiplier used */
+    int scale_name;      /* attn_scale: 1 1/sqrt(n_embd), 2 1/d_head, 0 a fitted value (shown as a number) */
     long from_layer;     /* weights_from_layer */
     double margin;
 } g2f_block_cause;

@@ -59,6 +59,8 @@ typedef enum g2f_diag {
     G2F_DIAG_ATTN_MASK_MISSING,   /* attended to later positions (no causal mask) */
     G2F_DIAG_ATTN_SCALE_MISSING,  /* scores not divided by sqrt(d_head) */
     G2F_DIAG_ATTN_SCALE_LAYER_IDX, /* scores also divided by layer + 1 (HF scale_attn_by_inverse_layer_idx) */
+    G2F_DIAG_ATTN_SCALE,          /* "attn_scale:1/sqrt(n_embd)", ":1/d_head", ":0.0884": another constant
+                                     multiplier of the scores (llm.c-style ports use 1/sqrt(n_embd)) */
     G2F_DIAG_QKV_ORDER,           /* "qkv_order:kqv": c_attn's output split in another order */
     G2F_DIAG_HEADS_INTERLEAVED,   /* heads split as [d_head, n_head] */
     G2F_DIAG_ATTN_BIAS_MISSING,   /* "attn_bias_missing:c_attn" / ":c_proj" */

@@ -316,7 +316,7 @@ static void fold_block(g2f_layer_result *r) {
     if (r->has_ffn) {
         g2f_layer_totals tot = g2f_layer_result_totals(r);
         ms->checked = 1;
-        ms->pass = r->status == G2F_LAYER_PASS;
+        ms->pass = r->ffn_status == G2F_LAYER_PASS; /* the FFN's own (fold_block may run twice) */
         ms->mismatched = tot.mismatched;
         ms->total = tot.total;
         ms->margin = tot.margin;
@@ -338,7 +338,7 @@ static void fold_block(g2f_layer_result *r) {
         }
         return;
     }
-    if (first == G2F_STAGE_MLP && r->status == G2F_LAYER_FAIL) return; /* the FFN's own explanation */
+    if (first == G2F_STAGE_MLP && r->ffn_status == G2F_LAYER_FAIL) return; /* the FFN's own explanation */
     const g2f_stage_result *fs = &b->stage[first];
     char codes[256] = "";
     size_t used = 0;
@@ -360,6 +360,55 @@ static void fold_block(g2f_layer_result *r) {
         snprintf(r->explanation, sizeof r->explanation,
                  "layer %zu, %s: does not match and no known cause explains it (%s margin %.3g, %zu of %zu elements)",
                  r->layer, g2f_stage_name((g2f_stage)first), fs->worst_tensor, fs->margin, fs->mismatched, fs->total);
+}
+
+/* A scale-family cause (HF's 1/(L+1), or a constant) of layer r's attention. */
+static int scale_cause(const g2f_block_cause *c) {
+    return (c->codes & (G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE_LAYER_IDX) | G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE))) != 0;
+}
+
+/* Whether every layer where a scale-family cause was seen has a cause of
+ * this kind: layer_idx, or the constant `scale` (within 1%). */
+static int scale_story_holds(const g2f_verify_result *out, int layer_idx, double scale) {
+    for (size_t L = 0; L < out->n_layers; L++) {
+        const g2f_stage_result *a = &out->layers[L].block.stage[G2F_STAGE_ATTN];
+        int seen = 0, fits = 0;
+        for (size_t k = 0; k < a->n_causes; k++) {
+            const g2f_block_cause *c = &a->causes[k];
+            seen |= scale_cause(c);
+            if (layer_idx) fits |= (c->codes & G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE_LAYER_IDX)) != 0;
+            else fits |= (c->codes & G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE)) && fabs(c->scale / scale - 1) < 0.01;
+        }
+        if (seen && !fits) return 0;
+    }
+    return 1;
+}
+
+/* HF's scale_attn_by_inverse_layer_idx is named only when the factor follows
+ * 1/(L+1) on every layer where a wrong scale is seen, and a constant only
+ * when it is the same on all of them: at a layer where both fit (llm.c's
+ * 1/sqrt(n_embd) equals 1/(sqrt(d_head) (L+1)) at L = 1 when n_head = 4),
+ * the story the other layers contradict is dropped. Returns whether a
+ * layer's causes changed. */
+static int reconcile_attn_scale(g2f_verify_result *out) {
+    int changed = 0;
+    for (size_t L = 0; L < out->n_layers; L++) {
+        g2f_stage_result *a = &out->layers[L].block.stage[G2F_STAGE_ATTN];
+        size_t w = 0;
+        for (size_t k = 0; k < a->n_causes; k++) {
+            const g2f_block_cause *c = &a->causes[k];
+            int drop = 0;
+            if (c->codes == G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE_LAYER_IDX)) drop = !scale_story_holds(out, 1, 0);
+            else if (c->codes == G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE)) drop = !scale_story_holds(out, 0, c->scale);
+            if (drop && a->n_causes > 1) {
+                changed = 1;
+                continue;
+            }
+            a->causes[w++] = *c;
+        }
+        a->n_causes = w;
+    }
+    return changed;
 }
 
 /* The model's first divergence in a block: the diagnosis of that stage from
@@ -555,6 +604,9 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
         }
     }
     g2f_ffn_eval_ws_free(&ws);
+    if (reconcile_attn_scale(out))
+        for (size_t L = 0; L < mi->n_layer; L++)
+            if (out->layers[L].has_block && out->layers[L].status == G2F_LAYER_FAIL) fold_block(&out->layers[L]);
     g2f_forward_params fp = {n_head, &p->tol, p->gelu, p->n_threads, 0};
     if ((st = g2f_forward_check(m, f, &fp, &out->model, err)) != G2F_OK) {
         g2f_verify_result_free(out);

@@ -340,7 +340,9 @@ static int valid_value(const char *v, const char *values) {
                 strchr(v + 10, 'v')) ||
                (!strncmp(v, "ln_eps:", 7) && (strtod(v + 7, &end), end != v + 7 && !*end)) ||
                (!strncmp(v, "wpe_offset:", 11) && (strtol(v + 11, &end, 10), end != v + 11 && !*end)) ||
-               (!strncmp(v, "propagated:", 11) && v[11]);
+               (!strncmp(v, "propagated:", 11) && v[11]) ||
+               in_list(v, "attn_scale:1/sqrt(n_embd)|attn_scale:1/d_head") ||
+               (!strncmp(v, "attn_scale:", 11) && (strtod(v + 11, &end), end != v + 11 && !*end));
     if (!strcmp(values, "<verdict>")) {
         if (!strncmp(v, "scaled:", 7)) return strtod(v + 7, &end), end != v + 7 && !*end;
         return in_list(v, VERDICTS) || (!strncmp(v, "from_layer:", 11) && is_uint(v + 11)) ||

@@ -55,9 +55,14 @@ typedef struct seq {
     /* (T, d) each: values and absolute variances */
     float *x, *vx, *a, *va, *merged, *vmerged, *ao, *vao, *mid, *vmid, *l2, *vl2, *mo, *vmo, *out, *vout, *tmp;
     float *qkv, *vqkv;            /* (T, 3d) */
-    float *probs, *vprobs;        /* (H, T, T) */
-    float *hq, *hk, *hv, *hvq, *hvk, *hvv, *hz, *a2;   /* per head (T, dh); a2 (T, max(3d, T)) scratch */
-    float *S, *S2, *S3;           /* (T, T) */
+    float *probs;                 /* (H, T, T): only a values-only chain that keeps them (run --save) */
+    float *hq, *hk, *hv, *hvq, *hvk, *hvv, *hz, *hk2, *hv2; /* per head (T, dh) */
+    float *a2;                    /* (T, max(3d, n_inner)) scratch */
+    /* one block of G2F_ATTN_QB queries of one head, (QB, T): probabilities,
+     * their variance, the scores' products, the recorded rows and the
+     * tolerance: memory QB T per sequence, never (n_head, T, T) */
+    float *pb, *vpb, *sb, *s2b, *s3b, *tb;
+    double *eb;
     float *pre, *act, *q, *tpre, *tact; /* (T, 4d or n_inner) for the chained FFN */
     double *e1, *e2;              /* expected values (T, max width) */
     double *rstd;                 /* (T) */
@@ -74,21 +79,27 @@ static g2f_status seq_alloc(seq *s, size_t layer, size_t T, size_t d, size_t H, 
                             int no_probs, void **block, g2f_error *err) {
     memset(s, 0, sizeof *s);
     s->T = T, s->d = d, s->H = H;
-    size_t dh = H ? d / H : d, w = max2(max2(3 * d, T), h);
-    /* floats per token; var: left out by values_only */
-    const struct { double **p; size_t n; int var; } dbl[] = {{&s->e1, w, 1}, {&s->e2, w, 1}, {&s->rstd, 1, 0}};
+    size_t dh = H ? d / H : d, w = max2(3 * d, h), qb = G2F_ATTN_QB;
+    /* floats per token; var: left out by values_only (and the probabilities
+     * kept only by a values-only chain that wants them) */
+    const struct { double **p; size_t n; int var; } dbl[] = {
+        {&s->e1, w, 1}, {&s->e2, w, 1}, {&s->rstd, 1, 0}, {&s->eb, qb, 1}};
     const struct { float **p; size_t n; int var; } flt[] = {
         {&s->x, d, 0},      {&s->vx, d, 1},     {&s->a, d, 0},      {&s->va, d, 1},         {&s->merged, d, 0},
         {&s->vmerged, d, 1}, {&s->ao, d, 0},    {&s->vao, d, 1},    {&s->mid, d, 0},        {&s->vmid, d, 1},
         {&s->l2, d, 0},     {&s->vl2, d, 1},    {&s->mo, d, 0},     {&s->vmo, d, 1},        {&s->out, d, 0},
-        {&s->vout, d, 1},   {&s->tmp, d, 1},    {&s->qkv, 3 * d, 0}, {&s->vqkv, 3 * d, 1},  {&s->probs, H * T, no_probs},
-        {&s->vprobs, H * T, 1}, {&s->hq, dh, 1}, {&s->hk, dh, 1},   {&s->hv, dh, 1},        {&s->hvq, dh, 1},
-        {&s->hvk, dh, 1},   {&s->hvv, dh, 1},   {&s->hz, dh, 1},    {&s->a2, w, 1},         {&s->S, T, 1},
-        {&s->S2, T, 1},     {&s->S3, T, 1},     {&s->pre, h, 0},    {&s->act, h, 0},        {&s->q, h, 1},
-        {&s->tpre, h, 1},   {&s->tact, h, 1}};
+        {&s->vout, d, 1},   {&s->tmp, d, 1},    {&s->qkv, 3 * d, 0}, {&s->vqkv, 3 * d, 1},
+        {&s->probs, H * T, !values_only || no_probs},
+        {&s->hq, dh, 1},    {&s->hk, dh, 1},    {&s->hv, dh, 1},    {&s->hvq, dh, 1},       {&s->hvk, dh, 1},
+        {&s->hvv, dh, 1},   {&s->hz, dh, 1},    {&s->hk2, dh, 1},   {&s->hv2, dh, 1},       {&s->a2, w, 1},
+        {&s->pb, qb, 1},    {&s->vpb, qb, 1},   {&s->sb, qb, 1},    {&s->s2b, qb, 1},       {&s->s3b, qb, 1},
+        {&s->tb, qb, 1},    {&s->pre, h, 0},    {&s->act, h, 0},    {&s->q, h, 1},          {&s->tpre, h, 1},
+        {&s->tact, h, 1}};
     size_t per = 0; /* floats per token (a double counts two) */
+    /* a probabilities entry's var flag says it is left out in either mode */
     for (size_t i = 0; i < sizeof dbl / sizeof dbl[0]; i++) per += values_only && dbl[i].var ? 0 : 2 * dbl[i].n;
-    for (size_t i = 0; i < sizeof flt / sizeof flt[0]; i++) per += values_only && flt[i].var ? 0 : flt[i].n;
+    for (size_t i = 0; i < sizeof flt / sizeof flt[0]; i++)
+        per += (flt[i].p == &s->probs ? flt[i].var : values_only && flt[i].var) ? 0 : flt[i].n;
     char what[96];
     snprintf(what, sizeof what, "layer %zu: the block's buffers for a sequence of %zu tokens", layer, T);
     float *p = g2f_alloc_work(T ? T : 1, per, sizeof(float), what, err);
@@ -99,7 +110,7 @@ static g2f_status seq_alloc(seq *s, size_t layer, size_t T, size_t d, size_t H, 
         if (!(values_only && dbl[i].var)) *dbl[i].p = dp, dp += T * dbl[i].n;
     p = (float *)(void *)dp;
     for (size_t i = 0; i < sizeof flt / sizeof flt[0]; i++)
-        if (!(values_only && flt[i].var)) *flt[i].p = p, p += T * flt[i].n;
+        if (!(flt[i].p == &s->probs ? flt[i].var : values_only && flt[i].var)) *flt[i].p = p, p += T * flt[i].n;
     return G2F_OK;
 }
 
@@ -196,65 +207,130 @@ static size_t merged_index(const g2f_attn_opts *o, size_t d, size_t H, size_t h,
     return o->heads_interleaved ? j * H + h : h * (d / H) + j;
 }
 
-/* The attention stage from a (T, d) with variance va: qkv, probs, merged,
- * ao and their variances (va NULL: the values alone). */
+/* Where the attention stage compares the recorded probabilities (the
+ * fixture's (n_seq, H, T, T) tensor, sequence sq), block by block as the
+ * variance is computed; t NULL: not recorded. */
+typedef struct probs_cmp {
+    const g2f_tensor *t;
+    size_t sq;
+    double lambda;
+    g2f_cmp_acc acc;
+    int any;
+} probs_cmp;
+
+/* rows (mq, n) at the head of buf to stride T, zeros after n (in place,
+ * from the last row down). */
+static void widen_rows(float *buf, size_t mq, size_t n, size_t T) {
+    for (size_t r = mq; r-- > 0;) {
+        memmove(buf + r * T, buf + r * n, n * sizeof(float));
+        memset(buf + r * T + n, 0, (T - n) * sizeof(float));
+    }
+}
+
+/* One head's q, k, v of c_attn's output and their variances into the
+ * per-head (T, dh) buffers, with A2 = dh/2 q^2 + var_q/u^2 (a2), q^2 (hz),
+ * var_k/u^2 (hk2), var_v/u^2 (hv2): the operands of the scores' and P v's
+ * products of squares. */
+static void gather_head(const g2f_attn_opts *o, seq *s, size_t H, size_t h) {
+    size_t T = s->T, d = s->d, dh = d / H;
+    for (size_t t = 0; t < T; t++)
+        for (size_t j = 0; j < dh; j++) {
+            size_t iq = t * 3 * d + qkv_index(o, d, H, 0, h, j), ik = t * 3 * d + qkv_index(o, d, H, 1, h, j),
+                   iv = t * 3 * d + qkv_index(o, d, H, 2, h, j), at = t * dh + j;
+            s->hq[at] = s->qkv[iq], s->hvq[at] = s->vqkv[iq];
+            s->hk[at] = s->qkv[ik], s->hvk[at] = s->vqkv[ik];
+            s->hv[at] = s->qkv[iv], s->hvv[at] = s->vqkv[iv];
+        }
+    for (size_t i = 0; i < T * dh; i++) {
+        s->a2[i] = (float)((double)dh / 2 * s->hq[i] * s->hq[i] + s->hvq[i] / (U * U));
+        s->hz[i] = s->hq[i] * s->hq[i];
+        s->hk2[i] = (float)(s->hvk[i] / (U * U));
+        s->hv2[i] = (float)(s->hvv[i] / (U * U));
+    }
+}
+
+/* The probabilities' variance of a block's rows (mq, stride T): the scores
+ * S = q k^T (sb), S2 = (dh/2 q^2 + var_q/u^2) (k^2)^T (s2b), S3 = q^2
+ * (var_k/u^2)^T (s3b) give each score's variance, and the softmax carries
+ * them: p_ij^2 (var_s_ij + sum_l p_il^2 var_s_il), twice for the
+ * correlation, plus the sum's and exp's roundings. */
+static void probs_var_rows(const g2f_attn_opts *o, seq *s, size_t dh, size_t i0, size_t mq) {
+    size_t T = s->T;
+    double sc = o->scale;
+    for (size_t r = 0; r < mq; r++) {
+        size_t i = i0 + r, nk = o->causal ? i + 1 : T;
+        float *S = s->sb + r * T, *P = s->pb + r * T, *VP = s->vpb + r * T;
+        double sum_p2 = 0, sum_pv = 0;
+        for (size_t j = 0; j < nk; j++) {
+            double raw = (double)S[j];
+            double vs = sc * sc * U * U * ((double)s->s2b[r * T + j] + s->s3b[r * T + j] + (double)dh / 3 * raw * raw) +
+                        U * U * sc * sc * raw * raw;
+            S[j] = (float)vs; /* the score's variance, kept in S */
+            double p = P[j];
+            sum_p2 += p * p;
+            sum_pv += p * p * vs;
+        }
+        for (size_t j = 0; j < T; j++) {
+            double p = P[j];
+            VP[j] = j < nk ? (float)(2 * p * p * ((double)S[j] + sum_pv) +
+                                     p * p * U * U * ((double)nk / 2 * sum_p2 + (double)nk / 3 + 3))
+                           : 0.0f;
+        }
+    }
+}
+
+/* One block of head h's queries: its probabilities (the kernel's own bits),
+ * their variance, the recorded rows compared (pc), and the variance of its
+ * z = P v rows: Z2 = (T/2 p^2 + var_p/u^2) (v^2) into hvq, Z3 = p^2
+ * (var_v/u^2) into hvk (rows i0 .. i0 + mq). */
+static void attn_var_block(const how *hw, seq *s, size_t h, size_t b, g2f_attn_ws *aws, g2f_ffn_ws *ws,
+                           probs_cmp *pc) {
+    size_t T = s->T, d = s->d, H = hw->n_head, dh = d / H, mq, n, i0 = b * G2F_ATTN_QB;
+    g2f_attn_block_probs(aws, T, d, H, &hw->attn, h, b, s->pb, &mq, &n, ws);
+    g2f_matmul_sq(s->hq + i0 * dh, s->a2 + i0 * dh, mq, dh, s->hk, 1, n, NULL, s->sb, s->s2b, hw->n_threads, ws);
+    g2f_matmul_sq(s->hz + i0 * dh, NULL, mq, dh, s->hk2, 1, n, NULL, s->s3b, NULL, hw->n_threads, ws);
+    widen_rows(s->pb, mq, n, T), widen_rows(s->sb, mq, n, T), widen_rows(s->s2b, mq, n, T);
+    widen_rows(s->s3b, mq, n, T);
+    probs_var_rows(&hw->attn, s, dh, i0, mq);
+    if (pc && pc->t) { /* the recorded rows: (n_seq, H, T, T) */
+        uint64_t at = (((uint64_t)pc->sq * H + h) * T + i0) * T;
+        double us = g2f_dtype_store_roundoff(pc->t->dtype);
+        g2f_tensor_read_f64(pc->t, at, (uint64_t)mq * T, s->eb);
+        for (size_t i = 0; i < mq * T; i++)
+            s->tb[i] = (float)(pc->lambda * sqrt((double)s->vpb[i]) + us * fabs(s->eb[i]));
+        g2f_cmp_acc_add(&pc->acc, s->eb, s->pb, s->tb, mq * T, (h * T + i0) * T, hw->n_threads);
+        pc->any = 1;
+    }
+    for (size_t i = 0; i < mq * T; i++) {
+        double p = s->pb[i];
+        s->s2b[i] = (float)((double)T / 2 * p * p + s->vpb[i] / (U * U));
+        s->s3b[i] = (float)(p * p);
+    }
+    g2f_matmul_sq(s->pb, s->s2b, mq, T, s->hv, 0, dh, NULL, s->hz + i0 * dh, s->hvq + i0 * dh, hw->n_threads, ws);
+    g2f_matmul_sq(s->s3b, NULL, mq, T, s->hv2, 0, dh, NULL, s->hvk + i0 * dh, NULL, hw->n_threads, ws);
+}
+
+/* The attention stage from a (T, d) with variance va: qkv, merged, ao and
+ * their variances (va NULL: the values alone, and the probabilities into
+ * s->probs when it is kept); with pc, the recorded probabilities are
+ * compared as each block's are computed. */
 static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float *va, g2f_attn_ws *aws, g2f_ffn_ws *ws,
-                             g2f_error *err) {
+                             probs_cmp *pc, g2f_error *err) {
     const g2f_block *b = hw->b;
     size_t T = s->T, d = s->d, H = hw->n_head, dh = d / H;
     g2f_layout lay = hw->misread & 1 ? (b->layout_attn == G2F_LAYOUT_CONV1D ? G2F_LAYOUT_LINEAR : G2F_LAYOUT_CONV1D)
                                      : b->layout_attn;
     gemm_var(a, va, T, d, b->attn_w, lay == G2F_LAYOUT_LINEAR, 3 * d, hw->no_attn_b ? NULL : b->attn_b, hw->uw,
              s->qkv, va ? s->vqkv : NULL, s->a2, hw->n_threads, ws);
-    g2f_status st = g2f_attn_forward(s->qkv, T, d, H, &hw->attn, s->merged, s->probs, hw->n_threads, aws, err);
+    g2f_status st = g2f_attn_forward(s->qkv, T, d, H, &hw->attn, s->merged, va ? NULL : s->probs, hw->n_threads, aws,
+                                     err);
     if (st != G2F_OK) return st;
     const g2f_attn_opts *o = &hw->attn;
-    double sc = o->scale;
+    /* the variances a block of queries at a time (the kernel kept the split heads in aws) */
     for (size_t h = 0; va && h < H; h++) {
-        for (size_t t = 0; t < T; t++)
-            for (size_t j = 0; j < dh; j++) {
-                size_t iq = t * 3 * d + qkv_index(o, d, H, 0, h, j), ik = t * 3 * d + qkv_index(o, d, H, 1, h, j),
-                       iv = t * 3 * d + qkv_index(o, d, H, 2, h, j);
-                s->hq[t * dh + j] = s->qkv[iq], s->hvq[t * dh + j] = s->vqkv[iq];
-                s->hk[t * dh + j] = s->qkv[ik], s->hvk[t * dh + j] = s->vqkv[ik];
-                s->hv[t * dh + j] = s->qkv[iv], s->hvv[t * dh + j] = s->vqkv[iv];
-            }
-        /* scores and their variance: S = q k^T, S2 = (dh/2 q^2 + var_q/u^2) (k^2)^T, S3 = q^2 (var_k/u^2)^T */
-        for (size_t i = 0; i < T * dh; i++)
-            s->a2[i] = (float)((double)dh / 2 * s->hq[i] * s->hq[i] + s->hvq[i] / (U * U));
-        g2f_matmul_sq(s->hq, s->a2, T, dh, s->hk, 1, T, NULL, s->S, s->S2, hw->n_threads, ws);
-        for (size_t i = 0; i < T * dh; i++) s->hz[i] = s->hq[i] * s->hq[i], s->a2[i] = (float)(s->hvk[i] / (U * U));
-        g2f_matmul_sq(s->hz, NULL, T, dh, s->a2, 1, T, NULL, s->S3, NULL, hw->n_threads, ws);
-        float *P = s->probs + h * T * T, *VP = s->vprobs + h * T * T;
-        for (size_t i = 0; i < T; i++) {
-            size_t nk = o->causal ? i + 1 : T;
-            double sum_p2 = 0, sum_pv = 0;
-            for (size_t j = 0; j < nk; j++) {
-                double raw = (double)s->S[i * T + j];
-                double vs = sc * sc * U * U * ((double)s->S2[i * T + j] + s->S3[i * T + j] + (double)dh / 3 * raw * raw) +
-                            U * U * sc * sc * raw * raw;
-                s->S[i * T + j] = (float)vs; /* the score's variance, kept in S */
-                double p = P[i * T + j];
-                sum_p2 += p * p;
-                sum_pv += p * p * vs;
-            }
-            for (size_t j = 0; j < T; j++) {
-                double p = P[i * T + j];
-                VP[i * T + j] =
-                    j < nk ? (float)(2 * p * p * ((double)s->S[i * T + j] + sum_pv) +
-                                     p * p * U * U * ((double)nk / 2 * sum_p2 + (double)nk / 3 + 3))
-                           : 0.0f;
-            }
-        }
-        /* z = P v over the keys: Z2 = (T/2 p^2 + var_p/u^2) (v^2), Z3 = p^2 (var_v/u^2) */
-        for (size_t i = 0; i < T * T; i++) {
-            double p = P[i];
-            s->S2[i] = (float)((double)T / 2 * p * p + VP[i] / (U * U));
-            s->S3[i] = (float)(p * p);
-        }
-        for (size_t i = 0; i < T * dh; i++) s->a2[i] = (float)(s->hvv[i] / (U * U));
-        g2f_matmul_sq(P, s->S2, T, T, s->hv, 0, dh, NULL, s->hz, s->hvq, hw->n_threads, ws); /* hvq: Z2 */
-        g2f_matmul_sq(s->S3, NULL, T, T, s->a2, 0, dh, NULL, s->hvk, NULL, hw->n_threads, ws); /* hvk: Z3 */
+        gather_head(o, s, H, h);
+        /* the gather overwrote a2's first T dh with the heads' operands; the blocks read them */
+        for (size_t blk = 0; blk * G2F_ATTN_QB < T; blk++) attn_var_block(hw, s, h, blk, aws, ws, pc);
         for (size_t t = 0; t < T; t++)
             for (size_t j = 0; j < dh; j++) {
                 size_t mi = t * d + merged_index(o, d, H, h, j);
@@ -307,6 +383,19 @@ typedef struct acc {
 /* Compares the expected e with c (n values, flat index offset base), the
  * tolerance lambda sqrt(var) (or var itself when is_tol) plus the stored
  * dtype's rounding. */
+/* One comparison's figures into A: the counts add up, the tensor with the
+ * largest margin (or the first non-finite one) is the worst. */
+static void acc_take(acc *A, const char *name, const g2f_cmp *r) {
+    A->mismatched += r->mismatched;
+    A->total += r->total;
+    if (!A->any || r->margin > A->margin || (r->nonfinite && !A->worst.nonfinite)) {
+        A->margin = r->margin;
+        A->worst = *r;
+        A->worst_tensor = name;
+    }
+    A->any = 1;
+}
+
 static void compare(acc *A, const char *name, const double *e, const float *c, const float *var, int is_tol, size_t n,
                     g2f_dtype dt, double lambda, float *tol) {
     double us = g2f_dtype_store_roundoff(dt);
@@ -314,14 +403,15 @@ static void compare(acc *A, const char *name, const double *e, const float *c, c
         tol[i] = (float)((is_tol ? (double)var[i] : lambda * sqrt((double)var[i])) + us * fabs(e[i]));
     g2f_cmp r;
     g2f_compare(e, c, tol, n, &r);
-    A->mismatched += r.mismatched;
-    A->total += r.total;
-    if (!A->any || r.margin > A->margin || (r.nonfinite && !A->worst.nonfinite)) {
-        A->margin = r.margin;
-        A->worst = r;
-        A->worst_tensor = name;
-    }
-    A->any = 1;
+    acc_take(A, name, &r);
+}
+
+/* The probabilities compared block by block (attn_stage), into A. */
+static void probs_take(acc *A, probs_cmp *pc) {
+    if (!pc->any) return;
+    g2f_cmp r;
+    g2f_cmp_acc_finish(&pc->acc, &r);
+    acc_take(A, "attn.probs", &r);
 }
 
 /* Reads a sequence's rows of a recorded tensor (width values per token). */
@@ -378,13 +468,7 @@ static void compare_attn(ctx *c, acc *A, size_t sq) {
             }
         compare(A, split_names[part], s->e1, s->tmp, s->vx, 0, T * d, t->dtype, c->lambda, s->a2);
     }
-    if ((t = stage_t(c, G2F_BX_PROBS))) {
-        for (size_t h = 0; h < H; h++) { /* (n_seq, H, T, T): this sequence's block */
-            g2f_tensor_read_f64(t, ((uint64_t)sq * H + h) * T * T, (uint64_t)T * T, s->e1);
-            compare(A, "attn.probs", s->e1, s->probs + h * T * T, s->vprobs + h * T * T, 0, T * T, t->dtype, c->lambda,
-                    s->a2);
-        }
-    }
+    /* attn.probs: compared by attn_stage, a block of queries at a time */
     if ((t = stage_t(c, G2F_BX_MERGED)) || (t = stage_t(c, G2F_BX_Z))) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(A, t == stage_t(c, G2F_BX_Z) ? "attn.hook_z" : "attn.merged", s->e1, s->merged, s->vmerged, 0, T * d,
@@ -395,6 +479,17 @@ static void compare_attn(ctx *c, acc *A, size_t sq) {
         compare(A, "attn.out", s->e1, s->ao, s->vao, 0, T * d, t->dtype, c->lambda, s->a2);
     }
     (void)dh;
+}
+
+/* A probs_cmp for sequence sq of c's layer: t NULL when not recorded. */
+static probs_cmp probs_cmp_for(const ctx *c, size_t sq) {
+    probs_cmp pc;
+    memset(&pc, 0, sizeof pc);
+    pc.t = stage_t(c, G2F_BX_PROBS);
+    pc.sq = sq;
+    pc.lambda = c->lambda;
+    g2f_cmp_acc_init(&pc.acc, 1);
+    return pc;
 }
 
 static int attn_recorded(const ctx *c) {
@@ -431,9 +526,11 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
             t = stage_t(c, G2F_BX_LN1);
             read_seq(t, sq, T, d, s->a, NULL);
             input_var(s->a, T * d, t->dtype, s->va);
-            g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, err);
+            probs_cmp pc = probs_cmp_for(c, sq);
+            g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, &pc, err);
             if (e != G2F_OK) return e;
             compare_attn(c, A, sq);
+            probs_take(A, &pc);
             break;
         }
         case G2F_STAGE_MID:
@@ -707,9 +804,11 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
     }
-    g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, c->err);
+    probs_cmp pc = probs_cmp_for(c, sq);
+    g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, s->va ? &pc : NULL, c->err);
     if (e != G2F_OK) return e;
-    compare_attn(c, &A[G2F_STAGE_ATTN], sq);
+    if (c->f) compare_attn(c, &A[G2F_STAGE_ATTN], sq);
+    probs_take(&A[G2F_STAGE_ATTN], &pc);
     add_stage(s->x, s->vx, s->ao, s->vao, T * d, 0, s->mid, s->vmid);
     if ((t = stage_t(c, G2F_BX_MID))) {
         read_seq(t, sq, T, d, NULL, s->e1);

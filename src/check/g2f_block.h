@@ -34,7 +34,11 @@
  *
  * Sequences: the leading dimensions before T are independent sequences,
  * each from position 0; attention works per sequence, in parallel over
- * heads. Memory: one sequence's stages, including (n_head, T, T) scores.
+ * heads. Memory: one sequence's (T, width) stages and, for attention's
+ * variance, one block of G2F_ATTN_QB queries of one head at a time ((QB,
+ * T) scores and probabilities, compared with the recorded ones as they are
+ * made): linear in T. Only a values-only chain that keeps the
+ * probabilities (run --save attn.probs) holds (n_head, T, T).
  */
 #ifndef G2F_BLOCK_H
 #define G2F_BLOCK_H

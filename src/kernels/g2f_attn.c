@@ -156,13 +156,13 @@ static void split_heads(const float *qkv, size_t T, size_t d, size_t n_head, con
         }
 }
 
-/* One task: queries [i0, i0 + mq) of head h, from their scores to merged. */
-static void attend_block(const float *heads, size_t T, size_t d, size_t n_head, const g2f_attn_opts *o, size_t h,
-                         size_t i0, size_t mq, float *scores, float *z, g2f_ffn_ws *mm, int simd, float *merged,
-                         float *probs) {
-    size_t dh = d / n_head, n = o->causal ? i0 + mq : T; /* the keys the block can see */
-    const float *q = heads + (0 * n_head + h) * T * dh, *k = heads + (1 * n_head + h) * T * dh,
-                *v = heads + (2 * n_head + h) * T * dh;
+/* The probabilities (mq, n) of queries [i0, i0 + mq) of head h against the
+ * n keys the block can see: S = Q K^T by g2f_matmul on one thread, then the
+ * softmax row by row, zeros after a causal row's last key. */
+static void block_probs(const float *heads, size_t T, size_t d, size_t n_head, const g2f_attn_opts *o, size_t h,
+                        size_t i0, size_t mq, size_t n, float *scores, g2f_ffn_ws *mm, int simd) {
+    size_t dh = d / n_head;
+    const float *q = heads + (0 * n_head + h) * T * dh, *k = heads + (1 * n_head + h) * T * dh;
     g2f_matmul(q + i0 * dh, mq, dh, k, 1, n, NULL, scores, 1, mm); /* S (mq, n) = Q K^T */
     for (size_t r = 0; r < mq; r++) {
         size_t i = i0 + r, len = o->causal ? i + 1 : n;
@@ -170,6 +170,28 @@ static void attend_block(const float *heads, size_t T, size_t d, size_t n_head, 
         if (simd) g2f_simd_softmax(row, len, o->scale);
         else softmax_row_c(row, len, o->scale);
         memset(row + len, 0, (n - len) * sizeof(float));
+    }
+}
+
+void g2f_attn_block_probs(const g2f_attn_ws *ws, size_t T, size_t d, size_t n_head, const g2f_attn_opts *opts,
+                          size_t h, size_t b, float *rows, size_t *mq, size_t *n, g2f_ffn_ws *mm) {
+    g2f_attn_opts o = opts ? *opts : g2f_attn_opts_gpt2(d / n_head);
+    size_t i0 = b * QB;
+    *mq = T - i0 < QB ? T - i0 : QB;
+    *n = o.causal ? i0 + *mq : T;
+    block_probs(ws->heads, T, d, n_head, &o, h, i0, *mq, *n, rows, mm, g2f_cpu_features()->avx2_fma);
+}
+
+/* One task: queries [i0, i0 + mq) of head h, from their scores to merged. */
+static void attend_block(const float *heads, size_t T, size_t d, size_t n_head, const g2f_attn_opts *o, size_t h,
+                         size_t i0, size_t mq, float *scores, float *z, g2f_ffn_ws *mm, int simd, float *merged,
+                         float *probs) {
+    size_t dh = d / n_head, n = o->causal ? i0 + mq : T; /* the keys the block can see */
+    const float *v = heads + (2 * n_head + h) * T * dh;
+    block_probs(heads, T, d, n_head, o, h, i0, mq, n, scores, mm, simd);
+    for (size_t r = 0; r < mq; r++) {
+        size_t i = i0 + r;
+        float *row = scores + r * n;
         if (probs) {
             float *pr = probs + (h * T + i) * T;
             memcpy(pr, row, n * sizeof(float));

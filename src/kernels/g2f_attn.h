@@ -113,6 +113,16 @@ void g2f_attn_ws_free(g2f_attn_ws *ws);
 g2f_status g2f_attn_forward(const float *qkv, size_t T, size_t d, size_t n_head, const g2f_attn_opts *opts,
                             float *merged, float *probs, int n_threads, g2f_attn_ws *ws, g2f_error *err);
 
+/* The probabilities of one task of g2f_attn_forward, the same bits it
+ * used: after g2f_attn_forward(qkv, T, d, n_head, opts, ..., ws) (ws keeps
+ * the heads it split), rows gets (mq, n) for head h's queries [b QB, b QB +
+ * mq) against the n keys they see (n = b QB + mq when causal, else T; zeros
+ * after a causal row's last key), b < ceil(T / QB). rows holds QB T floats;
+ * mm is the caller's (one thread). For checks that need the probabilities
+ * a block at a time: memory QB T, never (n_head, T, T). */
+void g2f_attn_block_probs(const g2f_attn_ws *ws, size_t T, size_t d, size_t n_head, const g2f_attn_opts *opts,
+                          size_t h, size_t b, float *rows, size_t *mq, size_t *n, g2f_ffn_ws *mm);
+
 /* The reference: the same outputs computed in double (rounded to float at
  * the end), one thread. Allocates T + d_head doubles. */
 g2f_status g2f_attn_forward_ref(const float *qkv, size_t T, size_t d, size_t n_head, const g2f_attn_opts *opts,

@@ -363,6 +363,7 @@ static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params
     g2f_matmul_sq(x, s->a2, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, s->pre, s->q, n_threads, ws);
     g2f_ffn_gelu(g, s->pre, T * h, s->act, n_threads);
     g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, uw);
+    un.table_in = g == G2F_GELU_F16_TABLE; /* ggml's table rounds pre to float16: a flip near a boundary */
     for (size_t i = 0; i < T * h; i++) s->e1[i] = 0; /* no stored rounding here: the comparisons add it */
     g2f_tol_ffn_hidden(T * h, d, h, s->pre, s->act, s->q, s->e1, s->e1, &un, lambda, s->tpre, s->tact, s->q, n_threads);
     g2f_ffn_proj_sq(w, s->act, s->q, T, s->mo, s->vmo, n_threads, ws);

@@ -29,8 +29,17 @@ static int hist_bin(double score) {
     return lo;
 }
 
-static void add_seq(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol, size_t n,
-                    size_t index0) {
+/* The distance of an error d >= 0 to what the flips can make: 0, f1, f2,
+ * f1 + f2, |f1 - f2|. */
+static double off_flips(double d, double f1, double f2) {
+    double m = d, c[4] = {f1, f2, f1 + f2, fabs(f1 - f2)};
+    for (int k = 0; k < 4; k++)
+        if (c[k] > 0 && fabs(d - c[k]) < m) m = fabs(d - c[k]);
+    return m;
+}
+
+static void add_seq(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol, const float *f1,
+                    const float *f2, size_t n, size_t index0) {
     g2f_cmp *o = &a->c;
     o->total += n;
     for (size_t i = 0; i < n; i++) {
@@ -52,15 +61,15 @@ static void add_seq(g2f_cmp_acc *a, const double *expected, const float *compute
         a->ee += e * e;
         a->cc += c * c;
         a->noise += (c - e) * (c - e);
-        double score = diff;
+        double score = diff, off = f1 || f2 ? off_flips(diff, f1 ? f1[i] : 0, f2 ? f2[i] : 0) : diff;
         if (tol) {
             double t = tol[i];
             if (!isfinite(t)) {
                 o->mismatched++;
                 score = INFINITY;
             } else {
-                score = t > 0 ? diff / t : (diff > 0 ? INFINITY : 0.0);
-                if (diff > t) o->mismatched++;
+                score = t > 0 ? off / t : (off > 0 ? INFINITY : 0.0);
+                if (off > t) o->mismatched++;
             }
             o->hist[hist_bin(score)]++;
         }
@@ -102,10 +111,16 @@ void g2f_cmp_acc_merge(g2f_cmp_acc *a, const g2f_cmp_acc *b) {
 
 void g2f_cmp_acc_add(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol, size_t n,
                      size_t index0, int n_threads) {
+    g2f_cmp_acc_add_flips(a, expected, computed, tol, NULL, NULL, n, index0, n_threads);
+}
+
+void g2f_cmp_acc_add_flips(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol,
+                           const float *f1, const float *f2, size_t n, size_t index0, int n_threads) {
+#define AT(p, i0) ((p) ? (p) + (i0) : NULL)
     if (n <= G2F_CMP_BLOCK) {
         g2f_cmp_acc part;
         g2f_cmp_acc_init(&part, a->with_tol);
-        add_seq(&part, expected, computed, tol, n, index0);
+        add_seq(&part, expected, computed, tol, f1, f2, n, index0);
         g2f_cmp_acc_merge(a, &part);
         return;
     }
@@ -116,7 +131,7 @@ void g2f_cmp_acc_add(g2f_cmp_acc *a, const double *expected, const float *comput
             size_t i0 = b * G2F_CMP_BLOCK, m = n - i0 < G2F_CMP_BLOCK ? n - i0 : G2F_CMP_BLOCK;
             g2f_cmp_acc part;
             g2f_cmp_acc_init(&part, a->with_tol);
-            add_seq(&part, expected + i0, computed + i0, tol ? tol + i0 : NULL, m, index0 + i0);
+            add_seq(&part, expected + i0, computed + i0, AT(tol, i0), AT(f1, i0), AT(f2, i0), m, index0 + i0);
             g2f_cmp_acc_merge(a, &part);
         }
         return;
@@ -129,10 +144,11 @@ void g2f_cmp_acc_add(g2f_cmp_acc *a, const double *expected, const float *comput
     for (long b = 0; b < nb; b++) {
         size_t i0 = (size_t)b * G2F_CMP_BLOCK, m = n - i0 < G2F_CMP_BLOCK ? n - i0 : G2F_CMP_BLOCK;
         g2f_cmp_acc_init(&parts[b], a->with_tol);
-        add_seq(&parts[b], expected + i0, computed + i0, tol ? tol + i0 : NULL, m, index0 + i0);
+        add_seq(&parts[b], expected + i0, computed + i0, AT(tol, i0), AT(f1, i0), AT(f2, i0), m, index0 + i0);
     }
     for (size_t b = 0; b < blocks; b++) g2f_cmp_acc_merge(a, &parts[b]);
     free(parts);
+#undef AT
 }
 
 void g2f_cmp_acc_finish(const g2f_cmp_acc *a, g2f_cmp *o) {
@@ -145,7 +161,7 @@ void g2f_cmp_acc_finish(const g2f_cmp_acc *a, g2f_cmp *o) {
 void g2f_compare(const double *expected, const float *computed, const float *tol, size_t n, g2f_cmp *o) {
     g2f_cmp_acc a;
     g2f_cmp_acc_init(&a, tol != NULL);
-    add_seq(&a, expected, computed, tol, n, 0);
+    add_seq(&a, expected, computed, tol, NULL, NULL, n, 0);
     g2f_cmp_acc_finish(&a, o);
 }
 

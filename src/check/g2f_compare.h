@@ -53,6 +53,16 @@ void g2f_cmp_acc_init(g2f_cmp_acc *a, int with_tol);
  * G2F_CMP_BLOCK elements merged in order: the same bits for any thread count. */
 void g2f_cmp_acc_add(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol, size_t n,
                      size_t index0, int n_threads);
+/* The same with rounding flips (a hypothesis that rounds between stages,
+ * g2f_tol.h): two computations of a value within its float32 tolerance
+ * round to the same value or, when a rounding boundary lies between them,
+ * to neighbours one step apart. flip1 / flip2 (each may be NULL) hold per
+ * element the steps such flips can make (0: none possible); the error of
+ * an element is its distance to the nearest of 0, f1, f2, f1 + f2 and
+ * |f1 - f2|, so a flip counts as what it is, not as an error at the edge of
+ * a widened tolerance, and an error no flip can make still fails. */
+void g2f_cmp_acc_add_flips(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol,
+                           const float *flip1, const float *flip2, size_t n, size_t index0, int n_threads);
 /* Appends b, whose elements come after a's. */
 void g2f_cmp_acc_merge(g2f_cmp_acc *a, const g2f_cmp_acc *b);
 void g2f_cmp_acc_finish(const g2f_cmp_acc *a, g2f_cmp *out);

@@ -66,6 +66,7 @@ typedef struct chunk {
     float *xg, *a2; /* (C, d): c_fc's input after LayerNorm / rounding, and its A2 operand */
     float *pre_u, *act_u, *out_u; /* (C, h), (C, h), (C, d): before a port's roundings */
     float *s_fc; /* (C, h): c_fc's sums of squares, kept for the other forms (q is overwritten) */
+    float *fl_pre, *fl_act1, *fl_act2, *fl_out; /* (C, h) x 3, (C, d): rounding flips as steps (g2f_flips) */
     float *f_act, *f_q, *f_out, *f_v; /* the other forms' c_proj, stacked: (F C, h), (F C, h), (F C, d), (F C, d) */
     double *e_out, *e_pre, *e_act;
     double *x_pre, *x_out; /* (C): per-token variances from uncertain weights (how->wvar_*) */
@@ -75,7 +76,7 @@ typedef struct chunk {
  * overflow. */
 static size_t bytes_per_token(size_t d, size_t h, size_t F) {
     size_t a, b, r;
-    if (__builtin_mul_overflow(h, (size_t)52 + 8 * F, &a) || __builtin_mul_overflow(d, (size_t)36 + 8 * F, &b) ||
+    if (__builtin_mul_overflow(h, (size_t)64 + 8 * F, &a) || __builtin_mul_overflow(d, (size_t)40 + 8 * F, &b) ||
         __builtin_add_overflow(a, b, &r) || __builtin_add_overflow(r, (size_t)16, &r))
         return SIZE_MAX;
     return r;
@@ -124,6 +125,10 @@ static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, siz
     c->tol_act = fp; fp += cap * h;
     c->act2 = fp; fp += cap * h;
     c->s_fc = fp; fp += cap * h;
+    c->fl_pre = fp; fp += cap * h;
+    c->fl_act1 = fp; fp += cap * h;
+    c->fl_act2 = fp; fp += cap * h;
+    c->fl_out = fp; fp += cap * d;
     c->f_act = fp; fp += F * cap * h;
     c->f_q = fp; fp += F * cap * h;
     c->f_out = fp; fp += F * cap * d;
@@ -147,16 +152,24 @@ static void read_rows(const g2f_tensor *t, const size_t *tokens, size_t i0, size
 }
 
 /* Adds a chunk's comparison: one call for a range of tokens, one per row
- * for a list (so each row keeps its own flat index). */
-static void cmp_rows(g2f_cmp_acc *a, const double *e, const float *c, const float *tol, const size_t *tokens,
-                     size_t i0, size_t n, size_t width, int n_threads) {
+ * for a list (so each row keeps its own flat index); f1, f2: rounding
+ * flips as discrete steps, or NULL (g2f_cmp_acc_add_flips). */
+static void cmp_rows_f(g2f_cmp_acc *a, const double *e, const float *c, const float *tol, const float *f1,
+                       const float *f2, const size_t *tokens, size_t i0, size_t n, size_t width, int n_threads) {
     if (!tokens) {
-        g2f_cmp_acc_add(a, e, c, tol, n * width, i0 * width, n_threads);
+        g2f_cmp_acc_add_flips(a, e, c, tol, f1, f2, n * width, i0 * width, n_threads);
         return;
     }
-    for (size_t r = 0; r < n; r++)
-        g2f_cmp_acc_add(a, e + r * width, c + r * width, tol ? tol + r * width : NULL, width, tokens[i0 + r] * width,
-                        n_threads);
+    for (size_t r = 0; r < n; r++) {
+        size_t o = r * width;
+        g2f_cmp_acc_add_flips(a, e + o, c + o, tol ? tol + o : NULL, f1 ? f1 + o : NULL, f2 ? f2 + o : NULL, width,
+                              tokens[i0 + r] * width, n_threads);
+    }
+}
+
+static void cmp_rows(g2f_cmp_acc *a, const double *e, const float *c, const float *tol, const size_t *tokens,
+                     size_t i0, size_t n, size_t width, int n_threads) {
+    cmp_rows_f(a, e, c, tol, NULL, NULL, tokens, i0, n, width, n_threads);
 }
 
 /* The tracked tokens: the largest scores, ties to the earlier token. */
@@ -223,6 +236,7 @@ typedef struct tail_ctx {
     size_t d, h;
     double lambda;
     int user, n_threads;
+    int flips;                   /* the computation rounds between stages: flips are compared as steps */
     g2f_ffn_ws *fws;
 } tail_ctx;
 
@@ -250,9 +264,10 @@ static void hidden(const tail_ctx *t, const chunk *c, size_t n, const float *act
         }
         xp = c->x_pre;
     }
+    g2f_flips fl = {c->fl_pre, c->fl_act1, c->fl_act2}; /* read by the comparisons when t->flips */
     g2f_tol_ffn_hidden_x(nh, d, h, t->pre_u, c->pre, act_u, act, s, t->tpre ? c->e_pre : NULL,
                          t->tact ? c->e_act : NULL, un, t->lambda, xp, t->tpre ? c->tol_pre : NULL,
-                         t->tact ? c->tol_act : NULL, q, t->n_threads);
+                         t->tact ? c->tol_act : NULL, q, t->flips ? &fl : NULL, t->n_threads);
 }
 
 /* c_proj's input: act, or its rounding (TF32 inputs) into dst. */
@@ -288,7 +303,8 @@ static void out_tail(const tail_ctx *t, const chunk *c, size_t n, const float *a
             }
             xo = c->x_out;
         }
-        g2f_tol_ffn_out_x(nd, h, d, out_u, v, c->e_out, un, t->lambda, xo, v, t->n_threads);
+        g2f_tol_ffn_out_x(nd, h, d, out_u, v, c->e_out, un, t->lambda, xo, v, t->flips ? c->fl_out : NULL,
+                          t->n_threads);
     }
     if (how->residual)
         for (size_t i = 0; i < nd; i++) {
@@ -352,7 +368,10 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
     g2f_cmp_acc a_form[G2F_GELU_COUNT][3]; /* out, pre, act */
     for (int g = 0; g < G2F_GELU_COUNT; g++)
         for (int k = 0; k < 3; k++) g2f_cmp_acc_init(&a_form[g][k], 1);
-    tail_ctx tctx = {how, p, tpre, tact, NULL, NULL, d, h, lambda, user, n_threads, &ws->ffn};
+    tail_ctx tctx = {how, p, tpre, tact, NULL, NULL, d, h, lambda, user, n_threads, !user, &ws->ffn};
+    /* the flips the comparisons take off, when the computation rounds (else none) */
+    const float *fpre = tctx.flips ? c.fl_pre : NULL, *fa1 = tctx.flips ? c.fl_act1 : NULL,
+                *fa2 = tctx.flips ? c.fl_act2 : NULL, *fout = tctx.flips ? c.fl_out : NULL;
     g2f_tol_units form_un[G2F_GELU_COUNT];
     for (int g = 0; g < G2F_GELU_COUNT; g++) {
         form_un[g] = un;
@@ -414,9 +433,9 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
         float *prod = how->out_round != G2F_ROUND_NONE ? c.out_u : c.out;
         g2f_ffn_proj_sq(w, act_in, user ? NULL : c.q, n, prod, user ? NULL : c.tol_out, n_threads, &ws->ffn);
         out_tail(&tctx, &c, n, act_in, prod, c.out, c.tol_out, &un);
-        cmp_rows(&a_out, c.e_out, c.out, c.tol_out, tokens, i0, n, d, n_threads);
-        if (tpre) cmp_rows(&a_pre, c.e_pre, c.pre, c.tol_pre, tokens, i0, n, h, n_threads);
-        if (tact) cmp_rows(&a_act, c.e_act, c.act, c.tol_act, tokens, i0, n, h, n_threads);
+        cmp_rows_f(&a_out, c.e_out, c.out, c.tol_out, fout, NULL, tokens, i0, n, d, n_threads);
+        if (tpre) cmp_rows_f(&a_pre, c.e_pre, c.pre, c.tol_pre, fpre, NULL, tokens, i0, n, h, n_threads);
+        if (tact) cmp_rows_f(&a_act, c.e_act, c.act, c.tol_act, fa1, fa2, tokens, i0, n, h, n_threads);
         if (opts->profile) {
             g2f_ffn_profile *pf = &res->profile;
             profile_rows(pf, c.e_out, c.out, c.tol_out, pf->col_out, tokens, i0, n, d, 1);
@@ -471,8 +490,8 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
             float *au = plain ? c.act : c.act_u;
             act_gelu(how, (g2f_gelu)g, c.pre, nh, au, c.act, n_threads);
             hidden(&tctx, &c, n, au, c.act, c.s_fc, &form_un[g], fq);
-            if (tpre) cmp_rows(&a_form[g][1], c.e_pre, c.pre, c.tol_pre, tokens, i0, n, h, n_threads);
-            if (tact) cmp_rows(&a_form[g][2], c.e_act, c.act, c.tol_act, tokens, i0, n, h, n_threads);
+            if (tpre) cmp_rows_f(&a_form[g][1], c.e_pre, c.pre, c.tol_pre, fpre, NULL, tokens, i0, n, h, n_threads);
+            if (tact) cmp_rows_f(&a_form[g][2], c.e_act, c.act, c.tol_act, fa1, fa2, tokens, i0, n, h, n_threads);
             const float *ai = proj_input(&tctx, c.act, nh, fa);
             if (ai != fa) memcpy(fa, ai, nh * sizeof(float));
             j++;
@@ -484,7 +503,7 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
             float *fo = c.f_out + j * nd, *fv = c.f_v + j * nd;
             float *o = how->out_round != G2F_ROUND_NONE ? c.out : fo;
             out_tail(&tctx, &c, n, c.f_act + j * nh, fo, o, fv, &form_un[g]);
-            cmp_rows(&a_form[g][0], c.e_out, o, fv, tokens, i0, n, d, n_threads);
+            cmp_rows_f(&a_form[g][0], c.e_out, o, fv, fout, NULL, tokens, i0, n, d, n_threads);
             j++;
         }
     }

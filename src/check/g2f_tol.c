@@ -45,6 +45,16 @@ double g2f_round_flip(g2f_round r, float v, double t) {
     return lo != hi ? fabs((double)hi - lo) : 0;
 }
 
+double g2f_round_flip_one(g2f_round r, float v, double t) {
+    if (r == G2F_ROUND_NONE || !(t >= 0)) return 0;
+    float lo = g2f_round_value(r, (float)((double)v - t)), hi = g2f_round_value(r, (float)((double)v + t));
+    if (lo == hi) return 0;
+    /* neighbours when nothing representable lies between them: their midpoint, a tie, rounds to one of them */
+    float mid = g2f_round_value(r, (float)(((double)lo + hi) / 2));
+    double step = fabs((double)hi - lo);
+    return mid == lo || mid == hi ? step : -step;
+}
+
 g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_dtype act, double weight_roundoff) {
     g2f_tol_units u = {input_roundoff(in), weight_roundoff, g2f_dtype_store_roundoff(pre),
                        g2f_dtype_store_roundoff(act), g2f_dtype_store_roundoff(out), G2F_ROUND_NONE, 0,
@@ -56,7 +66,7 @@ void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pr
                         const float *s, const double *exp_pre, const double *exp_act, const g2f_tol_units *un,
                         double lambda, float *tol_pre, float *tol_act, float *q, int n_threads) {
     g2f_tol_ffn_hidden_x(n, n_embd, n_inner, pre, pre, act, act, s, exp_pre, exp_act, un, lambda, NULL, tol_pre,
-                         tol_act, q, n_threads);
+                         tol_act, q, NULL, n_threads);
 }
 
 /* g2f_tol_ffn_hidden_x's loop when nothing rounds and no token adds a
@@ -86,10 +96,35 @@ static void hidden_plain(size_t m, double d, double h, double kin, double uw2, d
     memcpy(q, qb, m * sizeof(float));
 }
 
+/* The probability that a value computed within sigma (standard deviation)
+ * of v rounds (r) to the other side of the boundary nearest v inside v +- t:
+ * Phi(-b / sigma) for a boundary at distance b, 0 without one in the window,
+ * 1 with several (no finer claim). A flip's second moment is this times its
+ * step squared: what it adds downstream is weighted by how likely it is. */
+static double flip_prob(g2f_round r, float v, double t, double sigma) {
+    double f = g2f_round_flip_one(r, v, t);
+    if (f == 0) return 0;
+    if (f < 0 || !(sigma > 0)) return 1;
+    float lo = g2f_round_value(r, (float)((double)v - t)), hi = g2f_round_value(r, (float)((double)v + t));
+    double b = fabs((double)v - ((double)lo + hi) / 2);
+    return 0.5 * erfc(b / (sigma * sqrt(2.0)));
+}
+
+static double cap1(double p) { return p < 1 ? p : 1; }
+
+/* A flip f (g2f_round_flip_one: > 0 one step, < 0 several) as a discrete
+ * step for the comparison (*flip, when it is kept apart) or, when several
+ * boundaries lie in the window or no flip array is kept, its size added to
+ * the tolerance (*box). */
+static void place_flip(double f, float *flip, double *box) {
+    if (f > 0 && flip) *flip = (float)f;
+    else *box += fabs(f);
+}
+
 void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *pre_u, const float *pre,
                           const float *act_u, const float *act, const float *s, const double *exp_pre,
                           const double *exp_act, const g2f_tol_units *un, double lambda, const double *tok_extra,
-                          float *tol_pre, float *tol_act, float *q, int n_threads) {
+                          float *tol_pre, float *tol_act, float *q, g2f_flips *fl, int n_threads) {
     const double u = ldexp(1.0, -24);
     const double uin = un->u_in / u, uw = un->u_w / u; /* in units of u */
     const double d = (double)n_embd, h = (double)n_inner;
@@ -111,6 +146,8 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
                          tol_pre && exp_pre ? exp_pre + i0 : NULL, tol_act && exp_act ? exp_act + i0 : NULL,
                          un->u_pre, un->u_act, tol_pre ? tol_pre + i0 : NULL, tol_act ? tol_act + i0 : NULL,
                          q + i0);
+            if (fl && fl->pre) memset(fl->pre + i0, 0, m * sizeof(float)); /* no rounding, no flip */
+            if (fl && fl->act1) memset(fl->act1 + i0, 0, m * sizeof(float)), memset(fl->act2 + i0, 0, m * sizeof(float));
             continue;
         }
         for (size_t r = 0; r < m; r++) {
@@ -124,18 +161,56 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
              * pre's tolerance interval (|GELU''| <= 2 phi(0) < 0.8, so |GELU(p + e) - GELU(p) - g e|
              * <= 0.4 e^2: negligible for float32 rounding, e ~ 1e-6, not for quantization noise),
              * and a rounding boundary within an element's tolerance (one step more) */
-            double tp = lambda * u * sqrt(v1), ta = lambda * u * sqrt(vact), gm = 0;
-            double allow_pre = 0, allow_act = 0.4 * tp * tp;
+            double tp = lambda * u * sqrt(v1), ta = lambda * u * sqrt(vact), curv = 0.4 * tp * tp;
+            double box_pre = 0, box_act = 0, flips = 0, gm = 0, flip_var = 0;
+            float f_pre = 0, f_act1 = 0, f_act2 = 0;
             if (rounds) {
-                allow_pre = g2f_round_flip(un->store, pre_u[i], tp);
-                double fin = un->table_in ? g2f_round_flip(G2F_ROUND_F16, pre[i], tp) : 0;
-                allow_act += fabs(g) * (allow_pre + fin) + g2f_round_flip(un->store, act_u[i], ta) +
-                             (fin > 0 ? g2f_round_unit(G2F_ROUND_F16) * 2 * fabs(ak) : 0);
-                gm = g2f_round_flip(un->gemm_act, act[i], ta + allow_act);
+                /* two computations of a value within its tolerance round to neighbours
+                 * when a boundary lies between them: pre's own rounding, the table's
+                 * input; the GELU carries a pre step (its slope; the curvature over the
+                 * step joins the tolerance), and act's own rounding may then flip
+                 * anywhere in the widened window */
+                double fp = g2f_round_flip_one(un->store, pre_u[i], tp);
+                double fin = un->table_in ? g2f_round_flip_one(G2F_ROUND_F16, pre[i], tp) : 0;
+                double dp = fabs(fp) + fabs(fin), prop = fabs(g) * dp;
+                double p_prop = cap1((fp ? flip_prob(un->store, pre_u[i], tp, tp / lambda) : 0) +
+                                     (fin ? flip_prob(G2F_ROUND_F16, pre[i], tp, tp / lambda) : 0));
+                place_flip(fp, fl ? &f_pre : NULL, &box_pre);
+                box_act += 0.4 * dp * dp;
+                place_flip(fp < 0 || fin < 0 || (fp && fin) ? -prop : prop, fl ? &f_act1 : NULL, &box_act);
+                /* act's own rounding: where it can land after a pre step (own), and without one
+                 * (own0, with its probability) */
+                double own, own0, p_own0;
+                if (un->table_in) { /* the table holds f16(GELU) by a float formula (ggml's, or another's) */
+                    double x16 = g2f_round_value(G2F_ROUND_F16, pre[i]);
+                    double exact = g2f_gelu_tanh_f64(x16), fe = 4 * u * (fabs(exact) + fabs(x16));
+                    int in = fabs(x16) < 10;
+                    own = in ? g2f_round_flip_one(G2F_ROUND_F16, (float)exact, fe + prop) : 0;
+                    own0 = in ? g2f_round_flip_one(G2F_ROUND_F16, (float)exact, fe) : 0;
+                    p_own0 = own0 ? flip_prob(G2F_ROUND_F16, (float)exact, fe, fe / lambda) : 0;
+                } else {
+                    own = g2f_round_flip_one(un->store, act_u[i], ta + prop);
+                    own0 = g2f_round_flip_one(un->store, act_u[i], ta);
+                    p_own0 = own0 ? flip_prob(un->store, act_u[i], ta, ta / lambda) : 0;
+                }
+                place_flip(own, fl ? &f_act2 : NULL, &box_act);
+                flips = prop + fabs(own);
+                /* downstream, each event's second moment (probability times its largest error
+                 * squared): a pre step with everything it drags along, or act's rounding alone */
+                double carried = prop + fabs(own) + 0.4 * dp * dp;
+                flip_var = p_prop * carried * carried + p_own0 * own0 * own0;
+                gm = g2f_round_flip(un->gemm_act, act[i], ta + curv + box_act + flips);
+                if (gm > 0) flip_var += cap1(p_prop + p_own0 + flip_prob(un->gemm_act, act[i], ta, ta / lambda)) * gm * gm;
             }
-            if (tol_pre && exp_pre) tol_pre[i] = (float)(tp + allow_pre + un->u_pre * fabs(exp_pre[i]));
-            if (tol_act && exp_act) tol_act[i] = (float)(ta + allow_act + un->u_act * fabs(exp_act[i]));
-            vact += (allow_act * allow_act + gm * gm) / (lambda * lambda * u * u); /* into c_proj */
+            if (fl && fl->pre) fl->pre[i] = f_pre;
+            if (fl && fl->act1) fl->act1[i] = f_act1, fl->act2[i] = f_act2;
+            if (tol_pre && exp_pre) tol_pre[i] = (float)(tp + box_pre + un->u_pre * fabs(exp_pre[i]));
+            if (tol_act && exp_act) tol_act[i] = (float)(ta + curv + box_act + un->u_act * fabs(exp_act[i]));
+            /* into c_proj: the curvature a systematic bound as before; a flip is an error of its
+             * step with the probability above, independent across elements: its second moment takes
+             * the lambda sigmas like the roundings' variance (what is boxed counts whole) */
+            (void)flips;
+            vact += curv * curv / (lambda * lambda * u * u) + flip_var / (u * u);
             q[i] = (float)((h / 2 + uw * uw) * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
         }
     }
@@ -143,12 +218,12 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
 
 void g2f_tol_ffn_out(size_t n, size_t n_inner, const float *out, const float *v, const double *exp_out,
                      const g2f_tol_units *un, double lambda, float *tol_out, int n_threads) {
-    g2f_tol_ffn_out_x(n, n_inner, 1, out, v, exp_out, un, lambda, NULL, tol_out, n_threads);
+    g2f_tol_ffn_out_x(n, n_inner, 1, out, v, exp_out, un, lambda, NULL, tol_out, NULL, n_threads);
 }
 
 void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out, const float *v,
                        const double *exp_out, const g2f_tol_units *un, double lambda, const double *tok_extra,
-                       float *tol_out, int n_threads) { /* out: before its rounding (un->out_round) */
+                       float *tol_out, float *flip_out, int n_threads) { /* out: before its rounding (un->out_round) */
     const double u = ldexp(1.0, -24), h = (double)n_inner;
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
     (void)n_threads;
@@ -160,8 +235,11 @@ void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out
         for (size_t i = i0; i < i1; i++) {
             double y = out[i];
             double var = (double)v[i] + h / 3 * y * y + (tok_extra ? tok_extra[i / n_embd] : 0.0);
-            double t = lambda * u * sqrt(var);
-            tol_out[i] = (float)(t + g2f_round_flip(un->out_round, out[i], t) + un->u_out * fabs(exp_out[i]));
+            double t = lambda * u * sqrt(var), box = 0;
+            float f = 0;
+            place_flip(g2f_round_flip_one(un->out_round, out[i], t), flip_out ? &f : NULL, &box);
+            if (flip_out) flip_out[i] = f;
+            tol_out[i] = (float)(t + box + un->u_out * fabs(exp_out[i]));
         }
     }
 }

@@ -61,6 +61,18 @@ void g2f_round_span(g2f_round r, const float *in, float *out, size_t n);
  * boundaries (two computations of v within t may round to neighbours),
  * else 0. */
 double g2f_round_flip(g2f_round r, float v, double t);
+/* The same, telling one step from several: the step when the window holds
+ * exactly one boundary (the two roundings are neighbours), minus the span
+ * when it holds more, 0 when none. */
+double g2f_round_flip_one(g2f_round r, float v, double t);
+
+/* Where the hidden tolerances put their rounding flips as discrete steps
+ * (g2f_cmp_acc_add_flips): pre's own, and act's two (a pre step carried by
+ * the GELU's slope, act's own rounding); each (n) or NULL (then a flip's
+ * size joins the tolerance instead, a box around the value). */
+typedef struct g2f_flips {
+    float *pre, *act1, *act2;
+} g2f_flips;
 
 typedef struct g2f_tol_params {
     int user;           /* 1: use atol + rtol |expected| */
@@ -102,10 +114,11 @@ void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pr
 void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *pre_u, const float *pre,
                           const float *act_u, const float *act, const float *s, const double *exp_pre,
                           const double *exp_act, const g2f_tol_units *un, double lambda, const double *tok_extra,
-                          float *tol_pre, float *tol_act, float *q, int n_threads);
+                          float *tol_pre, float *tol_act, float *q, g2f_flips *flips, int n_threads);
+/* flip_out (n) or NULL: out's own rounding flip as a discrete step (as above). */
 void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out_u, const float *v,
                        const double *exp_out, const g2f_tol_units *un, double lambda, const double *tok_extra,
-                       float *tol_out, int n_threads);
+                       float *tol_out, float *flip_out, int n_threads);
 
 /* Element-wise part after c_proj, for n = tokens x n_embd elements: from out
  * and v = q (W_proj o W_proj), tol_out. */

@@ -192,6 +192,16 @@ static g2f_status gelu_from_pairs(const g2f_fixture_views *fx, size_t h, g2f_lay
     return G2F_OK;
 }
 
+static g2f_best_gelu best_of(g2f_gelu g) {
+    switch (g) {
+    case G2F_GELU_ERF: return G2F_BEST_ERF;
+    case G2F_GELU_SIGMOID: return G2F_BEST_SIGMOID;
+    case G2F_GELU_MLX: return G2F_BEST_MLX;
+    case G2F_GELU_F16_TABLE: return G2F_BEST_F16_TABLE;
+    default: return G2F_BEST_TANH;
+    }
+}
+
 /* Evaluates how (the asked computation, or an accepted cause's) and fills
  * r's numbers, status and GELU evidence from it; *ok: every compared tensor
  * within tolerance. */
@@ -220,8 +230,8 @@ static g2f_status assess(const g2f_ffn_how *how, const g2f_fixture_views *fx, si
     r->status = *ok ? G2F_LAYER_PASS : G2F_LAYER_FAIL;
     if (*ok && ok_other)
         r->best_gelu = G2F_BEST_INDISTINGUISHABLE;
-    else if (*ok || ok_other)
-        r->best_gelu = (*ok ? p->gelu : other) == G2F_GELU_ERF ? G2F_BEST_ERF : G2F_BEST_TANH;
+    else if (*ok || ok_other) /* the form that fits: the asked one (any of the five), or the other */
+        r->best_gelu = best_of(*ok ? p->gelu : other);
     else
         r->best_gelu = G2F_BEST_NEITHER;
     st = gelu_from_pairs(fx, h, r, err);

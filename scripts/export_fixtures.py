@@ -266,6 +266,11 @@ GELU variants (replace the GELU; with --gelu tanh):
 Precision paths:
   tf32_matmul            both GEMMs with x/W_fc and act/W_proj rounded to TF32 (10-bit
                          mantissa, RNE), products exact, float32 accumulation, float32 bias
+  f16_matmul             ggml's F16 path: every product's weights and input rounded to f16
+                         (RNE), float32 accumulation and bias; in `block` and `model` also
+                         c_attn and attn.c_proj, and in `model` without @LAYERS the ends:
+                         the embedding from f16(wte), the logits f16(ln_f.out) f16(head)^T
+                         (with --mutate gelu_f16_table: the arithmetic of ggml's GPT-2 example)
   act_f16_rounded        pre = f16(x @ W_fc + b); act = f16(GELU(pre)); weights float32
   act_bf16_rounded       ... bfloat16
   autocast_f16           as torch.autocast: x, weights and biases rounded to f16; each GEMM
@@ -334,7 +339,7 @@ CODES = {
     "perturb_proj": ("int", _ALL), "nonfinite": (None, _ALL), "weights_quantized": ("quant", {_F}),
     "gelu_sigmoid": (None, _ALL), "gelu_mlx_approx": (None, _ALL),
     "gelu_f16_table": (None, _ALL), "gelu_clipped": (None, _ALL),
-    "tf32_matmul": (None, _ALL), "act_f16_rounded": (None, _ALL),
+    "tf32_matmul": (None, _ALL), "f16_matmul": (None, _ALL), "act_f16_rounded": (None, _ALL),
     "act_bf16_rounded": (None, _ALL), "autocast_f16": (None, _ALL),
     "autocast_bf16": (None, _ALL), "ln2_input_captured": (None, {_F}),
     "attn_mask_missing": (None, _BM), "attn_scale_missing": (None, _BM),
@@ -432,7 +437,7 @@ def plan_mutations(specs, layers, ctx, default_spec=None, default_layers=None):
             continue
         if ctx == _M and not at:
             # a port-wide setting also reaches the model-level LayerNorm / weights
-            if name in ("ln_eps", "weights_f16_rounded", "weights_bf16_rounded") or \
+            if name in ("ln_eps", "weights_f16_rounded", "weights_bf16_rounded", "f16_matmul") or \
                     (name in ("ln_bias_missing", "ln_weight_missing") and param in (None, "ln_f")):
                 top.append((name, param, code))
             if param == "ln_f":

@@ -199,7 +199,7 @@ def layer_norm(ar, x, w, b, eps):
 # --- FFN -------------------------------------------------------------------
 
 GELU_VARIANTS = ("gelu_sigmoid", "gelu_mlx_approx", "gelu_f16_table")
-PRECISION_CODES = ("tf32_matmul", "act_f16_rounded", "act_bf16_rounded",
+PRECISION_CODES = ("tf32_matmul", "f16_matmul", "act_f16_rounded", "act_bf16_rounded",
                    "autocast_f16", "autocast_bf16")
 PERTURB_ACT = 0.05
 PERTURB_PROJ = 0.01
@@ -230,6 +230,10 @@ def ffn(ar, x, w, gelu, has):
     tf32 = "tf32_matmul" in has
     if tf32 and auto:
         raise MutationError("tf32_matmul and autocast_* do not combine")
+    # ggml's F16 path: F16 weights, each product's input rounded to F16, float32 sums and biases
+    f16mm = "f16_matmul" in has
+    if f16mm and (auto or tf32):
+        raise MutationError("f16_matmul and autocast_* / tf32_matmul do not combine")
     xin = x
     if auto:
         R = ROUNDERS[auto]
@@ -238,6 +242,8 @@ def ffn(ar, x, w, gelu, has):
         bpj = R(bpj) if bpj is not None else None
     if tf32:
         pre = ar.linear(round_tf32(xin), round_tf32(wfc), bfc)
+    elif f16mm:
+        pre = ar.linear(round_f16(xin), round_f16(wfc), bfc)
     else:
         pre = ar.linear(xin, wfc, bfc)
     if auto or actr:
@@ -263,6 +269,8 @@ def ffn(ar, x, w, gelu, has):
         act[..., k] += PERTURB_ACT
     if tf32:
         out = ar.linear(round_tf32(act), round_tf32(wpj), bpj)
+    elif f16mm:
+        out = ar.linear(round_f16(act), round_f16(wpj), bpj)
     else:
         out = ar.linear(act, wpj, bpj)
     if auto:
@@ -331,7 +339,8 @@ def attention(ar, a, W, n_head, layer_idx, has, st):
     if "attn.c_proj" in lm:
         wp = wp.contiguous().view(d, d).t()
     ab = set(has.get("attn_bias_missing", []))
-    qkv = ar.linear(a, wq, None if "c_attn" in ab else bq)
+    mm = round_f16 if "f16_matmul" in has else (lambda t: t)  # ggml's F16 products
+    qkv = ar.linear(mm(a), mm(wq), None if "c_attn" in ab else bq)
     st["attn.qkv"] = qkv
     perm = (has.get("qkv_order") or ["qkv"])[-1]
     # the port calls the i-th third of c_attn's output perm[i]
@@ -359,7 +368,7 @@ def attention(ar, a, W, n_head, layer_idx, has, st):
     st["attn.z"] = z.permute(0, 2, 1, 3)
     merged = merge_heads(z, inter)
     st["attn.merged"] = merged
-    out = ar.linear(merged, wp, None if "c_proj" in ab else bp)
+    out = ar.linear(mm(merged), mm(wp), None if "c_proj" in ab else bp)
     st["attn.out"] = out
     return out
 
@@ -448,6 +457,10 @@ def model(ar, ids, weights, n_head, eps, gelu, plan, mhas, n_layer):
     if rnd:
         wte, wpe, lnf_w, lnf_b = rnd(wte), rnd(wpe), rnd(lnf_w), rnd(lnf_b)
         head = rnd(head) if head is not None else None
+    f16mm = "f16_matmul" in mhas  # ggml's F16 wte (the embedding's rows and the logits' product)
+    if f16mm:
+        wte = round_f16(wte)
+        head = round_f16(head) if head is not None else None
     V = wte.shape[0]
     if int(ids.min()) < 0 or int(ids.max()) >= V:
         raise MutationError("token id outside 0..%d" % (V - 1))
@@ -485,5 +498,5 @@ def model(ar, ids, weights, n_head, eps, gelu, plan, mhas, n_layer):
                                 "fixtures/README.md")
         head = None  # the port tied the head to wte
     W_U = wte if head is None else head
-    st["logits"] = ar.linear(y, W_U.t())
+    st["logits"] = ar.linear(round_f16(y) if f16mm else y, W_U.t())
     return st

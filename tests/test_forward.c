@@ -36,7 +36,7 @@ static g2f_status check_model_at(const char *ck, const char *fixture_path, int t
     if (s == G2F_OK) s = g2f_fixture_open(fixture_path, &f, err);
     if (s == G2F_OK) {
         g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-        g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads, 0}; /* nanoGPT's default would be erf */
+        g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads, 0, 0}; /* nanoGPT's default would be erf */
         s = g2f_forward_check(m, f, &p, res, err);
     }
     g2f_fixture_close(f);
@@ -367,7 +367,7 @@ static g2f_status forward_seen(const g2f_model *m, const g2f_embed *e, const g2f
     s->N = n_seq * T, s->d = e->d, s->V = e->vocab, s->T = T, s->H = g2f_model_get_info(m)->n_head;
     s->skip_probs = no_probs;
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-    g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads, no_probs};
+    g2f_forward_params p = {0, &tol, G2F_GELU_TANH, threads, no_probs, 0};
     g2f_forward_hooks hk = {s, sh_embed, sh_step, NULL, sh_ln_f, sh_logits};
     return g2f_forward_run(m, e, ids, n_seq, T, &p, NULL, f, &hk, NULL, err);
 }
@@ -449,7 +449,7 @@ static void a_values_only_chain_should_refuse_variances(void) {
     CHECK(x && g2f_model_block_load(m, 0, 0, &b, &err) == G2F_OK);
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
     for (int vo = 0; x && vo < 2; vo++) {
-        g2f_block_params bp = {0, &tol, G2F_GELU_TANH, 1, 0, vo, 0, 0.0};
+        g2f_block_params bp = {0, &tol, G2F_GELU_TANH, 1, 0, vo, 0, 0.0, G2F_ROUND_NONE, 0};
         g2f_block_chain *c = NULL;
         CHECK(g2f_block_chain_new(m, T, &bp, &c, &err) == G2F_OK);
         if (!c) continue;

@@ -92,6 +92,8 @@ typedef struct g2f_stage_result {
     size_t n_causes;             /* failing stages: explanations found (none: unexplained) */
     g2f_block_cause causes[G2F_BLOCK_MAX_CAUSES];
     size_t hypotheses_tried;
+    g2f_diag_set accepted;       /* judged on an accepted cause's recomputation (--accept), its codes; the
+                                  figures are that recomputation's, causes those of the plain check */
 } g2f_stage_result;
 
 typedef struct g2f_block_result {
@@ -99,6 +101,7 @@ typedef struct g2f_block_result {
     int chained;                 /* h.L.in recorded: the whole block computed from it */
     size_t chained_compared;     /* stages the chained pass compared (0: it had nothing to compare) */
     int diverged;                /* the chained pass found a stage that does not match */
+    g2f_diag_set chain_accepted; /* the chained pass matched when computed with these accepted precisions */
     g2f_stage first_stage;       /* with diverged: the first such stage, */
     const char *first_tensor;    /* its tensor, */
     double first_margin;         /* and margin */
@@ -117,6 +120,11 @@ typedef struct g2f_block_params {
                                     floats; g2f_block_chain_values gives NULL for them) */
     double weight_roundoff;      /* the weights known only to within this relative rounding (--accept of the
                                     checkpoint's own F16/BF16 rounding): every stage judged with it; 0 normally */
+    g2f_round gemm_in;           /* every product's input rounded so (ggml's F16 matmul; the weights the
+                                    caller's, rounded by g2f_block_round): the chain's arithmetic */
+    g2f_diag_set accept;         /* g2f_block_check: a failing stage whose cause is made of these codes alone
+                                    (weights_f16_rounded, weights_bf16_rounded, f16_matmul: --accept) is judged
+                                    on that cause's recomputation, and so is the chained pass */
 } g2f_block_params;
 
 /* Checks layer's block stages recorded in f (g2f_fixture_check_block
@@ -175,6 +183,14 @@ void g2f_block_chain_layer_end(g2f_block_chain *c, g2f_chain_verdict *out);
  * output; PRE, ACT, OUT: the FFN's). */
 const float *g2f_block_chain_values(const g2f_block_chain *c, int ffn, int kind, size_t *width);
 
+/* A copy of src with its weights rounded (r): every weight, bias and gain
+ * (a checkpoint stored rounded), or with matmul_only the four products'
+ * weights alone (c_attn, attn.c_proj, c_fc, c_proj: ggml's F16 path, whose
+ * biases and LayerNorms stay float32). dst's arrays point into *owned (the
+ * caller frees it) or into src; valid while both are. */
+g2f_status g2f_block_round(const g2f_block *src, g2f_round r, int matmul_only, g2f_block *dst, float **owned,
+                           g2f_error *err);
+
 /* LayerNorm of x (T, d) with variance vx: y and its variance vy (the
  * LayerNorm's roundings plus vx through its Jacobian), rstd (T) scratch.
  * no_w / no_b leave out the gain / bias (a port's bugs). vy NULL: y alone
@@ -183,8 +199,12 @@ void g2f_block_ln_var(const float *x, const float *vx, size_t T, size_t d, const
                       int no_b, float *y, float *vy, double *rstd, int n_threads);
 /* c (m, n) = a (m, k) B + bias with its variance: B is (k, n), or (n, k)
  * when b_trans; a2 (m, k) scratch; ws may be NULL. vc NULL: c alone (va
- * and a2 unread, may be NULL), the same bits (g2f_matmul_sq). */
+ * and a2 unread, may be NULL), the same bits (g2f_matmul_sq). rin: a rounds
+ * to that before the product (ggml's F16 matmul), into ar (m, k) scratch
+ * (unread, may be NULL, with G2F_ROUND_NONE); uw: B and bias known to
+ * within that relative rounding (0: exactly). */
 void g2f_block_gemm_var(const float *a, const float *va, size_t m, size_t k, const float *B, int b_trans, size_t n,
-                        const float *bias, float *c, float *vc, float *a2, int n_threads, g2f_ffn_ws *ws);
+                        const float *bias, double uw, g2f_round rin, float *c, float *vc, float *a2, float *ar,
+                        int n_threads, g2f_ffn_ws *ws);
 
 #endif

@@ -14,7 +14,7 @@ static const char *const diag_names[] = {
     "gelu_erf",         "gelu_tanh",          "fc_bias_missing",     "proj_bias_missing",
     "residual_included", "weights_from_layer", "weights_f16_rounded", "weights_bf16_rounded",
     "layout_misread",   "gelu_sigmoid",       "gelu_mlx_approx",     "gelu_f16_table",
-    "gelu_clipped",     "tf32_matmul",        "act_f16_rounded",     "act_bf16_rounded",
+    "gelu_clipped",     "tf32_matmul",        "f16_matmul",          "act_f16_rounded",     "act_bf16_rounded",
     "autocast_f16",     "autocast_bf16",      "weights_quantized",   "ln2_input_captured",
     "attn_mask_missing", "attn_scale_missing", "attn_scale_layer_idx", "attn_scale", "qkv_order",
     "heads_interleaved", "attn_bias_missing", "ln_eps",              "ln_bias_missing",
@@ -69,6 +69,7 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
         "ggml's float16 GELU table (llama.cpp's CPU GELU)",
         "the GELU's output clipped to [-10, 10] (HF 'gelu_10')",
         "both matmuls with inputs rounded to TF32 (PyTorch on an Ampere+ GPU with TF32 on)",
+        "matmuls as ggml's F16 path runs them (F16 weights, inputs rounded to F16, float32 accumulation)",
         "pre and act stored in float16 between the stages",
         "pre and act stored in bfloat16 between the stages",
         "the FFN under torch.autocast(float16): inputs, weights, pre, act and out in float16",
@@ -123,8 +124,9 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
 }
 
 /* Precision paths (a port's arithmetic in lower precision). */
-enum { P_NONE, P_TF32, P_ACT_F16, P_ACT_BF16, P_AUTO_F16, P_AUTO_BF16, P_COUNT };
-static const g2f_diag precision_code[P_COUNT] = {G2F_DIAG_UNEXPLAINED, G2F_DIAG_TF32_MATMUL, G2F_DIAG_ACT_F16_ROUNDED,
+enum { P_NONE, P_TF32, P_F16_MM, P_ACT_F16, P_ACT_BF16, P_AUTO_F16, P_AUTO_BF16, P_COUNT };
+static const g2f_diag precision_code[P_COUNT] = {G2F_DIAG_UNEXPLAINED, G2F_DIAG_TF32_MATMUL, G2F_DIAG_F16_MATMUL,
+                                                 G2F_DIAG_ACT_F16_ROUNDED,
                                                  G2F_DIAG_ACT_BF16_ROUNDED, G2F_DIAG_AUTOCAST_F16,
                                                  G2F_DIAG_AUTOCAST_BF16};
 
@@ -187,7 +189,7 @@ static variant cause_variant(const g2f_cause *c, g2f_gelu asked) {
 }
 
 /* Weight transforms kept once made: rounded or quantized copies. */
-enum { WT_F16 = 1, WT_BF16, WT_TF32, WT_QUANT0, WT_COUNT = WT_QUANT0 + 8 };
+enum { WT_F16 = 1, WT_BF16, WT_TF32, WT_F16W, WT_QUANT0, WT_COUNT = WT_QUANT0 + 8 }; /* F16W: biases kept */
 static const g2f_dtype quant_types[8] = {G2F_DTYPE_Q8_0, G2F_DTYPE_Q4_0, G2F_DTYPE_Q4_1, G2F_DTYPE_Q5_0,
                                          G2F_DTYPE_Q5_1, G2F_DTYPE_Q4_K, G2F_DTYPE_Q5_K, G2F_DTYPE_Q6_K};
 
@@ -244,7 +246,7 @@ static const g2f_ffn_weights *transformed(ctx *c, int k, int *applies, g2f_error
     if (!buf) return NULL;
     g2f_ffn_weights r = *w;
     float *p = buf;
-    g2f_round rnd = k == WT_F16 ? G2F_ROUND_F16 : k == WT_BF16 ? G2F_ROUND_BF16 : G2F_ROUND_TF32;
+    g2f_round rnd = k == WT_F16 || k == WT_F16W ? G2F_ROUND_F16 : k == WT_BF16 ? G2F_ROUND_BF16 : G2F_ROUND_TF32;
     if (k >= WT_QUANT0) {
         g2f_dtype q = quant_types[k - WT_QUANT0];
         if (!quantize_matrix(q, w->w_fc, w->layout_fc, c->d, c->h, p) ||
@@ -262,7 +264,7 @@ static const g2f_ffn_weights *transformed(ctx *c, int k, int *applies, g2f_error
     p += 2 * dh;
     /* biases: float32 in llama.cpp and in a TF32 matmul (added after the
      * product); rounded with the weights otherwise (autocast casts them) */
-    int keep_bias = k >= WT_QUANT0 || k == WT_TF32;
+    int keep_bias = k >= WT_QUANT0 || k == WT_TF32 || k == WT_F16W; /* ggml's F16 path adds float32 biases */
     if (w->b_fc) {
         if (keep_bias) memcpy(p, w->b_fc, c->h * sizeof(float));
         else g2f_round_span(rnd, w->b_fc, p, c->h);
@@ -340,6 +342,9 @@ static g2f_status build_how(ctx *c, const variant *v, const g2f_ffn_weights *bas
     if (v->rounding) wt = v->rounding == 1 ? WT_F16 : WT_BF16, rd = v->rounding == 1 ? G2F_DTYPE_F16 : G2F_DTYPE_BF16;
     switch (v->precision) {
     case P_TF32: wt = WT_TF32, how->gemm_in = G2F_ROUND_TF32; break;
+    case P_F16_MM: /* an F16 checkpoint's weights are ggml's own: nothing to round then */
+        wt = c->wdtype == G2F_DTYPE_F16 ? 0 : WT_F16W, how->gemm_in = G2F_ROUND_F16;
+        break;
     case P_ACT_F16: how->store = G2F_ROUND_F16; break;
     case P_ACT_BF16: how->store = G2F_ROUND_BF16; break;
     case P_AUTO_F16:
@@ -462,9 +467,11 @@ static size_t cheap_singles(const ctx *c, variant *out) {
  * hold together (the weights have one origin: a rounding, a precision path
  * that rounds them, or a quantization). */
 static int combine(const variant *a, const variant *b, variant *out) {
-    int wa = a->rounding || a->precision == P_TF32 || a->precision == P_AUTO_F16 || a->precision == P_AUTO_BF16 ||
+    int wa = a->rounding || a->precision == P_TF32 || a->precision == P_F16_MM || a->precision == P_AUTO_F16 ||
+             a->precision == P_AUTO_BF16 ||
              a->quant != G2F_DTYPE_F32;
-    int wb = b->rounding || b->precision == P_TF32 || b->precision == P_AUTO_F16 || b->precision == P_AUTO_BF16 ||
+    int wb = b->rounding || b->precision == P_TF32 || b->precision == P_F16_MM || b->precision == P_AUTO_F16 ||
+             b->precision == P_AUTO_BF16 ||
              b->quant != G2F_DTYPE_F32;
     if ((a->gelu >= 0 && b->gelu >= 0) || (a->clip && b->clip) || (a->no_fc_bias && b->no_fc_bias) ||
         (a->no_proj_bias && b->no_proj_bias) || (a->residual && b->residual) || (wa && wb) ||

@@ -49,6 +49,8 @@ typedef enum g2f_diag {
     G2F_DIAG_GELU_F16_TABLE,      /* ggml's float16 GELU table (llama.cpp's CPU GELU) */
     G2F_DIAG_GELU_CLIPPED,        /* the GELU's result clipped to [-10, 10] (HF gelu_10) */
     G2F_DIAG_TF32_MATMUL,         /* both products' inputs rounded to TF32 (an Ampere+ GPU with TF32 on) */
+    G2F_DIAG_F16_MATMUL,          /* ggml's F16 path: F16 weights, every product's input rounded to F16,
+                                     float32 accumulation and biases */
     G2F_DIAG_ACT_F16_ROUNDED,     /* pre and act stored in float16 between the stages */
     G2F_DIAG_ACT_BF16_ROUNDED,    /* ... in bfloat16 */
     G2F_DIAG_AUTOCAST_F16,        /* the whole FFN as torch.autocast(float16) runs it */
@@ -112,6 +114,7 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n);
 #define G2F_ACCEPT_F16 G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED)
 #define G2F_ACCEPT_BF16 G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED)
 #define G2F_ACCEPT_QUANTIZED G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANTIZED)
+#define G2F_ACCEPT_F16_MATMUL G2F_DIAG_BIT(G2F_DIAG_F16_MATMUL)
 
 typedef struct g2f_diag_input {
     const g2f_model *model;

@@ -38,15 +38,29 @@ static void embed_seq(const g2f_embed *e, const int64_t *ids, size_t T, const g2
     size_t d = e->d;
     int with_pos = e->wpe && !(how && how->no_wpe);
     long off = how ? how->wpe_offset : 0;
+    const float *wte = how && how->wte_r ? how->wte_r : e->wte, *wpe = how && how->wpe_r ? how->wpe_r : e->wpe;
+    double uw = how ? how->uw : 0; /* the tables known to within their rounding: each term's own size */
     for (size_t t = 0; t < T; t++) {
-        const float *w = e->wte + (size_t)ids[t] * d;
-        const float *pe = with_pos ? e->wpe + (size_t)((long)t + off) * d : NULL;
+        const float *w = wte + (size_t)ids[t] * d;
+        const float *pe = with_pos ? wpe + (size_t)((long)t + off) * d : NULL;
         for (size_t j = 0; j < d; j++) {
             float v = pe ? w[j] + pe[j] : w[j];
             x[t * d + j] = v;
-            if (vx) vx[t * d + j] = pe ? (float)(U * U * (double)v * v) : 0.0f;
+            if (vx)
+                vx[t * d + j] = (float)((pe ? U * U * (double)v * v : 0.0) +
+                                        uw * uw * ((double)w[j] * w[j] + (pe ? (double)pe[j] * pe[j] : 0.0)));
         }
     }
+}
+
+/* The head the logits use under how: a rounded copy, wte (lm_head_untied),
+ * or the checkpoint's; *trans and *bias with it. */
+static const float *head_of(const g2f_embed *e, const g2f_model_how *how, int *trans, const float **bias) {
+    int wte = how && how->wte_head;
+    *trans = wte || !e->head_dv; /* lm_head (vocab, d): logits = y head^T */
+    *bias = wte ? NULL : e->head_b;
+    if (how && how->head_r) return how->head_r;
+    return wte ? e->wte : e->head;
 }
 
 g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
@@ -65,7 +79,8 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
         return g2f_error_set(err, G2F_ERR_FORMAT, "sequences of %zu tokens but the checkpoint has %zu positions", T,
                              e->n_pos);
     int var = f != NULL; /* nothing compared: no variance computed, none allocated */
-    g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0, !var, !var && p->no_probs, 0.0};
+    g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0, !var, !var && p->no_probs,
+                           how ? how->uw : 0.0, how ? how->gemm_in : G2F_ROUND_NONE, 0};
     g2f_block_chain *c = NULL;
     g2f_status st = g2f_block_chain_new(m, T, &bp, &c, err);
     if (st != G2F_OK) return st;
@@ -74,7 +89,8 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
     float *x = g2f_alloc_work(N, (var ? 4 : 2) * d, sizeof(float), "the forward: the residual stream and ln_f's output",
                               err);
     double *rstd = x ? g2f_alloc_work(N, 1, sizeof(double), "the forward: ln_f's statistics", err) : NULL;
-    float *z = rstd ? g2f_alloc_work(R, var ? 2 * V + d : V, sizeof(float), "the forward: a chunk of logits", err)
+    float *z = rstd ? g2f_alloc_work(R, var ? 2 * V + 2 * d : V + d, sizeof(float), "the forward: a chunk of logits",
+                                     err)
                     : NULL;
     g2f_ffn_ws ws = {0};
     if (!z) {
@@ -83,16 +99,21 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
     }
     /* without variances: x, y (N, d) and z (R, V) only, the rest NULL */
     float *vx = var ? x + N * d : NULL, *y = var ? vx + N * d : x + N * d, *vy = var ? y + N * d : NULL;
-    float *vz = var ? z + R * V : NULL, *a2 = var ? vz + R * V : NULL;
+    float *vz = var ? z + R * V : NULL, *a2 = var ? vz + R * V : NULL, *ar = var ? a2 + R * d : z + R * V;
     for (size_t s = 0; s < n_seq; s++) embed_seq(e, ids + s * T, T, how, x + s * T * d, var ? vx + s * T * d : NULL);
     if (hooks->embed && (st = hooks->embed(hooks->user, x, vx, err)) != G2F_OK) goto done;
     for (size_t L = 0; L < mi->n_layer; L++) {
-        g2f_block b;
+        g2f_block b, br;
+        float *owned = NULL;
         if ((st = g2f_model_block_load(m, L, p->n_head, &b, err)) != G2F_OK) goto done;
+        static const g2f_round kinds[4] = {G2F_ROUND_NONE, G2F_ROUND_F16, G2F_ROUND_F16, G2F_ROUND_BF16};
+        int rb = how ? how->block_round : 0; /* the port's rounded weights (a hypothesis or --accept) */
+        if (rb > 0 && rb < 4) st = g2f_block_round(&b, kinds[rb], rb == 2, &br, &owned, err);
         for (size_t s = 0; s < n_seq && st == G2F_OK; s++) {
-            st = g2f_block_chain_step(c, &b, L, f, s, x + s * T * d, var ? vx + s * T * d : NULL, err);
+            st = g2f_block_chain_step(c, owned ? &br : &b, L, f, s, x + s * T * d, var ? vx + s * T * d : NULL, err);
             if (st == G2F_OK && hooks->step) st = hooks->step(hooks->user, L, s, c, err);
         }
+        free(owned);
         g2f_block_free(&b);
         g2f_chain_verdict v;
         g2f_block_chain_layer_end(c, &v);
@@ -109,13 +130,12 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
                          p->n_threads);
     }
     if (hooks->ln_f && (st = hooks->ln_f(hooks->user, y, vy, err)) != G2F_OK) goto done;
-    int wte = how && how->wte_head;
-    const float *head = wte ? e->wte : e->head, *bias = wte ? NULL : e->head_b;
-    int b_trans = wte || !e->head_dv; /* lm_head (vocab, d): logits = y head^T */
+    int b_trans;
+    const float *bias, *head = head_of(e, how, &b_trans, &bias);
     for (size_t r0 = 0; r0 < N && st == G2F_OK; r0 += R) {
         size_t n = N - r0 < R ? N - r0 : R;
-        g2f_block_gemm_var(y + r0 * d, var ? vy + r0 * d : NULL, n, d, head, b_trans, V, bias, z, vz, a2,
-                           p->n_threads, &ws);
+        g2f_block_gemm_var(y + r0 * d, var ? vy + r0 * d : NULL, n, d, head, b_trans, V, bias, how ? how->uw : 0.0,
+                           how ? how->gemm_in : G2F_ROUND_NONE, z, vz, a2, ar, p->n_threads, &ws);
         if (hooks->logits) st = hooks->logits(hooks->user, r0, n, z, vz, err);
     }
 done:
@@ -148,6 +168,11 @@ typedef struct chk {
     float *tol;
     size_t cap;                   /* elements of each */
     g2f_logit_agreement *agree;   /* NULL: not wanted */
+    /* the ends' weights rounded to F16 (the precision hypotheses and --accept), made on first use:
+     * wte (vocab, d), wpe (n_pos, d), the head (when not wte); one block, owned */
+    float *r16, *wte16, *wpe16, *head16;
+    int r16_tried;
+    g2f_dtype wdtype;             /* the checkpoint's block weights' dtype */
 } chk;
 
 /* Compares rows [row0, row0 + n) of width w with the reference of stage s. */
@@ -244,7 +269,7 @@ static void input_var(const float *x, size_t n, g2f_dtype dt, float *v) {
 }
 
 typedef struct iso_buf {
-    float *a, *va, *b, *vb, *a2; /* (R, max(d, V)) each */
+    float *a, *va, *b, *vb, *a2, *ar; /* (R, max(d, V)) each */
     double *rstd;
     g2f_ffn_ws ws;
 } iso_buf;
@@ -278,15 +303,62 @@ static void iso_stage(chk *k, int s, const int64_t *ids, const g2f_model_how *ho
                 }
                 cmp_rows(k, s, r0, n, d, ib->b, ib->vb);
             } else {
-                int wte = how->wte_head;
-                g2f_block_gemm_var(ib->a, ib->va, n, d, wte ? e->wte : e->head, wte || !e->head_dv, V,
-                                   wte ? NULL : e->head_b, ib->b, ib->vb, ib->a2, p->n_threads, &ib->ws);
+                int b_trans;
+                const float *bias, *head = head_of(e, how, &b_trans, &bias);
+                g2f_block_gemm_var(ib->a, ib->va, n, d, head, b_trans, V, bias, how->uw, how->gemm_in, ib->b, ib->vb,
+                                   ib->a2, ib->ar, p->n_threads, &ib->ws);
                 cmp_rows(k, s, r0, n, V, ib->b, ib->vb);
             }
         }
     }
     fill_mstage(out, k, s);
     k->agree = keep;
+}
+
+/* The ends' weights rounded to F16, once (0 when there is no room: the
+ * precision hypotheses are then not tried). */
+static int ends_f16(chk *k) {
+    if (k->r16_tried) return k->r16 != NULL;
+    k->r16_tried = 1;
+    const g2f_embed *e = k->e;
+    size_t nv = k->V * k->d, np = e->wpe ? e->n_pos * k->d : 0, nh = e->head != e->wte ? nv : 0;
+    g2f_error tmp = {0};
+    if (!(k->r16 = g2f_alloc_work(nv + np + nh ? nv + np + nh : 1, 1, sizeof(float), "F16 copies of the ends", &tmp)))
+        return 0;
+    k->wte16 = k->r16, k->wpe16 = e->wpe ? k->r16 + nv : NULL, k->head16 = nh ? k->r16 + nv + np : k->wte16;
+    g2f_round_span(G2F_ROUND_F16, e->wte, k->wte16, nv);
+    if (e->wpe) g2f_round_span(G2F_ROUND_F16, e->wpe, k->wpe16, np);
+    if (nh) g2f_round_span(G2F_ROUND_F16, e->head, k->head16, nh);
+    return 1;
+}
+
+/* A tensor the checkpoint already holds as F16 (the port's F16 copy is it). */
+static int is_f16(const g2f_tensor *t) { return t && t->dtype == G2F_DTYPE_F16; }
+
+/* The model computed with the port's precision: codes (weights_f16_rounded
+ * and/or f16_matmul) into *hw (which the caller zeroed). weights_f16_rounded:
+ * every weight F16 (an F16 checkpoint against a float32 reference: the
+ * weights known to within their rounding instead); f16_matmul: ggml's F16
+ * path, the products' weights F16 (wte among them: the embedding reads its
+ * F16 rows), every product's input rounded to F16. 0 when the ends could not
+ * be rounded. */
+static int precision_how(chk *k, g2f_diag_set codes, g2f_model_how *hw) {
+    const g2f_embed *e = k->e;
+    int all = (codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED)) != 0,
+        mm = (codes & G2F_DIAG_BIT(G2F_DIAG_F16_MATMUL)) != 0;
+    if (!all && !mm) return 1;
+    if (!ends_f16(k)) return 0;
+    if (all && is_f16(e->src[0])) { /* the checkpoint is the rounded side */
+        hw->uw = g2f_dtype_store_roundoff(G2F_DTYPE_F16);
+    } else {
+        if (!is_f16(e->src[0])) hw->wte_r = k->wte16;
+        if (all && e->wpe && !is_f16(e->src[1])) hw->wpe_r = k->wpe16;
+        if (!is_f16(e->src[2] ? e->src[2] : e->src[0])) hw->head_r = k->head16;
+    }
+    int f16_ckpt = k->wdtype == G2F_DTYPE_F16; /* its blocks are the port's F16 weights already */
+    hw->block_round = all ? (f16_ckpt ? 0 : 1) : (f16_ckpt ? 0 : 2);
+    if (mm) hw->gemm_in = G2F_ROUND_F16;
+    return 1;
 }
 
 /* The model-level bugs that act on stage s (s = -1: all of them, for a
@@ -325,6 +397,21 @@ static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause
         }
     }
     if ((s < 0 || s == G2F_MSTAGE_LOGITS) && e->head_stored && !e->tied) ADD(G2F_DIAG_LM_HEAD_UNTIED, hw[n].wte_head = 1);
+    /* the port's precision: its weights F16, ggml's F16 matmul (the embedding and the logits; the
+     * blocks' own stages are diagnosed by the block check) */
+    if (s != G2F_MSTAGE_LN_F) {
+        static const g2f_diag prec[2] = {G2F_DIAG_WEIGHTS_F16_ROUNDED, G2F_DIAG_F16_MATMUL};
+        for (int i = 0; i < 2 && n < max; i++) {
+            memset(&hw[n], 0, sizeof hw[n]);
+            memset(&cs[n], 0, sizeof cs[n]);
+            cs[n].codes = G2F_DIAG_BIT(prec[i]);
+            if (!precision_how((chk *)k, cs[n].codes, &hw[n])) break;
+            /* a no-op at this stage (nothing to round): not a hypothesis */
+            if (hw[n].wte_r || hw[n].wpe_r || hw[n].head_r || hw[n].uw > 0 ||
+                (hw[n].gemm_in && s != G2F_MSTAGE_EMBED))
+                n++;
+        }
+    }
 #undef ADD
     return n;
 }
@@ -413,6 +500,185 @@ static g2f_status chain_possible(const g2f_model *m, const g2f_embed *e, const g
     return G2F_OK;
 }
 
+/* What one judgment of the model-level stages works with. */
+typedef struct fwd {
+    const g2f_model *m;
+    const g2f_fixture *f;
+    const g2f_forward_params *p;
+    const g2f_embed *e;
+    chk *k;
+    iso_buf *ib;
+    const int64_t *ids;           /* NULL without input_ids */
+    const g2f_tensor *iso_in[G2F_MSTAGE_COUNT];
+    size_t n_seq, T;
+} fwd;
+
+/* The chained forward from input_ids under how, compared stage by stage. */
+static g2f_status chained_pass(fwd *w, const g2f_model_how *how, g2f_model_result *out, g2f_error *err) {
+    chk *k = w->k;
+    chk_reset(k);
+    g2f_forward_hooks hk = {k, h_embed, NULL, NULL, h_ln_f, h_logits};
+    out->agree.positions = out->agree.top1_agree = out->agree.n_differing = 0;
+    out->agree.computed = 0;
+    k->agree = k->tg[2].t ? &out->agree : NULL;
+    g2f_status st = g2f_forward_run(w->m, w->e, w->ids, w->n_seq, w->T, w->p, how, w->f, &hk, out->layers, err);
+    k->agree = NULL;
+    if (st != G2F_OK) return st;
+    out->chained = 1;
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) fill_mstage(&out->chain[s], k, s);
+    return G2F_OK;
+}
+
+/* The isolated stages from their recorded inputs under how; with
+ * diagnose, a failing one recomputed under the model-level bugs. */
+static void isolated_pass(fwd *w, const g2f_model_how *how, int diagnose, g2f_model_result *out) {
+    g2f_model_how plain;
+    memset(&plain, 0, sizeof plain);
+    if (!how) how = &plain;
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+        if (!w->k->tg[s].t || (s == G2F_MSTAGE_EMBED ? !w->ids : !w->iso_in[s]) || out->not_computable[s]) continue;
+        iso_stage(w->k, s, w->ids, how, w->iso_in[s], w->ib, w->p, &out->iso[s]);
+        if (out->iso[s].pass || !diagnose) continue;
+        g2f_model_how hw[16];
+        g2f_model_cause cs[16];
+        size_t n = hypotheses(w->k, s, hw, cs, 16);
+        for (size_t i = 0; i < n; i++) {
+            g2f_mstage_result r;
+            iso_stage(w->k, s, w->ids, &hw[i], w->iso_in[s], w->ib, w->p, &r);
+            out->iso[s].hypotheses_tried++;
+            if (r.pass) {
+                cs[i].margin = r.margin;
+                add_cause(&out->iso[s], &cs[i]);
+            }
+        }
+    }
+}
+
+/* A divergence no isolated check explains: the whole forward rerun under
+ * each model-level bug; the ones that make every recorded stage match go
+ * to *found. */
+static g2f_status rerun_whole(fwd *w, g2f_model_result *out, g2f_mstage_result *found, g2f_error *err) {
+    g2f_model_how hw[16];
+    g2f_model_cause cs[16];
+    size_t n = hypotheses(w->k, -1, hw, cs, 16);
+    g2f_model_result tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.n_layers = out->n_layers;
+    tmp.layers = calloc(out->n_layers ? out->n_layers : 1, sizeof *tmp.layers);
+    if (!tmp.layers) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    g2f_forward_hooks hk = {w->k, h_embed, NULL, NULL, h_ln_f, h_logits};
+    g2f_status st = G2F_OK;
+    for (size_t i = 0; i < n && st == G2F_OK; i++) {
+        chk_reset(w->k);
+        st = g2f_forward_run(w->m, w->e, w->ids, w->n_seq, w->T, w->p, &hw[i], w->f, &hk, tmp.layers, err);
+        for (int s = 0; s < G2F_MSTAGE_COUNT; s++) fill_mstage(&tmp.chain[s], w->k, s);
+        out->iso[G2F_MSTAGE_EMBED].hypotheses_tried++;
+        if (st == G2F_OK && chain_clean(&tmp)) {
+            double mg = 0;
+            for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+                if (tmp.chain[s].checked && tmp.chain[s].margin > mg) mg = tmp.chain[s].margin;
+            cs[i].margin = mg;
+            add_cause(found, &cs[i]);
+        }
+    }
+    free(tmp.layers);
+    return st;
+}
+
+/* The first divergence in model order (chained, else isolated), and its
+ * diagnosis: the isolated stage's, else (with diagnose) a whole rerun's. */
+static g2f_status first_divergence(fwd *w, int diagnose, g2f_model_result *out, g2f_error *err) {
+    const g2f_mstage_result *res = out->chained ? out->chain : out->iso;
+    int first_m = -1;
+    if (res[G2F_MSTAGE_EMBED].checked && !res[G2F_MSTAGE_EMBED].pass) first_m = G2F_MSTAGE_EMBED;
+    for (size_t L = 0; first_m < 0 && out->chained && L < out->n_layers; L++)
+        if (out->layers[L].diverged) {
+            out->diverged = 1;
+            out->first_layer = (long)L;
+            out->first_stage = g2f_stage_name(out->layers[L].first_stage);
+            out->first_tensor = out->layers[L].first_tensor;
+            out->first_margin = out->layers[L].first_margin;
+            break;
+        }
+    for (int s = G2F_MSTAGE_LN_F; first_m < 0 && !out->diverged && s < G2F_MSTAGE_COUNT; s++)
+        if (res[s].checked && !res[s].pass) first_m = s;
+    if (first_m < 0 && !out->chained) /* isolated results beyond the first in order */
+        for (int s = 0; s < G2F_MSTAGE_COUNT && first_m < 0; s++)
+            if (out->iso[s].checked && !out->iso[s].pass) first_m = s;
+    if (first_m < 0) return G2F_OK;
+    const g2f_mstage_result *fr = &res[first_m];
+    out->diverged = 1;
+    out->first_stage = g2f_mstage_name((g2f_mstage)first_m);
+    out->first_tensor = fr->tensor;
+    out->first_margin = fr->margin;
+    g2f_mstage_result *iso = &out->iso[first_m];
+    if (iso->n_causes) {
+        join_causes(iso, out->first_codes, sizeof out->first_codes);
+    } else if (out->chained && diagnose) {
+        g2f_mstage_result found = {0};
+        g2f_status st = rerun_whole(w, out, &found, err);
+        if (st != G2F_OK) return st;
+        join_causes(&found, out->first_codes, sizeof out->first_codes);
+        /* kept on the stage so that reports show it */
+        for (size_t i = 0; i < found.n_causes && i < G2F_MODEL_MAX_CAUSES; i++) {
+            g2f_model_cause one = found.causes[i]; /* a copy: GCC -O3 cannot see found is written */
+            add_cause(iso, &one);
+        }
+    }
+    return G2F_OK;
+}
+
+/* A fresh judgment in out (the arrays kept). */
+static void judgment_reset(g2f_model_result *out) {
+    memset(out->chain, 0, sizeof out->chain);
+    memset(out->iso, 0, sizeof out->iso);
+    for (size_t L = 0; out->layers && L < out->n_layers; L++) memset(&out->layers[L], 0, sizeof out->layers[L]);
+    out->chained = out->diverged = 0;
+    out->first_layer = -1;
+    out->first_stage = out->first_tensor = NULL;
+    out->first_margin = 0;
+    out->first_codes[0] = '\0';
+    out->compared = 0;
+    out->pass = 0;
+}
+
+/* The model-level stages judged under how: chained, isolated, the first
+ * divergence and what follows it, the counts and the verdict. */
+static g2f_status judge(fwd *w, const g2f_model_how *how, int diagnose, g2f_model_result *out, g2f_error *err) {
+    judgment_reset(out);
+    g2f_status st = G2F_OK;
+    if (w->ids && !out->chain_note[0] && (st = chained_pass(w, how, out, err)) != G2F_OK) return st;
+    isolated_pass(w, how, diagnose, out);
+    if ((st = first_divergence(w, diagnose, out, err)) != G2F_OK) return st;
+    mark_downstream(out);
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) out->compared += (size_t)out->chain[s].checked + (size_t)out->iso[s].checked;
+    for (size_t L = 0; L < out->n_layers; L++)
+        for (int s = 0; s < G2F_STAGE_COUNT; s++) out->compared += (size_t)out->layers[L].stage[s].checked;
+    out->pass = !out->diverged && out->compared > 0;
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+        if (out->iso[s].checked && !out->iso[s].pass) out->pass = 0;
+    return G2F_OK;
+}
+
+/* The precisions --accept takes for the whole model (weights_f16_rounded,
+ * f16_matmul): after a failing judgment, the model judged again computed
+ * that way; when it then passes, that judgment stands, marked accepted. */
+static g2f_status judge_accepted(fwd *w, g2f_model_result *out, g2f_error *err) {
+    g2f_diag_set acc = w->p->accept & (G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED) | G2F_DIAG_BIT(G2F_DIAG_F16_MATMUL));
+    g2f_model_how hw;
+    memset(&hw, 0, sizeof hw);
+    if (out->pass || !acc || !precision_how(w->k, acc, &hw)) return G2F_OK;
+    g2f_model_result again = *out; /* the arrays are shared: the plain judgment is redone if this fails */
+    g2f_status st = judge(w, &hw, 0, &again, err);
+    if (st != G2F_OK) return st;
+    if (again.pass) {
+        *out = again;
+        out->accepted = acc;
+        return G2F_OK;
+    }
+    return judge(w, NULL, 1, out, err);
+}
+
 g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f_forward_params *p,
                              g2f_model_result *out, g2f_error *err) {
     memset(out, 0, sizeof *out);
@@ -442,6 +708,7 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     k.f = f, k.e = &e, k.d = e.d, k.V = e.vocab, k.n_seq = n_seq, k.T = T, k.N = n_seq * T;
     k.lambda = p->tol->lambda > 0 ? p->tol->lambda : G2F_TOL_LAMBDA;
     k.n_threads = p->n_threads;
+    k.wdtype = mi->dtype;
     /* the references: embed, else TransformerLens' two halves, else h.0.in */
     const g2f_tensor *tok = g2f_fixture_model(f, G2F_MX_TOK_EMBED), *pos = g2f_fixture_model(f, G2F_MX_POS_EMBED);
     if ((k.tg[0].t = g2f_fixture_model(f, G2F_MX_EMBED))) k.tg[0].name = k.tg[0].t->name;
@@ -457,7 +724,7 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     memset(&ib, 0, sizeof ib);
     k.cap = rows * w;
     k.ebuf = g2f_alloc_work(rows, 2 * w, sizeof(double), "verify: the model's reference rows", err);
-    k.tol = k.ebuf ? g2f_alloc_work(rows, 6 * w, sizeof(float), "verify: the model's work rows", err) : NULL;
+    k.tol = k.ebuf ? g2f_alloc_work(rows, 7 * w, sizeof(float), "verify: the model's work rows", err) : NULL;
     ib.rstd = k.tol ? g2f_alloc_work(rows, 1, sizeof(double), "verify: ln_f's statistics", err) : NULL;
     ids = ib.rstd && tids ? g2f_alloc_work(k.N, 1, sizeof(int64_t), "verify: input_ids", err) : NULL;
     out->agree.differing = ids ? g2f_alloc_work(k.N, 1, sizeof(size_t), "verify: the logits' positions", err) : NULL;
@@ -468,6 +735,7 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     k.ebuf2 = k.ebuf + rows * w;
     ib.a = k.tol + rows * w, ib.va = ib.a + rows * w, ib.b = ib.va + rows * w, ib.vb = ib.b + rows * w;
     ib.a2 = ib.vb + rows * w;
+    ib.ar = ib.a2 + rows * w;
     if (tids) g2f_fixture_read_ids(tids, 0, k.N, ids);
     out->has_ids = tids != NULL;
     /* chained, from input_ids: it needs every block's attention */
@@ -479,115 +747,18 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto done;
         }
-        g2f_forward_hooks hk = {&k, h_embed, NULL, NULL, h_ln_f, h_logits};
-        k.agree = k.tg[2].t ? &out->agree : NULL;
-        if ((st = g2f_forward_run(m, &e, ids, n_seq, T, p, NULL, f, &hk, out->layers, err)) != G2F_OK) goto done;
-        k.agree = NULL;
-        out->chained = 1;
-        for (int s = 0; s < G2F_MSTAGE_COUNT; s++) fill_mstage(&out->chain[s], &k, s);
     }
-    /* isolated, from the recorded inputs, diagnosed when failing */
-    const g2f_tensor *iso_in[G2F_MSTAGE_COUNT] = {
-        NULL, mi->n_layer ? g2f_fixture_block(f, mi->n_layer - 1, G2F_BX_OUT) : NULL, k.tg[1].t};
     /* GPT-2's embedding needs wpe, ln_f its gain: a checkpoint without them
      * cannot compute those stages (never a comparison against a stand-in) */
     out->not_computable[G2F_MSTAGE_EMBED] = e.wpe ? NULL : "the checkpoint holds no position embedding (wpe)";
     out->not_computable[G2F_MSTAGE_LN_F] = e.ln_f.found ? NULL : "the checkpoint holds no final LayerNorm (ln_f)";
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
-        if (!k.tg[s].t || (s == G2F_MSTAGE_EMBED ? !tids : !iso_in[s]) || out->not_computable[s]) continue;
-        g2f_model_how base;
-        memset(&base, 0, sizeof base);
-        iso_stage(&k, s, ids, &base, iso_in[s], &ib, p, &out->iso[s]);
-        if (out->iso[s].pass) continue;
-        g2f_model_how hw[16];
-        g2f_model_cause cs[16];
-        size_t n = hypotheses(&k, s, hw, cs, 16);
-        for (size_t i = 0; i < n; i++) {
-            g2f_mstage_result r;
-            iso_stage(&k, s, ids, &hw[i], iso_in[s], &ib, p, &r);
-            out->iso[s].hypotheses_tried++;
-            if (r.pass) {
-                cs[i].margin = r.margin;
-                add_cause(&out->iso[s], &cs[i]);
-            }
-        }
-    }
-    /* the first divergence in model order */
-    const g2f_mstage_result *res = out->chained ? out->chain : out->iso;
-    int first_m = -1;
-    if (res[G2F_MSTAGE_EMBED].checked && !res[G2F_MSTAGE_EMBED].pass) first_m = G2F_MSTAGE_EMBED;
-    for (size_t L = 0; first_m < 0 && out->chained && L < out->n_layers; L++)
-        if (out->layers[L].diverged) {
-            out->diverged = 1;
-            out->first_layer = (long)L;
-            out->first_stage = g2f_stage_name(out->layers[L].first_stage);
-            out->first_tensor = out->layers[L].first_tensor;
-            out->first_margin = out->layers[L].first_margin;
-            break;
-        }
-    for (int s = G2F_MSTAGE_LN_F; first_m < 0 && !out->diverged && s < G2F_MSTAGE_COUNT; s++)
-        if (res[s].checked && !res[s].pass) first_m = s;
-    if (first_m < 0 && !out->chained) /* isolated results beyond the first in order */
-        for (int s = 0; s < G2F_MSTAGE_COUNT && first_m < 0; s++)
-            if (out->iso[s].checked && !out->iso[s].pass) first_m = s;
-    if (first_m >= 0) {
-        const g2f_mstage_result *fr = &res[first_m];
-        out->diverged = 1;
-        out->first_stage = g2f_mstage_name((g2f_mstage)first_m);
-        out->first_tensor = fr->tensor;
-        out->first_margin = fr->margin;
-        g2f_mstage_result *iso = &out->iso[first_m];
-        if (iso->n_causes) {
-            join_causes(iso, out->first_codes, sizeof out->first_codes);
-        } else if (out->chained) {
-            /* nothing recorded explains it alone: the whole forward rerun
-             * under each model-level bug */
-            g2f_model_how hw[16];
-            g2f_model_cause cs[16];
-            size_t n = hypotheses(&k, -1, hw, cs, 16);
-            g2f_model_result tmp;
-            memset(&tmp, 0, sizeof tmp);
-            tmp.n_layers = out->n_layers;
-            tmp.layers = calloc(out->n_layers ? out->n_layers : 1, sizeof *tmp.layers);
-            if (!tmp.layers) {
-                st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-                goto done;
-            }
-            g2f_mstage_result found = {0};
-            g2f_forward_hooks hk = {&k, h_embed, NULL, NULL, h_ln_f, h_logits};
-            for (size_t i = 0; i < n && st == G2F_OK; i++) {
-                chk_reset(&k);
-                st = g2f_forward_run(m, &e, ids, n_seq, T, p, &hw[i], f, &hk, tmp.layers, err);
-                for (int s = 0; s < G2F_MSTAGE_COUNT; s++) fill_mstage(&tmp.chain[s], &k, s);
-                iso->hypotheses_tried++;
-                if (st == G2F_OK && chain_clean(&tmp)) {
-                    double mg = 0;
-                    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
-                        if (tmp.chain[s].checked && tmp.chain[s].margin > mg) mg = tmp.chain[s].margin;
-                    cs[i].margin = mg;
-                    add_cause(&found, &cs[i]);
-                }
-            }
-            free(tmp.layers);
-            if (st != G2F_OK) goto done;
-            join_causes(&found, out->first_codes, sizeof out->first_codes);
-            /* kept on the stage so that reports show it */
-            for (size_t i = 0; i < found.n_causes && i < G2F_MODEL_MAX_CAUSES; i++) {
-                g2f_model_cause one = found.causes[i]; /* a copy: GCC -O3 cannot see found is written */
-                add_cause(iso, &one);
-            }
-        }
-    }
-    mark_downstream(out);
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) out->compared += (size_t)out->chain[s].checked + (size_t)out->iso[s].checked;
-    for (size_t L = 0; L < out->n_layers; L++)
-        for (int s = 0; s < G2F_STAGE_COUNT; s++) out->compared += (size_t)out->layers[L].stage[s].checked;
-    out->pass = !out->diverged && out->compared > 0;
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
-        if (out->iso[s].checked && !out->iso[s].pass) out->pass = 0;
+    fwd fw = {m, f, p, &e, &k, &ib, tids ? ids : NULL,
+              {NULL, mi->n_layer ? g2f_fixture_block(f, mi->n_layer - 1, G2F_BX_OUT) : NULL, k.tg[1].t}, n_seq, T};
+    if ((st = judge(&fw, NULL, 1, out, err)) == G2F_OK) st = judge_accepted(&fw, out, err);
 done:
     g2f_ffn_ws_free(&ib.ws);
     free(ib.rstd);
+    free(k.r16);
     free(k.tol);
     free(k.ebuf);
     free(ids);

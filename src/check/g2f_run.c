@@ -391,7 +391,7 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
     if ((st = g2f_writer_open_typed(out_path, rp->format, specs, i64, n, meta, 8, &c.w, err)) != G2F_OK) goto done;
     st = g2f_writer_put_i64_part(c.w, ids, N, err);
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-    g2f_forward_params fp = {p->n_head, &tol, rp->gelu, rp->n_threads, !(p->save & (1u << G2F_SAVE_PROBS))};
+    g2f_forward_params fp = {p->n_head, &tol, rp->gelu, rp->n_threads, !(p->save & (1u << G2F_SAVE_PROBS)), 0};
     g2f_forward_hooks hk = {&c, rh_embed, rh_step, rh_layer_end, rh_ln_f, rh_logits};
     if (st == G2F_OK) st = g2f_forward_run(m, &e, ids, n_seq, T, &fp, NULL, NULL, &hk, NULL, err);
     g2f_status cs = g2f_writer_close(c.w, st == G2F_OK, st == G2F_OK ? err : NULL);

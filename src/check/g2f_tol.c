@@ -110,7 +110,23 @@ static double flip_prob(g2f_round r, float v, double t, double sigma) {
     return 0.5 * erfc(b / (sigma * sqrt(2.0)));
 }
 
-static double cap1(double p) { return p < 1 ? p : 1; }
+/* The second moment a rounding adds to a value known to within sigma: a
+ * single boundary within t, its step with its probability; several (sigma
+ * beyond the rounding's step), the step at v (the rest is sigma's, counted
+ * already); none, 0. *f gets g2f_round_flip_one's answer. */
+static double flip_moment(g2f_round r, float v, double t, double sigma, double *f) {
+    *f = g2f_round_flip_one(r, v, t);
+    if (*f == 0) return 0;
+    if (*f > 0) return flip_prob(r, v, t, sigma) * *f * *f;
+    double ulp = 2 * g2f_round_unit(r) * fabs((double)v) + ldexp(1.0, -24); /* the step near v (subnormals too) */
+    return ulp * ulp;
+}
+
+double g2f_round_flip_var(g2f_round r, float v, double var, double lambda) {
+    double sigma = sqrt(var > 0 ? var : 0), t = lambda * sigma, f;
+    double m = flip_moment(r, v, t, sigma, &f);
+    return f < 0 ? var + m : m; /* several steps apart: the value's own uncertainty stays */
+}
 
 /* A flip f (g2f_round_flip_one: > 0 one step, < 0 several) as a discrete
  * step for the comparison (*flip, when it is kept apart) or, when several
@@ -162,7 +178,7 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
              * <= 0.4 e^2: negligible for float32 rounding, e ~ 1e-6, not for quantization noise),
              * and a rounding boundary within an element's tolerance (one step more) */
             double tp = lambda * u * sqrt(v1), ta = lambda * u * sqrt(vact), curv = 0.4 * tp * tp;
-            double box_pre = 0, box_act = 0, flips = 0, gm = 0, flip_var = 0;
+            double box_pre = 0, box_act = 0, flips = 0, flip_var = 0;
             float f_pre = 0, f_act1 = 0, f_act2 = 0;
             if (rounds) {
                 /* two computations of a value within its tolerance round to neighbours
@@ -170,37 +186,36 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
                  * input; the GELU carries a pre step (its slope; the curvature over the
                  * step joins the tolerance), and act's own rounding may then flip
                  * anywhere in the widened window */
-                double fp = g2f_round_flip_one(un->store, pre_u[i], tp);
-                double fin = un->table_in ? g2f_round_flip_one(G2F_ROUND_F16, pre[i], tp) : 0;
+                double fp, fin = 0, sg = tp / lambda;
+                double m_pre = flip_moment(un->store, pre_u[i], tp, sg, &fp);
+                if (un->table_in) m_pre += flip_moment(G2F_ROUND_F16, pre[i], tp, sg, &fin);
                 double dp = fabs(fp) + fabs(fin), prop = fabs(g) * dp;
-                double p_prop = cap1((fp ? flip_prob(un->store, pre_u[i], tp, tp / lambda) : 0) +
-                                     (fin ? flip_prob(G2F_ROUND_F16, pre[i], tp, tp / lambda) : 0));
                 place_flip(fp, fl ? &f_pre : NULL, &box_pre);
                 box_act += 0.4 * dp * dp;
                 place_flip(fp < 0 || fin < 0 || (fp && fin) ? -prop : prop, fl ? &f_act1 : NULL, &box_act);
                 /* act's own rounding: where it can land after a pre step (own), and without one
                  * (own0, with its probability) */
-                double own, own0, p_own0;
+                double own, own0, m_own0;
                 if (un->table_in) { /* the table holds f16(GELU) by a float formula (ggml's, or another's) */
                     double x16 = g2f_round_value(G2F_ROUND_F16, pre[i]);
                     double exact = g2f_gelu_tanh_f64(x16), fe = 4 * u * (fabs(exact) + fabs(x16));
                     int in = fabs(x16) < 10;
                     own = in ? g2f_round_flip_one(G2F_ROUND_F16, (float)exact, fe + prop) : 0;
-                    own0 = in ? g2f_round_flip_one(G2F_ROUND_F16, (float)exact, fe) : 0;
-                    p_own0 = own0 ? flip_prob(G2F_ROUND_F16, (float)exact, fe, fe / lambda) : 0;
+                    m_own0 = in ? flip_moment(G2F_ROUND_F16, (float)exact, fe, fe / lambda, &own0) : 0;
                 } else {
                     own = g2f_round_flip_one(un->store, act_u[i], ta + prop);
-                    own0 = g2f_round_flip_one(un->store, act_u[i], ta);
-                    p_own0 = own0 ? flip_prob(un->store, act_u[i], ta, ta / lambda) : 0;
+                    m_own0 = flip_moment(un->store, act_u[i], ta, ta / lambda, &own0);
                 }
                 place_flip(own, fl ? &f_act2 : NULL, &box_act);
                 flips = prop + fabs(own);
-                /* downstream, each event's second moment (probability times its largest error
-                 * squared): a pre step with everything it drags along, or act's rounding alone */
-                double carried = prop + fabs(own) + 0.4 * dp * dp;
-                flip_var = p_prop * carried * carried + p_own0 * own0 * own0;
-                gm = g2f_round_flip(un->gemm_act, act[i], ta + curv + box_act + flips);
-                if (gm > 0) flip_var += cap1(p_prop + p_own0 + flip_prob(un->gemm_act, act[i], ta, ta / lambda)) * gm * gm;
+                /* downstream, each event's second moment: pre's roundings carried by the slope
+                 * (with act's own step that may follow), and act's rounding alone */
+                double s_act = 2 * g2f_round_unit(un->table_in ? G2F_ROUND_F16 : un->store) * fabs(ak);
+                flip_var = g * g * m_pre + (m_pre > 0 ? s_act * s_act : 0) + m_own0;
+                /* c_proj's input rounding (TF32, ggml's F16): on its own, and after a pre step with
+                 * that step's probability (m_pre / dp^2) */
+                double fg, m_gm = flip_moment(un->gemm_act, act[i], ta + curv + box_act + flips, ta / lambda, &fg);
+                flip_var += m_gm + (dp > 0 ? m_pre / (dp * dp) : 0) * fg * fg;
             }
             if (fl && fl->pre) fl->pre[i] = f_pre;
             if (fl && fl->act1) fl->act1[i] = f_act1, fl->act2[i] = f_act2;

@@ -66,6 +66,14 @@ double g2f_round_flip(g2f_round r, float v, double t);
  * when it holds more, 0 when none. */
 double g2f_round_flip_one(g2f_round r, float v, double t);
 
+/* The second moment of the difference between two roundings (r) of a
+ * value computed within variance var of v: the probability that they land
+ * on either side of a boundary (Phi(-b / sigma) for a boundary at b inside
+ * v +- lambda sigma) times the step squared; 0 when no boundary is that
+ * close. What a rounded product input carries into the product's variance
+ * (ggml's F16 matmul inputs, g2f_block). */
+double g2f_round_flip_var(g2f_round r, float v, double var, double lambda);
+
 /* Where the hidden tolerances put their rounding flips as discrete steps
  * (g2f_cmp_acc_add_flips): pre's own, and act's two (a pre step carried by
  * the GELU's slope, act's own rounding); each (n) or NULL (then a flip's

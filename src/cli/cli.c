@@ -350,6 +350,7 @@ static int parse_accept(const char *spec, g2f_diag_set *out) {
         if (!strcmp(tok, "weights_f16_rounded")) *out |= G2F_ACCEPT_F16;
         else if (!strcmp(tok, "weights_bf16_rounded")) *out |= G2F_ACCEPT_BF16;
         else if (!strcmp(tok, "weights_quantized")) *out |= G2F_ACCEPT_QUANTIZED;
+        else if (!strcmp(tok, "f16_matmul")) *out |= G2F_ACCEPT_F16_MATMUL;
         else return 0;
     }
     return 1;
@@ -449,8 +450,8 @@ static int run_verify(const char **pos, const char **v) {
         return bad("verify: --gelu '%s': expected tanh, erf, sigmoid, mlx_approx or f16_table", v[V_GELU]);
     g2f_diag_set accept = 0;
     if (v[V_ACCEPT] && !parse_accept(v[V_ACCEPT], &accept))
-        return bad("verify: --accept '%.60s': expected weights_f16_rounded, weights_bf16_rounded or weights_quantized, "
-                   "comma-separated", v[V_ACCEPT]);
+        return bad("verify: --accept '%.60s': expected weights_f16_rounded, weights_bf16_rounded, weights_quantized or "
+                   "f16_matmul, comma-separated", v[V_ACCEPT]);
     if (v[V_RTOL] && !parse_double(v[V_RTOL], &rtol)) return bad("verify: --rtol '%s': expected a non-negative number", v[V_RTOL]);
     if (v[V_ATOL] && !parse_double(v[V_ATOL], &atol)) return bad("verify: --atol '%s': expected a non-negative number", v[V_ATOL]);
     if (v[V_THREADS] && (!parse_size(v[V_THREADS], 1024, &threads) || threads == 0))

@@ -392,6 +392,109 @@ static void bounds_should_hold_for_reference_quantized_data(void) {
     free(q);
 }
 
+/* ---- consistency: what ggml's reference quantizers write ---- */
+
+/* A block as forged to decode to 0 while carrying the largest f16 scale
+ * (65504): the attack of issue 23, one byte image per type. */
+static void forge_zero_block(g2f_dtype ty, unsigned char *b) {
+    const g2f_quant_info *qi = g2f_quant_info_of(ty);
+    memset(b, 0, qi->bytes);
+    switch (ty) {
+    case G2F_DTYPE_Q4_0: memset(b + 2, 0x88, 16); break;      /* codes 8: value 0 */
+    case G2F_DTYPE_Q5_0: memset(b + 2, 0xff, 4); break;       /* qh: codes 16 */
+    case G2F_DTYPE_Q4_K:
+    case G2F_DTYPE_Q5_K: memset(b + 4, 63, 4); memset(b + 8, 0xff, 4); b[8] = b[9] = b[10] = b[11] = 0x0f; break;
+    case G2F_DTYPE_Q6_K: memset(b + 128, 0xaa, 64); memset(b + 192, 127, 16); break; /* codes 32, scales 127 */
+    default: break;
+    }
+    put_f16(b + (ty == G2F_DTYPE_Q6_K ? 208 : 0), 65504.0f);
+}
+
+/* Every block the C quantizers (ggml's reference, bit for bit) write meets
+ * the condition: the six distributions of the bound test, each with random
+ * per-block magnitudes from 1e-7 to 1e5 (f16-subnormal and large scales),
+ * sparse, constant, two-valued and offset blocks, and the Python fixture;
+ * blocks whose f16 scale overflowed (refused by g2f_quant_check) are left
+ * out. The forged zero blocks fail, naming the block. */
+static void consistency_should_accept_every_reference_block_and_no_forged_one(void) {
+    const size_t n = 256 * 512;
+    float *x = malloc(n * sizeof *x);
+    unsigned char *q = malloc(n * 2);
+    size_t checked[N_TYPES] = {0}, rejected[N_TYPES] = {0};
+    for (int dist = 0; dist < 12; dist++) {
+        uint64_t s = 777 + (uint64_t)dist;
+        for (size_t i = 0; i < n; i++) {
+            const double g = gauss(&s), mag = exp(12 * rnd_unit(&s) * ((i / 256) % 3 == 0));
+            double v;
+            switch (dist) {
+            case 0: v = 0.02 * g; break;
+            case 1: v = rnd_unit(&s); break;
+            case 2: v = 0.02 * g * (rnd_unit(&s) > 0.96f ? 30 : 1); break;
+            case 3: v = 1e-4 * g / (fabs(rnd_unit(&s)) + 1e-3); break;
+            case 4: v = 1.5 + 0.01 * g; break;
+            case 5: v = g * ((i / 32) % 8 == 0 ? 1.0 : 0.01); break;
+            case 6: v = rnd_unit(&s) < 0.8f ? 0 : g; break;                  /* sparse */
+            case 7: v = -3 + 0.001 * g; break;                                /* offset, tiny range */
+            case 8: v = (i / 32) % 8 == 3 ? -50 + g : 0.1 * g; break;         /* one offset sub-block */
+            case 9: v = floor(2 * (rnd_unit(&s) + 1)) - 1.5; break;          /* four values, ties */
+            case 10: v = (i / 32) % 2 ? 0.25 : 0.25 + 0.01 * (g > 0); break; /* constant, two-valued */
+            default: v = exp(3 * g) * (g > 0 ? 1 : -1); break;                 /* heavy tails */
+            }
+            x[i] = (float)(v * (dist == 10 ? 1 : mag));
+        }
+        for (size_t k = 0; k < N_TYPES; k++) {
+            const g2f_quant_info *qi = g2f_quant_info_of(all_types[k]);
+            CHECK(g2f_quant_quantize(all_types[k], x, n, q));
+            for (uint64_t b = 0; b < n / qi->block; b++) {
+                g2f_tensor one = tensor_of(all_types[k], q + b * qi->bytes, qi->block, "w");
+                g2f_error err = {0};
+                if (g2f_quant_check(&one, "x", &err) != G2F_OK) continue; /* an f16 scale overflowed */
+                char why[200];
+                checked[k]++;
+                if (!g2f_quant_consistent(all_types[k], q, b, 1, NULL, why, sizeof why) && rejected[k]++ < 3)
+                    fprintf(stderr, "%s distribution %d block %llu rejected: %s\n", qi->name, dist,
+                            (unsigned long long)b, why);
+            }
+        }
+    }
+    g2f_safetensors *st = open_blocks();
+    for (size_t k = 0; st && k < N_TYPES; k++) {
+        const g2f_tensor *b = find(g2f_safetensors_table(st), all_types[k], "blocks");
+        const g2f_quant_info *qi = g2f_quant_info_of(all_types[k]);
+        for (uint64_t i = 0; b && i < b->nbytes / qi->bytes; i++) {
+            g2f_tensor one = tensor_of(all_types[k], b->data + i * qi->bytes, qi->block, "w");
+            g2f_error err = {0};
+            if (g2f_quant_check(&one, "x", &err) != G2F_OK) continue;
+            checked[k]++;
+            rejected[k] += !g2f_quant_consistent(all_types[k], b->data, i, 1, NULL, NULL, 0);
+        }
+    }
+    g2f_safetensors_close(st);
+    for (size_t k = 0; k < N_TYPES; k++) {
+        fprintf(stderr, "%s: %zu reference blocks, %zu rejected\n", g2f_dtype_name(all_types[k]), checked[k],
+                rejected[k]);
+        CHECK(rejected[k] == 0 && checked[k] >= 5000);
+    }
+    /* forged: every type, the third of four blocks */
+    for (size_t k = 0; k < N_TYPES; k++) {
+        const g2f_quant_info *qi = g2f_quant_info_of(all_types[k]);
+        CHECK(g2f_quant_quantize(all_types[k], x, 4 * qi->block, q));
+        forge_zero_block(all_types[k], q + 2 * qi->bytes);
+        float v[256];
+        g2f_quant_dequantize(all_types[k], q + 2 * qi->bytes, 0, qi->block, v);
+        int zero = 1;
+        for (uint32_t i = 0; i < qi->block; i++) zero &= v[i] == 0;
+        CHECK(zero);
+        uint64_t bad = 99;
+        char why[200] = "";
+        CHECK(!g2f_quant_consistent(all_types[k], q, 0, 4, &bad, why, sizeof why) && bad == 2);
+        CHECK_CONTAINS(why, "scale d = 65504");
+        CHECK(g2f_quant_consistent(all_types[k], q, 0, 2, &bad, why, sizeof why));
+    }
+    free(x);
+    free(q);
+}
+
 /* ---- validation ---- */
 
 static void check_should_refuse_nonfinite_scales(void) {
@@ -631,7 +734,6 @@ static void diff_should_call_a_tampered_file_different(void) {
 }
 
 static char out_text[1 << 17];
-
 static int run(const char *args) {
     char cmd[1600], p[400];
     snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out.txt' 2> '%s/err.txt'", cli, args, dir, dir);
@@ -704,6 +806,7 @@ int main(int argc, char **argv) {
     RUN(roundtrip_cols_should_quantize_along_columns);
     RUN(dequantize_should_match_hand_computed_blocks);
     RUN(bounds_should_hold_for_reference_quantized_data);
+    RUN(consistency_should_accept_every_reference_block_and_no_forged_one);
     RUN(check_should_refuse_nonfinite_scales);
     RUN(check_should_refuse_sizes_that_are_not_whole_blocks);
     RUN(model_should_refuse_a_nan_scale_when_loading_the_layer);

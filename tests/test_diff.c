@@ -92,20 +92,23 @@ static void write_port(const char *name, int mut) {
     g2f_safetensors_close(st);
 }
 
-/* Runs diff tiny vs port; returns the verdict string of (layer, tensor). */
-static int diff_port(const char *name, g2f_diff_result *r) {
+/* Runs diff tiny vs port (the FFN alone for write_port's FFN-only files, as
+ * --only ffn does, everything for a whole copy). */
+static int diff_port_scoped(const char *name, g2f_diff_scope scope, g2f_diff_result *r) {
     char a[400], b[400];
     snprintf(a, sizeof a, "%s/tiny", fixtures);
     snprintf(b, sizeof b, "%s/%s", dir, name);
     g2f_model *ma = NULL, *mb = NULL;
     g2f_error err = {0};
     int ok = g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK &&
-             g2f_diff_run(ma, mb, r, &err) == G2F_OK;
+             g2f_diff_run_scoped(ma, mb, scope, r, &err) == G2F_OK;
     if (!ok) fprintf(stderr, "%s: %s\n", name, err.msg);
     g2f_model_close(ma);
     g2f_model_close(mb);
     return ok;
 }
+
+static int diff_port(const char *name, g2f_diff_result *r) { return diff_port_scoped(name, G2F_DIFF_SCOPE_FFN, r); }
 
 static void diff_should_classify_each_kind_of_port(void) {
     struct {
@@ -153,8 +156,12 @@ static int run(const char *args) {
 
 static void diff_and_inspect_should_exit_with_documented_codes(void) {
     char args[1000];
-    snprintf(args, sizeof args, "diff '%s/tiny' '%s/f16.safetensors'", fixtures, dir);
+    snprintf(args, sizeof args, "diff '%s/tiny' '%s/f16.safetensors' --only ffn", fixtures, dir);
     CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "diff '%s/tiny' '%s/f16.safetensors'", fixtures, dir);
+    CHECK(run(args) == 1); /* the FFN alone: everything else is held by tiny only */
+    snprintf(args, sizeof args, "diff '%s/tiny' '%s/f16.safetensors' --only attn", fixtures, dir);
+    CHECK(run(args) == 2);
     snprintf(args, sizeof args, "diff '%s/tiny' '%s/swap.safetensors' --json -", fixtures, dir);
     CHECK(run(args) == 1);
     snprintf(args, sizeof args, "diff '%s/tiny' '%s/diag/tiny_pre'", fixtures, fixtures);
@@ -364,28 +371,40 @@ static void diff_should_compare_every_block_tensor(void) {
     for (size_t i = 0; i < n; i++) free(bufs[i]);
     g2f_safetensors_close(st);
     g2f_diff_result r;
-    if (!diff_port("blockport", &r)) { check_failures++; return; }
-    CHECK(!r.equivalent && r.differing == 3 && r.compared == 4 * G2F_LAYER_TENSORS);
+    if (!diff_port_scoped("blockport", G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    /* every layer's tensors and wte, wpe, ln_f (the head is tied in both: not a tensor) */
+    CHECK(!r.equivalent && r.differing == 3 && r.compared == 4 * G2F_LAYER_TENSORS + 4 && !r.held_by_one);
+    CHECK(r.ends[G2F_END_HEAD].kind == G2F_DIFF_TIED && r.ends[G2F_END_WTE].kind == G2F_DIFF_IDENTICAL);
     CHECK(r.tensors[2][G2F_BLK_LN1_W].kind == G2F_DIFF_SCALED);
     CHECK_NEAR(r.tensors[2][G2F_BLK_LN1_W].scale, 0.5, 1e-6);
     CHECK(r.tensors[1][G2F_BLK_APROJ_W].kind == G2F_DIFF_FROM_LAYER && r.tensors[1][G2F_BLK_APROJ_W].from_layer == 3);
     CHECK(r.tensors[0][G2F_BLK_ATTN_B].kind == G2F_DIFF_DIFFERENT);
     CHECK(r.tensors[3][G2F_BLK_ATTN_W].kind == G2F_DIFF_IDENTICAL && r.tensors[3][G2F_BLK_LN2_B].kind == G2F_DIFF_IDENTICAL);
     g2f_diff_result_free(&r);
-    /* tiny against its FFN-only GGUF export (which keeps ln_2) */
+    /* tiny against its FFN-only GGUF export (which keeps ln_2 and wte): the
+     * attention, ln_1, wpe and ln_f are held by tiny only, so not equivalent;
+     * --only ffn and --only block say what the export is a port of */
     g2f_model *ma = NULL, *mb = NULL;
     char a[400], b[400];
     snprintf(a, sizeof a, "%s/tiny", fixtures);
     snprintf(b, sizeof b, "%s/formats2/tiny.gguf", fixtures);
-    CHECK(g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK &&
-          g2f_diff_run(ma, mb, &r, &err) == G2F_OK);
-    if (r.tensors) {
-        CHECK(r.equivalent && r.differing == 0);
-        CHECK(r.tensors[1][G2F_BLK_ATTN_W].kind == G2F_DIFF_NOT_COMPARED && r.tensors[1][G2F_BLK_ATTN_W].missing_in == 'A');
-        CHECK(r.tensors[1][G2F_BLK_LN2_W].kind == G2F_DIFF_IDENTICAL);
-        CHECK(r.compared == 4 * (G2F_FFN_TENSORS + 2));
+    CHECK(g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK);
+    for (int sc = 0; ma && mb && sc < G2F_DIFF_SCOPE_COUNT; sc++) {
+        if (g2f_diff_run_scoped(ma, mb, (g2f_diff_scope)sc, &r, &err) != G2F_OK) { check_failures++; continue; }
+        const g2f_diff_tensor *w = &r.tensors[1][G2F_BLK_ATTN_W];
+        if (sc == G2F_DIFF_SCOPE_FFN) {
+            CHECK(r.equivalent && r.differing == 0 && r.compared == 4 * G2F_FFN_TENSORS && !r.held_by_one);
+            CHECK(w->kind == G2F_DIFF_OUTSIDE && r.tensors[1][G2F_BLK_LN2_W].kind == G2F_DIFF_OUTSIDE);
+            CHECK(r.ends[G2F_END_WTE].kind == G2F_DIFF_OUTSIDE && r.excused == 4 * 8 + 4); /* and wte, wpe, ln_f */
+        } else {
+            CHECK(!r.equivalent && r.differing == 0 && w->kind == G2F_DIFF_HELD_BY_ONE && w->missing_in == 'A');
+            CHECK(r.tensors[1][G2F_BLK_LN2_W].kind == G2F_DIFF_IDENTICAL && !strcmp(w->name_a, "transformer.h.1.attn.c_attn.weight"));
+            /* per layer ln_1 and attention (weights and biases) only in tiny; wpe and ln_f too when all */
+            CHECK(r.held_by_one == 4 * 6 + (sc == G2F_DIFF_SCOPE_ALL ? 3 : 0));
+            CHECK(sc != G2F_DIFF_SCOPE_ALL || r.ends[G2F_END_WTE].kind == G2F_DIFF_IDENTICAL);
+        }
+        g2f_diff_result_free(&r);
     }
-    g2f_diff_result_free(&r);
     g2f_model_close(ma);
     g2f_model_close(mb);
 }

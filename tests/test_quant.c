@@ -661,11 +661,18 @@ static const qcase qcases[] = {
 };
 #define N_QCASES (sizeof qcases / sizeof qcases[0])
 
-static g2f_status diff_paths(const char *a_path, const char *b_path, g2f_diff_result *r, g2f_error *err) {
+/* tiny's GGUF exports hold the FFN, ln_2 and wte only: diffed --only ffn
+ * against tiny; k256 holds no more than its exports, so everything. */
+static g2f_diff_scope scope_of(const char *checkpoint) {
+    return strcmp(checkpoint, "tiny") ? G2F_DIFF_SCOPE_ALL : G2F_DIFF_SCOPE_FFN;
+}
+
+static g2f_status diff_paths(const char *a_path, const char *b_path, g2f_diff_scope scope, g2f_diff_result *r,
+                             g2f_error *err) {
     g2f_model *a = NULL, *b = NULL;
     g2f_status s = g2f_model_open(a_path, NULL, &a, err);
     if (s == G2F_OK) s = g2f_model_open(b_path, NULL, &b, err);
-    if (s == G2F_OK) s = g2f_diff_run(a, b, r, err);
+    if (s == G2F_OK) s = g2f_diff_run_scoped(a, b, scope, r, err);
     g2f_model_close(a);
     g2f_model_close(b);
     return s;
@@ -678,12 +685,16 @@ static void diff_should_name_each_quantized_type(void) {
         snprintf(b, sizeof b, "%s/%s", fixtures, qcases[i].gguf);
         g2f_diff_result r;
         g2f_error err = {0};
-        CHECK(diff_paths(a, b, &r, &err) == G2F_OK);
+        g2f_diff_scope scope = scope_of(qcases[i].checkpoint);
+        CHECK(diff_paths(a, b, scope, &r, &err) == G2F_OK);
         if (!r.tensors) {
             fprintf(stderr, "%s: %s\n", qcases[i].gguf, err.msg);
             continue;
         }
-        CHECK(!r.equivalent && !r.all_accepted && r.differing == 2 * r.n_layers);
+        /* the weights, and wte (quantized too) when everything is compared */
+        CHECK(!r.equivalent && !r.all_accepted && r.differing == 2 * r.n_layers + (scope == G2F_DIFF_SCOPE_ALL));
+        CHECK(scope != G2F_DIFF_SCOPE_ALL ||
+              (r.ends[G2F_END_WTE].kind == G2F_DIFF_QUANTIZED && r.ends[G2F_END_WTE].quant == qcases[i].type));
         for (size_t L = 0; L < r.n_layers; L++)
             for (int k = 0; k < G2F_FFN_TENSORS; k++) {
                 const g2f_diff_tensor *t = &r.tensors[L][k];
@@ -712,9 +723,17 @@ static void diff_should_name_each_quantized_type(void) {
     CHECK(!strcmp(g2f_diff_accept_name(G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED), "weights_quantized"));
 }
 
+/* Q4_0 block 5: two codes move by 8 steps, in a byte without code 0 (the
+ * block's largest |value|), so the block stays one the reference quantizer
+ * could write: the values are wrong, not the scale. */
 static void tamper(unsigned char *img, size_t n) {
     size_t off = data_offset(img, n, "blk.2.ffn_down.weight");
-    if (off) img[off + 18 * 5 + 2 + 7] ^= 0x88; /* Q4_0 block 5: two codes move by 8 steps */
+    unsigned char *q = img + off + 18 * 5 + 2;
+    for (int j = 0; off && j < 16; j++)
+        if ((q[j] & 0x0f) && (q[j] & 0xf0)) {
+            q[j] ^= 0x88;
+            return;
+        }
 }
 
 static void diff_should_call_a_tampered_file_different(void) {
@@ -724,8 +743,10 @@ static void diff_should_call_a_tampered_file_different(void) {
     CHECK(write_variant("quant/tiny_q4_0.gguf", b, tamper) == 0);
     g2f_diff_result r;
     g2f_error err = {0};
-    CHECK(diff_paths(a, b, &r, &err) == G2F_OK);
+    CHECK(diff_paths(a, b, G2F_DIFF_SCOPE_FFN, &r, &err) == G2F_OK);
     if (!r.tensors) return;
+    if (r.tensors[2][G2F_FFN_PROJ_W].kind != G2F_DIFF_DIFFERENT)
+        fprintf(stderr, "tampered: %s\n", g2f_diff_kind_name(r.tensors[2][G2F_FFN_PROJ_W].kind));
     CHECK(r.tensors[2][G2F_FFN_PROJ_W].kind == G2F_DIFF_DIFFERENT && !r.tensors[2][G2F_FFN_PROJ_W].accept_class);
     CHECK(r.tensors[2][G2F_FFN_FC_W].kind == G2F_DIFF_QUANTIZED);
     g2f_diff_accept(&r, G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED);
@@ -734,6 +755,28 @@ static void diff_should_call_a_tampered_file_different(void) {
 }
 
 static char out_text[1 << 17];
+static g2f_dtype forge_type;
+
+/* Every block of every layer's ffn_up / ffn_down forged to decode to 0 with
+ * d = 65504 (forge_zero_block). */
+static void forge_ffn(unsigned char *img, size_t n) {
+    const g2f_quant_info *qi = g2f_quant_info_of(forge_type);
+    for (int L = 0; L < 64; L++)
+        for (int k = 0; k < 2; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.%s.weight", L, k ? "ffn_down" : "ffn_up");
+            size_t off = data_offset(img, n, name);
+            if (!off) continue;
+            g2f_table t;
+            g2f_error err = {0};
+            if (g2f_gguf_parse(img, n, "x", &t, &err) != G2F_OK) return;
+            uint64_t blocks = g2f_table_find(&t, name)->numel / qi->block;
+            g2f_table_free(&t);
+            for (uint64_t b = 0; b < blocks; b++) forge_zero_block(forge_type, img + off + b * qi->bytes);
+        }
+}
+
+
 static int run(const char *args) {
     char cmd[1600], p[400];
     snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out.txt' 2> '%s/err.txt'", cli, args, dir, dir);
@@ -756,8 +799,9 @@ static void cli_should_report_quantized_checkpoints(void) {
         CHECK(run(args) == 1);
         snprintf(want, sizeof want, "quantized:%s (", name);
         CHECK_CONTAINS(out_text, want);
-        snprintf(args, sizeof args, "diff '%s/%s' '%s/%s' --accept weights_quantized --json -", fixtures,
-                 qcases[i].checkpoint, fixtures, qcases[i].gguf);
+        snprintf(args, sizeof args, "diff '%s/%s' '%s/%s' --accept weights_quantized --json -%s", fixtures,
+                 qcases[i].checkpoint, fixtures, qcases[i].gguf,
+                 scope_of(qcases[i].checkpoint) == G2F_DIFF_SCOPE_FFN ? " --only ffn" : "");
         CHECK(run(args) == 0);
         CHECK_CONTAINS(out_text, "\"status\":\t\"accepted\"");
         CHECK_CONTAINS(out_text, "\"accepted_as\":\t\"weights_quantized\"");
@@ -796,6 +840,46 @@ static void cli_should_report_quantized_checkpoints(void) {
     CHECK(run(args) == 2); /* the NaN scale of model_should_refuse_a_nan_scale_when_loading_the_layer */
 }
 
+/* The attack of issue 23 on every type: a GGUF whose FFN blocks decode to
+ * 0 but carry d = 65504 claims an error bound of 32752 per weight. verify
+ * --accept weights_quantized and diff --accept weights_quantized must not
+ * pass it (on main both exit 0 for Q8_0 ... Q5_0, diff for every type), and
+ * the diagnosis names the inconsistent block instead of weights_quantized. */
+static void forged_scales_should_never_be_accepted(void) {
+    char args[1600], path[400], want[160];
+    for (size_t i = 0; i < N_QCASES; i++) {
+        const char *name = g2f_dtype_name(qcases[i].type);
+        forge_type = qcases[i].type;
+        snprintf(path, sizeof path, "%s/forged_%s.gguf", dir, name);
+        CHECK(write_variant(qcases[i].gguf, path, forge_ffn) == 0);
+        snprintf(args, sizeof args, "verify '%s' '%s/%s' --layers 0 --accept weights_quantized", path, fixtures,
+                 qcases[i].reference);
+        int rc = run(args);
+        if (rc != 1) fprintf(stderr, "%s: verify --accept weights_quantized exits %d\n", name, rc);
+        CHECK(rc == 1);
+        CHECK_CONTAINS(out_text, "result: FAIL (1 compared, 1 failed");
+        snprintf(want, sizeof want, "weights_quant_inconsistent:%s", name);
+        CHECK_CONTAINS(out_text, want);
+        CHECK_CONTAINS(out_text, "c_fc.weight block 0 (elements [0, ");
+        CHECK(!strstr(out_text, "weights_quantized:") && !strstr(out_text, "reproduced with weights quantized"));
+        const char *only = scope_of(qcases[i].checkpoint) == G2F_DIFF_SCOPE_FFN ? " --only ffn" : "";
+        snprintf(args, sizeof args, "diff '%s/%s' '%s' --accept weights_quantized%s", fixtures, qcases[i].checkpoint,
+                 path, only);
+        rc = run(args);
+        if (rc != 1) fprintf(stderr, "%s: diff --accept weights_quantized exits %d\n", name, rc);
+        CHECK(rc == 1);
+        snprintf(want, sizeof want, "quant_inconsistent:%s", name);
+        CHECK_CONTAINS(out_text, want);
+        CHECK_CONTAINS(out_text, "block 0 (elements [0, ");
+        snprintf(args, sizeof args, "diff '%s/%s' '%s' --accept weights_quantized --json -%s", fixtures,
+                 qcases[i].checkpoint, path, only);
+        CHECK(run(args) == 1);
+        CHECK_CONTAINS(out_text, "\"status\":\t\"different\"");
+        snprintf(want, sizeof want, "\"verdict\":\t\"quant_inconsistent:%s\"", name);
+        CHECK_CONTAINS(out_text, want);
+    }
+}
+
 int main(int argc, char **argv) {
     fixtures = argc > 1 ? argv[1] : "fixtures";
     cli = argc > 2 ? argv[2] : "build/gpt2ffn";
@@ -814,6 +898,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_name_each_quantized_type);
     RUN(diff_should_call_a_tampered_file_different);
     RUN(cli_should_report_quantized_checkpoints);
+    RUN(forged_scales_should_never_be_accepted);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

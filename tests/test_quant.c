@@ -840,6 +840,73 @@ static void cli_should_report_quantized_checkpoints(void) {
     CHECK(run(args) == 2); /* the NaN scale of model_should_refuse_a_nan_scale_when_loading_the_layer */
 }
 
+/* blk.0.ffn_up.weight of k256_q4_k.gguf re-encoded from the original
+ * values (k256's c_fc, its column j is ffn_up's row j, one block) with 3x
+ * ggml's super-block scale: codes round((x + dmin m_j) / (3 d sc_j)), so
+ * every value is within half of its own (3x) step of the original, and the
+ * block still ties its scale to its codes. The file's own bound accepts
+ * that; ggml's rounding of the original is 3x finer. */
+static void coarse_q4k(unsigned char *img, size_t n) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/quant/k256/model.safetensors", fixtures);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    size_t off = data_offset(img, n, "blk.0.ffn_up.weight");
+    if (!off || g2f_safetensors_open(path, &st, &err) != G2F_OK) return;
+    const g2f_tensor *w = g2f_table_find(g2f_safetensors_table(st), "transformer.h.0.mlp.c_fc.weight"); /* [256, 512] */
+    float *a = malloc(256 * 512 * sizeof *a);
+    g2f_tensor_read_f32(w, 0, 256 * 512, a);
+    for (int j = 0; j < 512; j++) {
+        unsigned char *b = img + off + (size_t)j * 144;
+        const float d3 = 3 * g2f_f16_to_f32((uint16_t)(b[0] | b[1] << 8)), dmin = g2f_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
+        put_f16(b, d3);
+        for (int i = 0; i < 256; i++) {
+            const int sub = i / 32, ch = i / 64, hi = (i / 32) & 1;
+            const unsigned char *sc = b + 4;
+            int s, m;
+            if (sub < 4) s = sc[sub] & 63, m = sc[sub + 4] & 63;
+            else s = (sc[sub + 4] & 0xF) | ((sc[sub - 4] >> 6) << 4), m = (sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4);
+            long q = s ? lround((a[i * 512 + j] + dmin * (float)m) / (g2f_f16_to_f32(g2f_f32_to_f16(d3)) * (float)s)) : 0;
+            q = q < 0 ? 0 : q > 15 ? 15 : q;
+            unsigned char *byte = b + 16 + 32 * ch + (i % 32);
+            *byte = (unsigned char)(hi ? (*byte & 0x0F) | q << 4 : (*byte & 0xF0) | q);
+        }
+    }
+    free(a);
+    g2f_safetensors_close(st);
+}
+
+/* diff's bound is ggml's rounding of the original's values, never the
+ * quantized file's own scale: the coarse port above is within its own
+ * bound (on main: quantized:Q4_K, accepted) but not within ggml's. */
+static void diff_bound_should_come_from_the_original(void) {
+    char path[400], args[1200];
+    snprintf(path, sizeof path, "%s/coarse_q4k.gguf", dir);
+    CHECK(write_variant("quant/k256_q4_k.gguf", path, coarse_q4k) == 0);
+    size_t n = 0;
+    unsigned char *img = slurp_file(path, &n);
+    size_t off = img ? data_offset(img, n, "blk.0.ffn_up.weight") : 0;
+    CHECK(off && g2f_quant_consistent(G2F_DTYPE_Q4_K, img + off, 0, 512, NULL, NULL, 0)); /* not a forged scale */
+    float step_file[256], bound_file[256];
+    if (off) g2f_quant_bounds(G2F_DTYPE_Q4_K, img + off, 0, 256, step_file, bound_file);
+    CHECK(off && step_file[0] > 0);
+    free(img);
+    g2f_diff_result r;
+    g2f_error err = {0};
+    char a[400];
+    snprintf(a, sizeof a, "%s/quant/k256", fixtures);
+    CHECK(diff_paths(a, path, G2F_DIFF_SCOPE_ALL, &r, &err) == G2F_OK);
+    if (r.tensors) {
+        const g2f_diff_tensor *t = &r.tensors[0][G2F_FFN_FC_W];
+        if (t->kind != G2F_DIFF_DIFFERENT) fprintf(stderr, "coarse Q4_K: %s\n", g2f_diff_kind_name(t->kind));
+        CHECK(t->kind == G2F_DIFF_DIFFERENT && !t->accept_class);
+        CHECK(r.tensors[0][G2F_FFN_PROJ_W].kind == G2F_DIFF_QUANTIZED); /* the untouched one */
+        g2f_diff_result_free(&r);
+    }
+    snprintf(args, sizeof args, "diff '%s/quant/k256' '%s' --accept weights_quantized", fixtures, path);
+    CHECK(run(args) == 1);
+}
+
 /* The attack of issue 23 on every type: a GGUF whose FFN blocks decode to
  * 0 but carry d = 65504 claims an error bound of 32752 per weight. verify
  * --accept weights_quantized and diff --accept weights_quantized must not
@@ -899,6 +966,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_call_a_tampered_file_different);
     RUN(cli_should_report_quantized_checkpoints);
     RUN(forged_scales_should_never_be_accepted);
+    RUN(diff_bound_should_come_from_the_original);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -405,14 +405,31 @@ bool g2f_quant_consistent(g2f_dtype dtype, const unsigned char *blocks, uint64_t
     return true;
 }
 
+/* Q4_0 / Q5_0 clamp the element of the sign opposite to the block's max
+ * whose |x| is within 1/16 of it; which sign is the max (ties, or a rounded
+ * copy of the values) decides which element, so every candidate gets the
+ * clamp's half step: the bound holds for either choice. */
+static void clamp_envelope(g2f_dtype t, const float *x, const unsigned char *blk, float *bound) {
+    if (t != G2F_DTYPE_Q4_0 && t != G2F_DTYPE_Q5_0) return;
+    decoded o;
+    decode(t, blk, &o);
+    const int top = t == G2F_DTYPE_Q5_0 ? 15 : 7;
+    float amax = 0;
+    for (int i = 0; i < QK; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+    for (int i = 0; i < QK; i++)
+        if (o.c[i] != top && fabsf(x[i]) >= amax * (15.0f / 16 - 0x1p-10f))
+            bound[i] = (float)((bound[i] + fabs(o.d) / 2) * (1 + 0x1p-20));
+}
+
 bool g2f_quant_bounds_of_values(g2f_dtype dtype, const float *x, uint64_t n, float *step, float *bound) {
     const g2f_quant_info *qi = g2f_quant_info_of(dtype);
     unsigned char blk[256];
     if (!qi || n % qi->block) return false;
     for (uint64_t b = 0; b < n / qi->block; b++) {
-        quantize_block(dtype, x + b * qi->block, blk);
-        g2f_quant_bounds(dtype, blk, 0, qi->block, step ? step + b * qi->block : NULL,
-                         bound ? bound + b * qi->block : NULL);
+        const uint64_t at = b * qi->block;
+        quantize_block(dtype, x + at, blk);
+        g2f_quant_bounds(dtype, blk, 0, qi->block, step ? step + at : NULL, bound ? bound + at : NULL);
+        if (bound) clamp_envelope(dtype, x + at, blk, bound + at);
     }
     return true;
 }

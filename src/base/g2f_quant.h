@@ -206,7 +206,10 @@ bool g2f_quant_consistent(g2f_dtype dtype, const unsigned char *blocks, uint64_t
 /* The step and bound (g2f_quant_bounds) of the blocks ggml's reference
  * quantizer writes for the values x[0, n), blocks running along x: the
  * error bound of a quantization of x, from x itself rather than from a
- * file's scales. false (nothing written) when n is not whole blocks. */
+ * file's scales. For Q4_0 / Q5_0 every element within 1/16 of its block's
+ * largest |value| gets the clamped top code's extra half step, whichever
+ * sign the quantizer's tie-break (or a rounding of x) makes the block's max.
+ * false (nothing written) when n is not whole blocks. */
 bool g2f_quant_bounds_of_values(g2f_dtype dtype, const float *x, uint64_t n, float *step, float *bound);
 
 /* True when g2f_quant_quantize knows dtype (all eight types). */

@@ -790,8 +790,8 @@ static void outside(const g2f_tensor *a, const g2f_tensor *b, g2f_diff_tensor *o
     o->from_layer = -1;
     o->kind = a || b ? G2F_DIFF_OUTSIDE : G2F_DIFF_ABSENT;
     o->missing_in = a && b ? 0 : a ? 'A' : b ? 'B' : 0;
-    o->name_a = dup_name(a);
-    o->name_b = dup_name(b);
+    if (!o->name_a) o->name_a = dup_name(a);
+    if (!o->name_b) o->name_b = dup_name(b);
 }
 
 /* A bias whose module one file does not hold at all (its weight held by
@@ -813,14 +813,14 @@ static g2f_status compare_layer(differ *df, g2f_diff_scope scope, size_t L, g2f_
     int lin_a = g2f_model_get_info(df->a)->layout == G2F_LAYOUT_LINEAR;
     int lin_b = g2f_model_get_info(df->b)->layout == G2F_LAYOUT_LINEAR;
     for (int k = 0; k < G2F_LAYER_TENSORS && st == G2F_OK; k++) {
-        if (!in_scope(scope, (long)L, k)) {
-            outside(ta[k], tb[k], &out[k]);
-            continue;
-        }
         if (ca[k] && ta[k] && !(out[k].name_a = split_name(&sa, k - G2F_BLK_ATTN_W)))
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         if (cb[k] && tb[k] && !(out[k].name_b = split_name(&sb, k - G2F_BLK_ATTN_W)))
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        if (st == G2F_OK && !in_scope(scope, (long)L, k)) {
+            outside(ta[k], tb[k], &out[k]);
+            continue;
+        }
         pair p = {ta[k], tb[k], lin_a && !ca[k], lin_b && !cb[k], shape_of(df, k), is_layer_bias(k),
                   {(long)L, k, is_weight_2d(k)}};
         if (st == G2F_OK) st = pair_verdict(df, &p, &out[k], err);

@@ -929,6 +929,24 @@ static void forged_scales_should_never_be_accepted(void) {
         CHECK_CONTAINS(out_text, want);
         CHECK_CONTAINS(out_text, "c_fc.weight block 0 (elements [0, ");
         CHECK(!strstr(out_text, "weights_quantized:") && !strstr(out_text, "reproduced with weights quantized"));
+        if (i == 0) { /* the JSON and HTML reports say the same */
+            char html[400];
+            snprintf(html, sizeof html, "%s/forged.html", dir);
+            snprintf(args, sizeof args, "verify '%s' '%s/%s' --layers 0 --html '%s' --json -", path, fixtures,
+                     qcases[i].reference, html);
+            CHECK(run(args) == 1);
+            CHECK_CONTAINS(out_text, "\"diagnosis\":\t[\"weights_quant_inconsistent:Q8_0\"]");
+            CHECK_CONTAINS(out_text, "\"margin\":\tnull");
+            CHECK_CONTAINS(out_text, "c_fc.weight block 0 (elements [0, 32))");
+            size_t hn = 0;
+            unsigned char *page = slurp_file(html, &hn);
+            char *text = page ? calloc(1, hn + 1) : NULL;
+            if (text) memcpy(text, page, hn);
+            CHECK_CONTAINS(text, "weights_quant_inconsistent:Q8_0");
+            CHECK_CONTAINS(text, "read from the checkpoint's blocks: scale d = 65504 but its largest |code| is 0");
+            free(text);
+            free(page);
+        }
         const char *only = scope_of(qcases[i].checkpoint) == G2F_DIFF_SCOPE_FFN ? " --only ffn" : "";
         snprintf(args, sizeof args, "diff '%s/%s' '%s' --accept weights_quantized%s", fixtures, qcases[i].checkpoint,
                  path, only);

@@ -94,18 +94,23 @@ static void write_port(const char *name, int mut) {
 
 /* Runs diff tiny vs port (the FFN alone for write_port's FFN-only files, as
  * --only ffn does, everything for a whole copy). */
-static int diff_port_scoped(const char *name, g2f_diff_scope scope, g2f_diff_result *r) {
-    char a[400], b[400];
-    snprintf(a, sizeof a, "%s/tiny", fixtures);
-    snprintf(b, sizeof b, "%s/%s", dir, name);
+/* diff of two paths in scope; 0 (the error printed) when it cannot run. */
+static int diff_paths(const char *a, const char *b, g2f_diff_scope scope, g2f_diff_result *r) {
     g2f_model *ma = NULL, *mb = NULL;
     g2f_error err = {0};
     int ok = g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK &&
              g2f_diff_run_scoped(ma, mb, scope, r, &err) == G2F_OK;
-    if (!ok) fprintf(stderr, "%s: %s\n", name, err.msg);
+    if (!ok) fprintf(stderr, "%s vs %s: %s\n", a, b, err.msg);
     g2f_model_close(ma);
     g2f_model_close(mb);
     return ok;
+}
+
+static int diff_port_scoped(const char *name, g2f_diff_scope scope, g2f_diff_result *r) {
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/tiny", fixtures);
+    snprintf(b, sizeof b, "%s/%s", dir, name);
+    return diff_paths(a, b, scope, r);
 }
 
 static int diff_port(const char *name, g2f_diff_result *r) { return diff_port_scoped(name, G2F_DIFF_SCOPE_FFN, r); }
@@ -247,14 +252,7 @@ static int diff_dirs(const char *a, const char *b, g2f_diff_result *r) {
     char pa[400], pb[400];
     snprintf(pa, sizeof pa, "%s/%s", dir, a);
     snprintf(pb, sizeof pb, "%s/%s", dir, b);
-    g2f_model *ma = NULL, *mb = NULL;
-    g2f_error err = {0};
-    int ok = g2f_model_open(pa, NULL, &ma, &err) == G2F_OK && g2f_model_open(pb, NULL, &mb, &err) == G2F_OK &&
-             g2f_diff_run(ma, mb, r, &err) == G2F_OK;
-    if (!ok) fprintf(stderr, "%s vs %s: %s\n", a, b, err.msg);
-    g2f_model_close(ma);
-    g2f_model_close(mb);
-    return ok;
+    return diff_paths(pa, pb, G2F_DIFF_SCOPE_ALL, r);
 }
 
 static char *slurp_cmd(const char *cmd) {
@@ -336,6 +334,79 @@ static void diff_should_stream_tensors_larger_than_a_block(void) {
     free(three);
 }
 
+/* ---- copies of a checkpoint with edits ----------------------------------- */
+
+/* An edit of a copy: called for each tensor of the source table t (its
+ * name, float values and shape, which it may change in place); returns 0 to
+ * drop it. */
+typedef int (*edit_fn)(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim);
+
+typedef struct extra {
+    const char *name;
+    uint64_t rows, cols;
+    float value; /* every element; NAN: data's values times `value2` */
+    float value2;
+    const float *data;
+} extra;
+
+static float tiny_wte[96 * 64], tl_wu[64 * 96]; /* tiny's wte, tiny_tl's W_U [d, vocab] */
+
+static void read_tensor(const char *rel, const char *name, float *dst, size_t n) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", fixtures, rel);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(path, &st, &err) != G2F_OK) { check_failures++; return; }
+    const g2f_tensor *t = g2f_table_find(g2f_safetensors_table(st), name);
+    CHECK(t && t->numel == n);
+    if (t && t->numel == n) g2f_tensor_read_f32(t, 0, n, dst);
+    g2f_safetensors_close(st);
+}
+
+/* dir/name/model.safetensors: every tensor of src (a safetensors file under
+ * fixtures) through edit, as F32, then the extras. */
+static void write_copy(const char *src_rel, const char *name, edit_fn edit, const extra *extras, size_t n_extras) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/%s", fixtures, src_rel);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    mkdir(dst, 0700);
+    snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
+    const g2f_table *t = g2f_safetensors_table(st);
+    static st_entry e[160];
+    float *bufs[160] = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 150; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        float *f = bufs[n] = malloc((size_t)x->numel * sizeof *f + 4);
+        g2f_tensor_read_f32(x, 0, x->numel, f);
+        e[n] = (st_entry){x->name, "F32", x->ndim, {0}, f, (size_t)x->numel * sizeof *f};
+        for (size_t dd = 0; dd < x->ndim; dd++) e[n].shape[dd] = x->shape[dd];
+        if (x->dtype == G2F_DTYPE_BOOL) { /* TransformerLens' mask: kept as it is */
+            e[n].dtype = "BOOL";
+            memcpy(f, x->data, (size_t)x->nbytes);
+            e[n].nbytes = (size_t)x->nbytes;
+        } else if (edit && !edit(t, x->name, f, e[n].shape, x->ndim)) {
+            free(f);
+            bufs[n] = NULL;
+            continue;
+        }
+        n++;
+    }
+    for (size_t k = 0; k < n_extras; k++) {
+        size_t cnt = (size_t)(extras[k].rows * extras[k].cols);
+        float *f = bufs[n] = malloc(cnt * sizeof *f);
+        for (size_t i = 0; i < cnt; i++) f[i] = isnan(extras[k].value) ? extras[k].data[i] * extras[k].value2 : extras[k].value;
+        e[n] = (st_entry){extras[k].name, "F32", 2, {extras[k].rows, extras[k].cols}, f, cnt * sizeof *f};
+        n++;
+    }
+    CHECK(st_write(dst, NULL, e, n, 1) == 0);
+    for (size_t i = 0; i < n; i++) free(bufs[i]);
+    g2f_safetensors_close(st);
+}
+
 /* A bias one file lacks: the difference is the bias itself, and the text
  * says how large it is, not a max_abs of 0. */
 /* Every tensor of tiny copied, with three of the block's changed: layer 2's
@@ -343,41 +414,22 @@ static void diff_should_stream_tensors_larger_than_a_block(void) {
  * 0's attn.c_attn.bias given noise. diff names each; the FFN's and the rest
  * stay identical; against tiny's FFN-only GGUF export the block's tensors are
  * not compared, and the FFN is still equivalent. */
+/* tiny with layer 2's ln_1.weight halved, layer 1's attn.c_proj.weight
+ * taken from layer 3, layer 0's attn.c_attn.bias given noise. */
+static int blockport_edit(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    uint64_t n = ndim == 2 ? shape[0] * shape[1] : shape[0], seed = 7;
+    if (!strcmp(name, "transformer.h.1.attn.c_proj.weight"))
+        g2f_tensor_read_f32(g2f_table_find(t, "transformer.h.3.attn.c_proj.weight"), 0, n, v);
+    if (!strcmp(name, "transformer.h.2.ln_1.weight"))
+        for (uint64_t k = 0; k < n; k++) v[k] *= 0.5f;
+    if (!strcmp(name, "transformer.h.0.attn.c_attn.bias"))
+        for (uint64_t k = 0; k < n; k++) v[k] += rnd_unit(&seed) * 1e-2f;
+    return 1;
+}
+
 static void diff_should_compare_every_block_tensor(void) {
-    char src[400], dst[400];
-    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
-    snprintf(dst, sizeof dst, "%s/blockport", dir);
-    mkdir(dst, 0700);
-    snprintf(dst, sizeof dst, "%s/blockport/model.safetensors", dir);
-    g2f_safetensors *st = NULL;
+    write_copy("tiny/model.safetensors", "blockport", blockport_edit, NULL, 0);
     g2f_error err = {0};
-    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
-    const g2f_table *t = g2f_safetensors_table(st);
-    static st_entry e[128];
-    float *bufs[128] = {0};
-    size_t n = 0;
-    const g2f_tensor *proj3 = NULL;
-    for (size_t i = 0; i < t->count; i++)
-        if (!strcmp(t->tensors[i].name, "transformer.h.3.attn.c_proj.weight")) proj3 = &t->tensors[i];
-    CHECK(proj3 != NULL && t->count <= 128);
-    for (size_t i = 0; proj3 && i < t->count && n < 128; i++) {
-        const g2f_tensor *x = &t->tensors[i];
-        const g2f_tensor *from = !strcmp(x->name, "transformer.h.1.attn.c_proj.weight") ? proj3 : x;
-        float *f = bufs[n] = malloc((size_t)x->numel * sizeof *f);
-        if (!f) break;
-        g2f_tensor_read_f32(from, 0, (size_t)x->numel, f);
-        if (!strcmp(x->name, "transformer.h.2.ln_1.weight"))
-            for (uint64_t k = 0; k < x->numel; k++) f[k] *= 0.5f;
-        uint64_t seed = 7;
-        if (!strcmp(x->name, "transformer.h.0.attn.c_attn.bias"))
-            for (uint64_t k = 0; k < x->numel; k++) f[k] += rnd_unit(&seed) * 1e-2f;
-        e[n] = (st_entry){x->name, "F32", x->ndim, {0}, f, (size_t)x->numel * sizeof *f};
-        for (size_t dd = 0; dd < x->ndim; dd++) e[n].shape[dd] = x->shape[dd];
-        n++;
-    }
-    CHECK(st_write(dst, NULL, e, n, 1) == 0);
-    for (size_t i = 0; i < n; i++) free(bufs[i]);
-    g2f_safetensors_close(st);
     g2f_diff_result r;
     if (!diff_port_scoped("blockport", G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
     /* every layer's tensors and wte, wpe, ln_f (the head is tied in both: not a tensor) */
@@ -450,77 +502,8 @@ static void diff_should_give_the_size_of_a_missing_bias(void) {
 
 /* ---- every tensor, and the layout of every 2-D weight -------------------- */
 
-/* An edit of a copy: called for each tensor of the source (its name, float
- * values and shape, which it may change in place); returns 0 to drop it. */
-typedef int (*edit_fn)(const char *name, float *v, uint64_t *shape, size_t ndim);
-
-typedef struct extra {
-    const char *name;
-    uint64_t rows, cols;
-    float value; /* every element; NAN: data's values times `value2` */
-    float value2;
-    const float *data;
-} extra;
-
-static float tiny_wte[96 * 64], tl_wu[64 * 96]; /* tiny's wte, tiny_tl's W_U [d, vocab] */
-
-static void read_tensor(const char *rel, const char *name, float *dst, size_t n) {
-    char path[400];
-    snprintf(path, sizeof path, "%s/%s", fixtures, rel);
-    g2f_safetensors *st = NULL;
-    g2f_error err = {0};
-    if (g2f_safetensors_open(path, &st, &err) != G2F_OK) { check_failures++; return; }
-    const g2f_tensor *t = g2f_table_find(g2f_safetensors_table(st), name);
-    CHECK(t && t->numel == n);
-    if (t && t->numel == n) g2f_tensor_read_f32(t, 0, n, dst);
-    g2f_safetensors_close(st);
-}
-
-/* dir/name/model.safetensors: every tensor of src (a safetensors file under
- * fixtures) through edit, as F32, then the extras. */
-static void write_copy(const char *src_rel, const char *name, edit_fn edit, const extra *extras, size_t n_extras) {
-    char src[400], dst[400];
-    snprintf(src, sizeof src, "%s/%s", fixtures, src_rel);
-    snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    mkdir(dst, 0700);
-    snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
-    g2f_safetensors *st = NULL;
-    g2f_error err = {0};
-    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
-    const g2f_table *t = g2f_safetensors_table(st);
-    static st_entry e[160];
-    float *bufs[160] = {0};
-    size_t n = 0;
-    for (size_t i = 0; i < t->count && n < 150; i++) {
-        const g2f_tensor *x = &t->tensors[i];
-        float *f = bufs[n] = malloc((size_t)x->numel * sizeof *f + 4);
-        g2f_tensor_read_f32(x, 0, x->numel, f);
-        e[n] = (st_entry){x->name, "F32", x->ndim, {0}, f, (size_t)x->numel * sizeof *f};
-        for (size_t dd = 0; dd < x->ndim; dd++) e[n].shape[dd] = x->shape[dd];
-        if (x->dtype == G2F_DTYPE_BOOL) { /* TransformerLens' mask: kept as it is */
-            e[n].dtype = "BOOL";
-            memcpy(f, x->data, (size_t)x->nbytes);
-            e[n].nbytes = (size_t)x->nbytes;
-        } else if (edit && !edit(x->name, f, e[n].shape, x->ndim)) {
-            free(f);
-            bufs[n] = NULL;
-            continue;
-        }
-        n++;
-    }
-    for (size_t k = 0; k < n_extras; k++) {
-        size_t cnt = (size_t)(extras[k].rows * extras[k].cols);
-        float *f = bufs[n] = malloc(cnt * sizeof *f);
-        for (size_t i = 0; i < cnt; i++) f[i] = isnan(extras[k].value) ? extras[k].data[i] * extras[k].value2 : extras[k].value;
-        e[n] = (st_entry){extras[k].name, "F32", 2, {extras[k].rows, extras[k].cols}, f, cnt * sizeof *f};
-        n++;
-    }
-    CHECK(st_write(dst, NULL, e, n, 1) == 0);
-    for (size_t i = 0; i < n; i++) free(bufs[i]);
-    g2f_safetensors_close(st);
-}
-
-static int scale_wte_zero_lnf_bias(const char *name, float *v, uint64_t *shape, size_t ndim) {
+static int scale_wte_zero_lnf_bias(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t;
     uint64_t n = ndim == 2 ? shape[0] * shape[1] : shape[0];
     if (!strcmp(name, "transformer.wte.weight"))
         for (uint64_t i = 0; i < n; i++) v[i] *= 1.5f;
@@ -529,7 +512,8 @@ static int scale_wte_zero_lnf_bias(const char *name, float *v, uint64_t *shape, 
     return 1;
 }
 
-static int keep(const char *name, float *v, uint64_t *shape, size_t ndim) {
+static int keep(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t;
     (void)name, (void)v, (void)shape, (void)ndim;
     return 1;
 }
@@ -582,7 +566,8 @@ static void diff_should_compare_the_ends_and_every_other_tensor(void) {
     CHECK_CONTAINS(out_text, "scaled:2");
 }
 
-static int transpose_layer1_attn_proj(const char *name, float *v, uint64_t *shape, size_t ndim) {
+static int transpose_layer1_attn_proj(const g2f_table *tab, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)tab;
     (void)shape, (void)ndim;
     if (strcmp(name, "transformer.h.1.attn.c_proj.weight")) return 1;
     float t[64 * 64];
@@ -595,7 +580,8 @@ static int transpose_layer1_attn_proj(const char *name, float *v, uint64_t *shap
 /* nanoGPT's layout (nn.Linear [out, in]): every 2-D weight of the blocks
  * transposed, as its from_pretrained does, but layer 2's c_attn: the Conv1D
  * bytes kept and only the shape changed to [3d, d] (a misread buffer). */
-static int linear_but_c_attn_2(const char *name, float *v, uint64_t *shape, size_t ndim) {
+static int linear_but_c_attn_2(const g2f_table *tab, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)tab;
     if (ndim != 2 || !strstr(name, ".h.") || !strstr(name, "weight")) return 1;
     uint64_t r = shape[0], c = shape[1];
     shape[0] = c, shape[1] = r;
@@ -637,21 +623,13 @@ static void diff_should_name_the_layout_of_every_2d_weight(void) {
     char a[400], b[400];
     snprintf(a, sizeof a, "%s/formats2/tiny_tl.safetensors", fixtures);
     snprintf(b, sizeof b, "%s/wu_bytes", dir);
-    g2f_model *ma = NULL, *mb = NULL;
-    g2f_error err = {0};
-    if (g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK &&
-        g2f_diff_run(ma, mb, &r, &err) == G2F_OK) {
-        CHECK(r.ends[G2F_END_HEAD].kind == G2F_DIFF_TRANSPOSED && r.ends[G2F_END_HEAD_B].kind == G2F_DIFF_ZERO_BIAS);
-        g2f_diff_result_free(&r);
-    } else {
-        fprintf(stderr, "wu_bytes: %s\n", err.msg);
-        check_failures++;
-    }
-    g2f_model_close(ma);
-    g2f_model_close(mb);
+    if (!diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    CHECK(r.ends[G2F_END_HEAD].kind == G2F_DIFF_TRANSPOSED && r.ends[G2F_END_HEAD_B].kind == G2F_DIFF_ZERO_BIAS);
+    g2f_diff_result_free(&r);
 }
 
-static int perturb_tl_wk1(const char *name, float *v, uint64_t *shape, size_t ndim) {
+static int perturb_tl_wk1(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t;
     (void)shape, (void)ndim;
     if (!strcmp(name, "blocks.1.attn.W_K")) v[(1 * 64 + 7) * 16 + 5] += 0.01f; /* [head 1, input 7, d_head 5] */
     return 1;
@@ -662,15 +640,8 @@ static int perturb_tl_wk1(const char *name, float *v, uint64_t *shape, size_t nd
  * diff EQUIVALENT. */
 static void diff_should_compare_split_attention_as_c_attn(void) {
     write_copy("formats2/tiny_tl.safetensors", "tl_wk", perturb_tl_wk1, NULL, 0);
-    char b[400];
-    snprintf(b, sizeof b, "%s/tl_wk", dir);
-    g2f_model *ma = NULL, *mb = NULL;
-    g2f_error err = {0};
-    char a[400];
-    snprintf(a, sizeof a, "%s/tiny", fixtures);
     g2f_diff_result r;
-    if (g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK &&
-        g2f_diff_run(ma, mb, &r, &err) == G2F_OK) {
+    if (diff_port_scoped("tl_wk", G2F_DIFF_SCOPE_ALL, &r)) {
         CHECK(r.tensors[1][G2F_BLK_ATTN_W].kind == G2F_DIFF_DIFFERENT && r.differing == 1);
         CHECK(r.tensors[0][G2F_BLK_ATTN_W].kind == G2F_DIFF_IDENTICAL && r.tensors[0][G2F_BLK_APROJ_W].kind == G2F_DIFF_IDENTICAL);
         CHECK(r.tensors[1][G2F_BLK_ATTN_W].name_b && strstr(r.tensors[1][G2F_BLK_ATTN_W].name_b, "W_Q + W_K + W_V"));
@@ -678,11 +649,8 @@ static void diff_should_compare_split_attention_as_c_attn(void) {
         CHECK(r.tensors[1][G2F_BLK_ATTN_W].worst == 7 * 192 + 64 + 16 + 5);
         g2f_diff_result_free(&r);
     } else {
-        fprintf(stderr, "tl_wk: %s\n", err.msg);
         check_failures++;
     }
-    g2f_model_close(ma);
-    g2f_model_close(mb);
     CHECK(diff_cli("tiny", "tl_wk", "") == 1);
     CHECK(diff_cli("formats2/tiny_tl.safetensors", "tl_wk", "") == 1);
 }

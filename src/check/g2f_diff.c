@@ -960,7 +960,7 @@ static g2f_status compare_other_pair(differ *df, const g2f_tensor *a, const g2f_
         return G2F_OK;
     }
     if (!floats) {
-        o->kind = memcmp(a->data, b->data, (size_t)a->nbytes) ? G2F_DIFF_DIFFERENT : G2F_DIFF_IDENTICAL;
+        o->kind = a->nbytes && memcmp(a->data, b->data, (size_t)a->nbytes) ? G2F_DIFF_DIFFERENT : G2F_DIFF_IDENTICAL;
         o->equivalent = o->kind == G2F_DIFF_IDENTICAL;
         return G2F_OK;
     }
@@ -1001,8 +1001,8 @@ static g2f_status compare_others(differ *df, g2f_diff_scope scope, g2f_diff_resu
          !(out->others = calloc(na + nb, sizeof *out->others))))
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     if (st == G2F_OK && (na + nb)) {
-        memcpy(sa, oa, na * sizeof *sa);
-        memcpy(sb, ob, nb * sizeof *sb);
+        if (na) memcpy(sa, oa, na * sizeof *sa);
+        if (nb) memcpy(sb, ob, nb * sizeof *sb);
         qsort(sa, na, sizeof *sa, other_cmp);
         qsort(sb, nb, sizeof *sb, other_cmp);
     }

@@ -90,8 +90,7 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
         "positions shifted",
         "no final LayerNorm (ln_f skipped)",
         "the logits made with wte although the checkpoint has its own lm_head",
-        "%s weights whose %s block %llu (elements [%llu, %llu)) is not one ggml's reference quantizer writes "
-        "(its scale is not supported by its codes), so their error bound is not used",
+        "%s weights with a %s block %llu (elements [%llu, %llu)) ggml's reference quantizer cannot write",
         "non-finite values",
         "no known cause",
     };

@@ -92,20 +92,28 @@ static void write_port(const char *name, int mut) {
     g2f_safetensors_close(st);
 }
 
-/* Runs diff tiny vs port; returns the verdict string of (layer, tensor). */
-static int diff_port(const char *name, g2f_diff_result *r) {
-    char a[400], b[400];
-    snprintf(a, sizeof a, "%s/tiny", fixtures);
-    snprintf(b, sizeof b, "%s/%s", dir, name);
+/* Runs diff tiny vs port (the FFN alone for write_port's FFN-only files, as
+ * --only ffn does, everything for a whole copy). */
+/* diff of two paths in scope; 0 (the error printed) when it cannot run. */
+static int diff_paths(const char *a, const char *b, g2f_diff_scope scope, g2f_diff_result *r) {
     g2f_model *ma = NULL, *mb = NULL;
     g2f_error err = {0};
     int ok = g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK &&
-             g2f_diff_run(ma, mb, r, &err) == G2F_OK;
-    if (!ok) fprintf(stderr, "%s: %s\n", name, err.msg);
+             g2f_diff_run_scoped(ma, mb, scope, r, &err) == G2F_OK;
+    if (!ok) fprintf(stderr, "%s vs %s: %s\n", a, b, err.msg);
     g2f_model_close(ma);
     g2f_model_close(mb);
     return ok;
 }
+
+static int diff_port_scoped(const char *name, g2f_diff_scope scope, g2f_diff_result *r) {
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/tiny", fixtures);
+    snprintf(b, sizeof b, "%s/%s", dir, name);
+    return diff_paths(a, b, scope, r);
+}
+
+static int diff_port(const char *name, g2f_diff_result *r) { return diff_port_scoped(name, G2F_DIFF_SCOPE_FFN, r); }
 
 static void diff_should_classify_each_kind_of_port(void) {
     struct {
@@ -144,17 +152,29 @@ static void diff_should_classify_each_kind_of_port(void) {
     }
 }
 
+static char out_text[1 << 17];
+
+/* Runs the CLI; its standard output in out_text. */
 static int run(const char *args) {
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "'%s' %s > /dev/null 2>&1", cli, args);
+    char cmd[1600], p[400];
+    snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out.txt' 2>&1", cli, args, dir);
     int st = system(cmd);
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    FILE *fp = fopen(p, "rb");
+    size_t got = fp ? fread(out_text, 1, sizeof out_text - 1, fp) : 0;
+    out_text[got] = '\0';
+    if (fp) fclose(fp);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static void diff_and_inspect_should_exit_with_documented_codes(void) {
     char args[1000];
-    snprintf(args, sizeof args, "diff '%s/tiny' '%s/f16.safetensors'", fixtures, dir);
+    snprintf(args, sizeof args, "diff '%s/tiny' '%s/f16.safetensors' --only ffn", fixtures, dir);
     CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "diff '%s/tiny' '%s/f16.safetensors'", fixtures, dir);
+    CHECK(run(args) == 1); /* the FFN alone: everything else is held by tiny only */
+    snprintf(args, sizeof args, "diff '%s/tiny' '%s/f16.safetensors' --only attn", fixtures, dir);
+    CHECK(run(args) == 2);
     snprintf(args, sizeof args, "diff '%s/tiny' '%s/swap.safetensors' --json -", fixtures, dir);
     CHECK(run(args) == 1);
     snprintf(args, sizeof args, "diff '%s/tiny' '%s/diag/tiny_pre'", fixtures, fixtures);
@@ -232,14 +252,7 @@ static int diff_dirs(const char *a, const char *b, g2f_diff_result *r) {
     char pa[400], pb[400];
     snprintf(pa, sizeof pa, "%s/%s", dir, a);
     snprintf(pb, sizeof pb, "%s/%s", dir, b);
-    g2f_model *ma = NULL, *mb = NULL;
-    g2f_error err = {0};
-    int ok = g2f_model_open(pa, NULL, &ma, &err) == G2F_OK && g2f_model_open(pb, NULL, &mb, &err) == G2F_OK &&
-             g2f_diff_run(ma, mb, r, &err) == G2F_OK;
-    if (!ok) fprintf(stderr, "%s vs %s: %s\n", a, b, err.msg);
-    g2f_model_close(ma);
-    g2f_model_close(mb);
-    return ok;
+    return diff_paths(pa, pb, G2F_DIFF_SCOPE_ALL, r);
 }
 
 static char *slurp_cmd(const char *cmd) {
@@ -321,6 +334,79 @@ static void diff_should_stream_tensors_larger_than_a_block(void) {
     free(three);
 }
 
+/* ---- copies of a checkpoint with edits ----------------------------------- */
+
+/* An edit of a copy: called for each tensor of the source table t (its
+ * name, float values and shape, which it may change in place); returns 0 to
+ * drop it. */
+typedef int (*edit_fn)(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim);
+
+typedef struct extra {
+    const char *name;
+    uint64_t rows, cols;
+    float value; /* every element; NAN: data's values times `value2` */
+    float value2;
+    const float *data;
+} extra;
+
+static float tiny_wte[96 * 64], tl_wu[64 * 96]; /* tiny's wte, tiny_tl's W_U [d, vocab] */
+
+static void read_tensor(const char *rel, const char *name, float *dst, size_t n) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", fixtures, rel);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(path, &st, &err) != G2F_OK) { check_failures++; return; }
+    const g2f_tensor *t = g2f_table_find(g2f_safetensors_table(st), name);
+    CHECK(t && t->numel == n);
+    if (t && t->numel == n) g2f_tensor_read_f32(t, 0, n, dst);
+    g2f_safetensors_close(st);
+}
+
+/* dir/name/model.safetensors: every tensor of src (a safetensors file under
+ * fixtures) through edit, as F32, then the extras. */
+static void write_copy(const char *src_rel, const char *name, edit_fn edit, const extra *extras, size_t n_extras) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/%s", fixtures, src_rel);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    mkdir(dst, 0700);
+    snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
+    const g2f_table *t = g2f_safetensors_table(st);
+    static st_entry e[160];
+    float *bufs[160] = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 150; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        float *f = bufs[n] = malloc((size_t)x->numel * sizeof *f + 4);
+        g2f_tensor_read_f32(x, 0, x->numel, f);
+        e[n] = (st_entry){x->name, "F32", x->ndim, {0}, f, (size_t)x->numel * sizeof *f};
+        for (size_t dd = 0; dd < x->ndim; dd++) e[n].shape[dd] = x->shape[dd];
+        if (x->dtype == G2F_DTYPE_BOOL) { /* TransformerLens' mask: kept as it is */
+            e[n].dtype = "BOOL";
+            memcpy(f, x->data, (size_t)x->nbytes);
+            e[n].nbytes = (size_t)x->nbytes;
+        } else if (edit && !edit(t, x->name, f, e[n].shape, x->ndim)) {
+            free(f);
+            bufs[n] = NULL;
+            continue;
+        }
+        n++;
+    }
+    for (size_t k = 0; k < n_extras; k++) {
+        size_t cnt = (size_t)(extras[k].rows * extras[k].cols);
+        float *f = bufs[n] = malloc(cnt * sizeof *f);
+        for (size_t i = 0; i < cnt; i++) f[i] = isnan(extras[k].value) ? extras[k].data[i] * extras[k].value2 : extras[k].value;
+        e[n] = (st_entry){extras[k].name, "F32", 2, {extras[k].rows, extras[k].cols}, f, cnt * sizeof *f};
+        n++;
+    }
+    CHECK(st_write(dst, NULL, e, n, 1) == 0);
+    for (size_t i = 0; i < n; i++) free(bufs[i]);
+    g2f_safetensors_close(st);
+}
+
 /* A bias one file lacks: the difference is the bias itself, and the text
  * says how large it is, not a max_abs of 0. */
 /* Every tensor of tiny copied, with three of the block's changed: layer 2's
@@ -328,64 +414,57 @@ static void diff_should_stream_tensors_larger_than_a_block(void) {
  * 0's attn.c_attn.bias given noise. diff names each; the FFN's and the rest
  * stay identical; against tiny's FFN-only GGUF export the block's tensors are
  * not compared, and the FFN is still equivalent. */
+/* tiny with layer 2's ln_1.weight halved, layer 1's attn.c_proj.weight
+ * taken from layer 3, layer 0's attn.c_attn.bias given noise. */
+static int blockport_edit(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    uint64_t n = ndim == 2 ? shape[0] * shape[1] : shape[0], seed = 7;
+    if (!strcmp(name, "transformer.h.1.attn.c_proj.weight"))
+        g2f_tensor_read_f32(g2f_table_find(t, "transformer.h.3.attn.c_proj.weight"), 0, n, v);
+    if (!strcmp(name, "transformer.h.2.ln_1.weight"))
+        for (uint64_t k = 0; k < n; k++) v[k] *= 0.5f;
+    if (!strcmp(name, "transformer.h.0.attn.c_attn.bias"))
+        for (uint64_t k = 0; k < n; k++) v[k] += rnd_unit(&seed) * 1e-2f;
+    return 1;
+}
+
 static void diff_should_compare_every_block_tensor(void) {
-    char src[400], dst[400];
-    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
-    snprintf(dst, sizeof dst, "%s/blockport", dir);
-    mkdir(dst, 0700);
-    snprintf(dst, sizeof dst, "%s/blockport/model.safetensors", dir);
-    g2f_safetensors *st = NULL;
+    write_copy("tiny/model.safetensors", "blockport", blockport_edit, NULL, 0);
     g2f_error err = {0};
-    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
-    const g2f_table *t = g2f_safetensors_table(st);
-    static st_entry e[128];
-    float *bufs[128] = {0};
-    size_t n = 0;
-    const g2f_tensor *proj3 = NULL;
-    for (size_t i = 0; i < t->count; i++)
-        if (!strcmp(t->tensors[i].name, "transformer.h.3.attn.c_proj.weight")) proj3 = &t->tensors[i];
-    CHECK(proj3 != NULL && t->count <= 128);
-    for (size_t i = 0; proj3 && i < t->count && n < 128; i++) {
-        const g2f_tensor *x = &t->tensors[i];
-        const g2f_tensor *from = !strcmp(x->name, "transformer.h.1.attn.c_proj.weight") ? proj3 : x;
-        float *f = bufs[n] = malloc((size_t)x->numel * sizeof *f);
-        if (!f) break;
-        g2f_tensor_read_f32(from, 0, (size_t)x->numel, f);
-        if (!strcmp(x->name, "transformer.h.2.ln_1.weight"))
-            for (uint64_t k = 0; k < x->numel; k++) f[k] *= 0.5f;
-        uint64_t seed = 7;
-        if (!strcmp(x->name, "transformer.h.0.attn.c_attn.bias"))
-            for (uint64_t k = 0; k < x->numel; k++) f[k] += rnd_unit(&seed) * 1e-2f;
-        e[n] = (st_entry){x->name, "F32", x->ndim, {0}, f, (size_t)x->numel * sizeof *f};
-        for (size_t dd = 0; dd < x->ndim; dd++) e[n].shape[dd] = x->shape[dd];
-        n++;
-    }
-    CHECK(st_write(dst, NULL, e, n, 1) == 0);
-    for (size_t i = 0; i < n; i++) free(bufs[i]);
-    g2f_safetensors_close(st);
     g2f_diff_result r;
-    if (!diff_port("blockport", &r)) { check_failures++; return; }
-    CHECK(!r.equivalent && r.differing == 3 && r.compared == 4 * G2F_LAYER_TENSORS);
+    if (!diff_port_scoped("blockport", G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    /* every layer's tensors and wte, wpe, ln_f (the head is tied in both: not a tensor) */
+    CHECK(!r.equivalent && r.differing == 3 && r.compared == 4 * G2F_LAYER_TENSORS + 4 && !r.held_by_one);
+    CHECK(r.ends[G2F_END_HEAD].kind == G2F_DIFF_TIED && r.ends[G2F_END_WTE].kind == G2F_DIFF_IDENTICAL);
     CHECK(r.tensors[2][G2F_BLK_LN1_W].kind == G2F_DIFF_SCALED);
     CHECK_NEAR(r.tensors[2][G2F_BLK_LN1_W].scale, 0.5, 1e-6);
     CHECK(r.tensors[1][G2F_BLK_APROJ_W].kind == G2F_DIFF_FROM_LAYER && r.tensors[1][G2F_BLK_APROJ_W].from_layer == 3);
     CHECK(r.tensors[0][G2F_BLK_ATTN_B].kind == G2F_DIFF_DIFFERENT);
     CHECK(r.tensors[3][G2F_BLK_ATTN_W].kind == G2F_DIFF_IDENTICAL && r.tensors[3][G2F_BLK_LN2_B].kind == G2F_DIFF_IDENTICAL);
     g2f_diff_result_free(&r);
-    /* tiny against its FFN-only GGUF export (which keeps ln_2) */
+    /* tiny against its FFN-only GGUF export (which keeps ln_2 and wte): the
+     * attention, ln_1, wpe and ln_f are held by tiny only, so not equivalent;
+     * --only ffn and --only block say what the export is a port of */
     g2f_model *ma = NULL, *mb = NULL;
     char a[400], b[400];
     snprintf(a, sizeof a, "%s/tiny", fixtures);
     snprintf(b, sizeof b, "%s/formats2/tiny.gguf", fixtures);
-    CHECK(g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK &&
-          g2f_diff_run(ma, mb, &r, &err) == G2F_OK);
-    if (r.tensors) {
-        CHECK(r.equivalent && r.differing == 0);
-        CHECK(r.tensors[1][G2F_BLK_ATTN_W].kind == G2F_DIFF_NOT_COMPARED && r.tensors[1][G2F_BLK_ATTN_W].missing_in == 'A');
-        CHECK(r.tensors[1][G2F_BLK_LN2_W].kind == G2F_DIFF_IDENTICAL);
-        CHECK(r.compared == 4 * (G2F_FFN_TENSORS + 2));
+    CHECK(g2f_model_open(a, NULL, &ma, &err) == G2F_OK && g2f_model_open(b, NULL, &mb, &err) == G2F_OK);
+    for (int sc = 0; ma && mb && sc < G2F_DIFF_SCOPE_COUNT; sc++) {
+        if (g2f_diff_run_scoped(ma, mb, (g2f_diff_scope)sc, &r, &err) != G2F_OK) { check_failures++; continue; }
+        const g2f_diff_tensor *w = &r.tensors[1][G2F_BLK_ATTN_W];
+        if (sc == G2F_DIFF_SCOPE_FFN) {
+            CHECK(r.equivalent && r.differing == 0 && r.compared == 4 * G2F_FFN_TENSORS && !r.held_by_one);
+            CHECK(w->kind == G2F_DIFF_OUTSIDE && r.tensors[1][G2F_BLK_LN2_W].kind == G2F_DIFF_OUTSIDE);
+            CHECK(r.ends[G2F_END_WTE].kind == G2F_DIFF_OUTSIDE && r.excused == 4 * 8 + 4); /* and wte, wpe, ln_f */
+        } else {
+            CHECK(!r.equivalent && r.differing == 0 && w->kind == G2F_DIFF_HELD_BY_ONE && w->missing_in == 'A');
+            CHECK(r.tensors[1][G2F_BLK_LN2_W].kind == G2F_DIFF_IDENTICAL && !strcmp(w->name_a, "transformer.h.1.attn.c_attn.weight"));
+            /* per layer ln_1 and attention (weights and biases) only in tiny; wpe and ln_f too when all */
+            CHECK(r.held_by_one == 4 * 6 + (sc == G2F_DIFF_SCOPE_ALL ? 3 : 0));
+            CHECK(sc != G2F_DIFF_SCOPE_ALL || r.ends[G2F_END_WTE].kind == G2F_DIFF_IDENTICAL);
+        }
+        g2f_diff_result_free(&r);
     }
-    g2f_diff_result_free(&r);
     g2f_model_close(ma);
     g2f_model_close(mb);
 }
@@ -421,6 +500,161 @@ static void diff_should_give_the_size_of_a_missing_bias(void) {
     free(text);
 }
 
+/* ---- every tensor, and the layout of every 2-D weight -------------------- */
+
+static int scale_wte_zero_lnf_bias(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t;
+    uint64_t n = ndim == 2 ? shape[0] * shape[1] : shape[0];
+    if (!strcmp(name, "transformer.wte.weight"))
+        for (uint64_t i = 0; i < n; i++) v[i] *= 1.5f;
+    if (!strcmp(name, "transformer.ln_f.bias"))
+        for (uint64_t i = 0; i < n; i++) v[i] = 0;
+    return 1;
+}
+
+static int keep(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t;
+    (void)name, (void)v, (void)shape, (void)ndim;
+    return 1;
+}
+
+/* Runs the CLI on fixtures/a and dir/b; its exit code (the text in out_text). */
+static int diff_cli(const char *a, const char *b, const char *opts) {
+    char args[1200];
+    snprintf(args, sizeof args, "diff '%s/%s' '%s/%s' %s", fixtures, a, dir, b, opts);
+    return run(args);
+}
+
+/* Class 1 of issue 23: the model's ends and every other tensor count. On
+ * main a copy of tiny with wte scaled by 1.5 and ln_f.bias zeroed was
+ * "EQUIVALENT (0 of 48 tensors differ)", exit 0; a tensor only one file holds
+ * was never seen. */
+static void diff_should_compare_the_ends_and_every_other_tensor(void) {
+    read_tensor("tiny/model.safetensors", "transformer.wte.weight", tiny_wte, 96 * 64);
+    write_copy("tiny/model.safetensors", "ends", scale_wte_zero_lnf_bias, NULL, 0);
+    g2f_diff_result r;
+    if (diff_port_scoped("ends", G2F_DIFF_SCOPE_ALL, &r)) {
+        CHECK(!r.equivalent && r.differing == 2 && !r.held_by_one);
+        CHECK(r.ends[G2F_END_WTE].kind == G2F_DIFF_SCALED);
+        CHECK_NEAR(r.ends[G2F_END_WTE].scale, 1.5, 1e-6);
+        CHECK(r.ends[G2F_END_LNF_B].kind == G2F_DIFF_DIFFERENT && r.ends[G2F_END_WPE].kind == G2F_DIFF_IDENTICAL);
+        g2f_diff_result_free(&r);
+    }
+    CHECK(diff_cli("tiny", "ends", "") == 1);
+    CHECK_CONTAINS(out_text, "wte                  ");
+    CHECK_CONTAINS(out_text, "scaled:1.5");
+    CHECK(diff_cli("tiny", "ends", "--only block") == 0); /* a port of the blocks says so */
+    /* a tensor one file holds (a classifier head), a buffer, an untied head */
+    static const extra score = {"score.weight", 2, 64, 0.25f, 0, NULL}, mask = {"transformer.h.0.attn.bias", 1, 32, 1, 0, NULL};
+    const extra head_copy = {"lm_head.weight", 96, 64, NAN, 1, tiny_wte}, head_twice = {"lm_head.weight", 96, 64, NAN, 2, tiny_wte};
+    write_copy("tiny/model.safetensors", "score", keep, &score, 1);
+    CHECK(diff_cli("tiny", "score", "") == 1);
+    CHECK_CONTAINS(out_text, "score.weight                 -           -  held_by_one (only B holds it)  <-");
+    CHECK_CONTAINS(out_text, "held by one file only: B's score.weight");
+    CHECK(diff_cli("tiny", "score", "--json -") == 1);
+    CHECK_CONTAINS(out_text, "\"held_by_one\":\t1");
+    CHECK_CONTAINS(out_text, "\"tensor\":\t\"score.weight\",\n\t\t\t\"layer\":\tnull,\n\t\t\t\"held_by\":\t\"B\"");
+    write_copy("tiny/model.safetensors", "mask", keep, &mask, 1);
+    CHECK(diff_cli("tiny", "mask", "") == 0);
+    CHECK_CONTAINS(out_text, "1 buffer (h.0.attn.bias): not parameters (causal masks), not compared");
+    write_copy("tiny/model.safetensors", "head_copy", keep, &head_copy, 1);
+    CHECK(diff_cli("tiny", "head_copy", "") == 0);
+    CHECK_CONTAINS(out_text, "A stores no head (tied to its wte): B's head is compared with A's wte");
+    write_copy("tiny/model.safetensors", "head_twice", keep, &head_twice, 1);
+    CHECK(diff_cli("tiny", "head_twice", "") == 1);
+    CHECK_CONTAINS(out_text, "head                 ");
+    CHECK_CONTAINS(out_text, "scaled:2");
+}
+
+static int transpose_layer1_attn_proj(const g2f_table *tab, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)tab;
+    (void)shape, (void)ndim;
+    if (strcmp(name, "transformer.h.1.attn.c_proj.weight")) return 1;
+    float t[64 * 64];
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < 64; j++) t[j * 64 + i] = v[i * 64 + j];
+    memcpy(v, t, sizeof t);
+    return 1;
+}
+
+/* nanoGPT's layout (nn.Linear [out, in]): every 2-D weight of the blocks
+ * transposed, as its from_pretrained does, but layer 2's c_attn: the Conv1D
+ * bytes kept and only the shape changed to [3d, d] (a misread buffer). */
+static int linear_but_c_attn_2(const g2f_table *tab, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)tab;
+    if (ndim != 2 || !strstr(name, ".h.") || !strstr(name, "weight")) return 1;
+    uint64_t r = shape[0], c = shape[1];
+    shape[0] = c, shape[1] = r;
+    if (!strcmp(name, "transformer.h.2.attn.c_attn.weight")) return 1;
+    float *t = malloc(r * c * sizeof *t);
+    for (uint64_t i = 0; i < r; i++)
+        for (uint64_t j = 0; j < c; j++) t[j * r + i] = v[i * c + j];
+    memcpy(v, t, r * c * sizeof *t);
+    free(t);
+    return 1;
+}
+
+/* Class 2 of issue 23: the layout verdicts for every 2-D weight. On main the
+ * square attn.c_proj copied without its transpose and the misread c_attn
+ * buffer were "different", and the heads were not compared at all. */
+static void diff_should_name_the_layout_of_every_2d_weight(void) {
+    g2f_diff_result r;
+    write_copy("tiny/model.safetensors", "proj_t", transpose_layer1_attn_proj, NULL, 0);
+    if (diff_port_scoped("proj_t", G2F_DIFF_SCOPE_ALL, &r)) {
+        CHECK(r.tensors[1][G2F_BLK_APROJ_W].kind == G2F_DIFF_TRANSPOSED && r.differing == 1);
+        g2f_diff_result_free(&r);
+    }
+    CHECK(diff_cli("tiny", "proj_t", "") == 1);
+    CHECK_CONTAINS(out_text, "    1 attn.c_proj.weight   ");
+    CHECK_CONTAINS(out_text, "transposed  <-");
+    write_copy("tiny/model.safetensors", "linear_misread", linear_but_c_attn_2, NULL, 0);
+    if (diff_port_scoped("linear_misread", G2F_DIFF_SCOPE_ALL, &r)) {
+        CHECK(r.tensors[2][G2F_BLK_ATTN_W].kind == G2F_DIFF_TRANSPOSED && r.differing == 1);
+        CHECK(r.tensors[1][G2F_BLK_ATTN_W].kind == G2F_DIFF_IDENTICAL); /* Linear, faithfully */
+        g2f_diff_result_free(&r);
+    }
+    CHECK(diff_cli("tiny", "linear_misread", "") == 1);
+    CHECK_CONTAINS(out_text, "    2 attn.c_attn.weight   ");
+    /* the head: TransformerLens' W_U [d, vocab] against its bytes saved as an
+     * HF lm_head [vocab, d] without the transpose */
+    read_tensor("formats2/tiny_tl.safetensors", "unembed.W_U", tl_wu, 64 * 96);
+    const extra wu = {"lm_head.weight", 96, 64, NAN, 1, tl_wu};
+    write_copy("tiny/model.safetensors", "wu_bytes", keep, &wu, 1);
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/formats2/tiny_tl.safetensors", fixtures);
+    snprintf(b, sizeof b, "%s/wu_bytes", dir);
+    if (!diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    CHECK(r.ends[G2F_END_HEAD].kind == G2F_DIFF_TRANSPOSED && r.ends[G2F_END_HEAD_B].kind == G2F_DIFF_ZERO_BIAS);
+    g2f_diff_result_free(&r);
+}
+
+static int perturb_tl_wk1(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t;
+    (void)shape, (void)ndim;
+    if (!strcmp(name, "blocks.1.attn.W_K")) v[(1 * 64 + 7) * 16 + 5] += 0.01f; /* [head 1, input 7, d_head 5] */
+    return 1;
+}
+
+/* TransformerLens' W_Q/W_K/W_V/W_O are compared as the c_attn / c_proj they
+ * stand for; on main they were "not_compared" and a changed W_K left the
+ * diff EQUIVALENT. */
+static void diff_should_compare_split_attention_as_c_attn(void) {
+    write_copy("formats2/tiny_tl.safetensors", "tl_wk", perturb_tl_wk1, NULL, 0);
+    g2f_diff_result r;
+    if (diff_port_scoped("tl_wk", G2F_DIFF_SCOPE_ALL, &r)) {
+        CHECK(r.tensors[1][G2F_BLK_ATTN_W].kind == G2F_DIFF_DIFFERENT && r.differing == 1);
+        CHECK(r.tensors[0][G2F_BLK_ATTN_W].kind == G2F_DIFF_IDENTICAL && r.tensors[0][G2F_BLK_APROJ_W].kind == G2F_DIFF_IDENTICAL);
+        CHECK(r.tensors[1][G2F_BLK_ATTN_W].name_b && strstr(r.tensors[1][G2F_BLK_ATTN_W].name_b, "W_Q + W_K + W_V"));
+        /* the worst element: logical (input 7, k's columns at d + head 1 * 16 + 5) */
+        CHECK(r.tensors[1][G2F_BLK_ATTN_W].worst == 7 * 192 + 64 + 16 + 5);
+        g2f_diff_result_free(&r);
+    } else {
+        check_failures++;
+    }
+    CHECK(diff_cli("tiny", "tl_wk", "") == 1);
+    CHECK(diff_cli("formats2/tiny_tl.safetensors", "tl_wk", "") == 1);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -431,6 +665,9 @@ int main(int argc, char **argv) {
     RUN(diff_should_stream_tensors_larger_than_a_block);
     RUN(diff_should_give_the_size_of_a_missing_bias);
     RUN(diff_should_compare_every_block_tensor);
+    RUN(diff_should_compare_the_ends_and_every_other_tensor);
+    RUN(diff_should_name_the_layout_of_every_2d_weight);
+    RUN(diff_should_compare_split_attention_as_c_attn);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -40,6 +40,7 @@ struct field {
 
 #define END {NULL, 0, 0, NULL, NULL, 0, NULL}
 #define FLOAT_DTYPES "F32|F16|BF16|F64"
+#define QUANT_TYPES "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K"
 #define ROLES "c_fc.weight|c_fc.bias|c_proj.weight|c_proj.bias|ln_1.weight|ln_1.bias|attn.c_attn.weight|" \
               "attn.c_attn.bias|attn.c_proj.weight|attn.c_proj.bias|ln_2.weight|ln_2.bias"
 
@@ -48,7 +49,7 @@ static const field model_fields[] = {
     {"format", S, 1, NULL, NULL, 0, NULL},
     {"naming", S, 1, NULL, NULL, 0, NULL},
     {"prefix", S, 1, NULL, NULL, 0, NULL},
-    {"dtype", S, 1, FLOAT_DTYPES, NULL, 0, NULL},
+    {"dtype", S, 1, FLOAT_DTYPES "|" QUANT_TYPES, NULL, 0, NULL},
     {"layout", S, 1, "conv1d|linear", NULL, 0, NULL},
     {"layout_source", S, 1, NULL, NULL, 0, NULL},
     {"n_layer", I, 1, NULL, NULL, 0, NULL},
@@ -276,15 +277,34 @@ static const field diff_quantized_fields[] = {
     {"max_err_bound_ratio", N, 1, NULL, NULL, 0, NULL},
     END};
 
-static const field diff_tensor_fields[] = {
-    {"tensor", S, 1, ROLES, NULL, 0, NULL},
-    {"verdict", S, 1, "<verdict>", NULL, 0, NULL},
-    {"equivalent", B, 1, NULL, NULL, 0, NULL},
-    {"accept_class", S, 0, "weights_quantized", NULL, 0, NULL},
-    {"accepted_as", S | Z, 1, "weights_quantized", NULL, 0, NULL},
-    {"max_abs_err", N, 1, NULL, NULL, 0, NULL},
-    {"max_rel_err", N, 1, NULL, NULL, 0, NULL},
-    {"quantized", O, 0, NULL, diff_quantized_fields, 0, NULL},
+#define DIFF_ENTRY_FIELDS                                                        \
+    {"verdict", S, 1, "<verdict>", NULL, 0, NULL},                               \
+    {"equivalent", B, 1, NULL, NULL, 0, NULL},                                   \
+    {"accept_class", S, 0, "weights_quantized", NULL, 0, NULL},                  \
+    {"accepted_as", S | Z, 1, "weights_quantized", NULL, 0, NULL},               \
+    {"max_abs_err", N, 1, NULL, NULL, 0, NULL},                                  \
+    {"max_rel_err", N, 1, NULL, NULL, 0, NULL},                                  \
+    {"name_a", S | Z, 1, NULL, NULL, 0, NULL},                                   \
+    {"name_b", S | Z, 1, NULL, NULL, 0, NULL},                                   \
+    {"held_by", S, 0, "A|B", NULL, 0, NULL},                                     \
+    {"quantized", O, 0, NULL, diff_quantized_fields, 0, NULL},                   \
+    {"inconsistent", O, 0, NULL, diff_inconsistent_fields, 0, NULL},             \
+    {"note", S, 0, NULL, NULL, 0, NULL}
+
+static const field diff_inconsistent_fields[] = {
+    {"type", S, 1, "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K", NULL, 0, NULL},
+    {"block", I, 1, NULL, NULL, 0, NULL},
+    END};
+
+static const field diff_tensor_fields[] = {{"tensor", S, 1, ROLES, NULL, 0, NULL}, DIFF_ENTRY_FIELDS, END};
+static const field diff_end_fields[] = {
+    {"tensor", S, 1, "wte|wpe|ln_f.weight|ln_f.bias|head|head.bias", NULL, 0, NULL}, DIFF_ENTRY_FIELDS, END};
+static const field diff_other_fields[] = {{"tensor", S, 1, NULL, NULL, 0, NULL}, DIFF_ENTRY_FIELDS, END};
+static const field diff_held_fields[] = {
+    {"tensor", S, 1, NULL, NULL, 0, NULL},
+    {"layer", I | Z, 1, NULL, NULL, 0, NULL},
+    {"held_by", S, 1, "A|B", NULL, 0, NULL},
+    {"name", S, 1, NULL, NULL, 0, NULL},
     END};
 
 static const field diff_layer_fields[] = {
@@ -295,11 +315,17 @@ static const field diff_fields[] = {
     {"b", O, 1, NULL, model_fields, 0, NULL},
     {"status", S, 1, "equivalent|accepted|different", NULL, 0, NULL},
     {"accept", A, 1, NULL, NULL, S, "weights_quantized"},
+    {"only", S | Z, 1, "ffn|block", NULL, 0, NULL},
     {"sizes", S, 0, NULL, NULL, 0, NULL},
     {"roundoff", N, 1, NULL, NULL, 0, NULL},
     {"compared", I, 1, NULL, NULL, 0, NULL},
     {"differing", I, 1, NULL, NULL, 0, NULL},
+    {"held_by_one", I, 1, NULL, NULL, 0, NULL},
+    {"excused", I, 1, NULL, NULL, 0, NULL},
     {"layers", A, 1, NULL, diff_layer_fields, O, NULL},
+    {"model_tensors", A, 1, NULL, diff_end_fields, O, NULL},
+    {"other_tensors", A, 1, NULL, diff_other_fields, O, NULL},
+    {"held_by_one_tensors", A, 1, NULL, diff_held_fields, O, NULL},
     END};
 
 /* Enumerations written as rules: the diagnosis codes and diff verdicts
@@ -313,7 +339,8 @@ static const field diff_fields[] = {
               "lm_head_untied"
 #define STAGE_TENSORS "ln_1.out|attn.qkv|attn.hook_q|attn.hook_k|attn.hook_v|attn.probs|attn.merged|attn.hook_z|" \
                       "attn.out|mid|ln_2.out|mlp.pre|mlp.act|mlp.out|out"
-#define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different|not_compared"
+#define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different|shape_differs|" \
+                 "held_by_one|tied|buffer|training_state|outside_scope"
 
 static int in_list(const char *v, const char *list) {
     size_t n = strlen(v);
@@ -334,7 +361,8 @@ static int valid_value(const char *v, const char *values) {
     if (!values) return 1;
     if (!strcmp(values, "<code>"))
         return in_list(v, CODES) || (!strncmp(v, "weights_from_layer:", 19) && is_uint(v + 19)) ||
-               (!strncmp(v, "weights_quantized:", 18) && in_list(v + 18, "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K")) ||
+               (!strncmp(v, "weights_quantized:", 18) && in_list(v + 18, QUANT_TYPES)) ||
+               (!strncmp(v, "weights_quant_inconsistent:", 27) && in_list(v + 27, QUANT_TYPES)) ||
                in_list(v, "layout_misread:c_fc|layout_misread:c_proj|layout_misread:both") ||
                (!strncmp(v, "qkv_order:", 10) && strlen(v + 10) == 3 && strchr(v + 10, 'q') && strchr(v + 10, 'k') &&
                 strchr(v + 10, 'v')) ||
@@ -346,7 +374,8 @@ static int valid_value(const char *v, const char *values) {
     if (!strcmp(values, "<verdict>")) {
         if (!strncmp(v, "scaled:", 7)) return strtod(v + 7, &end), end != v + 7 && !*end;
         return in_list(v, VERDICTS) || (!strncmp(v, "from_layer:", 11) && is_uint(v + 11)) ||
-               (!strncmp(v, "quantized:", 10) && in_list(v + 10, "Q4_0|Q4_1|Q5_0|Q5_1|Q8_0|Q4_K|Q5_K|Q6_K"));
+               (!strncmp(v, "quantized:", 10) && in_list(v + 10, QUANT_TYPES)) ||
+               (!strncmp(v, "quant_inconsistent:", 19) && in_list(v + 19, QUANT_TYPES));
     }
     if (!strcmp(values, "<stage_tensor>")) return in_list(v, STAGE_TENSORS);
     if (!strcmp(values, "<gelu_source>"))
@@ -591,7 +620,18 @@ static void reports_should_follow_the_documented_schema(void) {
         snprintf(args, sizeof args, "diff '%s/tiny' '%s/%s'", fixtures, fixtures, ck[i]);
         check_report(K_DIFF, args);
     }
-    CHECK(reports_checked >= 59);
+    /* diff's other fields: the head, TransformerLens, training state, --only, buffers, quantized */
+    static const char *const dx[][3] = {{"small", "small_tied", ""},
+                                        {"tiny", "formats2/tiny_tl.safetensors", ""},
+                                        {"tiny", "torch/nanogpt_full_ckpt.pt", ""},
+                                        {"tiny", "formats2/tiny_full.gguf", "--only block"},
+                                        {"tiny", "quant/tiny_q8_0.gguf", "--only ffn --accept weights_quantized"},
+                                        {"quant/k256", "quant/k256_q6_k.gguf", ""}};
+    for (size_t i = 0; i < sizeof dx / sizeof dx[0]; i++) {
+        snprintf(args, sizeof args, "diff '%s/%s' '%s/%s' %s", fixtures, dx[i][0], fixtures, dx[i][1], dx[i][2]);
+        check_report(K_DIFF, args);
+    }
+    CHECK(reports_checked >= 65);
 }
 
 /* ---- README against the schema ------------------------------------------ */

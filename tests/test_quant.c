@@ -392,6 +392,109 @@ static void bounds_should_hold_for_reference_quantized_data(void) {
     free(q);
 }
 
+/* ---- consistency: what ggml's reference quantizers write ---- */
+
+/* A block as forged to decode to 0 while carrying the largest f16 scale
+ * (65504): the attack of issue 23, one byte image per type. */
+static void forge_zero_block(g2f_dtype ty, unsigned char *b) {
+    const g2f_quant_info *qi = g2f_quant_info_of(ty);
+    memset(b, 0, qi->bytes);
+    switch (ty) {
+    case G2F_DTYPE_Q4_0: memset(b + 2, 0x88, 16); break;      /* codes 8: value 0 */
+    case G2F_DTYPE_Q5_0: memset(b + 2, 0xff, 4); break;       /* qh: codes 16 */
+    case G2F_DTYPE_Q4_K:
+    case G2F_DTYPE_Q5_K: memset(b + 4, 63, 4); memset(b + 8, 0xff, 4); b[8] = b[9] = b[10] = b[11] = 0x0f; break;
+    case G2F_DTYPE_Q6_K: memset(b + 128, 0xaa, 64); memset(b + 192, 127, 16); break; /* codes 32, scales 127 */
+    default: break;
+    }
+    put_f16(b + (ty == G2F_DTYPE_Q6_K ? 208 : 0), 65504.0f);
+}
+
+/* Every block the C quantizers (ggml's reference, bit for bit) write meets
+ * the condition: the six distributions of the bound test, each with random
+ * per-block magnitudes from 1e-7 to 1e5 (f16-subnormal and large scales),
+ * sparse, constant, two-valued and offset blocks, and the Python fixture;
+ * blocks whose f16 scale overflowed (refused by g2f_quant_check) are left
+ * out. The forged zero blocks fail, naming the block. */
+static void consistency_should_accept_every_reference_block_and_no_forged_one(void) {
+    const size_t n = 256 * 512;
+    float *x = malloc(n * sizeof *x);
+    unsigned char *q = malloc(n * 2);
+    size_t checked[N_TYPES] = {0}, rejected[N_TYPES] = {0};
+    for (int dist = 0; dist < 12; dist++) {
+        uint64_t s = 777 + (uint64_t)dist;
+        for (size_t i = 0; i < n; i++) {
+            const double g = gauss(&s), mag = exp(12 * rnd_unit(&s) * ((i / 256) % 3 == 0));
+            double v;
+            switch (dist) {
+            case 0: v = 0.02 * g; break;
+            case 1: v = rnd_unit(&s); break;
+            case 2: v = 0.02 * g * (rnd_unit(&s) > 0.96f ? 30 : 1); break;
+            case 3: v = 1e-4 * g / (fabs(rnd_unit(&s)) + 1e-3); break;
+            case 4: v = 1.5 + 0.01 * g; break;
+            case 5: v = g * ((i / 32) % 8 == 0 ? 1.0 : 0.01); break;
+            case 6: v = rnd_unit(&s) < 0.8f ? 0 : g; break;                  /* sparse */
+            case 7: v = -3 + 0.001 * g; break;                                /* offset, tiny range */
+            case 8: v = (i / 32) % 8 == 3 ? -50 + g : 0.1 * g; break;         /* one offset sub-block */
+            case 9: v = floor(2 * (rnd_unit(&s) + 1)) - 1.5; break;          /* four values, ties */
+            case 10: v = (i / 32) % 2 ? 0.25 : 0.25 + 0.01 * (g > 0); break; /* constant, two-valued */
+            default: v = exp(3 * g) * (g > 0 ? 1 : -1); break;                 /* heavy tails */
+            }
+            x[i] = (float)(v * (dist == 10 ? 1 : mag));
+        }
+        for (size_t k = 0; k < N_TYPES; k++) {
+            const g2f_quant_info *qi = g2f_quant_info_of(all_types[k]);
+            CHECK(g2f_quant_quantize(all_types[k], x, n, q));
+            for (uint64_t b = 0; b < n / qi->block; b++) {
+                g2f_tensor one = tensor_of(all_types[k], q + b * qi->bytes, qi->block, "w");
+                g2f_error err = {0};
+                if (g2f_quant_check(&one, "x", &err) != G2F_OK) continue; /* an f16 scale overflowed */
+                char why[200];
+                checked[k]++;
+                if (!g2f_quant_consistent(all_types[k], q, b, 1, NULL, why, sizeof why) && rejected[k]++ < 3)
+                    fprintf(stderr, "%s distribution %d block %llu rejected: %s\n", qi->name, dist,
+                            (unsigned long long)b, why);
+            }
+        }
+    }
+    g2f_safetensors *st = open_blocks();
+    for (size_t k = 0; st && k < N_TYPES; k++) {
+        const g2f_tensor *b = find(g2f_safetensors_table(st), all_types[k], "blocks");
+        const g2f_quant_info *qi = g2f_quant_info_of(all_types[k]);
+        for (uint64_t i = 0; b && i < b->nbytes / qi->bytes; i++) {
+            g2f_tensor one = tensor_of(all_types[k], b->data + i * qi->bytes, qi->block, "w");
+            g2f_error err = {0};
+            if (g2f_quant_check(&one, "x", &err) != G2F_OK) continue;
+            checked[k]++;
+            rejected[k] += !g2f_quant_consistent(all_types[k], b->data, i, 1, NULL, NULL, 0);
+        }
+    }
+    g2f_safetensors_close(st);
+    for (size_t k = 0; k < N_TYPES; k++) {
+        fprintf(stderr, "%s: %zu reference blocks, %zu rejected\n", g2f_dtype_name(all_types[k]), checked[k],
+                rejected[k]);
+        CHECK(rejected[k] == 0 && checked[k] >= 5000);
+    }
+    /* forged: every type, the third of four blocks */
+    for (size_t k = 0; k < N_TYPES; k++) {
+        const g2f_quant_info *qi = g2f_quant_info_of(all_types[k]);
+        CHECK(g2f_quant_quantize(all_types[k], x, 4 * qi->block, q));
+        forge_zero_block(all_types[k], q + 2 * qi->bytes);
+        float v[256];
+        g2f_quant_dequantize(all_types[k], q + 2 * qi->bytes, 0, qi->block, v);
+        int zero = 1;
+        for (uint32_t i = 0; i < qi->block; i++) zero &= v[i] == 0;
+        CHECK(zero);
+        uint64_t bad = 99;
+        char why[200] = "";
+        CHECK(!g2f_quant_consistent(all_types[k], q, 0, 4, &bad, why, sizeof why) && bad == 2);
+        CHECK_CONTAINS(why, "scale d = 65504");
+        CHECK(g2f_quant_consistent(all_types[k], q, 0, 2, &bad, why, sizeof why));
+    }
+    free(x);
+    free(q);
+}
+
 /* ---- validation ---- */
 
 static void check_should_refuse_nonfinite_scales(void) {
@@ -558,11 +661,18 @@ static const qcase qcases[] = {
 };
 #define N_QCASES (sizeof qcases / sizeof qcases[0])
 
-static g2f_status diff_paths(const char *a_path, const char *b_path, g2f_diff_result *r, g2f_error *err) {
+/* tiny's GGUF exports hold the FFN, ln_2 and wte only: diffed --only ffn
+ * against tiny; k256 holds no more than its exports, so everything. */
+static g2f_diff_scope scope_of(const char *checkpoint) {
+    return strcmp(checkpoint, "tiny") ? G2F_DIFF_SCOPE_ALL : G2F_DIFF_SCOPE_FFN;
+}
+
+static g2f_status diff_paths(const char *a_path, const char *b_path, g2f_diff_scope scope, g2f_diff_result *r,
+                             g2f_error *err) {
     g2f_model *a = NULL, *b = NULL;
     g2f_status s = g2f_model_open(a_path, NULL, &a, err);
     if (s == G2F_OK) s = g2f_model_open(b_path, NULL, &b, err);
-    if (s == G2F_OK) s = g2f_diff_run(a, b, r, err);
+    if (s == G2F_OK) s = g2f_diff_run_scoped(a, b, scope, r, err);
     g2f_model_close(a);
     g2f_model_close(b);
     return s;
@@ -575,12 +685,16 @@ static void diff_should_name_each_quantized_type(void) {
         snprintf(b, sizeof b, "%s/%s", fixtures, qcases[i].gguf);
         g2f_diff_result r;
         g2f_error err = {0};
-        CHECK(diff_paths(a, b, &r, &err) == G2F_OK);
+        g2f_diff_scope scope = scope_of(qcases[i].checkpoint);
+        CHECK(diff_paths(a, b, scope, &r, &err) == G2F_OK);
         if (!r.tensors) {
             fprintf(stderr, "%s: %s\n", qcases[i].gguf, err.msg);
             continue;
         }
-        CHECK(!r.equivalent && !r.all_accepted && r.differing == 2 * r.n_layers);
+        /* the weights, and wte (quantized too) when everything is compared */
+        CHECK(!r.equivalent && !r.all_accepted && r.differing == 2 * r.n_layers + (scope == G2F_DIFF_SCOPE_ALL));
+        CHECK(scope != G2F_DIFF_SCOPE_ALL ||
+              (r.ends[G2F_END_WTE].kind == G2F_DIFF_QUANTIZED && r.ends[G2F_END_WTE].quant == qcases[i].type));
         for (size_t L = 0; L < r.n_layers; L++)
             for (int k = 0; k < G2F_FFN_TENSORS; k++) {
                 const g2f_diff_tensor *t = &r.tensors[L][k];
@@ -609,9 +723,17 @@ static void diff_should_name_each_quantized_type(void) {
     CHECK(!strcmp(g2f_diff_accept_name(G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED), "weights_quantized"));
 }
 
+/* Q4_0 block 5: two codes move by 8 steps, in a byte without code 0 (the
+ * block's largest |value|), so the block stays one the reference quantizer
+ * could write: the values are wrong, not the scale. */
 static void tamper(unsigned char *img, size_t n) {
     size_t off = data_offset(img, n, "blk.2.ffn_down.weight");
-    if (off) img[off + 18 * 5 + 2 + 7] ^= 0x88; /* Q4_0 block 5: two codes move by 8 steps */
+    unsigned char *q = img + off + 18 * 5 + 2;
+    for (int j = 0; off && j < 16; j++)
+        if ((q[j] & 0x0f) && (q[j] & 0xf0)) {
+            q[j] ^= 0x88;
+            return;
+        }
 }
 
 static void diff_should_call_a_tampered_file_different(void) {
@@ -621,8 +743,10 @@ static void diff_should_call_a_tampered_file_different(void) {
     CHECK(write_variant("quant/tiny_q4_0.gguf", b, tamper) == 0);
     g2f_diff_result r;
     g2f_error err = {0};
-    CHECK(diff_paths(a, b, &r, &err) == G2F_OK);
+    CHECK(diff_paths(a, b, G2F_DIFF_SCOPE_FFN, &r, &err) == G2F_OK);
     if (!r.tensors) return;
+    if (r.tensors[2][G2F_FFN_PROJ_W].kind != G2F_DIFF_DIFFERENT)
+        fprintf(stderr, "tampered: %s\n", g2f_diff_kind_name(r.tensors[2][G2F_FFN_PROJ_W].kind));
     CHECK(r.tensors[2][G2F_FFN_PROJ_W].kind == G2F_DIFF_DIFFERENT && !r.tensors[2][G2F_FFN_PROJ_W].accept_class);
     CHECK(r.tensors[2][G2F_FFN_FC_W].kind == G2F_DIFF_QUANTIZED);
     g2f_diff_accept(&r, G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED);
@@ -631,6 +755,27 @@ static void diff_should_call_a_tampered_file_different(void) {
 }
 
 static char out_text[1 << 17];
+static g2f_dtype forge_type;
+
+/* Every block of every layer's ffn_up / ffn_down forged to decode to 0 with
+ * d = 65504 (forge_zero_block). */
+static void forge_ffn(unsigned char *img, size_t n) {
+    const g2f_quant_info *qi = g2f_quant_info_of(forge_type);
+    for (int L = 0; L < 64; L++)
+        for (int k = 0; k < 2; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "blk.%d.%s.weight", L, k ? "ffn_down" : "ffn_up");
+            size_t off = data_offset(img, n, name);
+            if (!off) continue;
+            g2f_table t;
+            g2f_error err = {0};
+            if (g2f_gguf_parse(img, n, "x", &t, &err) != G2F_OK) return;
+            uint64_t blocks = g2f_table_find(&t, name)->numel / qi->block;
+            g2f_table_free(&t);
+            for (uint64_t b = 0; b < blocks; b++) forge_zero_block(forge_type, img + off + b * qi->bytes);
+        }
+}
+
 
 static int run(const char *args) {
     char cmd[1600], p[400];
@@ -654,8 +799,9 @@ static void cli_should_report_quantized_checkpoints(void) {
         CHECK(run(args) == 1);
         snprintf(want, sizeof want, "quantized:%s (", name);
         CHECK_CONTAINS(out_text, want);
-        snprintf(args, sizeof args, "diff '%s/%s' '%s/%s' --accept weights_quantized --json -", fixtures,
-                 qcases[i].checkpoint, fixtures, qcases[i].gguf);
+        snprintf(args, sizeof args, "diff '%s/%s' '%s/%s' --accept weights_quantized --json -%s", fixtures,
+                 qcases[i].checkpoint, fixtures, qcases[i].gguf,
+                 scope_of(qcases[i].checkpoint) == G2F_DIFF_SCOPE_FFN ? " --only ffn" : "");
         CHECK(run(args) == 0);
         CHECK_CONTAINS(out_text, "\"status\":\t\"accepted\"");
         CHECK_CONTAINS(out_text, "\"accepted_as\":\t\"weights_quantized\"");
@@ -694,6 +840,131 @@ static void cli_should_report_quantized_checkpoints(void) {
     CHECK(run(args) == 2); /* the NaN scale of model_should_refuse_a_nan_scale_when_loading_the_layer */
 }
 
+/* blk.0.ffn_up.weight of k256_q4_k.gguf re-encoded from the original
+ * values (k256's c_fc, its column j is ffn_up's row j, one block) with 3x
+ * ggml's super-block scale: codes round((x + dmin m_j) / (3 d sc_j)), so
+ * every value is within half of its own (3x) step of the original, and the
+ * block still ties its scale to its codes. The file's own bound accepts
+ * that; ggml's rounding of the original is 3x finer. */
+static void coarse_q4k(unsigned char *img, size_t n) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/quant/k256/model.safetensors", fixtures);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    size_t off = data_offset(img, n, "blk.0.ffn_up.weight");
+    if (!off || g2f_safetensors_open(path, &st, &err) != G2F_OK) return;
+    const g2f_tensor *w = g2f_table_find(g2f_safetensors_table(st), "transformer.h.0.mlp.c_fc.weight"); /* [256, 512] */
+    float *a = malloc(256 * 512 * sizeof *a);
+    g2f_tensor_read_f32(w, 0, 256 * 512, a);
+    for (int j = 0; j < 512; j++) {
+        unsigned char *b = img + off + (size_t)j * 144;
+        const float d3 = 3 * g2f_f16_to_f32((uint16_t)(b[0] | b[1] << 8)), dmin = g2f_f16_to_f32((uint16_t)(b[2] | b[3] << 8));
+        put_f16(b, d3);
+        for (int i = 0; i < 256; i++) {
+            const int sub = i / 32, ch = i / 64, hi = (i / 32) & 1;
+            const unsigned char *sc = b + 4;
+            int s, m;
+            if (sub < 4) s = sc[sub] & 63, m = sc[sub + 4] & 63;
+            else s = (sc[sub + 4] & 0xF) | ((sc[sub - 4] >> 6) << 4), m = (sc[sub + 4] >> 4) | ((sc[sub] >> 6) << 4);
+            long q = s ? lround((a[i * 512 + j] + dmin * (float)m) / (g2f_f16_to_f32(g2f_f32_to_f16(d3)) * (float)s)) : 0;
+            q = q < 0 ? 0 : q > 15 ? 15 : q;
+            unsigned char *byte = b + 16 + 32 * ch + (i % 32);
+            *byte = (unsigned char)(hi ? (*byte & 0x0F) | q << 4 : (*byte & 0xF0) | q);
+        }
+    }
+    free(a);
+    g2f_safetensors_close(st);
+}
+
+/* diff's bound is ggml's rounding of the original's values, never the
+ * quantized file's own scale: the coarse port above is within its own
+ * bound (on main: quantized:Q4_K, accepted) but not within ggml's. */
+static void diff_bound_should_come_from_the_original(void) {
+    char path[400], args[1200];
+    snprintf(path, sizeof path, "%s/coarse_q4k.gguf", dir);
+    CHECK(write_variant("quant/k256_q4_k.gguf", path, coarse_q4k) == 0);
+    size_t n = 0;
+    unsigned char *img = slurp_file(path, &n);
+    size_t off = img ? data_offset(img, n, "blk.0.ffn_up.weight") : 0;
+    CHECK(off && g2f_quant_consistent(G2F_DTYPE_Q4_K, img + off, 0, 512, NULL, NULL, 0)); /* not a forged scale */
+    float step_file[256], bound_file[256];
+    if (off) g2f_quant_bounds(G2F_DTYPE_Q4_K, img + off, 0, 256, step_file, bound_file);
+    CHECK(off && step_file[0] > 0);
+    free(img);
+    g2f_diff_result r;
+    g2f_error err = {0};
+    char a[400];
+    snprintf(a, sizeof a, "%s/quant/k256", fixtures);
+    CHECK(diff_paths(a, path, G2F_DIFF_SCOPE_ALL, &r, &err) == G2F_OK);
+    if (r.tensors) {
+        const g2f_diff_tensor *t = &r.tensors[0][G2F_FFN_FC_W];
+        if (t->kind != G2F_DIFF_DIFFERENT) fprintf(stderr, "coarse Q4_K: %s\n", g2f_diff_kind_name(t->kind));
+        CHECK(t->kind == G2F_DIFF_DIFFERENT && !t->accept_class);
+        CHECK(r.tensors[0][G2F_FFN_PROJ_W].kind == G2F_DIFF_QUANTIZED); /* the untouched one */
+        g2f_diff_result_free(&r);
+    }
+    snprintf(args, sizeof args, "diff '%s/quant/k256' '%s' --accept weights_quantized", fixtures, path);
+    CHECK(run(args) == 1);
+}
+
+/* The attack of issue 23 on every type: a GGUF whose FFN blocks decode to
+ * 0 but carry d = 65504 claims an error bound of 32752 per weight. verify
+ * --accept weights_quantized and diff --accept weights_quantized must not
+ * pass it (on main both exit 0 for Q8_0 ... Q5_0, diff for every type), and
+ * the diagnosis names the inconsistent block instead of weights_quantized. */
+static void forged_scales_should_never_be_accepted(void) {
+    char args[1600], path[400], want[160];
+    for (size_t i = 0; i < N_QCASES; i++) {
+        const char *name = g2f_dtype_name(qcases[i].type);
+        forge_type = qcases[i].type;
+        snprintf(path, sizeof path, "%s/forged_%s.gguf", dir, name);
+        CHECK(write_variant(qcases[i].gguf, path, forge_ffn) == 0);
+        snprintf(args, sizeof args, "verify '%s' '%s/%s' --layers 0 --accept weights_quantized", path, fixtures,
+                 qcases[i].reference);
+        int rc = run(args);
+        if (rc != 1) fprintf(stderr, "%s: verify --accept weights_quantized exits %d\n", name, rc);
+        CHECK(rc == 1);
+        CHECK_CONTAINS(out_text, "result: FAIL (1 compared, 1 failed");
+        snprintf(want, sizeof want, "weights_quant_inconsistent:%s", name);
+        CHECK_CONTAINS(out_text, want);
+        CHECK_CONTAINS(out_text, "c_fc.weight block 0 (elements [0, ");
+        CHECK(!strstr(out_text, "weights_quantized:") && !strstr(out_text, "reproduced with weights quantized"));
+        if (i == 0) { /* the JSON and HTML reports say the same */
+            char html[400];
+            snprintf(html, sizeof html, "%s/forged.html", dir);
+            snprintf(args, sizeof args, "verify '%s' '%s/%s' --layers 0 --html '%s' --json -", path, fixtures,
+                     qcases[i].reference, html);
+            CHECK(run(args) == 1);
+            CHECK_CONTAINS(out_text, "\"diagnosis\":\t[\"weights_quant_inconsistent:Q8_0\"]");
+            CHECK_CONTAINS(out_text, "\"margin\":\tnull");
+            CHECK_CONTAINS(out_text, "c_fc.weight block 0 (elements [0, 32))");
+            size_t hn = 0;
+            unsigned char *page = slurp_file(html, &hn);
+            char *text = page ? calloc(1, hn + 1) : NULL;
+            if (text) memcpy(text, page, hn);
+            CHECK_CONTAINS(text, "weights_quant_inconsistent:Q8_0");
+            CHECK_CONTAINS(text, "read from the checkpoint's blocks: scale d = 65504 but its largest |code| is 0");
+            free(text);
+            free(page);
+        }
+        const char *only = scope_of(qcases[i].checkpoint) == G2F_DIFF_SCOPE_FFN ? " --only ffn" : "";
+        snprintf(args, sizeof args, "diff '%s/%s' '%s' --accept weights_quantized%s", fixtures, qcases[i].checkpoint,
+                 path, only);
+        rc = run(args);
+        if (rc != 1) fprintf(stderr, "%s: diff --accept weights_quantized exits %d\n", name, rc);
+        CHECK(rc == 1);
+        snprintf(want, sizeof want, "quant_inconsistent:%s", name);
+        CHECK_CONTAINS(out_text, want);
+        CHECK_CONTAINS(out_text, "block 0 (elements [0, ");
+        snprintf(args, sizeof args, "diff '%s/%s' '%s' --accept weights_quantized --json -%s", fixtures,
+                 qcases[i].checkpoint, path, only);
+        CHECK(run(args) == 1);
+        CHECK_CONTAINS(out_text, "\"status\":\t\"different\"");
+        snprintf(want, sizeof want, "\"verdict\":\t\"quant_inconsistent:%s\"", name);
+        CHECK_CONTAINS(out_text, want);
+    }
+}
+
 int main(int argc, char **argv) {
     fixtures = argc > 1 ? argv[1] : "fixtures";
     cli = argc > 2 ? argv[2] : "build/gpt2ffn";
@@ -704,6 +975,7 @@ int main(int argc, char **argv) {
     RUN(roundtrip_cols_should_quantize_along_columns);
     RUN(dequantize_should_match_hand_computed_blocks);
     RUN(bounds_should_hold_for_reference_quantized_data);
+    RUN(consistency_should_accept_every_reference_block_and_no_forged_one);
     RUN(check_should_refuse_nonfinite_scales);
     RUN(check_should_refuse_sizes_that_are_not_whole_blocks);
     RUN(model_should_refuse_a_nan_scale_when_loading_the_layer);
@@ -711,6 +983,8 @@ int main(int argc, char **argv) {
     RUN(diff_should_name_each_quantized_type);
     RUN(diff_should_call_a_tampered_file_different);
     RUN(cli_should_report_quantized_checkpoints);
+    RUN(forged_scales_should_never_be_accepted);
+    RUN(diff_bound_should_come_from_the_original);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

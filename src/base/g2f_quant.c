@@ -11,12 +11,17 @@
 #include "g2f_quant.h"
 
 #include <float.h>
+#include <stdarg.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF /* ggml's arithmetic, one rounding per operation (GCC: off under -std=c11) */
 #endif
+
+static void quantize_block(g2f_dtype t, const float *x, unsigned char *y);
 
 #define QK 32
 #define QK_K 256
@@ -262,6 +267,171 @@ void g2f_quant_bounds(g2f_dtype dtype, const unsigned char *blocks, uint64_t sta
                       float *bound) {
     bounds_ctx c = {step, bound};
     for_blocks(dtype, blocks, start, count, bounds_fn, &c);
+}
+
+/* ---- consistency with ggml's reference quantizers ----
+ * The conditions and their argument are in g2f_quant.h; each function
+ * checks one block and returns 0 with a phrase in why when it fails. */
+
+__attribute__((format(printf, 3, 4))) static int why_set(char *why, size_t n, const char *fmt, ...) {
+    if (why && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, n, fmt, ap);
+        va_end(ap);
+    }
+    return 0;
+}
+
+static int f16_negative(const unsigned char *p) { return (p[1] & 0x80) != 0; }
+
+/* Q8_0, Q4_0, Q5_0, Q4_1, Q5_1: the code of the block's extreme values. */
+static int consistent_32(g2f_dtype t, const unsigned char *p, char *why, size_t n) {
+    decoded o;
+    decode(t, p, &o);
+    if (t == G2F_DTYPE_Q8_0) {
+        int amax = 0;
+        for (int i = 0; i < QK; i++) amax = abs(o.c[i]) > amax ? abs(o.c[i]) : amax;
+        if (o.d == 0 || amax == 127) return 1;
+        return why_set(why, n, "scale d = %g but its largest |code| is %d, not 127 (the code of the block's largest "
+                               "|value| in ggml's quantize_row_q8_0_ref)", o.d, amax);
+    }
+    const int has_m = t == G2F_DTYPE_Q4_1 || t == G2F_DTYPE_Q5_1, top = t == G2F_DTYPE_Q5_0 || t == G2F_DTYPE_Q5_1 ? 31 : 15;
+    const int offset = has_m ? 0 : (top + 1) / 2;
+    int lo = top, hi = 0;
+    for (int i = 0; i < QK; i++) {
+        const int q = o.c[i] + offset; /* the stored code */
+        lo = q < lo ? q : lo;
+        hi = q > hi ? q : hi;
+    }
+    if (has_m && f16_negative(p))
+        return why_set(why, n, "scale d = %g is negative ((max - min) / %d cannot be)", o.d, top);
+    if (o.d == 0) return 1;
+    if (lo != 0 && has_m)
+        return why_set(why, n, "scale d = %g but no element has code 0 (the block's smallest value's in the "
+                               "reference quantizer)", o.d);
+    if (lo != 0)
+        return why_set(why, n, "scale d = %g but no element has code 0 (value -%d d: the block's largest |value|'s "
+                               "in the reference quantizer)", o.d, offset);
+    if (has_m && hi != top)
+        return why_set(why, n, "scale d = %g but no element has the top code %d (the block's largest value's in the "
+                               "reference quantizer)", o.d, top);
+    return 1;
+}
+
+/* The largest code T that element x_max of a K-quant sub-block must reach
+ * (see g2f_quant.h): c the proven ratio (x_max - min) / scale, sc the
+ * sub-block's integer scale, d the f16 scale, em the largest offset error. */
+static int k_floor(double c, int sc, double d, double em) {
+    const double v = c * (1 - 0.5 / sc) * (1 - h16(d) / fabs(d)) - em / (fabs(d) * sc) - 0.5;
+    return v >= 1 ? (int)ceil(v) : 0;
+}
+
+static int consistent_k45(g2f_dtype t, const unsigned char *p, char *why, size_t n) {
+    const int five = t == G2F_DTYPE_Q5_K, top = five ? 31 : 15;
+    const double c = five ? 10.0 : 4.5; /* (x_max - min) / scale, proven: g2f_quant.h */
+    decoded o;
+    decode(t, p, &o);
+    if (f16_negative(p) || f16_negative(p + 2))
+        return why_set(why, n, "scale d = %g or min scale dmin = %g is negative (ggml's are maxima / 63 of "
+                               "non-negative values)", o.d, o.m);
+    int sc[8], mn[8], sc_max = 0, m_max = 0;
+    for (int j = 0; j < 8; j++) {
+        scale_min_k4(j, p + 4, &sc[j], &mn[j]);
+        sc_max = sc[j] > sc_max ? sc[j] : sc_max;
+        m_max = mn[j] > m_max ? mn[j] : m_max;
+    }
+    if (o.d != 0 && sc_max != 63)
+        return why_set(why, n, "scale d = %g but its largest sub-block scale is %d, not 63 (the largest sub-block's "
+                               "in the reference quantizer)", o.d, sc_max);
+    if (o.m != 0 && m_max != 63)
+        return why_set(why, n, "min scale dmin = %g but its largest sub-block min is %d, not 63 (the largest "
+                               "min's in the reference quantizer)", o.m, m_max);
+    const double em = fabs(o.m) / 2 + 63.5 * h16(o.m); /* dmin m_j against the searched min */
+    for (int j = 0; o.d != 0 && j < 8; j++) {
+        if (sc[j] == 0) continue;
+        int hi = 0;
+        for (int i = 32 * j; i < 32 * j + 32; i++) hi = o.c[i] > hi ? o.c[i] : hi;
+        const int need = k_floor(c, sc[j], o.d, em);
+        if (hi < (need < top ? need : top))
+            return why_set(why, n, "scale d = %g: sub-block %d (scale %d) has codes up to %d, below %d (its largest "
+                                   "value's least code in the reference quantizer)", o.d, j, sc[j], hi,
+                           need < top ? need : top);
+    }
+    return 1;
+}
+
+static int consistent_q6k(const unsigned char *p, char *why, size_t n) {
+    decoded o;
+    decode(G2F_DTYPE_Q6_K, p, &o);
+    if (o.d == 0) return 1;
+    int any = 0;
+    for (int j = 0; j < 16; j++) any |= (int8_t)p[192 + j] == -128;
+    if (!any)
+        return why_set(why, n, "scale d = %g but no sub-block has the scale -128 (the largest sub-block's in "
+                               "quantize_row_q6_K_ref)", o.d);
+    for (int j = 0; j < 16; j++) {
+        const int sc = (int8_t)p[192 + j];
+        if (sc == 0) continue;
+        int lo = 31;
+        for (int i = 16 * j; i < 16 * j + 16; i++) lo = o.c[i] < lo ? o.c[i] : lo;
+        int need = k_floor(20.5, sc < 0 ? -sc : sc, o.d, 0);
+        need = need < 32 ? need : 32;
+        if (lo > -need)
+            return why_set(why, n, "scale d = %g: sub-block %d (scale %d) has codes down to %d only, above -%d (its "
+                                   "largest |value|'s least code in the reference quantizer)", o.d, j, sc, lo, need);
+    }
+    return 1;
+}
+
+static int block_consistent(g2f_dtype t, const unsigned char *p, char *why, size_t n) {
+    switch (t) {
+    case G2F_DTYPE_Q4_K:
+    case G2F_DTYPE_Q5_K: return consistent_k45(t, p, why, n);
+    case G2F_DTYPE_Q6_K: return consistent_q6k(p, why, n);
+    default: return consistent_32(t, p, why, n);
+    }
+}
+
+bool g2f_quant_consistent(g2f_dtype dtype, const unsigned char *blocks, uint64_t first, uint64_t count, uint64_t *bad,
+                          char *why, size_t why_len) {
+    const g2f_quant_info *qi = g2f_quant_info_of(dtype);
+    if (!qi) return true;
+    for (uint64_t b = first; b < first + count; b++)
+        if (!block_consistent(dtype, blocks + b * qi->bytes, why, why_len)) {
+            if (bad) *bad = b;
+            return false;
+        }
+    return true;
+}
+
+/* Q4_0 / Q5_0 clamp the element of the sign opposite to the block's max
+ * whose |x| is within 1/16 of it; which sign is the max (ties, or a rounded
+ * copy of the values) decides which element, so every candidate gets the
+ * clamp's half step: the bound holds for either choice. */
+static void clamp_envelope(g2f_dtype t, const float *x, const unsigned char *blk, float *bound) {
+    if (t != G2F_DTYPE_Q4_0 && t != G2F_DTYPE_Q5_0) return;
+    decoded o;
+    decode(t, blk, &o);
+    const int top = t == G2F_DTYPE_Q5_0 ? 15 : 7;
+    float amax = 0;
+    for (int i = 0; i < QK; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
+    for (int i = 0; i < QK; i++)
+        if (o.c[i] != top && fabsf(x[i]) >= amax * (15.0f / 16 - 0x1p-10f))
+            bound[i] = (float)((bound[i] + fabs(o.d) / 2) * (1 + 0x1p-20));
+}
+
+bool g2f_quant_bounds_of_values(g2f_dtype dtype, const float *x, uint64_t n, float *step, float *bound) {
+    const g2f_quant_info *qi = g2f_quant_info_of(dtype);
+    unsigned char blk[256];
+    if (!qi || n % qi->block) return false;
+    for (uint64_t b = 0; b < n / qi->block; b++) {
+        const uint64_t at = b * qi->block;
+        quantize_block(dtype, x + at, blk);
+        g2f_quant_bounds(dtype, blk, 0, qi->block, step ? step + at : NULL, bound ? bound + at : NULL);
+        if (bound) clamp_envelope(dtype, x + at, blk, bound + at);
+    }
+    return true;
 }
 
 /* ---- validation ---- */

@@ -76,6 +76,64 @@
  * tests/test_quant.c checks every bound on data quantized by
  * scripts/ggml_quant.py and by the C quantizers below.
  *
+ * Consistency (g2f_quant_consistent): a block's error bound comes from its
+ * own scales, which the file chooses; a forged block (codes 0, d = 65504)
+ * would claim a bound of 32752 per weight. So a bound is used only for
+ * blocks that satisfy a condition every block of ggml's reference quantizer
+ * (finite inputs) satisfies, proven from quantize_row_*_ref; each ties the
+ * scale to a value the block encodes. Below, D is the stored f16 scale, a
+ * block with D = 0 decodes its scaled part to 0 and passes (subnormal inputs
+ * can leave any codes there), e16(v) = max(2^-11 |v|, 2^-25) is the f16
+ * rounding radius at v.
+ *   Q8_0  D = 0, or some |q| = 127 and none is -128: d = amax / 127, and
+ *         the largest |x| times fl(1/d) is 127 within 3 ulp, rounded: 127;
+ *         every other |x id| <= that. (D != 0 needs d >= 2^-25, so id is
+ *         finite.)
+ *   Q4_0, Q5_0  D = 0, or some code is 0 (value -8 D / -16 D): d = max / -8
+ *         (-16) with max the signed absmax, so max id = -8 (1 +- 2 ulp) and
+ *         trunc(-8 + 8.5 +- 1e-6) = 0.
+ *   Q4_1, Q5_1  D >= +0 (d = (max - min) / 15 or 31), and D = 0, or codes 0
+ *         and 15 (31) both present: the min element maps to exactly 0.5,
+ *         the max element to nmax + 0.5 within 3 ulp (one f32 value fl(max -
+ *         min) on both sides), truncated to 0 and nmax.
+ *   Q4_K, Q5_K  (K0) D, dmin >= +0 (maxima / 63 of non-negative scales and
+ *         -mins); (K1) D = 0 or some sub-block scale sc_j = 63 (nearest(63 /
+ *         max_scale * max_scale) = 63); (K2) dmin = 0 or some m_j = 63,
+ *         likewise; (K3) for D != 0, every sub-block j with sc_j >= 1 has a
+ *         code >= min(nmax, T_j), T_j = ceil(c (1 - 1/(2 sc_j)) (1 - e16(D) /
+ *         D) - E / (D sc_j) - 1/2), E = dmin / 2 + 63.5 e16(dmin) (the 6-bit
+ *         min's error), c = 4.5 (Q4_K), 10 (Q5_K), when T_j >= 1. Argument:
+ *         make_qkx2_quants keeps a candidate (s, mu) only when its weighted
+ *         squared error is below the first one's (s0 = R / nmax, R = max -
+ *         min with min <= 0, each error <= R / (2 nmax)); with weights av +
+ *         |x_i| >= av and their sum <= 64 av, every residual of the kept
+ *         fit is <= rho R, rho = 4 / nmax. If the sub-block's smallest x is
+ *         <= 0 it has code 0 and the largest code >= nmax - 1, so s <= (1 +
+ *         2 rho) R / (nmax - 1) and x_max - mu >= (1 - rho) R: (x_max - mu) /
+ *         s >= 6.7 (Q4_K), 20.8 (Q5_K). Otherwise min = 0, mu <= 0 and the
+ *         least-squares slope over codes round(k x) with k >= (nmax + rmin)
+ *         / R is <= 2.5 / k (the codes' rounding errors lie in [-1/2, 1];
+ *         for integer codes E(l - mean)+ <= Var l), so (x_max - mu) / s >=
+ *         (nmax + rmin) / 2.5; taken as / 3 for float32's cancellation: 4.67,
+ *         10.2. The final pass codes x_max as round((x_max + dmin m_j) /
+ *         (D sc_j)), where dmin m_j = -mu +- E and D sc_j <= s (1 + 1 /
+ *         (2 sc_j - 1)) (1 + e16(D) / D).
+ *   Q6_K  D = 0, or some sub-block scale is -128 (nearest(-128 / max_scale *
+ *         max_scale)), and every sub-block with scale sc != 0 has a code
+ *         q - 32 <= -min(32, T), T = ceil(20.5 (1 - 1/(2 |sc|)) (1 -
+ *         e16(D) / |D|) - 1/2). Argument: make_qx_quants' scale is
+ *         sum x^3 l / sum x^2 l^2 over codes l = round(k x), |k M| in [31.1,
+ *         32.9] for the signed absmax M; every |x l| <= 1.5 l^2 / |k|, so
+ *         |scale| <= |M| / 20.7, with the sign opposite to M's; the stored
+ *         D sc is that scale within the 8-bit and f16 roundings, so M's code
+ *         round(M / (D sc)) is <= -T.
+ * The margins are wide on real data (Q8_0: exact; K3 asks for codes >= 4 of
+ * 15 where ggml's reach 14-15; Q6_K for <= -21 where they reach -31, -32);
+ * tests/test_quant.c checks no block ggml's quantizers write fails (six
+ * distributions, random scales, the Python fixture) and that forged ones do.
+ * Quantizers tuned otherwise (an importance matrix) can fail it: their
+ * blocks are then not trusted for a bound either.
+ *
  * Quantizers (g2f_quant_quantize): ggml's quantize_row_*_ref for Q4_0,
  * Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K (the K-quants with ggml's
  * make_qkx2_quants / make_qx_quants searches), in strict float32 arithmetic
@@ -136,6 +194,23 @@ void g2f_quant_dequantize(g2f_dtype dtype, const unsigned char *blocks, uint64_t
  * ggml's reference rounding, see the table above), either may be NULL. */
 void g2f_quant_bounds(g2f_dtype dtype, const unsigned char *blocks, uint64_t start, uint64_t count, float *step,
                       float *bound);
+
+/* Blocks [first, first + count) of a quantized tensor against the
+ * consistency conditions above: true when every block meets them; else
+ * false with the first failing block's index in *bad and a phrase saying
+ * what fails in why ("scale d = 65504 but its largest |code| is 0, not
+ * 127 ..."). A non-quantized dtype is true. */
+bool g2f_quant_consistent(g2f_dtype dtype, const unsigned char *blocks, uint64_t first, uint64_t count, uint64_t *bad,
+                          char *why, size_t why_len);
+
+/* The step and bound (g2f_quant_bounds) of the blocks ggml's reference
+ * quantizer writes for the values x[0, n), blocks running along x: the
+ * error bound of a quantization of x, from x itself rather than from a
+ * file's scales. For Q4_0 / Q5_0 every element within 1/16 of its block's
+ * largest |value| gets the clamped top code's extra half step, whichever
+ * sign the quantizer's tie-break (or a rounding of x) makes the block's max.
+ * false (nothing written) when n is not whole blocks. */
+bool g2f_quant_bounds_of_values(g2f_dtype dtype, const float *x, uint64_t n, float *step, float *bound);
 
 /* True when g2f_quant_quantize knows dtype (all eight types). */
 bool g2f_quant_can_quantize(g2f_dtype dtype);

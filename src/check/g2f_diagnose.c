@@ -20,7 +20,8 @@ static const char *const diag_names[] = {
     "heads_interleaved", "attn_bias_missing", "ln_eps",              "ln_bias_missing",
     "ln_weight_missing", "residual_missing",
     "wpe_missing",      "wpe_offset",         "ln_f_missing",        "lm_head_untied",
-    "propagated",       "nonfinite",          "unexplained",
+    "propagated",       "weights_quant_inconsistent",
+    "nonfinite",        "unexplained",
 };
 _Static_assert(sizeof diag_names / sizeof diag_names[0] == G2F_DIAG_COUNT, "one name per code");
 
@@ -48,7 +49,7 @@ void g2f_cause_codes(const g2f_cause *c, char *buf, size_t n) {
         if (d == G2F_DIAG_WEIGHTS_FROM_LAYER) used += (size_t)snprintf(buf + used, n - used, ":%ld", c->from_layer);
         if (d == G2F_DIAG_LAYOUT_MISREAD && c->misread > 0 && c->misread < 4)
             used += (size_t)snprintf(buf + used, n - used, ":%s", misread_names[c->misread]);
-        if (d == G2F_DIAG_WEIGHTS_QUANTIZED)
+        if (d == G2F_DIAG_WEIGHTS_QUANTIZED || d == G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT)
             used += (size_t)snprintf(buf + used, n - used, ":%s", g2f_dtype_name(c->quant));
     }
 }
@@ -92,6 +93,7 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
         "no final LayerNorm (ln_f skipped)",
         "the logits made with wte although the checkpoint has its own lm_head",
         "the first divergence upstream, carried here",
+        "%s weights with a %s block %llu (elements [%llu, %llu)) ggml's reference quantizer cannot write",
         "non-finite values",
         "no known cause",
     };
@@ -111,6 +113,12 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
                                      c->misread == 3 ? "c_fc and c_proj" : misread_names[c->misread & 3]);
         else if (d == G2F_DIAG_WEIGHTS_QUANTIZED)
             used += (size_t)snprintf(buf + used, n - used, words[d], g2f_dtype_name(c->quant));
+        else if (d == G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT) {
+            const g2f_quant_info *qi = g2f_quant_info_of(c->quant);
+            unsigned long long b = (unsigned long long)c->quant_block, B = qi ? qi->block : 0;
+            used += (size_t)snprintf(buf + used, n - used, words[d], g2f_dtype_name(c->quant),
+                                     g2f_model_tensor_role(c->quant_role), b, b * B, (b + 1) * B);
+        }
         else
             used += (size_t)snprintf(buf + used, n - used, "%s", words[d]);
         if (d == G2F_DIAG_GELU_ERF || d == G2F_DIAG_GELU_TANH || d == G2F_DIAG_GELU_SIGMOID ||
@@ -152,7 +160,7 @@ static int variant_size(const variant *v) {
 }
 
 static g2f_cause variant_cause(const variant *v, g2f_gelu asked, double margin) {
-    g2f_cause c = {0, v->misread, v->from_layer, v->quant, asked, margin};
+    g2f_cause c = {0, v->misread, v->from_layer, v->quant, asked, margin, 0, 0};
     if (v->gelu >= 0) c.codes |= G2F_DIAG_BIT(g2f_diag_of_gelu((g2f_gelu)v->gelu));
     if (v->clip) c.codes |= G2F_DIAG_BIT(G2F_DIAG_GELU_CLIPPED);
     if (v->no_fc_bias) c.codes |= G2F_DIAG_BIT(G2F_DIAG_FC_BIAS_MISSING);
@@ -201,6 +209,10 @@ typedef struct ctx {
     g2f_ffn_weights wt[WT_COUNT];
     int wt_failed[WT_COUNT];      /* the transform does not apply (shapes not whole blocks) */
     float *wvar;                  /* quantized checkpoint: wvar_fc (d) then wvar_proj (h) */
+    int quant_bad;                /* its blocks fail g2f_quant_consistent: then no wvar, and bad_* say where */
+    int bad_role;
+    uint64_t bad_block;
+    char bad_why[200];
     g2f_ln ln2;                   /* the layer's ln_2, loaded on first use */
     int ln2_state;                /* 0 not loaded, 1 loaded, -1 absent */
     size_t tried;
@@ -285,9 +297,20 @@ static const g2f_ffn_weights *transformed(ctx *c, int k, int *applies, g2f_error
  * weights' quantization error over the outputs (bound^2 / 3, an error
  * uniform within its bound), for c_fc (n_embd) and c_proj (n_inner). */
 static g2f_status quant_variances(ctx *c, g2f_error *err) {
-    if (c->wvar) return G2F_OK;
+    if (c->wvar || c->quant_bad) return G2F_OK;
     const g2f_diag_input *in = c->in;
     const g2f_tensor *src[2] = {in->lw->src[G2F_FFN_FC_W], in->lw->src[G2F_FFN_PROJ_W]};
+    /* a bound is the file's own word: used only for blocks ggml's reference
+     * quantizer can have written (a forged scale would set the tolerance) */
+    for (int m = 0; m < 2; m++) {
+        const g2f_quant_info *qi = src[m] ? g2f_quant_info_of(src[m]->dtype) : NULL;
+        if (qi && !g2f_quant_consistent(src[m]->dtype, src[m]->data, 0, src[m]->numel / qi->block, &c->bad_block,
+                                        c->bad_why, sizeof c->bad_why)) {
+            c->quant_bad = 1;
+            c->bad_role = m == 0 ? G2F_FFN_FC_W : G2F_FFN_PROJ_W;
+            return G2F_OK;
+        }
+    }
     size_t ins[2] = {c->d, c->h}, outs[2] = {c->h, c->d}, dh = c->d * c->h;
     float *var = g2f_alloc_work(c->d + c->h, 1, sizeof(float), "diagnosis: quantization variances", err);
     float *bound = var ? g2f_alloc_work(dh, 1, sizeof(float), "diagnosis: quantization bounds", err) : NULL;
@@ -364,6 +387,7 @@ static g2f_status build_how(ctx *c, const variant *v, const g2f_ffn_weights *bas
             if (c->wdtype != v->quant) return *applies = 0, G2F_OK;
             g2f_status st = quant_variances(c, err);
             if (st != G2F_OK) return st;
+            if (c->quant_bad) return *applies = 0, G2F_OK;
             how->wvar_fc = c->wvar;
             how->wvar_proj = c->wvar + c->d;
         } else {
@@ -645,6 +669,12 @@ g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2
             out->n_causes--;
             i--;
         }
+    }
+    if (out->n_causes == 0 && c.quant_bad) { /* nothing explains it, and the quantization cannot be judged */
+        out->causes[0] = (g2f_cause){G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT), 0, -1, c.wdtype, in->gelu,
+                                     INFINITY, c.bad_role, c.bad_block};
+        out->n_causes = 1;
+        snprintf(out->quant_why, sizeof out->quant_why, "%s", c.bad_why);
     }
     out->undetermined = out->n_causes > 1;
     out->hypotheses_tried = c.tried;

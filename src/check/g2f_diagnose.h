@@ -77,6 +77,9 @@ typedef enum g2f_diag {
     G2F_DIAG_LM_HEAD_UNTIED,      /* logits made with wte where the checkpoint has its own head */
     G2F_DIAG_PROPAGATED,          /* "propagated:h.2.attn": a chained stage after the first divergence,
                                      which it follows from (its own recorded input matches) */
+    G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT, /* "weights_quant_inconsistent:Q8_0": the checkpoint's quantized
+                                    blocks are not ones ggml's reference quantizer writes (g2f_quant_consistent),
+                                    so their error bound is not used; never accepted */
     G2F_DIAG_NONFINITE,           /* NaN or Inf in the reference or the computation */
     G2F_DIAG_UNEXPLAINED,         /* none of the hypotheses reproduces the reference */
     G2F_DIAG_COUNT
@@ -99,9 +102,12 @@ typedef struct g2f_cause {
     g2f_diag_set codes;
     int misread;        /* with LAYOUT_MISREAD: 1 c_fc, 2 c_proj, 3 both */
     long from_layer;    /* with WEIGHTS_FROM_LAYER */
-    g2f_dtype quant;    /* with WEIGHTS_QUANTIZED: the ggml type */
+    g2f_dtype quant;    /* with WEIGHTS_QUANTIZED or WEIGHTS_QUANT_INCONSISTENT: the ggml type */
     g2f_gelu asked;     /* the GELU form verify asked for (the words say what was used instead) */
-    double margin;      /* max err / tolerance of the recomputation (<= 1) */
+    double margin;      /* max err / tolerance of the recomputation (<= 1); +inf for WEIGHTS_QUANT_INCONSISTENT,
+                           which is read from the checkpoint's blocks, not recomputed */
+    int quant_role;     /* with WEIGHTS_QUANT_INCONSISTENT: the tensor, G2F_FFN_FC_W or G2F_FFN_PROJ_W */
+    uint64_t quant_block; /* ... and its first inconsistent block */
 } g2f_cause;
 
 /* "gelu_erf,layout_misread:c_fc": the codes of a cause, comma-separated. */
@@ -135,6 +141,7 @@ typedef struct g2f_diag_result {
     size_t sample_tokens;        /* tokens in the screening sample */
     size_t hypotheses_tried;
     char where[512];             /* for unexplained layers: where the error lives */
+    char quant_why[200];         /* with WEIGHTS_QUANT_INCONSISTENT: what the block fails (g2f_quant_consistent) */
 } g2f_diag_result;
 
 g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2f_error *err);

@@ -78,6 +78,12 @@ static void explain(g2f_layer_result *r, g2f_gelu asked) {
         snprintf(r->explanation, sizeof r->explanation,
                  "layer %zu matches the tanh GELU approximation (GPT-2's, HF 'gelu_new'), not exact erf GELU ('gelu')",
                  r->layer);
+    } else if (dg->n_causes == 1 && dg->causes[0].codes == G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT)) {
+        char words[300];
+        g2f_cause_words(&dg->causes[0], words, sizeof words);
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %zu does not match, and no cause is tried with the checkpoint's quantization: %s (%s)",
+                 r->layer, words, dg->quant_why);
     } else if (dg->n_causes == 1) {
         char words[300];
         g2f_cause_words(&dg->causes[0], words, sizeof words);

@@ -569,32 +569,40 @@ done:
 
 /* ---- diff ------------------------------------------------------------ */
 
-static const opt_spec diff_opts[] = {{"--json", "FILE|-"}, {"--accept", "LIST"}};
-enum { D_JSON, D_ACCEPT, D_COUNT };
+static const opt_spec diff_opts[] = {{"--json", "FILE|-"}, {"--accept", "LIST"}, {"--only", "ffn|block"}};
+enum { D_JSON, D_ACCEPT, D_ONLY, D_COUNT };
 _Static_assert(sizeof diff_opts / sizeof diff_opts[0] == D_COUNT, "one spec per option");
 
 static const char usage_diff[] =
     "usage: gpt2ffn diff A B [options]\n"
     "\n"
-    "Validates ported FFN weights B against the original A, no fixture needed: the\n"
-    "same sizes, then per layer and tensor the largest differences (each file's layout\n"
+    "Validates ported weights B against the original A, no fixture needed: the same\n"
+    "sizes, then every tensor either file holds (each layer's, wte, wpe, ln_f, the head,\n"
+    "and any other, matched by name), the largest differences (each file's layout\n"
     "undone) and what they are: identical, rounded (within the lower dtype's rounding),\n"
     "f16_rounded, bf16_rounded, transposed, from_layer:K, scaled:C, quantized:T (a GGUF\n"
-    "Q8_0, Q4_K, ... tensor within the error bound of ggml's reference rounding, about\n"
-    "half a step; the largest error is given in steps), missing, different.\n"
+    "Q8_0, Q4_K, ... tensor within the error bound of ggml's reference rounding of A's\n"
+    "values, about half a step; the largest error is given in steps),\n"
+    "quant_inconsistent:T (a block ggml's reference quantizer cannot have written),\n"
+    "missing, different, shape_differs, held_by_one (only one file holds it). Causal-mask\n"
+    "buffers and training state are excused.\n"
     "\n"
     "options:\n"
     "  --json FILE|-     also write the JSON report (to stdout with '-', then no text)\n"
     "  --accept LIST     also accept these non-equivalent verdicts (exit 0, status\n"
     "                    'accepted'): weights_quantized (quantized:T)\n"
+    "  --only SCOPE      compare only ffn (the FFN tensors of every layer) or block (every\n"
+    "                    tensor of every layer); the rest is excused: a port of that part\n"
     "  -h, --help        this help\n"
     "\n"
-    "exit codes: 0 equivalent within the dtypes' rounding (or accepted), 1 different,\n"
-    "2 bad input\n"
+    "exit codes: 0 equivalent within the dtypes' rounding (or accepted): every tensor\n"
+    "compared is, and none is held by one file only unless excused; 1 different; 2 bad\n"
+    "input\n"
     "\n"
     "examples:\n"
     "  gpt2ffn diff original/model.safetensors port/model.gguf\n"
-    "  gpt2ffn diff original/model.safetensors port/model-q8_0.gguf --accept weights_quantized\n";
+    "  gpt2ffn diff original/model.safetensors port/model-q8_0.gguf --accept weights_quantized\n"
+    "  gpt2ffn diff original/model.safetensors port/ffn-only.safetensors --only ffn\n";
 
 static int run_diff(const char **pos, const char **v) {
     g2f_error err = {0};
@@ -602,10 +610,13 @@ static int run_diff(const char **pos, const char **v) {
     g2f_diff_result r = {0};
     int rc = EXIT_BAD;
     unsigned accept = 0;
+    g2f_diff_scope scope = G2F_DIFF_SCOPE_ALL;
     if (v[D_ACCEPT] && !g2f_diff_accept_parse(v[D_ACCEPT], &accept))
         return bad("diff: --accept '%s': unknown class (known: weights_quantized)", v[D_ACCEPT]);
+    if (v[D_ONLY] && !g2f_diff_scope_parse(v[D_ONLY], &scope))
+        return bad("diff: --only '%s': expected ffn or block", v[D_ONLY]);
     if (g2f_model_open(pos[0], NULL, &a, &err) != G2F_OK || g2f_model_open(pos[1], NULL, &b, &err) != G2F_OK ||
-        g2f_diff_run(a, b, &r, &err) != G2F_OK) {
+        g2f_diff_run_scoped(a, b, scope, &r, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
     }
@@ -856,7 +867,7 @@ static const char usage_main[] =
     "commands:\n"
     "  verify CHECKPOINT FIXTURES   check every layer's FFN against reference activations\n"
     "  inspect CHECKPOINT           show the FFN tensors gpt2ffn finds, with statistics\n"
-    "  diff A B                     compare ported FFN weights B with the original A\n"
+    "  diff A B                     compare ported weights B with the original A\n"
     "  run CHECKPOINT INPUTS -o OUT reproduce reference activations (a fixture) without Python\n"
     "\n"
     "Run 'gpt2ffn <command> --help' for options and examples.\n"

@@ -788,56 +788,122 @@ static g2f_status matrix_view(const g2f_model *m, const g2f_tensor *x, uint64_t 
     return vector_view(m, x, (size_t)(rows * cols), "attention weight", owned, view, err);
 }
 
-/* TransformerLens: W_Q/W_K/W_V (n_head, d, d_head) and b_Q/b_K/b_V (n_head,
- * d_head) into one Conv1D c_attn (d, 3d) and its bias; W_O (n_head, d_head,
- * d) is c_proj's Conv1D (d, d) as it is (head-major rows). */
-static g2f_status tl_attention(const g2f_model *m, size_t L, size_t d, size_t H, g2f_block *b, g2f_error *err) {
-    static const char *const w_names[3] = {"attn.W_Q", "attn.W_K", "attn.W_V"}, *const b_names[3] = {"attn.b_Q", "attn.b_K", "attn.b_V"};
+/* TransformerLens' attention, checked against its own W_Q's n_head: see
+ * g2f_model_split_attn in g2f_model.h. */
+static const char *const tl_attn_names[8] = {"attn.W_Q", "attn.W_K", "attn.W_V", "attn.b_Q",
+                                             "attn.b_K", "attn.b_V", "attn.W_O", "attn.b_O"};
+
+static g2f_status tl_shapes(const g2f_model *m, const g2f_tensor *const x[8], size_t d, size_t H, g2f_error *err) {
     size_t dh = d / H;
-    const g2f_tensor *W[3], *B[3], *O = lookup(m, "attn.W_O", (int)L), *BO = lookup(m, "attn.b_O", (int)L);
     for (int k = 0; k < 3; k++) {
-        W[k] = lookup(m, w_names[k], (int)L);
-        B[k] = lookup(m, b_names[k], (int)L);
-        if (!W[k] || !O) return G2F_OK; /* no attention */
-        if (W[k]->ndim != 3 || W[k]->shape[0] != H || W[k]->shape[1] != d || W[k]->shape[2] != dh ||
-            !g2f_dtype_is_float(W[k]->dtype) || (B[k] && (B[k]->numel != d || !g2f_dtype_is_float(B[k]->dtype))))
+        const g2f_tensor *W = x[k], *B = x[3 + k];
+        if (W->ndim != 3 || W->shape[0] != H || W->shape[1] != d || W->shape[2] != dh ||
+            !g2f_dtype_is_float(W->dtype) || (B && (B->numel != d || !g2f_dtype_is_float(B->dtype))))
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': expected %s [%zu, %zu, %zu] (n_head %zu)",
-                                 m->path, W[k]->name, g2f_dtype_is_float(W[k]->dtype) ? "shape" : "a float tensor of shape",
+                                 m->path, W->name, g2f_dtype_is_float(W->dtype) ? "shape" : "a float tensor of shape",
                                  H, d, dh, H);
     }
+    const g2f_tensor *O = x[6], *BO = x[7];
     if (O->ndim != 3 || O->shape[0] != H || O->shape[1] != dh || O->shape[2] != d || !g2f_dtype_is_float(O->dtype))
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': expected [%zu, %zu, %zu]", m->path, O->name, H, dh, d);
-    size_t n = 3 * d * d + 3 * d + d * d + d;
+    if (BO && (BO->numel != d || !g2f_dtype_is_float(BO->dtype)))
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': expected %zu floats", m->path, BO->name, d);
+    return G2F_OK;
+}
+
+/* The split attention found with n_head H (0: W_Q's own), into s. */
+static g2f_status split_attn(const g2f_model *m, size_t L, size_t H, g2f_split_attn *s, g2f_error *err) {
+    memset(s, 0, sizeof *s);
+    const size_t d = m->info.n_embd;
+    if (m->scheme != S_TLENS || !m->by_name) return G2F_OK;
+    for (int k = 0; k < 8; k++) s->src[k] = lookup(m, tl_attn_names[k], (int)L);
+    if (!s->src[0] || !s->src[1] || !s->src[2] || !s->src[6]) return G2F_OK; /* no attention */
+    const g2f_tensor *q = s->src[0];
+    if (!H && (q->ndim != 3 || q->shape[0] == 0 || q->shape[1] != d || q->shape[0] * q->shape[2] != d)) {
+        char sh[64];
+        g2f_shape_format(q, sh, sizeof sh);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected [n_head, %zu, d_head] with "
+                             "n_head d_head = %zu", m->path, q->name, sh, d, d);
+    }
+    if (!H) H = (size_t)q->shape[0];
+    g2f_status st = tl_shapes(m, s->src, d, H, err);
+    if (st != G2F_OK) return st;
+    size_t dh = d / H, n = 3 * d * d + 3 * d;
     float *buf = g2f_alloc_work(n, 1, sizeof(float), "the attention weights", err);
     float *tmp = buf ? g2f_alloc_work(d * d, 1, sizeof(float), "the attention weights", err) : NULL;
     if (!tmp) {
         free(buf);
         return err ? err->status : G2F_ERR_NOMEM;
     }
-    float *cw = buf, *cb = buf + 3 * d * d, *pw = cb + 3 * d, *pb = pw + d * d;
+    float *cw = buf, *cb = buf + 3 * d * d;
     for (int k = 0; k < 3; k++) {
-        g2f_tensor_read_f32(W[k], 0, d * d, tmp); /* [h, i, j]: q_h[j] = sum_i x_i W[h, i, j] */
+        g2f_tensor_read_f32(s->src[k], 0, d * d, tmp); /* [h, i, j]: q_h[j] = sum_i x_i W[h, i, j] */
         for (size_t h = 0; h < H; h++)
             for (size_t i = 0; i < d; i++)
                 for (size_t j = 0; j < dh; j++) cw[i * 3 * d + k * d + h * dh + j] = tmp[(h * d + i) * dh + j];
-        if (B[k]) g2f_tensor_read_f32(B[k], 0, d, cb + k * d);
+        if (s->src[3 + k]) g2f_tensor_read_f32(s->src[3 + k], 0, d, cb + k * d);
         else memset(cb + k * d, 0, d * sizeof(float));
     }
-    g2f_tensor_read_f32(O, 0, d * d, pw); /* [h, j, o] = rows h * dh + j of a Conv1D (d, d) */
-    if (BO && BO->numel == d && g2f_dtype_is_float(BO->dtype)) g2f_tensor_read_f32(BO, 0, d, pb);
-    else memset(pb, 0, d * sizeof(float));
     free(tmp);
+    s->owned = buf;
+    s->n_head = H;
+    static const char *const names[4] = {"attn.c_attn.weight (W_Q, W_K, W_V)", "attn.c_attn.bias (b_Q, b_K, b_V)",
+                                         "attn.c_proj.weight (W_O)", "attn.c_proj.bias (b_O)"};
+    s->t[0] = (g2f_tensor){names[0], G2F_DTYPE_F32, 2, {d, 3 * d}, 3 * d * d, (const unsigned char *)cw,
+                           3 * d * d * sizeof(float), NULL};
+    s->t[1] = (g2f_tensor){names[1], G2F_DTYPE_F32, 1, {3 * d}, 3 * d, (const unsigned char *)cb, 3 * d * sizeof(float),
+                           NULL};
+    s->t[2] = *s->src[6]; /* [h, j, o]: rows h d_head + j of a Conv1D (d, d) */
+    s->t[2].ndim = 2;
+    s->t[2].shape[0] = s->t[2].shape[1] = d;
+    s->t[2].shape[2] = 0;
+    if (s->src[7]) s->t[3] = *s->src[7];
+    s->present[0] = s->present[2] = 1;
+    s->present[1] = s->src[3] || s->src[4] || s->src[5];
+    s->present[3] = s->src[7] != NULL;
+    return G2F_OK;
+}
+
+g2f_status g2f_model_split_attn(const g2f_model *m, size_t layer, g2f_split_attn *out, g2f_error *err) {
+    if (layer >= m->info.n_layer)
+        return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
+    return split_attn(m, layer, 0, out, err);
+}
+
+void g2f_split_attn_free(g2f_split_attn *s) {
+    if (!s) return;
+    free(s->owned);
+    memset(s, 0, sizeof *s);
+}
+
+/* TransformerLens: the split attention (with n_head H) as the block's
+ * Conv1D c_attn (d, 3d), c_proj (d, d) and biases. */
+static g2f_status tl_attention(const g2f_model *m, size_t L, size_t d, size_t H, g2f_block *b, g2f_error *err) {
+    g2f_split_attn sa;
+    g2f_status st = split_attn(m, L, H, &sa, err);
+    if (st != G2F_OK || !sa.owned) return st; /* an error, or no attention */
+    float *buf = g2f_alloc_work(3 * d * d + 3 * d + d * d + d, 1, sizeof(float), "the attention weights", err);
+    if (!buf) {
+        g2f_split_attn_free(&sa);
+        return err ? err->status : G2F_ERR_NOMEM;
+    }
+    float *cw = buf, *cb = buf + 3 * d * d, *pw = cb + 3 * d, *pb = pw + d * d;
+    memcpy(cw, sa.owned, (3 * d * d + 3 * d) * sizeof(float));
+    g2f_tensor_read_f32(&sa.t[2], 0, d * d, pw);
+    if (sa.present[3]) g2f_tensor_read_f32(&sa.t[3], 0, d, pb);
+    else memset(pb, 0, d * sizeof(float));
     b->owned = buf;
     b->attn_w = cw;
-    b->attn_b = B[0] ? cb : NULL;
+    b->attn_b = sa.src[3] ? cb : NULL;
     b->aproj_w = pw;
-    b->aproj_b = BO ? pb : NULL;
+    b->aproj_b = sa.present[3] ? pb : NULL;
     b->layout_attn = b->layout_aproj = G2F_LAYOUT_CONV1D;
     b->has_attn = 1;
-    b->src[0] = W[0];
-    b->src[1] = B[0];
-    b->src[2] = O;
-    b->src[3] = BO;
+    b->src[0] = sa.src[0];
+    b->src[1] = sa.src[3];
+    b->src[2] = sa.src[6];
+    b->src[3] = sa.src[7];
+    g2f_split_attn_free(&sa);
     return G2F_OK;
 }
 
@@ -1009,11 +1075,83 @@ static g2f_status shape_error(const g2f_model *m, const g2f_tensor *x, const cha
                          want);
 }
 
-g2f_status g2f_model_embed_load(const g2f_model *m, g2f_embed *out, g2f_error *err) {
-    memset(out, 0, sizeof *out);
+/* The shapes of the ends found in x against n_embd, wte and config.json:
+ * *rows wte's stored rows (0 without wte), *vocab, *n_pos, *head_dv. */
+static g2f_status ends_shapes(const g2f_model *m, const g2f_tensor *const x[E_COUNT], uint64_t *rows, size_t *vocab,
+                              size_t *n_pos, int *head_dv, g2f_error *err) {
     const g2f_model_info *in = &m->info;
     size_t d = in->n_embd;
     char want[128];
+    *rows = 0, *vocab = 0, *n_pos = 0, *head_dv = x[E_HEAD] && m->scheme == S_TLENS;
+    if (x[E_WTE]) {
+        *rows = rows_of(x[E_WTE], d);
+        snprintf(want, sizeof want, "[vocab, %zu] (n_embd %zu)", d, d);
+        if (!*rows) return shape_error(m, x[E_WTE], "token embedding", want, err);
+        *vocab = (size_t)vocab_of(m, *rows);
+        if (in->config_vocab > 0 && (uint64_t)in->config_vocab != *vocab)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: vocab_size is %ld but tensor '%s' has %zu rows",
+                                 in->config_path, in->config_vocab, x[E_WTE]->name, *vocab);
+    }
+    if (x[E_WPE]) {
+        uint64_t np = rows_of(x[E_WPE], d);
+        snprintf(want, sizeof want, "[n_positions, %zu] (n_embd %zu)", d, d);
+        if (!np) return shape_error(m, x[E_WPE], "position embedding", want, err);
+        *n_pos = (size_t)np;
+        if (in->config_n_positions > 0 && (uint64_t)in->config_n_positions != np)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_positions is %ld but tensor '%s' has %llu rows",
+                                 in->config_path, in->config_n_positions, x[E_WPE]->name, (unsigned long long)np);
+    }
+    const g2f_tensor *h = x[E_HEAD], *hb = x[E_HEAD_B];
+    if (h) { /* without wte, the head's own vocabulary */
+        uint64_t v = *rows ? *vocab : h->ndim == 2 ? h->shape[*head_dv ? 1 : 0] : 0, r = *rows ? *rows : v;
+        int ok = h->ndim == 2 && v && (*head_dv ? h->shape[0] == d && h->shape[1] == v : h->shape[0] == r && h->shape[1] == d);
+        if (*head_dv) snprintf(want, sizeof want, "[%zu, %llu] (n_embd, vocab)", d, (unsigned long long)v);
+        else snprintf(want, sizeof want, "[%llu, %zu] (vocab, n_embd)", (unsigned long long)r, d);
+        if (!ok) return shape_error(m, h, "output head", want, err);
+        if (!*rows) *vocab = (size_t)v;
+    }
+    if (hb && (hb->ndim != 1 || !*vocab || hb->shape[0] != *vocab)) {
+        snprintf(want, sizeof want, "[%zu] (vocab)", *vocab);
+        return shape_error(m, hb, "output head bias", want, err);
+    }
+    return G2F_OK;
+}
+
+static const char *const end_role_names[G2F_END_TENSORS] = {"wte", "wpe", "ln_f.weight", "ln_f.bias", "head",
+                                                            "head.bias"};
+
+const char *g2f_model_end_role(int k) { return (unsigned)k < G2F_END_TENSORS ? end_role_names[k] : "?"; }
+
+g2f_status g2f_model_end_tensors(const g2f_model *m, g2f_model_ends *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    if (!m->by_name) return G2F_OK;
+    const g2f_tensor *x[E_COUNT];
+    for (int r = 0; r < E_COUNT; r++) x[r] = lookup_end(m, r);
+    uint64_t rows;
+    g2f_status st = ends_shapes(m, x, &rows, &out->vocab, &out->n_pos, &out->head_dv, err);
+    out->wte_rows = (size_t)rows;
+    const scheme *S = &schemes[m->scheme];
+    const g2f_tensor *lnf[2] = {lookup(m, S->ln_f[0], -1), lookup(m, S->ln_f[1], -1)};
+    for (int k = 0; st == G2F_OK && k < 2; k++)
+        if (lnf[k] && (!g2f_dtype_is_float(lnf[k]->dtype) || lnf[k]->numel != m->info.n_embd))
+            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): %s, expected %zu floats", m->path,
+                               lnf[k]->name, k ? "LayerNorm bias" : "LayerNorm gain", g2f_tensor_type_name(lnf[k]),
+                               m->info.n_embd);
+    const g2f_tensor *t[G2F_END_TENSORS] = {x[E_WTE], x[E_WPE], lnf[0], lnf[1], x[E_HEAD], x[E_HEAD_B]};
+    for (int k = 0; st == G2F_OK && k < G2F_END_TENSORS; k++) {
+        if (t[k] && !g2f_dtype_is_convertible(t[k]->dtype))
+            st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): dtype %s is not a float or quantized type",
+                               m->path, t[k]->name, end_role_names[k], g2f_tensor_type_name(t[k]));
+        if (st == G2F_OK && t[k]) st = g2f_quant_check(t[k], m->path, err);
+    }
+    if (st != G2F_OK) return st;
+    memcpy(out->t, t, sizeof t);
+    return G2F_OK;
+}
+
+g2f_status g2f_model_embed_load(const g2f_model *m, g2f_embed *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    size_t d = m->info.n_embd;
     out->d = d;
     const g2f_tensor *x[E_COUNT];
     for (int r = 0; r < E_COUNT; r++) out->src[r] = x[r] = m->by_name ? lookup_end(m, r) : NULL;
@@ -1021,35 +1159,9 @@ g2f_status g2f_model_embed_load(const g2f_model *m, g2f_embed *out, g2f_error *e
         return g2f_error_set(err, G2F_ERR_FORMAT,
                              "%s: no token embedding (wte.weight, tok_emb.weight, embed.W_E or token_embd.weight): "
                              "the whole model cannot be computed", m->path);
-    uint64_t rows = rows_of(x[E_WTE], d);
-    snprintf(want, sizeof want, "[vocab, %zu] (n_embd %zu)", d, d);
-    if (!rows) return shape_error(m, x[E_WTE], "token embedding", want, err);
-    out->vocab = (size_t)vocab_of(m, rows);
-    if (in->config_vocab > 0 && (uint64_t)in->config_vocab != out->vocab)
-        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: vocab_size is %ld but tensor '%s' has %zu rows",
-                             in->config_path, in->config_vocab, x[E_WTE]->name, out->vocab);
-    if (x[E_WPE]) {
-        uint64_t np = rows_of(x[E_WPE], d);
-        snprintf(want, sizeof want, "[n_positions, %zu] (n_embd %zu)", d, d);
-        if (!np) return shape_error(m, x[E_WPE], "position embedding", want, err);
-        out->n_pos = (size_t)np;
-        if (in->config_n_positions > 0 && (uint64_t)in->config_n_positions != np)
-            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_positions is %ld but tensor '%s' has %llu rows",
-                                 in->config_path, in->config_n_positions, x[E_WPE]->name, (unsigned long long)np);
-    }
-    if (x[E_HEAD]) {
-        const g2f_tensor *h = x[E_HEAD];
-        out->head_dv = m->scheme == S_TLENS;
-        int ok = h->ndim == 2 && (out->head_dv ? h->shape[0] == d && h->shape[1] == out->vocab
-                                               : h->shape[0] == rows && h->shape[1] == d);
-        if (out->head_dv) snprintf(want, sizeof want, "[%zu, %zu] (n_embd, vocab)", d, out->vocab);
-        else snprintf(want, sizeof want, "[%llu, %zu] (vocab, n_embd)", (unsigned long long)rows, d);
-        if (!ok) return shape_error(m, h, "output head", want, err);
-    }
-    if (x[E_HEAD_B] && (x[E_HEAD_B]->ndim != 1 || x[E_HEAD_B]->shape[0] != out->vocab)) {
-        snprintf(want, sizeof want, "[%zu] (vocab)", out->vocab);
-        return shape_error(m, x[E_HEAD_B], "output head bias", want, err);
-    }
+    uint64_t rows;
+    g2f_status sh = ends_shapes(m, x, &rows, &out->vocab, &out->n_pos, &out->head_dv, err);
+    if (sh != G2F_OK) return sh;
     static const char *const end_roles[E_COUNT] = {"token embedding", "position embedding", "output head",
                                                "output head bias"};
     const float **views[E_COUNT] = {&out->wte, &out->wpe, &out->head, &out->head_b};
@@ -1147,5 +1259,93 @@ g2f_status g2f_model_layer_tensors_all(const g2f_model *m, size_t layer, const g
         out[want[i].role] = x;
     }
     if (!S->attn[0]) *attn_split = lookup(m, "attn.W_Q", (int)layer) != NULL;
+    return G2F_OK;
+}
+
+/* ---- every other tensor ----------------------------------------------- */
+
+/* name after the container prefixes, as match_ffn_name strips them. */
+static const char *after_containers(const char *name) {
+    const char *p = name;
+    for (int again = 1; again;) {
+        again = 0;
+        for (size_t c = 0; c < sizeof containers / sizeof containers[0]; c++) {
+            size_t n = strlen(containers[c]);
+            if (!strncmp(p, containers[c], n)) p += n, again = 1;
+        }
+    }
+    return p;
+}
+
+/* <block>.N.attn.{bias, masked_bias, mask, IGNORE}: HF's, minGPT's and
+ * TransformerLens' causal-mask buffers, not parameters. */
+static int is_buffer(const char *key) {
+    static const char *const blocks[] = {"h.", "blocks."}, *const tails[] = {"bias", "masked_bias", "mask", "IGNORE"};
+    for (size_t b = 0; b < 2; b++) {
+        size_t bl = strlen(blocks[b]);
+        if (strncmp(key, blocks[b], bl)) continue;
+        const char *q = key + bl;
+        if (*q < '0' || *q > '9') continue;
+        while (*q >= '0' && *q <= '9') q++;
+        if (strncmp(q, ".attn.", 6)) continue;
+        for (size_t t = 0; t < 4; t++)
+            if (!strcmp(q + 6, tails[t])) return 1;
+    }
+    return 0;
+}
+
+/* The training dict's container holding the model ("model.", ...), or NULL
+ * when the checkpoint is not such a dict. */
+static const char *training_container(const g2f_model *m) {
+    static const char *const dicts[] = {"model.", "model_state.", "state_dict."};
+    if (g2f_source_format(m->src) != G2F_FORMAT_ZIP) return NULL;
+    for (size_t i = 0; i < 3; i++)
+        if (!strncmp(m->prefix, dicts[i], strlen(dicts[i]))) return dicts[i];
+    return NULL;
+}
+
+static void mark(unsigned char *used, const g2f_table *t, const g2f_tensor *x) {
+    if (x) used[x - t->tensors] = 1;
+}
+
+g2f_status g2f_model_others(const g2f_model *m, g2f_model_other **out, size_t *n, g2f_error *err) {
+    *out = NULL;
+    *n = 0;
+    const g2f_table *t = g2f_source_table(m->src);
+    if (!t->count || !m->by_name) return G2F_OK;
+    unsigned char *used = calloc(t->count, 1);
+    if (!used) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    const scheme *S = &schemes[m->scheme];
+    for (size_t L = 0; L < m->info.n_layer; L++) {
+        for (int k = 0; k < G2F_FFN_TENSORS; k++) mark(used, t, m->layers[L][k]);
+        for (int w = 0; w < 2; w++)
+            for (int k = 0; k < 2; k++) mark(used, t, lookup(m, S->ln[w][k], (int)L));
+        for (int k = 0; k < 4; k++)
+            if (S->attn[k]) mark(used, t, lookup(m, S->attn[k], (int)L));
+        for (int k = 0; m->scheme == S_TLENS && k < 8; k++) mark(used, t, lookup(m, tl_attn_names[k], (int)L));
+    }
+    for (int r = 0; r < E_COUNT; r++) mark(used, t, lookup_end(m, r));
+    for (int k = 0; k < 2; k++) mark(used, t, lookup(m, S->ln_f[k], -1));
+    size_t count = 0;
+    for (size_t i = 0; i < t->count; i++) count += !used[i];
+    g2f_model_other *o = count ? calloc(count, sizeof *o) : NULL;
+    if (count && !o) {
+        free(used);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    }
+    const char *dict = training_container(m);
+    for (size_t i = 0, j = 0; i < t->count; i++) {
+        if (used[i]) continue;
+        const char *name = t->tensors[i].name;
+        o[j].t = &t->tensors[i];
+        o[j].key = after_containers(name);
+        o[j].kind = dict && strncmp(name, dict, strlen(dict)) ? G2F_OTHER_TRAINING
+                    : is_buffer(o[j].key)                   ? G2F_OTHER_BUFFER
+                                                            : G2F_OTHER_UNKNOWN;
+        j++;
+    }
+    free(used);
+    *out = o;
+    *n = count;
     return G2F_OK;
 }

@@ -247,6 +247,64 @@ g2f_status g2f_model_embed_load(const g2f_model *m, g2f_embed *out, g2f_error *e
 /* NULL is a no-op; drops the mapped pages too. */
 void g2f_embed_free(g2f_embed *e);
 
+/* The model's ends as stored, for readers that stream them (diff), in the
+ * order reports list them. */
+enum { G2F_END_WTE, G2F_END_WPE, G2F_END_LNF_W, G2F_END_LNF_B, G2F_END_HEAD, G2F_END_HEAD_B, G2F_END_TENSORS };
+/* "wte", "wpe", "ln_f.weight", "ln_f.bias", "head", "head.bias" ("?" out of range). */
+const char *g2f_model_end_role(int k);
+typedef struct g2f_model_ends {
+    const g2f_tensor *t[G2F_END_TENSORS]; /* as found (NULL when absent), borrowed from the model */
+    size_t vocab;    /* the vocabulary: wte's rows, or llm.c's header vocab_size (wte padded beyond it) */
+    size_t wte_rows; /* wte's stored rows */
+    size_t n_pos;    /* wpe's rows (minGPT's pos_emb [1, n_pos, d] too) */
+    int head_dv;     /* the head is stored [d, vocab] (TransformerLens W_U); else [vocab, d] */
+} g2f_model_ends;
+/* The tensors g2f_model_embed_load reads, found under the same names and
+ * checked the same way (shapes against n_embd and each other, dtypes,
+ * quantized blocks), without converting anything; a checkpoint without wte
+ * is not an error here (t[G2F_END_WTE] NULL; then the head is not checked
+ * against it). */
+g2f_status g2f_model_end_tensors(const g2f_model *m, g2f_model_ends *out, g2f_error *err);
+
+/* TransformerLens' attention of a layer (W_Q, W_K, W_V [n_head, d, d_head],
+ * b_Q, b_K, b_V [n_head, d_head], W_O [n_head, d_head, d], b_O [d]) as the
+ * HF tensors it stands for, t[k - G2F_BLK_ATTN_W] for the roles
+ * G2F_BLK_ATTN_W .. G2F_BLK_APROJ_B: c_attn Conv1D (d, 3d) with q | k | v
+ * along the 3d and head h's columns at h d_head, and its bias (3d),
+ * assembled in float32 into a buffer it owns; c_proj (d, d) a view of W_O
+ * (row h d_head + j, Conv1D) and b_O. present[k] 0 when absent (a bias);
+ * all 0 for a layer without W_Q (and for other schemes). n_head is W_Q's.
+ * The same reshaping g2f_model_block_load computes the block with. Free
+ * with g2f_split_attn_free. */
+typedef struct g2f_split_attn {
+    g2f_tensor t[4];
+    int present[4];
+    size_t n_head;
+    float *owned;
+    const g2f_tensor *src[8]; /* W_Q, W_K, W_V, b_Q, b_K, b_V, W_O, b_O as found (borrowed) */
+} g2f_split_attn;
+g2f_status g2f_model_split_attn(const g2f_model *m, size_t layer, g2f_split_attn *out, g2f_error *err);
+void g2f_split_attn_free(g2f_split_attn *s);
+
+/* What a tensor of the checkpoint that is none of the roles above is. */
+typedef enum g2f_other_kind {
+    G2F_OTHER_UNKNOWN,  /* a tensor the model does not use (score.weight, a port's extra) */
+    G2F_OTHER_BUFFER,   /* a non-parameter buffer: <block>.N.attn.bias, .masked_bias, .mask, TransformerLens' IGNORE */
+    G2F_OTHER_TRAINING, /* training state beside the model's state dict (optimizer.*, best_val_loss) */
+    G2F_OTHER_KIND_COUNT
+} g2f_other_kind;
+typedef struct g2f_model_other {
+    const g2f_tensor *t; /* borrowed from the model */
+    const char *key;     /* t->name after the container prefixes (model., _orig_mod., transformer., ...) */
+    g2f_other_kind kind;
+} g2f_model_other;
+/* Every tensor of the checkpoint that is none of the roles (a layer's
+ * G2F_LAYER_TENSORS, TransformerLens' split attention, the ends), in the
+ * table's order, into *out (the caller frees it; NULL when none). Training
+ * state: for a torch.save dict whose model sits under a container (model.,
+ * model_state., state_dict.), the tensors outside it. */
+g2f_status g2f_model_others(const g2f_model *m, g2f_model_other **out, size_t *n, g2f_error *err);
+
 /* Maps an HF activation_function string to a GELU form; 0 when it is not
  * one of gelu_new, gelu_pytorch_tanh, gelu_fast (tanh) or gelu (erf). */
 int g2f_activation_to_gelu(const char *activation, g2f_gelu *out);

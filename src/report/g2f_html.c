@@ -872,6 +872,12 @@ static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_laye
             esc(b, words);
             buf_put(b, " <code>");
             esc(b, codes);
+            if (r->diag.causes[k].codes == G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT)) {
+                buf_put(b, "</code> <span class=\"muted\">(read from the checkpoint's blocks: ");
+                esc(b, r->diag.quant_why);
+                buf_put(b, ")</span></li>\n");
+                continue;
+            }
             buf_put(b, "</code> <span class=\"muted\">(recomputed, margin ");
             put_num(b, r->diag.causes[k].margin);
             buf_put(b, ")</span></li>\n");

@@ -1163,14 +1163,121 @@ char *g2f_report_inspect_json(const char *checkpoint_arg, const g2f_model_info *
 
 static void diff_verdict(const g2f_diff_tensor *t, char *buf, size_t n) {
     if (t->kind == G2F_DIFF_FROM_LAYER) snprintf(buf, n, "from_layer:%ld", t->from_layer);
-    else if (t->kind == G2F_DIFF_QUANTIZED) snprintf(buf, n, "quantized:%s", g2f_dtype_name(t->quant));
+    else if (t->kind == G2F_DIFF_QUANTIZED || t->kind == G2F_DIFF_QUANT_INCONSISTENT)
+        snprintf(buf, n, "%s:%s", g2f_diff_kind_name(t->kind), g2f_dtype_name(t->quant));
     else if (t->kind == G2F_DIFF_SCALED) snprintf(buf, n, "scaled:%.6g", t->scale);
     else snprintf(buf, n, "%s", g2f_diff_kind_name(t->kind));
+}
+
+/* A verdict in words beyond its code, for the text report. */
+static void diff_detail(const g2f_diff_tensor *t, char *buf, size_t n) {
+    buf[0] = '\0';
+    if (t->kind == G2F_DIFF_QUANTIZED)
+        snprintf(buf, n, " (%.2f steps)%s", t->max_steps, t->accepted ? ", accepted" : "");
+    else if (t->kind == G2F_DIFF_MISSING || t->kind == G2F_DIFF_ZERO_BIAS) /* the size of what is missing */
+        snprintf(buf, n, " (only %c has it: %zu value%s, largest |value| %.3g)", t->missing_in ? t->missing_in : '?',
+                 t->missing_values, t->missing_values == 1 ? "" : "s", t->max_abs);
+    else if (t->kind == G2F_DIFF_HELD_BY_ONE)
+        snprintf(buf, n, " (only %c holds it)", t->missing_in ? t->missing_in : '?');
+}
+
+/* One row of the diff table: where (a layer or blank), the tensor, the
+ * numbers when compared, the verdict and, on the next line, its note. */
+static void diff_row(FILE *fp, const char *where, const char *label, const g2f_diff_tensor *t) {
+    esc_pool ep = {{0}, 0};
+    char v[64], q[128], num[32] = "", rel[32] = "";
+    diff_verdict(t, v, sizeof v);
+    diff_detail(t, q, sizeof q);
+    int cmp = g2f_diff_kind_compared(t->kind) && t->kind != G2F_DIFF_SHAPE;
+    if (cmp) snprintf(num, sizeof num, "%11.3e", t->max_abs), snprintf(rel, sizeof rel, "%11.3e", t->max_rel);
+    else snprintf(num, sizeof num, "%11s", "-"), snprintf(rel, sizeof rel, "%11s", "-");
+    fprintf(fp, "%5s %-18s %s %s  %s%s%s\n", where, esc(&ep, label), num, rel, v, q,
+            t->equivalent || t->accepted || g2f_diff_kind_excused(t->kind) ? "" : "  <-");
+    if (t->note[0]) fprintf(fp, "%5s %-18s   %s\n", "", "", esc(&ep, t->note));
+    esc_pool_free(&ep);
+}
+
+/* Per-layer tensors not compared, one line per role, kind and file: "all
+ * ln_1.weight held by one file only: only A holds it". */
+static void diff_layer_summary(FILE *fp, const g2f_diff_result *r) {
+    static const g2f_diff_kind kinds[] = {G2F_DIFF_HELD_BY_ONE, G2F_DIFF_OUTSIDE};
+    static const int who[] = {'A', 'B', 0};
+    for (int k = 0; k < G2F_LAYER_TENSORS; k++)
+        for (int c = 0; c < 2; c++)
+            for (int w = 0; w < 3; w++) {
+                size_t n = 0;
+                for (size_t L = 0; L < r->n_layers; L++)
+                    n += r->tensors[L][k].kind == kinds[c] && r->tensors[L][k].missing_in == who[w];
+                if (!n) continue;
+                char where[48], held[32] = "";
+                if (n == r->n_layers) snprintf(where, sizeof where, "all");
+                else snprintf(where, sizeof where, "%zu of %zu", n, r->n_layers);
+                if (who[w]) snprintf(held, sizeof held, " (only %c holds it)", who[w]);
+                if (kinds[c] == G2F_DIFF_HELD_BY_ONE)
+                    fprintf(fp, "%5s %-18s held by one file only%s  <-\n", where, g2f_model_tensor_role(k), held);
+                else
+                    fprintf(fp, "%5s %-18s outside --only %s%s: excused\n", where, g2f_model_tensor_role(k),
+                            g2f_diff_scope_name(r->scope), held);
+            }
+}
+
+/* Others excused in bulk: "8 buffers (blocks.0.attn.IGNORE, ...)". */
+static void diff_excused_summary(FILE *fp, const g2f_diff_result *r, g2f_diff_kind kind, const char *what,
+                                 const char *why) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_others; i++) n += r->others[i].kind == kind;
+    if (!n) return;
+    fprintf(fp, "  %zu %s%s (", n, what, n == 1 ? "" : "s");
+    esc_pool ep = {{0}, 0};
+    for (size_t i = 0, shown = 0; i < r->n_others && shown < 4; i++)
+        if (r->others[i].kind == kind) {
+            fprintf(fp, "%s%s", shown ? ", " : "", esc(&ep, r->others[i].label));
+            esc_pool_free(&ep);
+            shown++;
+        }
+    fprintf(fp, "%s): %s, not compared\n", n > 4 ? ", ..." : "", why);
+}
+
+/* The tensors held by one file only, each named: a per-layer role once
+ * for the layers it is held in ("A's ln_1.weight in all 4 layers
+ * (transformer.h.0.ln_1.weight, ...)"), then the ends and the others. */
+static void diff_held_names(FILE *fp, const g2f_diff_result *r) {
+    if (!r->held_by_one) return;
+    fprintf(fp, "held by one file only:");
+    int first = 1;
+    esc_pool ep = {{0}, 0};
+    for (int k = 0; k < G2F_LAYER_TENSORS; k++)
+        for (int w = 'A'; w <= 'B'; w++) {
+            size_t n = 0, L0 = 0;
+            for (size_t L = 0; L < r->n_layers; L++)
+                if (r->tensors[L][k].kind == G2F_DIFF_HELD_BY_ONE && r->tensors[L][k].missing_in == w && !n++) L0 = L;
+            if (!n) continue;
+            const g2f_diff_tensor *t = &r->tensors[L0][k];
+            fprintf(fp, "%s %c's %s in %s%zu layer%s (%s%s)", first ? "" : ",", w, g2f_model_tensor_role(k),
+                    n == r->n_layers ? "all " : "", n, n == 1 ? "" : "s", esc(&ep, w == 'A' ? t->name_a : t->name_b),
+                    n > 1 ? ", ..." : "");
+            esc_pool_free(&ep);
+            first = 0;
+        }
+    for (size_t i = r->n_layers * G2F_LAYER_TENSORS; i < g2f_diff_entries(r); i++) {
+        const char *label;
+        const g2f_diff_tensor *t = g2f_diff_entry(r, i, NULL, &label);
+        if (t->kind != G2F_DIFF_HELD_BY_ONE) continue;
+        const char *name = t->missing_in == 'A' ? t->name_a : t->name_b;
+        fprintf(fp, "%s %c's %s", first ? "" : ",", t->missing_in, esc(&ep, label));
+        if (name && strcmp(name, label)) fprintf(fp, " (%s)", esc(&ep, name));
+        esc_pool_free(&ep);
+        first = 0;
+    }
+    fprintf(fp, "\n");
 }
 
 void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r) {
     model_text(fp, "A", a);
     model_text(fp, "B", b);
+    if (r->scope != G2F_DIFF_SCOPE_ALL)
+        fprintf(fp, "scope       --only %s: %s; everything else is excused\n", g2f_diff_scope_name(r->scope),
+                r->scope == G2F_DIFF_SCOPE_FFN ? "the FFN tensors of every layer" : "every tensor of every layer");
     fprintf(fp, "\n");
     if (!r->same_sizes) {
         fprintf(fp, "%s\nresult: DIFFERENT\n", r->sizes_msg);
@@ -1180,48 +1287,77 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
     for (size_t L = 0; L < r->n_layers; L++)
         for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
             const g2f_diff_tensor *t = &r->tensors[L][k];
-            if (t->kind == G2F_DIFF_NOT_COMPARED) continue; /* summed up below */
-            char v[64], q[96] = "";
-            diff_verdict(t, v, sizeof v);
-            if (t->kind == G2F_DIFF_QUANTIZED)
-                snprintf(q, sizeof q, " (%.2f steps)%s", t->max_steps, t->accepted ? ", accepted" : "");
-            else if (t->kind == G2F_DIFF_MISSING || t->kind == G2F_DIFF_ZERO_BIAS) /* the size of what is missing */
-                snprintf(q, sizeof q, " (only %c has it: %zu value%s, largest |value| %.3g)", t->missing_in ? t->missing_in : '?',
-                         t->missing_values, t->missing_values == 1 ? "" : "s", t->max_abs);
-            fprintf(fp, "%5zu %-18s %11.3e %11.3e  %s%s%s\n", L, g2f_model_tensor_role(k), t->max_abs, t->max_rel, v, q,
-                    t->equivalent || t->accepted ? "" : "  <-");
+            if (t->kind == G2F_DIFF_ABSENT || t->kind == G2F_DIFF_HELD_BY_ONE || t->kind == G2F_DIFF_OUTSIDE) continue;
+            char where[24];
+            snprintf(where, sizeof where, "%zu", L);
+            diff_row(fp, where, g2f_model_tensor_role(k), t);
         }
-    /* block tensors not compared: one line per role and reason */
-    for (int k = G2F_FFN_TENSORS; k < G2F_LAYER_TENSORS; k++) {
-        static const int who[] = {'S', 'A', 'B'};
-        for (int w = 0; w < 3; w++) {
-            size_t n = 0;
-            for (size_t L = 0; L < r->n_layers; L++)
-                n += r->tensors[L][k].kind == G2F_DIFF_NOT_COMPARED && r->tensors[L][k].missing_in == who[w];
-            if (!n) continue;
-            char where[48];
-            if (n == r->n_layers) snprintf(where, sizeof where, "all");
-            else snprintf(where, sizeof where, "%zu of %zu", n, r->n_layers);
-            if (who[w] == 'S')
-                fprintf(fp, "%5s %-18s not compared: one checkpoint stores q, k, v apart (TransformerLens)\n", where,
-                        g2f_model_tensor_role(k));
-            else
-                fprintf(fp, "%5s %-18s not compared: only %c holds it\n", where, g2f_model_tensor_role(k), who[w]);
-        }
+    diff_layer_summary(fp, r);
+    fprintf(fp, "\n%5s %-18s %11s %11s  %s\n", "", "model tensor", "max_abs", "max_rel", "verdict");
+    for (int k = 0; k < G2F_END_TENSORS; k++)
+        if (r->ends[k].kind != G2F_DIFF_ABSENT) diff_row(fp, "", g2f_model_end_role(k), &r->ends[k]);
+    if (r->n_others) {
+        fprintf(fp, "\n%5s %-18s %11s %11s  %s\n", "", "other tensor", "max_abs", "max_rel", "verdict");
+        for (size_t i = 0; i < r->n_others; i++)
+            if (!g2f_diff_kind_excused(r->others[i].kind)) diff_row(fp, "", r->others[i].label, &r->others[i]);
+        diff_excused_summary(fp, r, G2F_DIFF_BUFFER, "buffer", "not parameters (causal masks)");
+        diff_excused_summary(fp, r, G2F_DIFF_TRAINING, "training-state tensor",
+                             "beside the model's state dict (optimizer state)");
+        diff_excused_summary(fp, r, G2F_DIFF_OUTSIDE, "other tensor", "outside --only");
     }
     size_t quantized = 0, unaccepted = 0;
-    for (size_t L = 0; L < r->n_layers; L++)
-        for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
-            quantized += r->tensors[L][k].kind == G2F_DIFF_QUANTIZED;
-            unaccepted += r->tensors[L][k].kind == G2F_DIFF_QUANTIZED && !r->tensors[L][k].accepted;
-        }
-    fprintf(fp, "\nresult: %s (%zu of %zu tensors differ; rounding allowed: %.3g relative)\n",
-            r->equivalent ? "EQUIVALENT" : r->all_accepted ? "ACCEPTED" : "DIFFERENT", r->differing, r->compared,
+    for (size_t i = 0; i < g2f_diff_entries(r); i++) {
+        const g2f_diff_tensor *t = g2f_diff_entry(r, i, NULL, NULL);
+        quantized += t->kind == G2F_DIFF_QUANTIZED;
+        unaccepted += t->kind == G2F_DIFF_QUANTIZED && !t->accepted;
+    }
+    fprintf(fp, "\nresult: %s (%zu tensor%s compared, %zu differ%s, %zu held by one file only, %zu excused; rounding "
+                "allowed: %.3g relative)\n",
+            r->equivalent ? "EQUIVALENT" : r->all_accepted ? "ACCEPTED" : "DIFFERENT", r->compared,
+            r->compared == 1 ? "" : "s", r->differing, r->differing == 1 ? "s" : "", r->held_by_one, r->excused,
             r->roundoff);
+    diff_held_names(fp, r);
     if (quantized)
         fprintf(fp, "%zu tensors are quantized weights within the bound of ggml's reference rounding (%s)\n", quantized,
                 unaccepted ? "not equivalent; --accept weights_quantized accepts them"
                            : "accepted as weights_quantized");
+}
+
+/* One tensor of the diff as JSON. */
+static cJSON *diff_entry_json(jb *j, const char *label, const g2f_diff_tensor *t) {
+    char v[64];
+    diff_verdict(t, v, sizeof v);
+    cJSON *o = j_check(j, cJSON_CreateObject());
+    j_str(j, o, "tensor", label);
+    j_str(j, o, "verdict", v);
+    j_bool(j, o, "equivalent", t->equivalent);
+    if (t->accept_class) j_str(j, o, "accept_class", g2f_diff_accept_name(t->accept_class));
+    if (t->accepted) j_str(j, o, "accepted_as", g2f_diff_accept_name(t->accept_class));
+    else j_null(j, o, "accepted_as");
+    int cmp = g2f_diff_kind_compared(t->kind) && t->kind != G2F_DIFF_SHAPE;
+    j_num(j, o, "max_abs_err", cmp && isfinite(t->max_abs) ? t->max_abs : -1);
+    j_num(j, o, "max_rel_err", cmp && isfinite(t->max_rel) ? t->max_rel : -1);
+    if (t->name_a) j_str(j, o, "name_a", t->name_a);
+    else j_null(j, o, "name_a");
+    if (t->name_b) j_str(j, o, "name_b", t->name_b);
+    else j_null(j, o, "name_b");
+    if (t->missing_in) {
+        char in[2] = {(char)t->missing_in, 0};
+        j_str(j, o, "held_by", in);
+    }
+    if (t->kind == G2F_DIFF_QUANTIZED) {
+        cJSON *q = j_obj(j, o, "quantized");
+        j_str(j, q, "type", g2f_dtype_name(t->quant));
+        j_num(j, q, "max_err_steps", isfinite(t->max_steps) ? t->max_steps : -1);
+        j_num(j, q, "max_err_bound_ratio", t->bound_ratio);
+    }
+    if (t->kind == G2F_DIFF_QUANT_INCONSISTENT) {
+        cJSON *q = j_obj(j, o, "inconsistent");
+        j_str(j, q, "type", g2f_dtype_name(t->quant));
+        j_num(j, q, "block", (double)t->bad_block);
+    }
+    if (t->note[0]) j_str(j, o, "note", t->note);
+    return o;
 }
 
 char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, const g2f_diff_result *r) {
@@ -1233,38 +1369,43 @@ char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, con
     cJSON *acc = j_arr(&j, root, "accept");
     for (unsigned c = 1; !j.failed && c; c <<= 1)
         if ((r->accept & c) && g2f_diff_accept_name(c)) j_add(&j, acc, NULL, j_check(&j, cJSON_CreateString(g2f_diff_accept_name(c))));
+    if (r->scope != G2F_DIFF_SCOPE_ALL) j_str(&j, root, "only", g2f_diff_scope_name(r->scope));
+    else j_null(&j, root, "only");
     if (!r->same_sizes) j_str(&j, root, "sizes", r->sizes_msg);
     j_num(&j, root, "roundoff", r->roundoff);
     j_num(&j, root, "compared", (double)r->compared);
     j_num(&j, root, "differing", (double)r->differing);
+    j_num(&j, root, "held_by_one", (double)r->held_by_one);
+    j_num(&j, root, "excused", (double)r->excused);
     cJSON *layers = j_arr(&j, root, "layers");
     for (size_t L = 0; !j.failed && L < r->n_layers; L++) {
         cJSON *l = j_check(&j, cJSON_CreateObject());
         j_num(&j, l, "layer", (double)L);
         cJSON *ts = j_arr(&j, l, "tensors");
-        for (int k = 0; ts && k < G2F_LAYER_TENSORS; k++) {
-            const g2f_diff_tensor *t = &r->tensors[L][k];
-            if (t->kind == G2F_DIFF_NOT_COMPARED && !t->missing_in) continue; /* neither holds it */
-            char v[64];
-            diff_verdict(t, v, sizeof v);
-            cJSON *o = j_check(&j, cJSON_CreateObject());
-            j_str(&j, o, "tensor", g2f_model_tensor_role(k));
-            j_str(&j, o, "verdict", v);
-            j_bool(&j, o, "equivalent", t->equivalent);
-            if (t->accept_class) j_str(&j, o, "accept_class", g2f_diff_accept_name(t->accept_class));
-            if (t->accepted) j_str(&j, o, "accepted_as", g2f_diff_accept_name(t->accept_class));
-            else j_null(&j, o, "accepted_as");
-            j_num(&j, o, "max_abs_err", isfinite(t->max_abs) ? t->max_abs : -1);
-            j_num(&j, o, "max_rel_err", isfinite(t->max_rel) ? t->max_rel : -1);
-            if (t->kind == G2F_DIFF_QUANTIZED) {
-                cJSON *q = j_obj(&j, o, "quantized");
-                j_str(&j, q, "type", g2f_dtype_name(t->quant));
-                j_num(&j, q, "max_err_steps", isfinite(t->max_steps) ? t->max_steps : -1);
-                j_num(&j, q, "max_err_bound_ratio", t->bound_ratio);
-            }
-            j_add(&j, ts, NULL, o);
-        }
+        for (int k = 0; ts && k < G2F_LAYER_TENSORS; k++)
+            if (r->tensors[L][k].kind != G2F_DIFF_ABSENT)
+                j_add(&j, ts, NULL, diff_entry_json(&j, g2f_model_tensor_role(k), &r->tensors[L][k]));
         j_add(&j, layers, NULL, l);
+    }
+    cJSON *ends = j_arr(&j, root, "model_tensors");
+    for (int k = 0; r->same_sizes && k < G2F_END_TENSORS; k++)
+        if (r->ends[k].kind != G2F_DIFF_ABSENT) j_add(&j, ends, NULL, diff_entry_json(&j, g2f_model_end_role(k), &r->ends[k]));
+    cJSON *others = j_arr(&j, root, "other_tensors");
+    for (size_t i = 0; i < r->n_others; i++) j_add(&j, others, NULL, diff_entry_json(&j, r->others[i].label, &r->others[i]));
+    cJSON *held = j_arr(&j, root, "held_by_one_tensors");
+    for (size_t i = 0; i < g2f_diff_entries(r); i++) {
+        long L;
+        const char *label;
+        const g2f_diff_tensor *t = g2f_diff_entry(r, i, &L, &label);
+        if (t->kind != G2F_DIFF_HELD_BY_ONE) continue;
+        cJSON *h = j_check(&j, cJSON_CreateObject());
+        j_str(&j, h, "tensor", label);
+        if (L >= 0) j_num(&j, h, "layer", (double)L);
+        else j_null(&j, h, "layer");
+        char in[2] = {(char)t->missing_in, 0};
+        j_str(&j, h, "held_by", in);
+        j_str(&j, h, "name", t->missing_in == 'A' ? t->name_a : t->name_b);
+        j_add(&j, held, NULL, h);
     }
     return j_finish(&j, root);
 }

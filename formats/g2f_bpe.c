@@ -533,6 +533,8 @@ g2f_status g2f_bpe_open(const char *path, g2f_bpe **out, g2f_error *err) {
     base = base ? base + 1 : path;
     for (int i = 0; i < N_NAMES; i++) {
         if (strcmp(base, names[i]) != 0) continue;
+        g2f_file_identity id;
+        if (g2f_file_id(path, &id, err) != G2F_OK) return err ? err->status : G2F_ERR_IO; /* "cannot open: ..." */
         char *dir = g2f_path_dir(path);
         if (!dir) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         g2f_status st = open_named(dir, i, out, err);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bpe_files.h"
 #include "check.h"
 #include "g2f_bpe.h"
 #include "test_util.h"
@@ -16,23 +17,6 @@
 static const char *fixtures = "fixtures";
 static char dir[256];
 static int n_case;
-
-/* "{" the 256 byte tokens, then extra, "}"; skip: a byte left out (-1: none). */
-static char *byte_vocab(const char *extra, int skip) {
-    size_t cap = 8192 + strlen(extra), len = 0;
-    char *j = malloc(cap);
-    len += (size_t)snprintf(j, cap, "{");
-    for (unsigned b = 0; b < 256; b++) {
-        if ((int)b == skip) continue;
-        uint32_t cp = g2f_bpe_byte_char((unsigned char)b);
-        char sp[4] = {(char)cp, 0};
-        if (cp >= 0x80) sp[0] = (char)(0xC0 | cp >> 6), sp[1] = (char)(0x80 | (cp & 0x3F)), sp[2] = 0;
-        len += (size_t)snprintf(j + len, cap - len, "%s\"%s%s\": %u", len > 1 ? ", " : "", b == '"' || b == '\\' ? "\\" : "",
-                                sp, b);
-    }
-    snprintf(j + len, cap - len, "%s}", extra);
-    return j;
-}
 
 static const char *const BASE_EXTRA = ", \"ab\": 256, \"abc\": 257";
 static const char *const BASE_MERGES = "#version: 0.2\na b\nab c\n";
@@ -63,7 +47,7 @@ static void hf_case(const char *extra, int raw, size_t raw_len, const char *merg
                     const char *needle, int line) {
     char sub[32], vp[512], mp[512];
     snprintf(sub, sizeof sub, "case%d", n_case++);
-    char *v = raw ? NULL : byte_vocab(extra, -1);
+    char *v = raw ? NULL : bpe_byte_vocab(extra, -1);
     put(sub, "vocab.json", raw ? extra : v, raw ? raw_len : strlen(v), vp, sizeof vp);
     put(sub, "merges.txt", merges, strlen(merges), mp, sizeof mp);
     free(v);
@@ -99,7 +83,7 @@ static void vocabulary_checks_should_each_refuse_their_file(void) {
     /* 6: every byte */
     char sub[32], vp[512], mp[512];
     snprintf(sub, sizeof sub, "case%d", n_case++);
-    char *v = byte_vocab(", \"ab\": 65", 'A');
+    char *v = bpe_byte_vocab(", \"ab\": 65", 'A');
     put(sub, "vocab.json", v, strlen(v), vp, sizeof vp);
     put(sub, "merges.txt", BASE_MERGES, strlen(BASE_MERGES), mp, sizeof mp);
     expect_refused(vp, G2F_ERR_FORMAT, vp, "no token for the byte 0x41 (\"A\" in the byte-level alphabet)", __LINE__);
@@ -128,7 +112,7 @@ static void merges_checks_should_each_refuse_their_file(void) {
 static void tj_case(const char *pipeline, const char *model, const char *merges, const char *needle, int line) {
     char sub[32], tp[512];
     snprintf(sub, sizeof sub, "case%d", n_case++);
-    char *v = byte_vocab(BASE_EXTRA, -1);
+    char *v = bpe_byte_vocab(BASE_EXTRA, -1);
     size_t cap = strlen(v) + 4096;
     char *t = malloc(cap);
     snprintf(t, cap, "{%s\"model\": {%s\"vocab\": %s, \"merges\": %s}}", pipeline, model, v, merges);
@@ -174,7 +158,7 @@ static void tokenizer_json_checks_should_each_refuse_their_file(void) {
     TJ_MERGES("[[\"a\", \"b\"], [\"a\", \"b\"]]", "model.merges[1]: the merge \"a\" \"b\" repeats the merge of rank 0");
     TJ_MERGES("[\"ab\"]", "model.merges[0]: \"ab\" is not a merge");
     /* the vocabulary's checks are vocab.json's, named by their field */
-    char *v = byte_vocab(", \"ab\": 300", -1);
+    char *v = bpe_byte_vocab(", \"ab\": 300", -1);
     size_t cap = strlen(v) + 512;
     char *t = malloc(cap);
     snprintf(t, cap, "{" PRE "\"model\": {\"vocab\": %s, \"merges\": []}}", v);
@@ -189,7 +173,7 @@ static void tokenizer_json_checks_should_each_refuse_their_file(void) {
 
 static void files_should_be_found_by_folder_or_by_name(void) {
     char p[512], q[512];
-    char *v = byte_vocab(BASE_EXTRA, -1);
+    char *v = bpe_byte_vocab(BASE_EXTRA, -1);
     /* only one file of a pair: the missing one is named */
     put("only_vocab", "vocab.json", v, strlen(v), p, sizeof p);
     snprintf(q, sizeof q, "%s/only_vocab", dir);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bpe_files.h"
 #include "check.h"
 #include "g2f_tokenizer.h"
 #include "test_util.h"
@@ -280,36 +281,23 @@ static void openai_files_written_as_hf_files_should_give_the_same_ids(void) {
     remove_tmpdir(dir);
 }
 
-/* Byte-level spelling of b (the test's own copy of the map). */
-static void spell(unsigned b, char *out) {
-    int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-    unsigned cp = printable ? b : b <= 0x20 ? 0x100 + b : b <= 0xA0 ? 0x100 + 33 + (b - 0x7F) : 0x143;
-    if (cp < 0x80) out[0] = (char)cp, out[1] = '\0';
-    else out[0] = (char)(0xC0 | cp >> 6), out[1] = (char)(0x80 | (cp & 0x3F)), out[2] = '\0';
-}
-
 /* A folder with vocab.json = the 256 bytes + extra tokens (ids 256 ...) and
  * merges.txt = the merges given, one "A B" per entry. */
 static int write_vocab(const char *dir, const char *const *extra, size_t n_extra, const char *const *merges,
                        size_t n_merges) {
-    char path[512], sp[4];
-    size_t cap = 8192 + 64 * n_extra, len = 0;
-    char *j = malloc(cap);
-    len += (size_t)snprintf(j + len, cap - len, "{");
-    for (unsigned b = 0; b < 256; b++) {
-        spell(b, sp);
-        len += (size_t)snprintf(j + len, cap - len, "%s\"%s%s\": %u", b ? ", " : "", b == '"' || b == '\\' ? "\\" : "",
-                                sp, b);
-    }
-    for (size_t i = 0; i < n_extra; i++) len += (size_t)snprintf(j + len, cap - len, ", \"%s\": %zu", extra[i], 256 + i);
-    len += (size_t)snprintf(j + len, cap - len, "}");
+    char path[512], more[1024] = "", *m = malloc(4096);
+    size_t len = 0;
+    for (size_t i = 0; i < n_extra; i++)
+        len += (size_t)snprintf(more + len, sizeof more - len, ", \"%s\": %zu", extra[i], 256 + i);
+    char *j = bpe_byte_vocab(more, -1);
     snprintf(path, sizeof path, "%s/vocab.json", dir);
-    int rc = write_bytes(path, j, len);
-    len = (size_t)snprintf(j, cap, "#version: 0.2\n");
-    for (size_t i = 0; i < n_merges; i++) len += (size_t)snprintf(j + len, cap - len, "%s\n", merges[i]);
+    int rc = write_bytes(path, j, strlen(j));
+    len = (size_t)snprintf(m, 4096, "#version: 0.2\n");
+    for (size_t i = 0; i < n_merges; i++) len += (size_t)snprintf(m + len, 4096 - len, "%s\n", merges[i]);
     snprintf(path, sizeof path, "%s/merges.txt", dir);
-    rc |= write_bytes(path, j, len);
+    rc |= write_bytes(path, m, len);
     free(j);
+    free(m);
     return rc;
 }
 

@@ -82,9 +82,9 @@
  *   encoder.json or vocab.bpe (with the other beside it). Any other file
  *   name is G2F_ERR_USAGE.
  *
- * Memory: the file's text, cJSON's tree of it (tens of bytes per byte of
- * JSON), then the tokens' bytes (at most the file's size), 16 bytes per
- * token and 24 per merge.
+ * Memory: the file's text, cJSON's tree of it (up to about 40 bytes per
+ * byte of JSON), then the tokens' bytes (at most the file's size), 32
+ * bytes per token and at most 28 per merge.
  *
  *     g2f_bpe *v; g2f_error err = {0};
  *     if (g2f_bpe_open("gpt2/", &v, &err) != G2F_OK) return err.status;

@@ -190,6 +190,14 @@ static void files_should_be_found_by_folder_or_by_name(void) {
     expect_refused(p, G2F_ERR_USAGE, p, "not a tokenizer file", __LINE__);
     snprintf(q, sizeof q, "%s/missing/encoder.json", dir);
     expect_refused(q, G2F_ERR_IO, q, "cannot open", __LINE__);
+    /* a FIFO in a file's place is refused by name, never opened (it would block) */
+    snprintf(q, sizeof q, "%s/fifo", dir);
+    mkdir(q, 0700);
+    snprintf(p, sizeof p, "%s/fifo/tokenizer.json", dir);
+    CHECK(mkfifo(p, 0600) == 0);
+    alarm(20);
+    expect_refused(q, G2F_ERR_IO, p, "FIFO", __LINE__);
+    alarm(0);
     /* a folder with every file: tokenizer.json first, then vocab.json + merges.txt */
     put("all", "vocab.json", v, strlen(v), p, sizeof p);
     put("all", "merges.txt", BASE_MERGES, strlen(BASE_MERGES), p, sizeof p);

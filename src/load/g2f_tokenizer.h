@@ -32,7 +32,7 @@
  * vocab.json or merges.txt, encoder.json or vocab.bpe), validated whole.
  * See docs/tokenizer.md.
  *
- * Memory: open holds the vocabulary (about 30 bytes per token and 24 per
+ * Memory: open holds the vocabulary (32 bytes per token and at most 28 per
  * merge beyond the tokens' bytes). Encode allocates the replaced text (at
  * most 3x the input), the ids (8 bytes each, at most one per byte) and
  * about 52 bytes per byte of the longest piece (a run of letters, say).

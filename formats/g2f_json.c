@@ -80,3 +80,13 @@ int g2f_json_u64(const cJSON *item, uint64_t *out) {
     *out = (uint64_t)d;
     return 1;
 }
+
+size_t g2f_json_find_nul(const char *text, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\0') return i;
+        if (text[i] != '\\') continue;
+        if (len - i >= 6 && memcmp(text + i + 1, "u0000", 5) == 0) return i;
+        i++; /* the escaped character: "\\u0000" is a backslash, then "u0000" */
+    }
+    return len;
+}

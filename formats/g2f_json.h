@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "g2f_error.h"
@@ -32,6 +33,12 @@
  * recursion is bounded by cJSON's nesting limit (CJSON_NESTING_LIMIT). */
 g2f_status g2f_json_find_duplicate_key(const cJSON *root, const cJSON **object, const char **key, const char *label,
                                        g2f_error *err);
+
+/* The byte offset of the first NUL character in the JSON text text[0, len),
+ * raw or written as the escape \u0000, or len when there is none. cJSON
+ * keeps strings NUL-terminated, so a key "a\u0000b" would be read as "a":
+ * readers whose strings are names (tokens) refuse such a text. */
+size_t g2f_json_find_nul(const char *text, size_t len);
 
 /* JSON numbers arrive as doubles: true, with *out set, only for an exact
  * non-negative integer below 2^53 (2^53 + 1 reads as 2^53, so 2^53 cannot be trusted). */

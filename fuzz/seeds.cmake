@@ -50,6 +50,11 @@ elseif(FUZZER STREQUAL "pickle")
   set(globs "")
   set(extract ${torch_zips})
   set(extract_member "data.pkl") # at any depth: <root>/data.pkl
+elseif(FUZZER STREQUAL "bpe")
+  # the small vocabulary's files (OpenAI's full ones make each run 40x slower) and fuzz/seeds/bpe/
+  set(globs ${F}/tokenizer/small_hf/* ${F}/tokenizer/small_json/* ${F}/tokenizer/small_pairs/*)
+elseif(FUZZER STREQUAL "tokenizer")
+  set(globs "") # only the hand-made seeds: texts and byte strings
 elseif(FUZZER STREQUAL "fixture_names")
   set(globs "") # only the hand-made seeds: this target's input is a list of names
 else()

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include "../fuzz/fuzz_bpe.c"
 #include "../fuzz/fuzz_config.c"
 #include "../fuzz/fuzz_fixture_names.c"
 #include "../fuzz/fuzz_gguf.c"
@@ -18,6 +19,7 @@
 #include "../fuzz/fuzz_pickle.c"
 #include "../fuzz/fuzz_safetensors.c"
 #include "../fuzz/fuzz_shard_index.c"
+#include "../fuzz/fuzz_tokenizer.c"
 #include "../fuzz/fuzz_torch.c"
 #include "../fuzz/fuzz_zip.c"
 #include "check.h"
@@ -31,7 +33,8 @@ static const struct {
     {"pickle", g2f_fuzz_pickle},           {"torch", g2f_fuzz_torch},
     {"npy", g2f_fuzz_npy},                 {"npz", g2f_fuzz_npz},
     {"gguf", g2f_fuzz_gguf},               {"llmc", g2f_fuzz_llmc},
-    {"fixture_names", g2f_fuzz_fixture_names},
+    {"fixture_names", g2f_fuzz_fixture_names}, {"bpe", g2f_fuzz_bpe},
+    {"tokenizer", g2f_fuzz_tokenizer},
 };
 
 static size_t replayed = 0;

@@ -1,7 +1,7 @@
 /* g2f_text: the one terminal-escaping rule for strings from files (control
  * bytes, DEL, C1 and bidi controls, invalid UTF-8 shown as \xHH; valid UTF-8
- * kept), its truncation at whole units, and g2f_error_set applying it to
- * every message. */
+ * kept), its truncation at whole units, g2f_error_set applying it to every
+ * message, and the U+FFFD replacement of invalid UTF-8 in text. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +69,37 @@ static void utf8_repair_should_replace_only_invalid_bytes(void) {
     free(d);
 }
 
+/* in[0, n) replaced must be want[0, wn) with `bad` replacements (and the
+ * size pass agree with the writing pass). */
+static void check_replace(const char *in, size_t n, const char *want, size_t wn, size_t bad) {
+    unsigned char out[64];
+    size_t r1 = 99, r2 = 99;
+    size_t need = g2f_utf8_replace((const unsigned char *)in, n, NULL, &r1);
+    size_t got = g2f_utf8_replace((const unsigned char *)in, n, out, &r2);
+    if (got != wn || memcmp(out, want, wn) != 0 || r2 != bad) {
+        fprintf(stderr, "replace: %zu bytes, %zu replaced; want %zu bytes, %zu replaced\n", got, r2, wn, bad);
+        check_failures++;
+    }
+    CHECK(need == got && r1 == r2);
+}
+#define REPLACE(in, want, bad) check_replace(in, sizeof in - 1, want, sizeof want - 1, bad)
+#define FFFD "\xef\xbf\xbd"
+
+static void utf8_replace_should_replace_each_maximal_subpart_once(void) {
+    /* Unicode 15, chapter 3, table 3-8 (what TextDecoder and Python do) */
+    REPLACE("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64", "a" FFFD FFFD FFFD "b" FFFD "c" FFFD FFFD "d", 6);
+    REPLACE("\xe2\x82x", FFFD "x", 1);               /* truncated, then a byte that starts the next unit */
+    REPLACE("\xe2\x82", FFFD, 1);                    /* truncated at the end */
+    REPLACE("\xf0\x80\x80\x80", FFFD FFFD FFFD FFFD, 4); /* overlong: F0 needs 90-BF */
+    REPLACE("\xc0\xaf", FFFD FFFD, 2);               /* C0, C1 start nothing */
+    REPLACE("\xed\xa0\x80", FFFD FFFD FFFD, 3);       /* a surrogate: ED needs 80-9F */
+    REPLACE("\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD, 4); /* above U+10FFFF */
+    REPLACE("\xf5\xff\xfe", FFFD FFFD FFFD, 3);
+    REPLACE("\xf0\x9f\x98", FFFD, 1);               /* an emoji cut short */
+    REPLACE("\xef\xbb\xbf" "a\x00" "b\xf4\x8f\xbf\xbf", "\xef\xbb\xbf" "a\x00" "b\xf4\x8f\xbf\xbf", 0); /* BOM, NUL, U+10FFFF kept */
+    REPLACE("", "", 0);
+}
+
 static void error_should_escape_what_files_put_in_messages(void) {
     g2f_error err = {0};
     CHECK(g2f_error_set(&err, G2F_ERR_FORMAT, "x.safetensors: tensor '%s'", "h.0\n\x1b]0;pwned\x07\xff") ==
@@ -95,6 +126,7 @@ int main(void) {
     RUN(escape_should_show_invalid_utf8_c1_and_bidi_controls);
     RUN(escape_should_cut_at_whole_units);
     RUN(utf8_repair_should_replace_only_invalid_bytes);
+    RUN(utf8_replace_should_replace_each_maximal_subpart_once);
     RUN(error_should_escape_what_files_put_in_messages);
     CHECK_EXIT();
 }

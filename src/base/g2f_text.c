@@ -5,19 +5,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t g2f_utf8_len(const unsigned char *s) {
-    unsigned char c = s[0];
-    if (c < 0x80) return 1;
-    if (c >= 0xC2 && c <= 0xDF) return (s[1] & 0xC0) == 0x80 ? 2 : 0;
+/* How many continuation bytes lead byte c needs (0: c starts nothing but
+ * itself, ASCII or invalid) and the range its first one must lie in, which
+ * is where overlongs, surrogates and code points past U+10FFFF fail. */
+static int lead_needs(unsigned char c, unsigned char *lo, unsigned char *hi) {
+    *lo = 0x80;
+    *hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) return 1;
     if (c >= 0xE0 && c <= 0xEF) {
-        unsigned char lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF; /* no overlongs, no surrogates */
-        return (s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80) ? 3 : 0;
+        if (c == 0xE0) *lo = 0xA0;
+        if (c == 0xED) *hi = 0x9F;
+        return 2;
     }
     if (c >= 0xF0 && c <= 0xF4) {
-        unsigned char lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF; /* U+10000..U+10FFFF */
-        return (s[1] >= lo && s[1] <= hi && (s[2] & 0xC0) == 0x80 && (s[3] & 0xC0) == 0x80) ? 4 : 0;
+        if (c == 0xF0) *lo = 0x90;
+        if (c == 0xF4) *hi = 0x8F;
+        return 3;
     }
     return 0;
+}
+
+size_t g2f_utf8_len(const unsigned char *s) {
+    unsigned char lo, hi;
+    if (s[0] < 0x80) return 1;
+    int need = lead_needs(s[0], &lo, &hi);
+    if (need == 0) return 0;
+    for (int k = 1; k <= need; k++, lo = 0x80, hi = 0xBF) /* a NUL is below lo: nothing past it is read */
+        if (s[k] < lo || s[k] > hi) return 0;
+    return (size_t)need + 1;
 }
 
 /* The unit at p: *len bytes, shown escaped (1) or as they are (0). */
@@ -105,4 +120,32 @@ char *g2f_utf8_repair_dup(const char *s) {
     }
     *o = '\0';
     return d;
+}
+
+size_t g2f_utf8_replace(const unsigned char *in, size_t len, unsigned char *out, size_t *replaced) {
+    size_t o = 0, bad = 0, i = 0;
+    while (i < len) {
+        unsigned char lo = 0x80, hi = 0xBF, c = in[i];
+        int need = c < 0x80 ? 0 : lead_needs(c, &lo, &hi);
+        size_t j = i + 1;
+        int ok = c < 0x80 || need > 0;
+        /* a byte that cannot continue the sequence is not consumed: it starts the next unit */
+        for (int k = 0; ok && k < need; k++) {
+            ok = j < len && in[j] >= lo && in[j] <= hi;
+            if (ok) j++;
+            lo = 0x80;
+            hi = 0xBF;
+        }
+        if (ok) {
+            if (out) memcpy(out + o, in + i, j - i);
+            o += j - i;
+        } else {
+            if (out) memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            bad++;
+        }
+        i = j;
+    }
+    if (replaced) *replaced = bad;
+    return o;
 }

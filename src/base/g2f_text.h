@@ -54,4 +54,19 @@ char *g2f_escape_dup(const char *s);
  * memory. */
 char *g2f_utf8_repair_dup(const char *s);
 
+/* Text that must be UTF-8 and may hold anything (a prompt, NUL bytes
+ * included): in[0, len) decoded as WHATWG's TextDecoder and Python's
+ * bytes.decode("utf-8", "replace") do, each *maximal subpart* of an invalid
+ * sequence replaced by one U+FFFD (Unicode's "best practice", chapter 3):
+ * a lead byte and the continuation bytes that could still complete it are
+ * one replacement ("\xe2\x82" then "x": one U+FFFD, then "x"); a byte that
+ * can start nothing (0x80-0xC1, 0xF5-0xFF, a continuation out of place) is
+ * one replacement of its own; overlong forms, surrogates (ED A0-BF) and
+ * code points above U+10FFFF fail at their second byte. A leading BOM
+ * (EF BB BF) is kept as U+FEFF, as Python keeps it. Writes the result into
+ * out when out is not NULL (3 x len bytes always suffice) and returns its
+ * length; *replaced (when not NULL) gets the number of U+FFFD written for
+ * invalid input. Valid UTF-8 is copied unchanged. */
+size_t g2f_utf8_replace(const unsigned char *in, size_t len, unsigned char *out, size_t *replaced);
+
 #endif

@@ -110,10 +110,12 @@ static const field stage_fields[] = {
     {"worst", O, 0, NULL, stage_worst_fields, 0, NULL},
     {"diagnosis", A, 0, NULL, NULL, S, "<code>"},
     {"causes", A, 0, NULL, cause_fields, O, NULL},
+    {"accepted", A, 0, NULL, NULL, S, "<code>"},
     END};
 
 static const field chained_fields[] = {
     {"diverged", B, 1, NULL, NULL, 0, NULL},
+    {"accepted", A, 0, NULL, NULL, S, "<code>"},
     {"first_stage", S | Z, 1, "ln_1|attn|mid|ln_2|mlp|out", NULL, 0, NULL},
     {"tensor", S, 0, "<stage_tensor>", NULL, 0, NULL},
     {"margin", N | Z, 0, NULL, NULL, 0, NULL},
@@ -199,6 +201,9 @@ static const field agreement_fields[] = {
     END};
 static const field forward_fields[] = {
     {"status", S, 1, "pass|fail|not_checked", NULL, 0, NULL},
+    {"accepted", A, 1, NULL, NULL, S, "<code>"},
+    {"compared", I, 1, NULL, NULL, 0, NULL},
+    {"failed", I, 1, NULL, NULL, 0, NULL},
     {"chained", B, 1, NULL, NULL, 0, NULL},
     {"chain_note", S | Z, 1, NULL, NULL, 0, NULL},
     {"sequences", I, 1, NULL, NULL, 0, NULL},

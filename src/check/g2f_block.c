@@ -376,18 +376,18 @@ static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params
         return;
     }
     const float *xin = x;
+    g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, uw);
+    const double kv = g2f_tol_var_coef(d, &un);
     if (rin != G2F_ROUND_NONE) { /* ggml's F16 matmul: c_fc's input rounded, a flip's moment its variance */
         g2f_round_span(rin, x, s->ar, T * d);
         xin = s->ar;
         for (size_t i = 0; i < T * d; i++)
-            s->a2[i] = (float)((double)xin[i] * xin[i] +
-                               2.0 * g2f_round_flip_var(rin, x[i], vx[i], lambda) / ((double)d * U * U));
+            s->a2[i] = (float)((double)xin[i] * xin[i] + kv * g2f_round_flip_var(rin, x[i], vx[i], lambda));
     } else {
-        for (size_t i = 0; i < T * d; i++) s->a2[i] = (float)((double)x[i] * x[i] + 2.0 * vx[i] / ((double)d * U * U));
+        for (size_t i = 0; i < T * d; i++) s->a2[i] = (float)((double)x[i] * x[i] + kv * vx[i]);
     }
     g2f_matmul_sq(xin, s->a2, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, s->pre, s->q, n_threads, ws);
     g2f_ffn_gelu(g, s->pre, T * h, s->act, n_threads);
-    g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, uw);
     un.table_in = g == G2F_GELU_F16_TABLE; /* ggml's table rounds pre to float16: a flip near a boundary */
     un.gemm_act = rin;                     /* and c_proj's input, when the products round theirs */
     for (size_t i = 0; i < T * h; i++) s->e1[i] = 0; /* no stored rounding here: the comparisons add it */

@@ -27,6 +27,13 @@ _Static_assert(sizeof diag_names / sizeof diag_names[0] == G2F_DIAG_COUNT, "one 
 
 const char *g2f_diag_name(g2f_diag d) { return (unsigned)d < G2F_DIAG_COUNT ? diag_names[d] : "?"; }
 
+void g2f_diag_set_format(g2f_diag_set set, char *buf, size_t n) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++)
+        if (set & G2F_DIAG_BIT(d)) used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", diag_names[d]);
+}
+
 g2f_diag g2f_diag_of_gelu(g2f_gelu g) {
     switch (g) {
     case G2F_GELU_ERF: return G2F_DIAG_GELU_ERF;

@@ -91,6 +91,9 @@ typedef uint64_t g2f_diag_set;
 #define G2F_DIAG_BIT(d) ((g2f_diag_set)1 << (d))
 
 const char *g2f_diag_name(g2f_diag d);
+/* The codes of a set without parameters ("weights_f16_rounded,f16_matmul"),
+ * comma-separated, "" for the empty set. */
+void g2f_diag_set_format(g2f_diag_set set, char *buf, size_t n);
 /* The code naming GELU form g (gelu_tanh, gelu_erf, gelu_sigmoid, ...). */
 g2f_diag g2f_diag_of_gelu(g2f_gelu g);
 
@@ -121,6 +124,7 @@ void g2f_cause_words(const g2f_cause *c, char *buf, size_t n);
 #define G2F_ACCEPT_BF16 G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED)
 #define G2F_ACCEPT_QUANTIZED G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANTIZED)
 #define G2F_ACCEPT_F16_MATMUL G2F_DIAG_BIT(G2F_DIAG_F16_MATMUL)
+#define G2F_ACCEPT_ALL (G2F_ACCEPT_F16 | G2F_ACCEPT_BF16 | G2F_ACCEPT_QUANTIZED | G2F_ACCEPT_F16_MATMUL)
 
 typedef struct g2f_diag_input {
     const g2f_model *model;

@@ -378,7 +378,6 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
         form_un[g].table_in = g == G2F_GELU_F16_TABLE;
     }
     tracker tr = {0};
-    const double u = ldexp(1.0, -24);
     for (size_t i0 = 0; i0 < total; i0 += c.cap) {
         size_t n = total - i0 < c.cap ? total - i0 : c.cap;
         size_t nd = n * d, nh = n * h;
@@ -406,8 +405,8 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
                 if (!user) {
                     g2f_tol_layernorm_var(c.x, c.xg, n, d, how->ln->w, how->ln->b, how->ln->eps, u_in_fixture, c.a2,
                                           n_threads);
-                    /* A2 = x^2 + 2 var / (d u^2): d/2 sum A2 W^2 = d/2 sum x^2 W^2 + sum var W^2 / u^2 */
-                    const double k2 = 2.0 / ((double)d * u * u);
+                    /* A2 = x^2 + var k2: sum var W^2 / u^2 enters V_pre as it is (g2f_tol_var_coef) */
+                    const double k2 = g2f_tol_var_coef(d, &un);
                     for (size_t i = 0; i < nd; i++) c.a2[i] = (float)((double)c.xg[i] * c.xg[i] + k2 * c.a2[i]);
                     a2 = c.a2;
                 }

@@ -126,8 +126,8 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
         if (var) memcpy(vy, vx, N * d * sizeof *vy);
     } else {
         double eps = how && how->ln_eps > 0 ? how->ln_eps : e->ln_f.eps;
-        g2f_block_ln_var(x, vx, N, d, &e->ln_f, eps, how && how->no_ln_w, how && how->no_ln_b, y, vy, rstd,
-                         p->n_threads);
+        const g2f_ln *ln = how && how->ln_f_r ? how->ln_f_r : &e->ln_f;
+        g2f_block_ln_var(x, vx, N, d, ln, eps, how && how->no_ln_w, how && how->no_ln_b, y, vy, rstd, p->n_threads);
     }
     if (hooks->ln_f && (st = hooks->ln_f(hooks->user, y, vy, err)) != G2F_OK) goto done;
     int b_trans;
@@ -171,6 +171,8 @@ typedef struct chk {
     /* the ends' weights rounded to F16 (the precision hypotheses and --accept), made on first use:
      * wte (vocab, d), wpe (n_pos, d), the head (when not wte); one block, owned */
     float *r16, *wte16, *wpe16, *head16;
+    g2f_ln lnf16;                 /* ln_f with its gain and bias rounded to F16 (in r16) */
+    const g2f_model_how *base;    /* the accepted precision every hypothesis is computed with, or NULL */
     int r16_tried;
     g2f_dtype wdtype;             /* the checkpoint's block weights' dtype */
 } chk;
@@ -298,7 +300,8 @@ static void iso_stage(chk *k, int s, const int64_t *ids, const g2f_model_how *ho
                     memcpy(ib->b, ib->a, n * d * sizeof(float));
                     memcpy(ib->vb, ib->va, n * d * sizeof(float));
                 } else {
-                    g2f_block_ln_var(ib->a, ib->va, n, d, &e->ln_f, how->ln_eps > 0 ? how->ln_eps : e->ln_f.eps,
+                    g2f_block_ln_var(ib->a, ib->va, n, d, how->ln_f_r ? how->ln_f_r : &e->ln_f,
+                                     how->ln_eps > 0 ? how->ln_eps : e->ln_f.eps,
                                      how->no_ln_w, how->no_ln_b, ib->b, ib->vb, ib->rstd, p->n_threads);
                 }
                 cmp_rows(k, s, r0, n, d, ib->b, ib->vb);
@@ -321,14 +324,18 @@ static int ends_f16(chk *k) {
     if (k->r16_tried) return k->r16 != NULL;
     k->r16_tried = 1;
     const g2f_embed *e = k->e;
-    size_t nv = k->V * k->d, np = e->wpe ? e->n_pos * k->d : 0, nh = e->head != e->wte ? nv : 0;
+    size_t nv = k->V * k->d, np = e->wpe ? e->n_pos * k->d : 0, nh = e->head != e->wte ? nv : 0, nl = 2 * k->d;
     g2f_error tmp = {0};
-    if (!(k->r16 = g2f_alloc_work(nv + np + nh ? nv + np + nh : 1, 1, sizeof(float), "F16 copies of the ends", &tmp)))
-        return 0;
+    if (!(k->r16 = g2f_alloc_work(nv + np + nh + nl, 1, sizeof(float), "F16 copies of the ends", &tmp))) return 0;
     k->wte16 = k->r16, k->wpe16 = e->wpe ? k->r16 + nv : NULL, k->head16 = nh ? k->r16 + nv + np : k->wte16;
     g2f_round_span(G2F_ROUND_F16, e->wte, k->wte16, nv);
     if (e->wpe) g2f_round_span(G2F_ROUND_F16, e->wpe, k->wpe16, np);
     if (nh) g2f_round_span(G2F_ROUND_F16, e->head, k->head16, nh);
+    k->lnf16 = e->ln_f;
+    k->lnf16.owned[0] = k->lnf16.owned[1] = NULL;
+    float *lw = k->r16 + nv + np + nh, *lb = lw + k->d;
+    if (e->ln_f.w) g2f_round_span(G2F_ROUND_F16, e->ln_f.w, lw, k->d), k->lnf16.w = lw;
+    if (e->ln_f.b) g2f_round_span(G2F_ROUND_F16, e->ln_f.b, lb, k->d), k->lnf16.b = lb;
     return 1;
 }
 
@@ -353,12 +360,21 @@ static int precision_how(chk *k, g2f_diag_set codes, g2f_model_how *hw) {
     } else {
         if (!is_f16(e->src[0])) hw->wte_r = k->wte16;
         if (all && e->wpe && !is_f16(e->src[1])) hw->wpe_r = k->wpe16;
+        if (all && e->ln_f.found && k->wdtype != G2F_DTYPE_F16) hw->ln_f_r = &k->lnf16;
         if (!is_f16(e->src[2] ? e->src[2] : e->src[0])) hw->head_r = k->head16;
     }
     int f16_ckpt = k->wdtype == G2F_DTYPE_F16; /* its blocks are the port's F16 weights already */
     hw->block_round = all ? (f16_ckpt ? 0 : 1) : (f16_ckpt ? 0 : 2);
     if (mm) hw->gemm_in = G2F_ROUND_F16;
     return 1;
+}
+
+/* A hypothesis computed with the accepted precision (base, may be NULL):
+ * its rounded weights and inputs, the rest of h its own. */
+static void with_precision(g2f_model_how *h, const g2f_model_how *base) {
+    if (!base) return;
+    h->wte_r = base->wte_r, h->wpe_r = base->wpe_r, h->head_r = base->head_r, h->ln_f_r = base->ln_f_r;
+    h->block_round = base->block_round, h->gemm_in = base->gemm_in, h->uw = base->uw;
 }
 
 /* The model-level bugs that act on stage s (s = -1: all of them, for a
@@ -373,6 +389,7 @@ static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause
         if (n < max) {                                                                                               \
             memset(&hw[n], 0, sizeof hw[n]);                                                                         \
             memset(&cs[n], 0, sizeof cs[n]);                                                                         \
+            with_precision(&hw[n], k->base);                                                                         \
             cs[n].codes = G2F_DIAG_BIT(code);                                                                        \
             setup;                                                                                                   \
             n++;                                                                                                     \
@@ -399,7 +416,7 @@ static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause
     if ((s < 0 || s == G2F_MSTAGE_LOGITS) && e->head_stored && !e->tied) ADD(G2F_DIAG_LM_HEAD_UNTIED, hw[n].wte_head = 1);
     /* the port's precision: its weights F16, ggml's F16 matmul (the embedding and the logits; the
      * blocks' own stages are diagnosed by the block check) */
-    if (s != G2F_MSTAGE_LN_F) {
+    if (!k->base) { /* under an accepted precision, the other bugs only */
         static const g2f_diag prec[2] = {G2F_DIAG_WEIGHTS_F16_ROUNDED, G2F_DIAG_F16_MATMUL};
         for (int i = 0; i < 2 && n < max; i++) {
             memset(&hw[n], 0, sizeof hw[n]);
@@ -407,8 +424,9 @@ static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause
             cs[n].codes = G2F_DIAG_BIT(prec[i]);
             if (!precision_how((chk *)k, cs[n].codes, &hw[n])) break;
             /* a no-op at this stage (nothing to round): not a hypothesis */
-            if (hw[n].wte_r || hw[n].wpe_r || hw[n].head_r || hw[n].uw > 0 ||
-                (hw[n].gemm_in && s != G2F_MSTAGE_EMBED))
+            int at_ln_f = s == G2F_MSTAGE_LN_F, at_embed = s == G2F_MSTAGE_EMBED;
+            if ((!at_ln_f && (hw[n].wte_r || hw[n].wpe_r || hw[n].head_r || hw[n].uw > 0)) ||
+                ((s < 0 || at_ln_f) && hw[n].ln_f_r) || (hw[n].gemm_in && !at_embed && !at_ln_f))
                 n++;
         }
     }
@@ -639,6 +657,7 @@ static void judgment_reset(g2f_model_result *out) {
     out->first_margin = 0;
     out->first_codes[0] = '\0';
     out->compared = 0;
+    out->failed = 0;
     out->pass = 0;
 }
 
@@ -651,9 +670,17 @@ static g2f_status judge(fwd *w, const g2f_model_how *how, int diagnose, g2f_mode
     isolated_pass(w, how, diagnose, out);
     if ((st = first_divergence(w, diagnose, out, err)) != G2F_OK) return st;
     mark_downstream(out);
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) out->compared += (size_t)out->chain[s].checked + (size_t)out->iso[s].checked;
+    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+        out->compared += (size_t)out->chain[s].checked + (size_t)out->iso[s].checked;
+        out->failed += (size_t)(out->chain[s].checked && !out->chain[s].pass) +
+                       (size_t)(out->iso[s].checked && !out->iso[s].pass);
+    }
     for (size_t L = 0; L < out->n_layers; L++)
-        for (int s = 0; s < G2F_STAGE_COUNT; s++) out->compared += (size_t)out->layers[L].stage[s].checked;
+        for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+            const g2f_stage_result *sr = &out->layers[L].stage[s];
+            out->compared += (size_t)sr->checked;
+            out->failed += (size_t)(sr->checked && !sr->pass);
+        }
     out->pass = !out->diverged && out->compared > 0;
     for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
         if (out->iso[s].checked && !out->iso[s].pass) out->pass = 0;
@@ -668,15 +695,20 @@ static g2f_status judge_accepted(fwd *w, g2f_model_result *out, g2f_error *err) 
     g2f_model_how hw;
     memset(&hw, 0, sizeof hw);
     if (out->pass || !acc || !precision_how(w->k, acc, &hw)) return G2F_OK;
-    g2f_model_result again = *out; /* the arrays are shared: the plain judgment is redone if this fails */
-    g2f_status st = judge(w, &hw, 0, &again, err);
+    /* judged and diagnosed with that precision: what remains is the port's other bugs */
+    w->k->base = &hw;
+    g2f_model_result again = *out; /* the arrays are shared: the plain judgment is redone if this is not kept */
+    g2f_status st = judge(w, &hw, 1, &again, err);
+    w->k->base = NULL;
     if (st != G2F_OK) return st;
-    if (again.pass) {
+    /* kept when it passes, when a cause explains the rest, or when the first divergence is a block's
+     * stage (the block check diagnoses it under the same accept) */
+    if (again.pass || again.first_codes[0] || (again.diverged && again.first_layer >= 0)) {
         *out = again;
         out->accepted = acc;
         return G2F_OK;
     }
-    return judge(w, NULL, 1, out, err);
+    return judge(w, NULL, 1, out, err); /* nothing explains it under the accept: the plain diagnosis */
 }
 
 g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f_forward_params *p,

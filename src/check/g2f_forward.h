@@ -84,12 +84,13 @@ typedef struct g2f_model_how {
     double ln_eps;                /* 0: the model's */
     int wte_head;                 /* lm_head_untied: the logits made with wte */
     /* the port's precision (a hypothesis, or what --accept takes; all 0: float32 as stored):
-     * wte_r / wpe_r / head_r replace the ends' weights (rounded copies: weights_f16_rounded,
+     * wte_r / wpe_r / head_r / ln_f_r replace the ends' weights (rounded copies: weights_f16_rounded,
      * ggml's F16 wte), block_round rounds every block's weights (g2f_block_round: 1 all to
      * F16, 2 the products' to F16 (f16_matmul), 3 all to BF16), gemm_in rounds every
      * product's input (the blocks' and the logits'), uw: the weights known to within this
      * relative rounding (an F16/BF16 checkpoint against a float32 reference) */
     const float *wte_r, *wpe_r, *head_r;
+    const g2f_ln *ln_f_r;         /* ln_f's gain and bias rounded (weights_f16_rounded), or NULL */
     int block_round;
     g2f_round gemm_in;
     double uw;
@@ -196,6 +197,7 @@ typedef struct g2f_model_result {
     double first_margin;
     char first_codes[256];        /* the diagnosis at that stage, "" when none (g2f_verify fills a block's) */
     size_t compared;              /* model-level and chained stages compared (0: input_ids alone) */
+    size_t failed;                /* of those, the ones that do not match (propagated ones included) */
     g2f_diag_set accepted;        /* the precision codes the stages were judged with (--accept), or 0 */
     int pass;                     /* something was compared, and every compared stage matches */
 } g2f_model_result;

@@ -62,6 +62,11 @@ g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_
     return u;
 }
 
+double g2f_tol_var_coef(size_t n_embd, const g2f_tol_units *un) {
+    const double u = ldexp(1.0, -24), uin = un->u_in / u, uw = un->u_w / u;
+    return 1.0 / (((double)n_embd / 2 + uin * uin + uw * uw) * u * u);
+}
+
 void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pre, const float *act,
                         const float *s, const double *exp_pre, const double *exp_act, const g2f_tol_units *un,
                         double lambda, float *tol_pre, float *tol_act, float *q, int n_threads) {

@@ -105,6 +105,13 @@ typedef struct g2f_tol_units {
 /* The units for fixture dtypes (input, out, pre, act) and a weight roundoff. */
 g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_dtype act, double weight_roundoff);
 
+/* The weight of an input's variance in c_fc's A2 operand, so that
+ * A2 = x^2 + var * g2f_tol_var_coef(d, un) carries exactly sum var W^2 into
+ * V_pre: g2f_tol_ffn_hidden weighs s by d/2 + (u_in/u)^2 + (u_w/u)^2, the
+ * coefficients of x^2 (a variance multiplied by them would be inflated by
+ * (u_w/u)^2 = 2^26 for F16 weights at every layer). */
+double g2f_tol_var_coef(size_t n_embd, const g2f_tol_units *un);
+
 /* Element-wise part after c_fc, for n = tokens x n_inner elements:
  * from pre, act and s = (x o x)(W_fc o W_fc), writes tol_pre / tol_act
  * (each may be NULL; exp_pre / exp_act give the stored values' rounding and

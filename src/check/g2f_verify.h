@@ -167,9 +167,13 @@ typedef struct g2f_verify_summary {
     size_t gelu_unverified;  /* compared layers whose inputs cannot tell the forms apart (indistinguishable) */
     double unverified_sep;   /* the largest max(sep_out, sep_act) among them */
     int gelu_verified;       /* every compared layer's g2f_layer_gelu_verified */
-    int other_gelu_explains; /* every compared layer fails and is explained by one other GELU form alone
-                                (tanh, erf, sigmoid, mlx_approx, f16_table: the same for every layer) */
+    int other_gelu_explains; /* every compared layer fails and one other GELU form is in every cause of each,
+                                alone or with precisions --accept takes (tanh, erf, sigmoid, mlx_approx,
+                                f16_table: the same for every layer) */
     g2f_gelu other_gelu;     /* that form (without other_gelu_explains: tanh / erf, the one not asked for) */
+    g2f_diag_set other_gelu_with; /* the precisions found beside that form in the layers' causes (f16_matmul
+                                     with ggml's table: what --accept takes), 0 when the form alone explains them */
+    g2f_diag_set other_gelu_beside; /* every code found beside it, alternatives included (tf32_matmul | f16_matmul) */
     int unrelated;           /* every compared layer unexplained with |cosine| < G2F_UNRELATED_COSINE */
     int all_unexplained;     /* every compared layer fails, unexplained (not non-finite) */
     size_t best_tanh;        /* compared layers whose best GELU is tanh (what a fixture's claim is checked against) */

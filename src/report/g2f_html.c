@@ -259,8 +259,10 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
         esc(b, line);
         buf_put(b, "</strong>");
     }
-    buf_printf(b, " <span class=\"muted\">(%zu compared, %zu failed, %zu skipped)</span></p>\n", res->compared,
-               res->failed, res->n_layers - res->compared);
+    g2f_report_counts(c, line, sizeof line);
+    buf_put(b, " <span class=\"muted\">(");
+    esc(b, line);
+    buf_put(b, ")</span></p>\n");
     if (g2f_report_gelu_caveat(c, line, sizeof line)) {
         buf_put(b, "<p class=\"verdict warn\" id=\"gelu-unverified\"><strong>PASS, but</strong> ");
         esc(b, line);
@@ -597,6 +599,13 @@ static void put_stage_grid(g2f_html_buf *b, const g2f_report_ctx *c) {
             }
             buf_put(b, ">");
             put_num(b, st->margin);
+            if (st->accepted && s != G2F_STAGE_MLP) { /* judged on an accepted cause (--accept) */
+                char acc[128];
+                g2f_diag_set_format(st->accepted, acc, sizeof acc);
+                buf_put(b, "<br><span class=\"mono\">accepted ");
+                esc(b, acc);
+                buf_put(b, "</span>");
+            }
             if (!st->pass && s != G2F_STAGE_MLP) {
                 char codes[512];
                 stage_codes(st, codes, sizeof codes);
@@ -611,7 +620,7 @@ static void put_stage_grid(g2f_html_buf *b, const g2f_report_ctx *c) {
         if (!br->chained) {
             buf_put(b, "-");
         } else if (!br->diverged) {
-            buf_put(b, "matches");
+            buf_put(b, br->chain_accepted ? "matches (accepted)" : "matches");
         } else {
             buf_printf(b, "first diverges at %s (", g2f_stage_name(br->first_stage));
             esc(b, br->first_tensor ? br->first_tensor : "");

@@ -276,6 +276,19 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
     return 1;
 }
 
+void g2f_report_counts(const g2f_report_ctx *c, char *buf, size_t n) {
+    const g2f_verify_result *res = c->result;
+    const g2f_model_result *mr = &res->model;
+    int used = snprintf(buf, n, "%zu compared, %zu failed, %zu skipped", res->compared, res->failed,
+                        res->n_layers - res->compared);
+    if (used > 0 && (size_t)used < n && mr->present && !mr->skipped)
+        used += snprintf(buf + used, n - (size_t)used, "; whole model: %zu stage%s compared, %zu failed", mr->compared,
+                         mr->compared == 1 ? "" : "s", mr->failed);
+    if (used > 0 && (size_t)used < n && res->aliases_differ)
+        snprintf(buf + used, n - (size_t)used, "; capture: %zu pair%s of names disagree%s", res->aliases_differ,
+                 res->aliases_differ == 1 ? "" : "s", res->aliases_differ == 1 ? "s" : "");
+}
+
 /* s as one shell word: as it is when it holds only safe characters, else
  * in single quotes ('\'' for a quote). Cut to fit n. */
 static void shell_word(const char *s, char *buf, size_t n) {
@@ -322,23 +335,35 @@ int g2f_report_hint(const g2f_report_ctx *c, char *buf, size_t n) {
     char ck[300], fx[300], cmd[700];
     shell_word(c->checkpoint_arg ? c->checkpoint_arg : "CHECKPOINT", ck, sizeof ck);
     shell_word(c->fixtures_arg ? c->fixtures_arg : "FIXTURES", fx, sizeof fx);
-    snprintf(cmd, sizeof cmd, "gpt2ffn verify %s %s --gelu %s", ck, fx, form);
+    /* the codes found beside the form: named, and the ones --accept takes added to the command */
+    char with[160] = "", acc[100] = "";
+    if (sum.other_gelu_beside) {
+        char names[120], words[160] = "";
+        g2f_diag_set_format(sum.other_gelu_beside, names, sizeof names);
+        size_t used = 0; /* "a,b" -> "a or b": alternatives, as the causes list them */
+        for (char *save = NULL, *tok = strtok_r(names, ",", &save); tok && used < sizeof words;
+             tok = strtok_r(NULL, ",", &save))
+            used += (size_t)snprintf(words + used, sizeof words - used, "%s%s", used ? " or " : "", tok);
+        snprintf(with, sizeof with, " (computed with %s: see the causes)", words);
+        g2f_diag_set_format(sum.other_gelu_with, acc, sizeof acc);
+    }
+    snprintf(cmd, sizeof cmd, "gpt2ffn verify %s %s --gelu %s%s%s", ck, fx, form, acc[0] ? " --accept " : "", acc);
     /* two readings: the reference is right (the choice of form here is
      * wrong), or the fixture is the port's (its GELU is the bug) */
     if ((g == G2F_GELU_ERF || g == G2F_GELU_TANH) && (asked == G2F_GELU_ERF || asked == G2F_GELU_TANH))
         snprintf(buf, n,
-                 "every compared layer matches %s, not %s. If the reference is right and the checkpoint's config is "
+                 "every compared layer matches %s, not %s%s. If the reference is right and the checkpoint's config is "
                  "wrong: rerun with --gelu %s (%s), or name a config whose activation_function is \"%s\" with --config "
                  "FILE. If the fixture came from your port: the port's GELU is the bug (it runs %s on weights trained "
                  "with %s); make it use the %s form, and do not pass --gelu %s",
-                 gelu_words(g), g2f_gelu_name(asked), form, cmd, g == G2F_GELU_ERF ? "gelu" : "gelu_new", form,
+                 gelu_words(g), g2f_gelu_name(asked), with, form, cmd, g == G2F_GELU_ERF ? "gelu" : "gelu_new", form,
                  g2f_gelu_name(asked), g2f_gelu_name(asked), form);
     else
         snprintf(buf, n,
-                 "every compared layer matches %s, not %s. If your port runs it on purpose (%s): rerun with --gelu %s "
+                 "every compared layer matches %s, not %s%s. If your port runs it on purpose (%s): rerun with --gelu %s "
                  "(%s) to check the rest of the port against it. If not, the port's GELU is the bug: make it use the "
                  "%s form",
-                 gelu_words(g), g2f_gelu_name(asked),
+                 gelu_words(g), g2f_gelu_name(asked), with,
                  g == G2F_GELU_F16_TABLE ? "ggml and llama.cpp's CPU path do" : "a deliberate approximation", form, cmd,
                  g2f_gelu_name(asked));
     return 1;
@@ -507,13 +532,20 @@ static void stages_text(FILE *fp, const g2f_report_ctx *c) {
         }
         char chain[64];
         if (!b->chained) snprintf(chain, sizeof chain, "-");
-        else if (!b->diverged) snprintf(chain, sizeof chain, "matches");
+        else if (!b->diverged) snprintf(chain, sizeof chain, b->chain_accepted ? "matches (accepted)" : "matches");
         else snprintf(chain, sizeof chain, "%s %s %.3g", g2f_stage_name(b->first_stage),
                       b->first_tensor ? b->first_tensor : "", b->first_margin);
         char codes[512] = "";
         size_t used = 0;
         for (int s = 0; s < G2F_STAGE_COUNT && used < sizeof codes; s++) {
             const g2f_stage_result *st = &b->stage[s];
+            if (st->checked && st->accepted && s != G2F_STAGE_MLP) { /* judged on an accepted cause */
+                char acc[128];
+                g2f_diag_set_format(st->accepted, acc, sizeof acc);
+                used += (size_t)snprintf(codes + used, sizeof codes - used, "%s%s: accepted %s", used ? "; " : "",
+                                         g2f_stage_name((g2f_stage)s), acc);
+                continue;
+            }
             if (!st->checked || st->pass || s == G2F_STAGE_MLP) continue;
             used += (size_t)snprintf(codes + used, sizeof codes - used, "%s%s: ", used ? "; " : "",
                                      g2f_stage_name((g2f_stage)s));
@@ -610,9 +642,14 @@ static void mstage_codes(const g2f_mstage_result *r, const char *why_not, char *
 static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
     const g2f_model_result *mr = &c->result->model;
     if (!mr->present) return;
-    fprintf(fp, "\nwhole model (%s; %zu sequence%s of %zu tokens, vocab %zu; head: %s)\n",
-            g2f_report_model_how(mr), mr->n_seq,
-            mr->n_seq == 1 ? "" : "s", mr->T, mr->vocab, mr->head_desc ? mr->head_desc : "-");
+    char acc[128] = "";
+    if (mr->accepted) {
+        char codes[100];
+        g2f_diag_set_format(mr->accepted, codes, sizeof codes);
+        snprintf(acc, sizeof acc, "; accepted: %s", codes);
+    }
+    fprintf(fp, "\nwhole model (%s%s; %zu sequence%s of %zu tokens, vocab %zu; head: %s)\n", g2f_report_model_how(mr),
+            acc, mr->n_seq, mr->n_seq == 1 ? "" : "s", mr->T, mr->vocab, mr->head_desc ? mr->head_desc : "-");
     fprintf(fp, "%-8s %10s %10s  %-24s %s\n", "stage", "chained", "isolated", "reference", "diagnosis");
     for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
         const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
@@ -754,10 +791,11 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         }
         fprintf(fp, "\n");
     }
-    fprintf(fp, "result: %s%s%s%s%s (%zu compared, %zu failed, %zu skipped)\n",
-            !c->color ? "" : res->pass ? "\033[32m" : "\033[1;31m", res->pass ? "PASS" : "FAIL", c->color ? "\033[0m" : "",
-            unverified ? ", but " : "", unverified ? caveat : "", res->compared, res->failed,
-            res->n_layers - res->compared);
+    char counts[200];
+    g2f_report_counts(c, counts, sizeof counts);
+    fprintf(fp, "result: %s%s%s%s%s (%s)\n", !c->color ? "" : res->pass ? "\033[32m" : "\033[1;31m",
+            res->pass ? "PASS" : "FAIL", c->color ? "\033[0m" : "", unverified ? ", but " : "", unverified ? caveat : "",
+            counts);
     if (g2f_report_hint(c, line, sizeof line)) fprintf(fp, "hint: %s\n", line);
 }
 
@@ -784,6 +822,15 @@ static cJSON *cmp_json(jb *b, const g2f_cmp *c, size_t width) {
 /* The block's stages of a layer ("stages": README, JSON report): one entry
  * per stage, in block order, whether recorded or not, so that a reader can
  * index them; and the chained pass from h.L.in. */
+/* An array of a code set's names under key. */
+static void set_json(jb *b, cJSON *o, const char *key, g2f_diag_set set) {
+    char names[256];
+    g2f_diag_set_format(set, names, sizeof names);
+    cJSON *arr = j_arr(b, o, key);
+    for (char *save = NULL, *tok = strtok_r(names, ",", &save); arr && tok; tok = strtok_r(NULL, ",", &save))
+        j_add(b, arr, NULL, cJSON_CreateString(tok));
+}
+
 static void stages_json(jb *b, cJSON *l, const g2f_layer_result *r) {
     const g2f_block_result *br = &r->block;
     cJSON *arr = j_arr(b, l, "stages");
@@ -831,6 +878,8 @@ static void stages_json(jb *b, cJSON *l, const g2f_layer_result *r) {
                 }
                 if (!st->pass && !st->n_causes && codes) j_add(b, codes, NULL, cJSON_CreateString("unexplained"));
             }
+            g2f_diag_set acc = s == G2F_STAGE_MLP ? r->accepted : st->accepted;
+            if (acc) set_json(b, o, "accepted", acc); /* judged on that cause (--accept) */
         }
         j_add(b, arr, NULL, o);
     }
@@ -839,6 +888,7 @@ static void stages_json(jb *b, cJSON *l, const g2f_layer_result *r) {
     } else {
         cJSON *ch = j_obj(b, l, "chained");
         j_bool(b, ch, "diverged", br->diverged);
+        if (br->chain_accepted) set_json(b, ch, "accepted", br->chain_accepted);
         if (br->diverged) {
             j_str(b, ch, "first_stage", g2f_stage_name(br->first_stage));
             j_str(b, ch, "tensor", br->first_tensor ? br->first_tensor : "");
@@ -952,6 +1002,9 @@ static cJSON *mstage_json(jb *b, const g2f_mstage_result *r, size_t width) {
 static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
     cJSON *o = j_check(b, cJSON_CreateObject());
     j_str(b, o, "status", mr->skipped ? "not_checked" : mr->pass ? "pass" : "fail");
+    set_json(b, o, "accepted", mr->accepted);
+    j_num(b, o, "compared", (double)mr->compared);
+    j_num(b, o, "failed", (double)mr->failed);
     j_bool(b, o, "chained", mr->chained);
     if (mr->chain_note[0]) j_str(b, o, "chain_note", mr->chain_note);
     else j_null(b, o, "chain_note");

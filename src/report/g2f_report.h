@@ -55,6 +55,11 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n);
 int g2f_report_gelu_caveat(const g2f_report_ctx *c, char *buf, size_t n);
 int g2f_report_hint(const g2f_report_ctx *c, char *buf, size_t n);
 int g2f_report_provenance(const g2f_report_ctx *c, char *buf, size_t n);
+/* The counts beside the verdict, the same in text and HTML: "4 compared, 0
+ * failed, 0 skipped" (layers), then what else decides the verdict: "; whole
+ * model: 21 stages compared, 2 failed" and "; capture: 1 pair of names
+ * disagrees", so that a FAIL's counts show what failed. */
+void g2f_report_counts(const g2f_report_ctx *c, char *buf, size_t n);
 /* The fixture's notes, i = 0, 1, ... until it returns 0: a pair of names
  * for one stage that hold different values (label "capture": the capture
  * is inconsistent), the pairs that hold the same values (label "aliases",

@@ -231,6 +231,19 @@ static void a_real_bug_should_be_named_under_the_accept(void) {
     o = verify("tiny", "model/attn_scale_missing_layer2.safetensors", "--gelu f16_table --accept f16_matmul");
     CHECK(o.code == 1);
     outcome_free(&o);
+    /* ggml's F16 path with its attention mask left out at layer 1: the stage is diagnosed computed
+     * with the accepted precision, so the mask is named (it was "no known cause") */
+    o = verify("tiny", "model/ggml_f16_attn_mask_missing_layer1.safetensors", "--gelu f16_table --accept f16_matmul");
+    CHECK(o.code == 1);
+    fd = cJSON_GetObjectItem(cJSON_GetObjectItem(o.json, "forward"), "first_divergence");
+    CHECK(cJSON_GetObjectItem(fd, "layer") && cJSON_GetObjectItem(fd, "layer")->valueint == 1);
+    CHECK(!strcmp(str(fd, "stage"), "attn"));
+    CHECK(has_code(cJSON_GetObjectItem(fd, "codes"), "attn_mask_missing"));
+    const cJSON *st1 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o.json, "layers"), 1),
+                                                              "stages"), 1);
+    CHECK(!strcmp(str(st1, "stage"), "attn") && has_code(cJSON_GetObjectItem(st1, "accepted"), "f16_matmul"));
+    CHECK_CONTAINS(o.text, "first divergence: layer 1, attn: attn_mask_missing");
+    outcome_free(&o);
 }
 
 int main(int argc, char **argv) {

@@ -971,6 +971,33 @@ static g2f_status accept_stage(ctx *c, g2f_stage st, const how *base, g2f_stage_
     return G2F_OK;
 }
 
+/* A stage that fails even with the accepted precision: diagnosed computed
+ * that way, so that the port's other bug is named (the attention mask of an
+ * F16 port); kept, marked accepted, when that finds a cause. */
+static g2f_status diagnose_accepted(ctx *c, g2f_stage st, const how *base, const g2f_model *m, g2f_stage_result *r,
+                                    g2f_error *err) {
+    g2f_diag_set ok = c->p->accept & PRECISION_CODES;
+    if (!ok || r->accepted) return G2F_OK;
+    how hw;
+    rounded rb = {0};
+    acc A;
+    g2f_stage_result found;
+    memset(&found, 0, sizeof found);
+    g2f_status e = precision_how(c, base, ok, &hw, &rb, err);
+    if (e == G2F_OK) e = run_stage(c, st, &hw, &A, err);
+    if (e == G2F_OK && A.mismatched) {
+        fill_stage(&found, &A);
+        e = diagnose_stage(c, st, &hw, m, &found, err);
+    }
+    free(rb.buf);
+    if (e == G2F_OK && found.n_causes) {
+        found.hypotheses_tried += r->hypotheses_tried;
+        *r = found;
+        r->accepted = ok;
+    }
+    return e;
+}
+
 /* A diverging chained pass computed again with the accepted precisions:
  * when that matches every recorded stage, the chain stands so, accepted. */
 static g2f_status accept_chain(ctx *c, const how *base, const g2f_ffn_weights *mlp, g2f_block_result *out,
@@ -1039,6 +1066,8 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
         if (!out->stage[s].pass && p->diagnose)
             st = diagnose_stage(&c, (g2f_stage)s, &base, m, &out->stage[s], err);
         if (st == G2F_OK && !out->stage[s].pass) st = accept_stage(&c, (g2f_stage)s, &base, &out->stage[s], err);
+        if (st == G2F_OK && !out->stage[s].pass && p->diagnose)
+            st = diagnose_accepted(&c, (g2f_stage)s, &base, m, &out->stage[s], err);
     }
     /* the chain needs attention (every stage after ln_1 follows from it) */
     if (st == G2F_OK && stage_t(&c, G2F_BX_IN) && b.ln_1.found && b.ln_2.found && c.H && b.has_attn) {

@@ -332,11 +332,11 @@ int g2f_report_hint(const g2f_report_ctx *c, char *buf, size_t n) {
     if (!sum.other_gelu_explains) return 0;
     g2f_gelu asked = c->result->gelu, g = sum.other_gelu;
     const char *form = g2f_gelu_name(g);
-    char ck[300], fx[300], cmd[700];
+    char ck[300], fx[300], cmd[800];
     shell_word(c->checkpoint_arg ? c->checkpoint_arg : "CHECKPOINT", ck, sizeof ck);
     shell_word(c->fixtures_arg ? c->fixtures_arg : "FIXTURES", fx, sizeof fx);
     /* the codes found beside the form: named, and the ones --accept takes added to the command */
-    char with[160] = "", acc[100] = "";
+    char with[200] = "", acc[100] = "";
     if (sum.other_gelu_beside) {
         char names[120], words[160] = "";
         g2f_diag_set_format(sum.other_gelu_beside, names, sizeof names);

@@ -141,7 +141,9 @@ static g2f_status check_size(uint64_t size, const char *label, int32_t B, int32_
                          "%s",
                          label, (unsigned long long)size, (long)B, (long)T, (unsigned long long)d->vocab,
                          (unsigned long long)d->n_params, (unsigned long long)with_v, padded,
-                         size < with_v ? "truncated" : "trailing bytes");
+                         size < with_v    ? "truncated"
+                         : size > with_vp ? "trailing bytes"
+                                          : "more than V's logits and less than Vp's");
 }
 
 /* Checklist 8: every id of ids (n of them, (B, T) row-major) in [0, V). */

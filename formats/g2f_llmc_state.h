@@ -59,11 +59,12 @@
  *      is refused here, naming B and T and what is missing; V in
  *      [1, G2F_LLMC_MAX_VOCAB], Vp in [V, G2F_LLMC_MAX_VOCAB], P in
  *      [1, G2F_LLMC_STATE_MAX_PARAMS];
- *   6. B T, B T Vl x 4 and the total size do not overflow 64 bits (they
- *      cannot within the limits; checked anyway);
+ *   6. B T Vl x 4 and the total size do not overflow 64 bits (they can
+ *      within the limits: B = T = 2^20 with V = 2^22);
  *   7. the file size equals the size for Vl = V or for Vl = Vp exactly (a
  *      shorter file is truncated, a longer one is not what write_state
- *      wrote);
+ *      wrote; the message says which, or that it lies between the sizes
+ *      for V and for Vp);
  *   8. every x and every y is a token id in [0, V) (llm.c's loss indexes its
  *      probabilities with y; PyTorch's ignore_index -1 never comes from
  *      llm.c's data loader and is refused): the first one outside is named

@@ -492,11 +492,11 @@ def llmc_state_cases():
         put_dir("llmc_state/" + name, {"checkpoint.bin": model, "state.bin": llmc_state(**kw)}, st, expected)
 
     case("truncated", "truncated", cut=4)
-    case("trailing_bytes", "trailing bytes", extra=4)
+    case("trailing_bytes", "trailing bytes", Vl=ST_VP, extra=4)  # past even the padded logits' size
     case("gradients_missing",
          "file is 1068 bytes but B=1, T=2 with the checkpoint's V=3 and 292 gradient floats imply 2236 bytes", P=0)
     case("logits_width_neither", "imply 2236 bytes (1024 + x, y (B, T) int32 + logits (B, T, V) + loss + "
-         "gradients) (or 2276 with logits (B, T, Vp=8)): trailing bytes", Vl=ST_V + 1)
+         "gradients) (or 2276 with logits (B, T, Vp=8)): more than V's logits and less than Vp's", Vl=ST_V + 1)
     case("target_outside_vocab", "targets (y) [0, 1] is token id 3, outside the vocabulary 0..2", y=[0, 3])
     case("input_negative", "input_ids (x) [0, 0] is token id -1", x=[-1, 0])
 

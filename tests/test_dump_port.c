@@ -185,19 +185,6 @@ static g2f_dump_status port_forward(const port_w *w, const int *ids, int erf_bug
 
 /* ---- verify on the dump ------------------------------------------------- */
 
-static char *slurp(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, fp) == (size_t)n) b[n] = '\0';
-    else free(b), b = NULL;
-    fclose(fp);
-    return b;
-}
-
 /* Runs verify fixtures/tiny dump --json json; its exit code. */
 static int verify(const char *dump, const char *json) {
     char cmd[2048];
@@ -280,7 +267,7 @@ static void dumped_port_should_verify_and_its_bug_be_named(void) {
             CHECK(port_forward(&w, ids, bug, dump, msg) == G2F_DUMP_OK);
             if (msg[0]) fprintf(stderr, "  dump: %s\n", msg);
             int rc = verify(dump, json);
-            char *text = slurp(json);
+            char *text = read_whole_file(json, NULL);
             cJSON *r = text ? cJSON_Parse(text) : NULL;
             CHECK(r != NULL);
             char first[64] = "none";

@@ -14,6 +14,7 @@ static const char *const descriptions[] = {
     "an llm.c checkpoint",
     "NumPy .npy",
     "NumPy .npz",
+    "an llm.c debug state",
 };
 _Static_assert(sizeof descriptions / sizeof descriptions[0] == G2F_FORMAT_COUNT, "one description per format");
 
@@ -26,6 +27,7 @@ g2f_format g2f_format_probe(const unsigned char *p, uint64_t n) {
     if (n >= 4 && !memcmp(p, "GGUF", 4)) return G2F_FORMAT_GGUF;
     if (n >= 6 && !memcmp(p, "\x93NUMPY", 6)) return G2F_FORMAT_NPY;
     if (n >= 4 && p[0] == 0xc6 && p[1] == 0xd7 && p[2] == 0x34 && p[3] == 0x01) return G2F_FORMAT_LLMC;
+    if (n >= 4 && p[0] == 0xc7 && p[1] == 0xd7 && p[2] == 0x34 && p[3] == 0x01) return G2F_FORMAT_LLMC_STATE;
     /* safetensors before pickle: its header length may start 80 02 .. 80 05
      * (0x280 .. 0x580 bytes), and its test (a length that fits, then '{')
      * is the stricter: a pickle's bytes 2..7 are opcodes, never that */

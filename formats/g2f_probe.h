@@ -15,6 +15,7 @@ typedef enum g2f_format {
     G2F_FORMAT_LLMC,         /* llm.c gpt2_*.bin, magic 20240326 */
     G2F_FORMAT_NPY,          /* an .npy file, or a folder of them */
     G2F_FORMAT_NPZ,          /* a zip of .npy members (told from ZIP by its members) */
+    G2F_FORMAT_LLMC_STATE,   /* llm.c's gpt2_*_debug_state.bin, magic 20240327 */
     G2F_FORMAT_COUNT
 } g2f_format;
 

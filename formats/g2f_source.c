@@ -12,6 +12,7 @@
 #include "g2f_gguf.h"
 #include "g2f_json.h"
 #include "g2f_llmc.h"
+#include "g2f_llmc_state.h"
 #include "g2f_names.h"
 #include "g2f_npy.h"
 #include "g2f_safetensors.h"
@@ -30,6 +31,7 @@ typedef struct part {
     g2f_torch *torch;
     g2f_gguf *gguf;
     g2f_llmc *llmc;
+    g2f_llmc_state *llmc_state;
 } part;
 
 struct g2f_source {
@@ -58,7 +60,7 @@ static int looks_like_json(const unsigned char *b, uint64_t n) {
     return i < n && (b[i] == '{' || b[i] == '[');
 }
 
-static g2f_status part_open(const char *path, part *p, g2f_error *err) {
+static g2f_status part_open(const char *path, part *p, const g2f_source_hints *hints, g2f_error *err) {
     if (g2f_path_is_dir(path)) { /* a folder of .npy files */
         p->format = G2F_FORMAT_NPY;
         return g2f_npz_open(path, &p->npz, err);
@@ -81,6 +83,8 @@ static g2f_status part_open(const char *path, part *p, g2f_error *err) {
     case G2F_FORMAT_ZIP: return g2f_torch_open(path, &p->torch, err);
     case G2F_FORMAT_GGUF: return g2f_gguf_open(path, &p->gguf, err);
     case G2F_FORMAT_LLMC: return g2f_llmc_open(path, &p->llmc, err);
+    case G2F_FORMAT_LLMC_STATE:
+        return g2f_llmc_state_open(path, hints ? hints->llmc_state : NULL, &p->llmc_state, err);
     case G2F_FORMAT_PICKLE:
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: is %s; %s", path, g2f_format_describe(p->format),
                              legacy ? "the legacy (pre-1.6) torch.save format is not supported; re-save it with "
@@ -100,6 +104,7 @@ static const g2f_table *part_table(const part *p) {
     if (p->torch) return g2f_torch_table(p->torch);
     if (p->gguf) return g2f_gguf_table(p->gguf);
     if (p->llmc) return g2f_llmc_table(p->llmc);
+    if (p->llmc_state) return g2f_llmc_state_table(p->llmc_state);
     return g2f_safetensors_table(p->st);
 }
 
@@ -109,6 +114,7 @@ static void part_close(part *p) {
     g2f_torch_close(p->torch);
     g2f_gguf_close(p->gguf);
     g2f_llmc_close(p->llmc);
+    g2f_llmc_state_close(p->llmc_state);
 }
 
 static int looks_like_index(const char *path) {
@@ -140,17 +146,18 @@ static int looks_like_shard(const char *name) {
 }
 
 /* What a *.bin holds, from its first bytes: a torch.save zip, an llm.c
- * checkpoint, or neither. Only a regular file is read (a FIFO would block):
+ * checkpoint or debug state, or neither. Only a regular file is read (a FIFO would block):
  * anything else, or a file that cannot be read, is a candidate, refused by
  * name when it is opened. */
-typedef enum bin_kind { BIN_TORCH, BIN_LLMC, BIN_OTHER, BIN_UNREADABLE } bin_kind;
+typedef enum bin_kind { BIN_TORCH, BIN_LLMC, BIN_LLMC_STATE, BIN_OTHER, BIN_UNREADABLE } bin_kind;
 
 static bin_kind probe_bin(const char *path) {
     g2f_mapping map;
     if (g2f_mapping_open(path, &map, NULL) != G2F_OK) return BIN_UNREADABLE;
     g2f_format f = g2f_format_probe(map.data, map.size);
     g2f_mapping_close(&map);
-    return f == G2F_FORMAT_ZIP ? BIN_TORCH : f == G2F_FORMAT_LLMC ? BIN_LLMC : BIN_OTHER;
+    return f == G2F_FORMAT_ZIP ? BIN_TORCH : f == G2F_FORMAT_LLMC ? BIN_LLMC
+                                          : f == G2F_FORMAT_LLMC_STATE ? BIN_LLMC_STATE : BIN_OTHER;
 }
 
 static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -172,7 +179,8 @@ static void list_names(char *buf, size_t n, char **names, size_t count) {
  *   2. for a fixture, the folder itself when it holds *.npy files;
  *   3. else exactly one checkpoint / fixture file by its name and, for
  *      *.bin, its bytes: *.safetensors, *.pt, *.pth, *.bin holding a
- *      torch.save zip or (checkpoint) an llm.c file, *.gguf (checkpoint),
+ *      torch.save zip, (checkpoint) an llm.c file or (fixture) an llm.c
+ *      debug state, *.gguf (checkpoint),
  *      *.npz (fixture), a shard index *.safetensors.index.json /
  *      *.bin.index.json (whose shards, named like HF's
  *      NAME-00001-of-00002.EXT, are then not candidates of their own).
@@ -258,12 +266,15 @@ static g2f_status find_in_folder(const char *dir, g2f_source_role role, char **o
             is = fixture;
         } else if (ends_with(nm, ".bin")) {
             bin_kind k = probe_bin(p);
-            is = k == BIN_UNREADABLE || k == BIN_TORCH || (ckpt && k == BIN_LLMC);
+            is = k == BIN_UNREADABLE || k == BIN_TORCH || (ckpt && k == BIN_LLMC) ||
+                 (fixture && k == BIN_LLMC_STATE);
             if (!is) {
                 char *note = malloc(strlen(nm) + 64);
                 if (note)
-                    sprintf(note, "%s (%s)", nm, k == BIN_LLMC ? "an llm.c checkpoint, not a fixture"
-                                                              : "neither a torch.save zip nor an llm.c file");
+                    sprintf(note, "%s (%s)", nm,
+                            k == BIN_LLMC         ? "an llm.c checkpoint, not a fixture"
+                            : k == BIN_LLMC_STATE ? "an llm.c debug state, not a checkpoint"
+                                                  : "neither a torch.save zip nor an llm.c file");
                 free(names[i]);
                 names[i] = note ? note : g2f_strdup("?");
                 nm = names[i];
@@ -279,7 +290,8 @@ static g2f_status find_in_folder(const char *dir, g2f_source_role role, char **o
                             ? "*.safetensors, *.pt, *.pth, *.gguf, a *.bin that is a torch.save zip or an llm.c "
                               "file, a *.index.json shard index"
                         : role == G2F_SOURCE_FIXTURE
-                            ? "*.safetensors, *.npz, *.pt, *.pth, a *.bin that is a torch.save zip, *.npy files"
+                            ? "*.safetensors, *.npz, *.pt, *.pth, a *.bin that is a torch.save zip or an llm.c "
+                              "debug state, *.npy files"
                             : "*.safetensors, *.npz, *.pt, *.pth, *.gguf, a *.bin that is a torch.save zip or an "
                               "llm.c file, a *.index.json shard index, *.npy files";
     if (st == G2F_OK && nc == 1) {
@@ -452,7 +464,7 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto done;
         }
-        st = part_open(sp, &s->parts[s->n_parts], err);
+        st = part_open(sp, &s->parts[s->n_parts], NULL, err);
         if (st == G2F_OK) st = g2f_path_list_add(&s->shards, sp, err);
         free(sp);
         if (st != G2F_OK) goto done;
@@ -515,6 +527,11 @@ g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err) {
 }
 
 g2f_status g2f_source_open_as(const char *path, g2f_source_role role, g2f_source **out, g2f_error *err) {
+    return g2f_source_open_hinted(path, role, NULL, out, err);
+}
+
+g2f_status g2f_source_open_hinted(const char *path, g2f_source_role role, const g2f_source_hints *hints,
+                                  g2f_source **out, g2f_error *err) {
     *out = NULL;
     g2f_source *s = calloc(1, sizeof *s);
     if (!s) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
@@ -536,7 +553,7 @@ g2f_status g2f_source_open_as(const char *path, g2f_source_role role, g2f_source
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto fail;
         }
-        if ((st = part_open(s->path, &s->parts[0], err)) != G2F_OK) goto fail;
+        if ((st = part_open(s->path, &s->parts[0], hints, err)) != G2F_OK) goto fail;
         s->n_parts = 1;
         s->format = s->parts[0].format;
         s->table = part_table(&s->parts[0]);

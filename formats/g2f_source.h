@@ -11,8 +11,9 @@
  *   2. a fixture: the folder itself when it holds *.npy files;
  *   3. else exactly one file of a supported format, by its name and, for
  *      *.bin, its first bytes: *.safetensors, *.pt, *.pth, a *.bin that is a
- *      torch.save zip (or, for a checkpoint, an llm.c file), *.gguf and
- *      *.index.json shard indexes (checkpoints), *.npz (fixtures). The
+ *      torch.save zip (or, for a checkpoint, an llm.c file; for a fixture,
+ *      an llm.c debug state), *.gguf and *.index.json shard indexes
+ *      (checkpoints), *.npz (fixtures). The
  *      shards of an index (HF's NAME-00001-of-00002.EXT) are not candidates
  *      of their own when the folder holds an index. None is G2F_ERR_IO, and
  *      several G2F_ERR_USAGE, with a message listing what the folder holds.
@@ -43,6 +44,7 @@
 
 #include "g2f_error.h"
 #include "g2f_file.h"
+#include "g2f_llmc_state.h"
 #include "g2f_probe.h"
 #include "g2f_tensor.h"
 
@@ -58,6 +60,17 @@ typedef enum g2f_source_role {
 
 /* Opens a file, or the one file a folder stands for (see above). */
 g2f_status g2f_source_open_as(const char *path, g2f_source_role role, g2f_source **out, g2f_error *err);
+/* What a reader cannot learn from the file itself, from the checkpoint the
+ * file is checked against (all NULL: nothing known). */
+typedef struct g2f_source_hints {
+    /* llm.c's debug state stores logits (B, T, V) and gradients without V or
+     * the parameter count (g2f_llmc_state.h); without these it is refused
+     * after its header is checked */
+    const g2f_llmc_state_dims *llmc_state;
+} g2f_source_hints;
+/* g2f_source_open_as with hints (may be NULL). */
+g2f_status g2f_source_open_hinted(const char *path, g2f_source_role role, const g2f_source_hints *hints,
+                                  g2f_source **out, g2f_error *err);
 /* g2f_source_open_as(path, G2F_SOURCE_ANY, ...). */
 g2f_status g2f_source_open(const char *path, g2f_source **out, g2f_error *err);
 const g2f_table *g2f_source_table(const g2f_source *s);

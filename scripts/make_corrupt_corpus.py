@@ -13,6 +13,11 @@ MANIFEST line: PATH ROLE EXPECTED
   PATH      relative to tests/corrupt/ (a file or a folder)
   ROLE      checkpoint: `gpt2ffn inspect PATH`
             fixture:    `gpt2ffn verify <fixtures>/tiny PATH`
+            llmc_state: PATH is a folder holding an llm.c checkpoint, checkpoint.bin,
+                        and a debug state made for it, state.bin, whose fault only the
+                        checkpoint's vocabulary and parameter count reveal: read with
+                        them (g2f_llmc_state_open), as `gpt2ffn verify PATH/checkpoint.bin
+                        PATH/state.bin` will once verify reads debug states
   EXPECTED  the rest of the line: a substring of the one stderr line
 """
 import io
@@ -440,7 +445,8 @@ def llmc(maxT=1, V=1, L=1, NH=1, C=4, Vp=1, version=3, magic=20240326, extra=0, 
 
 def llmc_cases():
     ck = "checkpoint"
-    put("llmc/wrong_magic.bin", llmc(magic=20240327), ck, "exceeds the limit")
+    # not 20240327, which is llm.c's debug state (below)
+    put("llmc/wrong_magic.bin", llmc(magic=20240325), ck, "exceeds the limit")
     put("llmc/bad_version.bin", llmc(version=4), ck, "version")
     put("llmc/short_header.bin", llmc()[:600], ck, "1024")
     put("llmc/truncated_params.bin", llmc(cut=8), ck, "truncated")
@@ -449,6 +455,50 @@ def llmc_cases():
     put("llmc/heads_not_dividing.bin", llmc(NH=3), ck, "does not divide")
     put("llmc/zero_layers.bin", llmc(L=0), ck, "num_layers is 0")
     put("llmc/padded_vocab_smaller.bin", llmc(V=8, Vp=4), ck, "padded_vocab_size")
+
+
+# ---- llm.c debug state (train_gpt2.py write_state) ------------------------------
+# The folder cases' checkpoint: maxT 2, V 3, L 1, NH 1, C 4, Vp 8: 292 parameters.
+ST_V, ST_VP, ST_P = 3, 8, 8 * 4 + 2 * 4 + (12 * 16 + 13 * 4) + 2 * 4
+
+
+def llmc_state(B=1, T=2, version=2, magic=20240327, x=None, y=None, Vl=ST_V, P=ST_P, extra=0, cut=0, n=None):
+    """header, x and y int32 (B, T), logits float32 (B, T, Vl), loss, P gradient floats
+    (n tokens instead of B T when given)."""
+    hdr = [0] * 256
+    hdr[:4] = [magic, version, B, T]
+    n = max(B, 0) * max(T, 0) if n is None else n
+    x = [i % ST_V for i in range(n)] if x is None else x
+    y = [(i + 1) % ST_V for i in range(n)] if y is None else y
+    logits = np.linspace(-1, 1, n * Vl, dtype=np.float32).tobytes()
+    out = struct.pack("<256i", *hdr) + struct.pack("<%di" % n, *x) + struct.pack("<%di" % n, *y) + logits
+    out += struct.pack("<f", 1.25) + b"\0" * (4 * P) + b"\0" * extra
+    return out[: len(out) - cut] if cut else out
+
+
+def llmc_state_cases():
+    fx, ck, st = "fixture", "checkpoint", "llmc_state"
+    # the header's faults, found before the checkpoint's sizes are needed
+    put("llmc_state/bad_version.bin", llmc_state(version=1), fx, "header[1] version is 1, expected 2")
+    put("llmc_state/short_header.bin", llmc_state()[:600], fx, "too short for the 1024-byte llm.c state header")
+    put("llmc_state/zero_batch.bin", llmc_state(B=0), fx, "header[2] batch_size is 0")
+    put("llmc_state/seq_len_past_limit.bin", llmc_state(T=1 << 21, n=2), fx,
+        "header[3] seq_len is 2097152 but must be in [1, 1048576]")
+    # a debug state is no checkpoint: its logits need one
+    put("llmc_state/not_a_checkpoint.bin", llmc_state(), ck, "is read with its checkpoint")
+    model = llmc(maxT=2, V=ST_V, L=1, NH=1, C=4, Vp=ST_VP)
+
+    def case(name, expected, **kw):
+        put_dir("llmc_state/" + name, {"checkpoint.bin": model, "state.bin": llmc_state(**kw)}, st, expected)
+
+    case("truncated", "truncated", cut=4)
+    case("trailing_bytes", "trailing bytes", Vl=ST_VP, extra=4)  # past even the padded logits' size
+    case("gradients_missing",
+         "file is 1068 bytes but B=1, T=2 with the checkpoint's V=3 and 292 gradient floats imply 2236 bytes", P=0)
+    case("logits_width_neither", "imply 2236 bytes (1024 + x, y (B, T) int32 + logits (B, T, V) + loss + "
+         "gradients) (or 2276 with logits (B, T, Vp=8)): more than V's logits and less than Vp's", Vl=ST_V + 1)
+    case("target_outside_vocab", "targets (y) [0, 1] is token id 3, outside the vocabulary 0..2", y=[0, 3])
+    case("input_negative", "input_ids (x) [0, 0] is token id -1", x=[-1, 0])
 
 
 # ---- fixtures (safetensors) ------------------------------------------------------
@@ -482,7 +532,7 @@ def main():
         shutil.rmtree(ROOT)
     os.makedirs(ROOT)
     for gen in (safetensors_cases, shard_cases, config_cases, zip_cases, torch_cases, npy_cases, gguf_cases,
-                llmc_cases, fixture_cases):
+                llmc_cases, llmc_state_cases, fixture_cases):
         gen()
     with open(os.path.join(ROOT, "MANIFEST"), "w") as f:
         f.write("# PATH ROLE EXPECTED-SUBSTRING (written by scripts/make_corrupt_corpus.py; see there)\n")

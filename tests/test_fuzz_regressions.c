@@ -14,6 +14,7 @@
 #include "../fuzz/fuzz_fixture_names.c"
 #include "../fuzz/fuzz_gguf.c"
 #include "../fuzz/fuzz_llmc.c"
+#include "../fuzz/fuzz_llmc_state.c"
 #include "../fuzz/fuzz_npy.c"
 #include "../fuzz/fuzz_npz.c"
 #include "../fuzz/fuzz_pickle.c"
@@ -34,7 +35,7 @@ static const struct {
     {"npy", g2f_fuzz_npy},                 {"npz", g2f_fuzz_npz},
     {"gguf", g2f_fuzz_gguf},               {"llmc", g2f_fuzz_llmc},
     {"fixture_names", g2f_fuzz_fixture_names}, {"bpe", g2f_fuzz_bpe},
-    {"tokenizer", g2f_fuzz_tokenizer},
+    {"tokenizer", g2f_fuzz_tokenizer},     {"llmc_state", g2f_fuzz_llmc_state},
 };
 
 static size_t replayed = 0;

@@ -61,6 +61,23 @@ static inline int copy_file(const char *from, const char *to) {
     return ok ? 0 : -1;
 }
 
+/* The whole file, NUL-terminated, in a malloc'd buffer (the caller frees
+ * it), its length in *n when n is not NULL; NULL when it cannot be read. */
+static inline char *read_whole_file(const char *path, size_t *n) {
+    FILE *fp = fopen(path, "rb");
+    long len = fp && fseek(fp, 0, SEEK_END) == 0 ? ftell(fp) : -1;
+    char *b = len >= 0 && fseek(fp, 0, SEEK_SET) == 0 ? malloc((size_t)len + 1) : NULL;
+    if (b && fread(b, 1, (size_t)len, fp) == (size_t)len) {
+        b[len] = '\0';
+        if (n) *n = (size_t)len;
+    } else {
+        free(b);
+        b = NULL;
+    }
+    if (fp) fclose(fp);
+    return b;
+}
+
 /* Writes raw bytes to path. */
 static inline int write_bytes(const char *path, const void *data, size_t n) {
     FILE *fp = fopen(path, "wb");

@@ -87,7 +87,7 @@ int g2f_fuzz_fixture_names(const uint8_t *data, size_t size) {
     if (s == G2F_OK) {
         char name[128];
         for (size_t L = 0; L < 4; L++)
-            for (int k = 0; k < G2F_FX_COUNT; k++) g2f_fixture_name_for(f, L, (g2f_fx_kind)k, name, sizeof name);
+            for (int k = 0; k < 4; k++) g2f_fixture_name_for(f, L, g2f_ffn_act(k), name, sizeof name);
         s = g2f_fixture_check_inputs(f, 4, 64, &err);
         fuzz_check_message(s, &err);
         s = g2f_fixture_check(f, 4, 64, 256, &err);

@@ -109,7 +109,7 @@ static void clean_blocks_should_pass_with_every_recorded_stage_checked(void) {
             const g2f_layer_result *r = &res.layers[L];
             if (r->status == G2F_LAYER_SKIPPED) continue;
             CHECK(r->has_block && r->block.chained && !r->block.diverged && !r->block.attn_skipped);
-            for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+            for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
                 const g2f_stage_result *st = &r->block.stage[s];
                 if (!st->checked) fprintf(stderr, "%s layer %zu: %s not checked\n", clean[i], L, g2f_stage_name(s));
                 CHECK(st->checked && st->pass && st->margin <= 1 && st->total > 0);
@@ -129,7 +129,7 @@ static void stages_should_not_depend_on_the_thread_count(void) {
         CHECK(verify_block(ck, names[i], 0, 1, &a, &err) == G2F_OK);
         CHECK(verify_block(ck, names[i], 0, 3, &b, &err) == G2F_OK);
         for (size_t L = 0; L < a.n_layers && L < b.n_layers; L++)
-            for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+            for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
                 const g2f_stage_result *x = &a.layers[L].block.stage[s], *y = &b.layers[L].block.stage[s];
                 CHECK(x->checked == y->checked && x->mismatched == y->mismatched &&
                       memcmp(&x->margin, &y->margin, sizeof x->margin) == 0);

@@ -57,7 +57,7 @@ static int names_code(g2f_diag_set codes, const char *name) {
 }
 
 static void stages_should_hold_together(const block_case *c, const g2f_layer_result *r) {
-    for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
         const g2f_stage_result *st = &r->block.stage[s];
         if (!st->checked || s == G2F_STAGE_MLP) continue;
         int off = st->mismatched > 0, wide = !(st->margin <= 1); /* NaN counts as off */

@@ -138,7 +138,7 @@ static void clean_blocks_should_pass_from_every_format(void) {
                 const g2f_layer_result *r = &res.layers[L];
                 if (r->status == G2F_LAYER_SKIPPED) continue;
                 int ok = r->has_block && r->block.chained && !r->block.diverged && !r->block.attn_skipped;
-                for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+                for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
                     const g2f_stage_result *st = &r->block.stage[s];
                     ok = ok && st->checked && st->pass && st->margin <= 1 && st->total > 0;
                 }
@@ -160,7 +160,7 @@ static void every_format_should_give_the_margins_of_safetensors(void) {
         g2f_verify_result res;
         CHECK(verify(i, "clean", &res, &info, &err) == G2F_OK);
         for (size_t L = 0; L < res.n_layers && L < ref.n_layers; L++)
-            for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+            for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
                 const g2f_stage_result *x = &ref.layers[L].block.stage[s], *y = &res.layers[L].block.stage[s];
                 int same = x->checked == y->checked && x->mismatched == y->mismatched &&
                            memcmp(&x->margin, &y->margin, sizeof x->margin) == 0;
@@ -350,7 +350,7 @@ static void bf16_checkpoint_should_be_named_at_every_stage(void) {
         CHECK(res.pass && res.compared == 4);
         for (size_t L = 0; L < res.n_layers; L++) {
             const g2f_block_result *b = &res.layers[L].block;
-            for (int st = 0; st < G2F_STAGE_COUNT; st++) CHECK(b->stage[st].checked && b->stage[st].pass);
+            for (int st = G2F_BLOCK_FIRST; st <= G2F_BLOCK_LAST; st++) CHECK(b->stage[st].checked && b->stage[st].pass);
             CHECK(b->chained && !b->diverged);
         }
     }

@@ -49,20 +49,11 @@ static g2f_dump_status dump_everything(const char *path, g2f_dump_format fmt) {
 
 /* t is among the tensors the reader mapped for layers < LAYERS and the model. */
 static int mapped(const g2f_fixture *f, const char *name) {
-    for (size_t L = 0; L < LAYERS; L++) {
-        for (int k = 0; k < G2F_FX_COUNT; k++) {
-            const g2f_tensor *t = g2f_fixture_ffn(f, L, (g2f_fx_kind)k);
+    for (size_t L = 0; L < LAYERS; L++)
+        for (int k = 0; k < G2F_ACT_COUNT; k++) {
+            const g2f_tensor *t = g2f_fixture_act(f, L, (g2f_act)k);
             if (t && !strcmp(t->name, name)) return 1;
         }
-        for (int k = 0; k < G2F_BX_COUNT; k++) {
-            const g2f_tensor *t = g2f_fixture_block(f, L, (g2f_bx_kind)k);
-            if (t && !strcmp(t->name, name)) return 1;
-        }
-    }
-    for (int k = 0; k < G2F_MX_COUNT; k++) {
-        const g2f_tensor *t = g2f_fixture_model(f, (g2f_mx_kind)k);
-        if (t && !strcmp(t->name, name)) return 1;
-    }
     return 0;
 }
 
@@ -97,15 +88,12 @@ static void check_dump(const char *path) {
     CHECK(n_seq == B && TT == T);
     /* and the other way: every stage the reader knows under HF names is written */
     for (size_t L = 0; L < LAYERS; L++) {
-        for (int k = 0; k < G2F_FX_COUNT; k++) CHECK(g2f_fixture_ffn(f, L, (g2f_fx_kind)k) != NULL);
-        for (int k = 0; k < G2F_BX_COUNT; k++) {
-            int tl_only = k == G2F_BX_Q || k == G2F_BX_K || k == G2F_BX_V || k == G2F_BX_Z;
-            CHECK(tl_only || g2f_fixture_block(f, L, (g2f_bx_kind)k) != NULL);
-        }
+        for (int k = G2F_ACT_IN; k <= G2F_ACT_OUT; k++) /* every layer stage HF names */
+            CHECK(!g2f_act_info_of((g2f_act)k)->hf || g2f_fixture_act(f, L, (g2f_act)k) != NULL);
     }
-    for (int k = 0; k < G2F_MX_COUNT; k++)
-        CHECK(k == G2F_MX_TOK_EMBED || k == G2F_MX_POS_EMBED || g2f_fixture_model(f, (g2f_mx_kind)k) != NULL);
-    const g2f_tensor *z = g2f_fixture_model(f, G2F_MX_LOGITS), *ids = g2f_fixture_model(f, G2F_MX_IDS);
+    for (int k = 0; k < G2F_ACT_COUNT; k++)
+        CHECK(g2f_act_per_layer((g2f_act)k) || !g2f_act_info_of((g2f_act)k)->hf || g2f_fixture_act(f, 0, (g2f_act)k) != NULL);
+    const g2f_tensor *z = g2f_fixture_act(f, 0, G2F_ACT_LOGITS), *ids = g2f_fixture_act(f, 0, G2F_ACT_IDS);
     CHECK(z && z->dtype == G2F_DTYPE_F32 && z->ndim == 3 && z->shape[0] == B && z->shape[2] == V);
     CHECK(ids && ids->dtype == G2F_DTYPE_I32 && ids->ndim == 2 && ids->shape[0] == B && ids->shape[1] == T);
     if (z) { /* each row's first V of VP, cut */

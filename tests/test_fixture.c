@@ -130,8 +130,8 @@ static void fixture_should_check_aliases_value_for_value(void) {
     if (!ref) return;
     g2f_fixture_views v;
     CHECK(g2f_fixture_layer_views(ref, 0, &v, &err) == G2F_OK);
-    g2f_tensor_read_f32(v.t[G2F_FX_IN], 0, 2 * 64, in);
-    g2f_tensor_read_f32(v.t[G2F_FX_OUT], 0, 2 * 64, out);
+    g2f_tensor_read_f32(v.t[G2F_ACT_MLP_IN], 0, 2 * 64, in);
+    g2f_tensor_read_f32(v.t[G2F_ACT_MLP_OUT], 0, 2 * 64, out);
     g2f_fixture_close(ref);
     static float moved[2 * 64];
     memcpy(moved, in, sizeof in);

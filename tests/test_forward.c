@@ -54,11 +54,11 @@ static g2f_status check_bundled(const char *ckpt, const char *name, int threads,
 static void show(const char *name, const g2f_model_result *r) {
     fprintf(stderr, "%-28s pass %d diverged %d layer %ld stage %s codes '%s' margin %.3g; chain", name, r->pass,
             r->diverged, r->first_layer, r->first_stage ? r->first_stage : "-", r->first_codes, r->first_margin);
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
-        if (r->chain[s].checked) fprintf(stderr, " %s %.3g", g2f_mstage_name((g2f_mstage)s), r->chain[s].margin);
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
+        if (r->chain[s].checked) fprintf(stderr, " %s %.3g", g2f_stage_name((g2f_stage)s), r->chain[s].margin);
     double worst = 0;
     for (size_t L = 0; L < r->n_layers; L++)
-        for (int s = 0; s < G2F_STAGE_COUNT; s++)
+        for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++)
             if (r->layers[L].stage[s].checked && r->layers[L].stage[s].margin > worst)
                 worst = r->layers[L].stage[s].margin;
     fprintf(stderr, " blocks %.3g; top1 %zu/%zu max_kl %.3g\n", worst, r->agree.top1_agree, r->agree.positions,
@@ -78,7 +78,7 @@ static void clean_fixtures_should_pass(void) {
         CHECK(check_bundled(cases[i].ckpt, cases[i].name, 2, &r, &err) == G2F_OK);
         show(cases[i].name, &r);
         CHECK(r.present && r.chained && r.pass && !r.diverged);
-        for (int s = 0; s < G2F_MSTAGE_COUNT; s++) CHECK(r.chain[s].checked && r.chain[s].pass);
+        for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) CHECK(r.chain[s].checked && r.chain[s].pass);
         CHECK(r.agree.computed && r.agree.positions == r.n_seq * r.T && r.agree.top1_agree == r.agree.positions);
         CHECK(r.agree.n_differing == 0 && r.agree.max_kl < 1e-6);
         g2f_model_result_free(&r);
@@ -167,11 +167,11 @@ static int same_results(const g2f_model_result *a, const g2f_model_result *b) {
     int same = a->pass == b->pass && a->diverged == b->diverged && a->first_layer == b->first_layer &&
                a->n_layers == b->n_layers && a->agree.top1_agree == b->agree.top1_agree &&
                !memcmp(&a->agree.max_kl, &b->agree.max_kl, sizeof(double));
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
         same &= !memcmp(&a->chain[s].margin, &b->chain[s].margin, sizeof(double)) &&
                 !memcmp(&a->iso[s].margin, &b->iso[s].margin, sizeof(double));
     for (size_t L = 0; same && L < a->n_layers; L++)
-        for (int s = 0; s < G2F_STAGE_COUNT; s++)
+        for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++)
             same &= !memcmp(&a->layers[L].stage[s].margin, &b->layers[L].stage[s].margin, sizeof(double));
     return same;
 }
@@ -337,16 +337,15 @@ static g2f_status sh_step(void *u, size_t L, size_t seq, const g2f_block_chain *
     (void)L, (void)seq;
     seen *s = u;
     g2f_status st = G2F_OK;
-    for (int ffn = 0; ffn < 2; ffn++)
-        for (int k = 0; k < (ffn ? G2F_FX_COUNT : G2F_BX_COUNT) && st == G2F_OK; k++) {
-            size_t w;
-            const float *v = g2f_block_chain_values(c, ffn, k, &w);
-            if (!ffn && k == G2F_BX_PROBS) {
-                s->no_probs += !v;
-                if (s->skip_probs) continue;
-            }
-            if (v) st = seen_put(s, v, (!ffn && k == G2F_BX_PROBS ? s->H * s->T : s->T) * w, err);
+    for (int k = G2F_ACT_IN; k <= G2F_ACT_OUT && st == G2F_OK; k++) {
+        size_t w;
+        const float *v = g2f_block_chain_values(c, (g2f_act)k, &w);
+        if (k == G2F_ACT_PROBS) {
+            s->no_probs += !v;
+            if (s->skip_probs) continue;
         }
+        if (v) st = seen_put(s, v, (k == G2F_ACT_PROBS ? s->H * s->T : s->T) * w, err);
+    }
     return st;
 }
 static g2f_status sh_ln_f(void *u, const float *y, const float *vy, g2f_error *err) {
@@ -396,7 +395,7 @@ static void values_only_should_give_the_checked_forward_bits(void) {
         N = n_seq * T;
         int64_t *ids = calloc(N ? N : 1, sizeof *ids);
         CHECK(ids && N > 0);
-        if (ids) g2f_fixture_read_ids(g2f_fixture_model(f, G2F_MX_IDS), 0, N, ids);
+        if (ids) g2f_fixture_read_ids(g2f_fixture_act(f, 0, G2F_ACT_IDS), 0, N, ids);
         seen chk, run1, run2, chk_np, run_np;
         CHECK(forward_seen(m, &e, f, ids, n_seq, T, 2, 0, &chk, &err) == G2F_OK);
         CHECK(forward_seen(m, &e, NULL, ids, n_seq, T, 1, 0, &run1, &err) == G2F_OK);
@@ -482,15 +481,15 @@ static void an_incomputable_forward_should_be_skipped_with_a_note(void) {
     g2f_error err = {0};
     CHECK(check_model_at(ck, fx, 1, &r, &err) == G2F_OK);
     CHECK(!r.chained && strstr(r.chain_note, "n_head unknown"));
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) CHECK(r.iso[s].checked && r.iso[s].pass);
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) CHECK(r.iso[s].checked && r.iso[s].pass);
     CHECK(r.pass && !r.skipped);
     g2f_model_result_free(&r);
     snprintf(ck, sizeof ck, "%s/formats2/tiny.gguf", fixtures);
     CHECK(check_model_at(ck, fx, 1, &r, &err) == G2F_OK);
     CHECK(!r.chained && strstr(r.chain_note, "position embedding"));
-    CHECK(r.not_computable[G2F_MSTAGE_EMBED] && r.not_computable[G2F_MSTAGE_LN_F] && !r.not_computable[G2F_MSTAGE_LOGITS]);
-    CHECK(!r.iso[G2F_MSTAGE_EMBED].checked && !r.iso[G2F_MSTAGE_LN_F].checked);
-    CHECK(r.iso[G2F_MSTAGE_LOGITS].checked && r.iso[G2F_MSTAGE_LOGITS].pass && r.pass);
+    CHECK(r.not_computable[G2F_STAGE_EMBED] && r.not_computable[G2F_STAGE_LN_F] && !r.not_computable[G2F_STAGE_LOGITS]);
+    CHECK(!r.iso[G2F_STAGE_EMBED].checked && !r.iso[G2F_STAGE_LN_F].checked);
+    CHECK(r.iso[G2F_STAGE_LOGITS].checked && r.iso[G2F_STAGE_LOGITS].pass && r.pass);
     g2f_model_result_free(&r);
 }
 

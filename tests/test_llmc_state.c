@@ -244,8 +244,8 @@ static void committed_state_should_match_the_forward_and_its_loss(void) {
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
     g2f_forward_params p = {0, &tol, G2F_GELU_TANH, 2, 0, 0};
     CHECK(m && f && g2f_forward_check(m, f, &p, &res, &err) == G2F_OK);
-    CHECK(res.pass && res.chain[G2F_MSTAGE_LOGITS].checked && res.agree.top1_agree == N);
-    fprintf(stderr, "  state logits: chained margin %.3g, max KL %.3g\n", res.chain[G2F_MSTAGE_LOGITS].margin,
+    CHECK(res.pass && res.chain[G2F_STAGE_LOGITS].checked && res.agree.top1_agree == N);
+    fprintf(stderr, "  state logits: chained margin %.3g, max KL %.3g\n", res.chain[G2F_STAGE_LOGITS].margin,
             res.agree.max_kl);
     g2f_model_result_free(&res);
     g2f_model_close(m);

@@ -153,7 +153,7 @@ static void a_stage_with_its_input_should_be_compared(void) {
         g2f_verify_result res;
         CHECK(verify_lib(ck, fx, &res) == G2F_OK);
         CHECK(res.compared == 1 && res.pass);
-        CHECK(res.layers[1].block.stage[0].checked);
+        CHECK(res.layers[1].block.stage[G2F_STAGE_LN1].checked);
         g2f_verify_result_free(&res);
     }
     g2f_source_close(src);

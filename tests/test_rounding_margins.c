@@ -152,7 +152,9 @@ static double margin_of(const kase *c, const path *p, int with_hidden, g2f_ffn_e
     how.out_round = p->out;
     g2f_tensor tin = view("in", c->x, c->T, c->d), tout = view("out", c->out, c->T, c->d);
     g2f_tensor tpre = view("pre", c->pre, c->T, c->h), tact = view("act", c->act, c->T, c->h);
-    g2f_fixture_views fx = {{&tin, &tout, with_hidden ? &tpre : NULL, with_hidden ? &tact : NULL}, c->T};
+    g2f_fixture_views fx = {{[G2F_ACT_MLP_IN] = &tin, [G2F_ACT_MLP_OUT] = &tout,
+                             [G2F_ACT_MLP_PRE] = with_hidden ? &tpre : NULL, [G2F_ACT_MLP_ACT] = with_hidden ? &tact : NULL},
+                            c->T};
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
     g2f_ffn_eval_opts opts = {NULL, 0, G2F_EVAL_OTHER_NONE, 0, 0};
     g2f_ffn_eval_result r;

@@ -11,10 +11,6 @@
 #include "g2f_ffn.h"
 #include "g2f_layernorm.h"
 
-static const char *const stage_names[] = {"ln_1", "attn", "mid", "ln_2", "mlp", "out"};
-_Static_assert(sizeof stage_names / sizeof stage_names[0] == G2F_STAGE_COUNT, "one name per stage");
-
-const char *g2f_stage_name(g2f_stage s) { return (unsigned)s < G2F_STAGE_COUNT ? stage_names[s] : "?"; }
 
 #define U 0x1p-24
 
@@ -474,8 +470,8 @@ typedef struct ctx {
     g2f_error *err; /* the chained pass's */
 } ctx;
 
-static const g2f_tensor *stage_t(const ctx *c, g2f_bx_kind k) {
-    return c->f ? g2f_fixture_block(c->f, c->L, k) : NULL;
+static const g2f_tensor *stage_t(const ctx *c, g2f_act k) {
+    return c->f ? g2f_fixture_act(c->f, c->L, k) : NULL;
 }
 
 /* Compares the attention stage's outputs with what the fixture records. */
@@ -483,11 +479,11 @@ static void compare_attn(ctx *c, acc *A, size_t sq) {
     seq *s = &c->s;
     size_t T = c->T, d = c->d, H = c->H, dh = d / H;
     const g2f_tensor *t;
-    if ((t = stage_t(c, G2F_BX_QKV))) {
+    if ((t = stage_t(c, G2F_ACT_QKV))) {
         read_seq(t, sq, T, 3 * d, NULL, s->e1);
         compare(A, "attn.qkv", s->e1, s->qkv, s->vqkv, 0, T * 3 * d, t->dtype, c->lambda, s->a2);
     }
-    static const g2f_bx_kind split[3] = {G2F_BX_Q, G2F_BX_K, G2F_BX_V};
+    static const g2f_act split[3] = {G2F_ACT_Q, G2F_ACT_K, G2F_ACT_V};
     static const char *const split_names[3] = {"attn.hook_q", "attn.hook_k", "attn.hook_v"};
     for (int part = 0; part < 3; part++) { /* TransformerLens: [T, H, dh] = the GPT-2 third, in place */
         if (!(t = stage_t(c, split[part]))) continue;
@@ -502,12 +498,12 @@ static void compare_attn(ctx *c, acc *A, size_t sq) {
         compare(A, split_names[part], s->e1, s->tmp, s->vx, 0, T * d, t->dtype, c->lambda, s->a2);
     }
     /* attn.probs: compared by attn_stage, a block of queries at a time */
-    if ((t = stage_t(c, G2F_BX_MERGED)) || (t = stage_t(c, G2F_BX_Z))) {
+    if ((t = stage_t(c, G2F_ACT_MERGED)) || (t = stage_t(c, G2F_ACT_Z))) {
         read_seq(t, sq, T, d, NULL, s->e1);
-        compare(A, t == stage_t(c, G2F_BX_Z) ? "attn.hook_z" : "attn.merged", s->e1, s->merged, s->vmerged, 0, T * d,
+        compare(A, t == stage_t(c, G2F_ACT_Z) ? "attn.hook_z" : "attn.merged", s->e1, s->merged, s->vmerged, 0, T * d,
                 t->dtype, c->lambda, s->a2);
     }
-    if ((t = stage_t(c, G2F_BX_ATTN_OUT))) {
+    if ((t = stage_t(c, G2F_ACT_ATTN_OUT))) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(A, "attn.out", s->e1, s->ao, s->vao, 0, T * d, t->dtype, c->lambda, s->a2);
     }
@@ -518,7 +514,7 @@ static void compare_attn(ctx *c, acc *A, size_t sq) {
 static probs_cmp probs_cmp_for(const ctx *c, size_t sq) {
     probs_cmp pc;
     memset(&pc, 0, sizeof pc);
-    pc.t = stage_t(c, G2F_BX_PROBS);
+    pc.t = stage_t(c, G2F_ACT_PROBS);
     pc.sq = sq;
     pc.lambda = c->lambda;
     g2f_cmp_acc_init(&pc.acc, 1);
@@ -526,9 +522,9 @@ static probs_cmp probs_cmp_for(const ctx *c, size_t sq) {
 }
 
 static int attn_recorded(const ctx *c) {
-    return stage_t(c, G2F_BX_QKV) || stage_t(c, G2F_BX_Q) || stage_t(c, G2F_BX_K) || stage_t(c, G2F_BX_V) ||
-           stage_t(c, G2F_BX_PROBS) || stage_t(c, G2F_BX_MERGED) || stage_t(c, G2F_BX_Z) ||
-           stage_t(c, G2F_BX_ATTN_OUT);
+    return stage_t(c, G2F_ACT_QKV) || stage_t(c, G2F_ACT_Q) || stage_t(c, G2F_ACT_K) || stage_t(c, G2F_ACT_V) ||
+           stage_t(c, G2F_ACT_PROBS) || stage_t(c, G2F_ACT_MERGED) || stage_t(c, G2F_ACT_Z) ||
+           stage_t(c, G2F_ACT_ATTN_OUT);
 }
 
 /* The isolated check of one stage under hw: every sequence; *A gets the comparisons. */
@@ -542,8 +538,8 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
         switch (st) {
         case G2F_STAGE_LN1:
         case G2F_STAGE_LN2: {
-            const g2f_tensor *in = st == G2F_STAGE_LN1 ? stage_t(c, G2F_BX_IN) : stage_t(c, G2F_BX_MID);
-            t = st == G2F_STAGE_LN1 ? stage_t(c, G2F_BX_LN1) : g2f_fixture_input(f, c->L);
+            const g2f_tensor *in = st == G2F_STAGE_LN1 ? stage_t(c, G2F_ACT_IN) : stage_t(c, G2F_ACT_MID);
+            t = st == G2F_STAGE_LN1 ? stage_t(c, G2F_ACT_LN1) : g2f_fixture_input(f, c->L);
             read_seq(in, sq, T, d, s->x, NULL);
             input_var(s->x, T * d, in->dtype, s->vx);
             const g2f_ln *ln = st == G2F_STAGE_LN1 ? &hw->b->ln_1 : &hw->b->ln_2;
@@ -556,7 +552,7 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
             break;
         }
         case G2F_STAGE_ATTN: {
-            t = stage_t(c, G2F_BX_LN1);
+            t = stage_t(c, G2F_ACT_LN1);
             read_seq(t, sq, T, d, s->a, NULL);
             input_var(s->a, T * d, t->dtype, s->va);
             probs_cmp pc = probs_cmp_for(c, sq);
@@ -568,14 +564,14 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
         }
         case G2F_STAGE_MID:
         case G2F_STAGE_OUT: {
-            const g2f_tensor *tx = st == G2F_STAGE_MID ? stage_t(c, G2F_BX_IN) : stage_t(c, G2F_BX_MID);
-            const g2f_tensor *ty = st == G2F_STAGE_MID ? stage_t(c, G2F_BX_ATTN_OUT) : f ? NULL : NULL;
+            const g2f_tensor *tx = st == G2F_STAGE_MID ? stage_t(c, G2F_ACT_IN) : stage_t(c, G2F_ACT_MID);
+            const g2f_tensor *ty = st == G2F_STAGE_MID ? stage_t(c, G2F_ACT_ATTN_OUT) : f ? NULL : NULL;
             if (st == G2F_STAGE_OUT) {
                 g2f_fixture_views fv;
                 g2f_error e2 = {0};
-                ty = g2f_fixture_layer_views(f, c->L, &fv, &e2) == G2F_OK ? fv.t[G2F_FX_OUT] : NULL;
+                ty = g2f_fixture_layer_views(f, c->L, &fv, &e2) == G2F_OK ? fv.t[G2F_ACT_MLP_OUT] : NULL;
             }
-            t = st == G2F_STAGE_MID ? stage_t(c, G2F_BX_MID) : stage_t(c, G2F_BX_OUT);
+            t = st == G2F_STAGE_MID ? stage_t(c, G2F_ACT_MID) : stage_t(c, G2F_ACT_OUT);
             read_seq(tx, sq, T, d, s->x, NULL);
             input_var(s->x, T * d, tx->dtype, s->vx);
             read_seq(ty, sq, T, d, s->a, NULL);
@@ -597,11 +593,11 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
 static int stage_recorded(const ctx *c, g2f_stage st) {
     const g2f_fixture *f = c->f;
     switch (st) {
-    case G2F_STAGE_LN1: return stage_t(c, G2F_BX_IN) && stage_t(c, G2F_BX_LN1);
-    case G2F_STAGE_ATTN: return stage_t(c, G2F_BX_LN1) && attn_recorded(c);
-    case G2F_STAGE_MID: return stage_t(c, G2F_BX_IN) && stage_t(c, G2F_BX_ATTN_OUT) && stage_t(c, G2F_BX_MID);
-    case G2F_STAGE_LN2: return stage_t(c, G2F_BX_MID) && g2f_fixture_input(f, c->L);
-    case G2F_STAGE_OUT: return stage_t(c, G2F_BX_MID) && g2f_fixture_has_layer(f, c->L) && stage_t(c, G2F_BX_OUT);
+    case G2F_STAGE_LN1: return stage_t(c, G2F_ACT_IN) && stage_t(c, G2F_ACT_LN1);
+    case G2F_STAGE_ATTN: return stage_t(c, G2F_ACT_LN1) && attn_recorded(c);
+    case G2F_STAGE_MID: return stage_t(c, G2F_ACT_IN) && stage_t(c, G2F_ACT_ATTN_OUT) && stage_t(c, G2F_ACT_MID);
+    case G2F_STAGE_LN2: return stage_t(c, G2F_ACT_MID) && g2f_fixture_input(f, c->L);
+    case G2F_STAGE_OUT: return stage_t(c, G2F_ACT_MID) && g2f_fixture_has_layer(f, c->L) && stage_t(c, G2F_ACT_OUT);
     default: return 0;
     }
 }
@@ -860,11 +856,11 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
     const g2f_fixture *f = c->f;
     g2f_fixture_views fv;
     memset(&fv, 0, sizeof fv);
-    for (int k = 0; f && k < G2F_FX_COUNT; k++) fv.t[k] = g2f_fixture_ffn(f, c->L, (g2f_fx_kind)k);
+    for (int i = 0; f && i < 4; i++) fv.t[g2f_ffn_act(i)] = g2f_fixture_act(f, c->L, g2f_ffn_act(i));
     int have_ffn = f != NULL;
     const g2f_tensor *t;
     ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, hw->uw, s->a, s->va, s->rstd, hw->n_threads);
-    if ((t = stage_t(c, G2F_BX_LN1))) {
+    if ((t = stage_t(c, G2F_ACT_LN1))) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
     }
@@ -874,7 +870,7 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
     if (c->f) compare_attn(c, &A[G2F_STAGE_ATTN], sq);
     probs_take(&A[G2F_STAGE_ATTN], &pc);
     add_stage(s->x, s->vx, s->ao, s->vao, T * d, 0, s->mid, s->vmid);
-    if ((t = stage_t(c, G2F_BX_MID))) {
+    if ((t = stage_t(c, G2F_ACT_MID))) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_MID], "mid", s->e1, s->mid, s->vmid, 0, T * d, t->dtype, c->lambda, s->tmp);
     }
@@ -887,23 +883,23 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
     mlp_stage(mlp, c->p->gelu, c->p->tol, hw->uw, s->vl2 ? hw->gemm_in : G2F_ROUND_NONE, s, s->l2, s->vl2,
               hw->n_threads, &c->ws);
     size_t h = mlp->n_inner;
-    if (have_ffn && fv.t[G2F_FX_PRE]) {
-        read_seq(fv.t[G2F_FX_PRE], sq, T, h, NULL, s->e1);
-        compare(&A[G2F_STAGE_MLP], "mlp.pre", s->e1, s->pre, s->tpre, 1, T * h, fv.t[G2F_FX_PRE]->dtype, c->lambda,
+    if (have_ffn && fv.t[G2F_ACT_MLP_PRE]) {
+        read_seq(fv.t[G2F_ACT_MLP_PRE], sq, T, h, NULL, s->e1);
+        compare(&A[G2F_STAGE_MLP], "mlp.pre", s->e1, s->pre, s->tpre, 1, T * h, fv.t[G2F_ACT_MLP_PRE]->dtype, c->lambda,
                 s->q);
     }
-    if (have_ffn && fv.t[G2F_FX_ACT]) {
-        read_seq(fv.t[G2F_FX_ACT], sq, T, h, NULL, s->e1);
-        compare(&A[G2F_STAGE_MLP], "mlp.act", s->e1, s->act, s->tact, 1, T * h, fv.t[G2F_FX_ACT]->dtype, c->lambda,
+    if (have_ffn && fv.t[G2F_ACT_MLP_ACT]) {
+        read_seq(fv.t[G2F_ACT_MLP_ACT], sq, T, h, NULL, s->e1);
+        compare(&A[G2F_STAGE_MLP], "mlp.act", s->e1, s->act, s->tact, 1, T * h, fv.t[G2F_ACT_MLP_ACT]->dtype, c->lambda,
                 s->q);
     }
-    if (have_ffn && fv.t[G2F_FX_OUT]) {
-        read_seq(fv.t[G2F_FX_OUT], sq, T, d, NULL, s->e1);
-        compare(&A[G2F_STAGE_MLP], "mlp.out", s->e1, s->mo, s->vmo, 0, T * d, fv.t[G2F_FX_OUT]->dtype, c->lambda,
+    if (have_ffn && fv.t[G2F_ACT_MLP_OUT]) {
+        read_seq(fv.t[G2F_ACT_MLP_OUT], sq, T, d, NULL, s->e1);
+        compare(&A[G2F_STAGE_MLP], "mlp.out", s->e1, s->mo, s->vmo, 0, T * d, fv.t[G2F_ACT_MLP_OUT]->dtype, c->lambda,
                 s->tmp);
     }
     add_stage(s->mid, s->vmid, s->mo, s->vmo, T * d, 0, s->out, s->vout);
-    if ((t = stage_t(c, G2F_BX_OUT))) {
+    if ((t = stage_t(c, G2F_ACT_OUT))) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(&A[G2F_STAGE_OUT], "out", s->e1, s->out, s->vout, 0, T * d, t->dtype, c->lambda, s->tmp);
     }
@@ -912,7 +908,7 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
 
 /* The first stage of A that does not match, into the result's fields. */
 static void first_divergence(const acc *A, int *diverged, g2f_stage *stage, const char **tensor, double *margin) {
-    for (int st = 0; st < G2F_STAGE_COUNT; st++) {
+    for (int st = G2F_BLOCK_FIRST; st <= G2F_BLOCK_LAST; st++) {
         if (!A[st].any || A[st].mismatched == 0) continue;
         *diverged = 1;
         *stage = (g2f_stage)st;
@@ -925,7 +921,7 @@ static void first_divergence(const acc *A, int *diverged, g2f_stage *stage, cons
 static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f_block_result *out, g2f_error *err) {
     seq *s = &c->s;
     size_t T = c->T, d = c->d;
-    const g2f_tensor *tin = stage_t(c, G2F_BX_IN);
+    const g2f_tensor *tin = stage_t(c, G2F_ACT_IN);
     acc A[G2F_STAGE_COUNT];
     memset(A, 0, sizeof A);
     c->err = err;
@@ -935,7 +931,7 @@ static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f
         g2f_status e = chain_seq(c, hw, mlp, sq, A);
         if (e != G2F_OK) return e;
     }
-    for (int st = 0; st < G2F_STAGE_COUNT; st++) out->chained_compared += (size_t)A[st].any;
+    for (int st = G2F_BLOCK_FIRST; st <= G2F_BLOCK_LAST; st++) out->chained_compared += (size_t)A[st].any;
     first_divergence(A, &out->diverged, &out->first_stage, &out->first_tensor, &out->first_margin);
     return G2F_OK;
 }
@@ -1056,7 +1052,7 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
                  !c.H ? "attention not checked: n_head unknown (config.json n_head, or --n-head N)"
                       : "attention not checked: the checkpoint holds no attention weights");
     }
-    for (int s = 0; s < G2F_STAGE_COUNT && st == G2F_OK; s++) {
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST && st == G2F_OK; s++) {
         if (s == G2F_STAGE_MLP || !stage_recorded(&c, (g2f_stage)s)) continue;
         if ((s == G2F_STAGE_ATTN) && out->attn_skipped) continue;
         if ((s == G2F_STAGE_LN1 && !b.ln_1.found) || (s == G2F_STAGE_LN2 && !b.ln_2.found)) continue;
@@ -1070,7 +1066,7 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
             st = diagnose_accepted(&c, (g2f_stage)s, &base, m, &out->stage[s], err);
     }
     /* the chain needs attention (every stage after ln_1 follows from it) */
-    if (st == G2F_OK && stage_t(&c, G2F_BX_IN) && b.ln_1.found && b.ln_2.found && c.H && b.has_attn) {
+    if (st == G2F_OK && stage_t(&c, G2F_ACT_IN) && b.ln_1.found && b.ln_2.found && c.H && b.has_attn) {
         out->chained = 1;
         st = chained(&c, &base, &b.mlp.w, out, err);
         if (st == G2F_OK && out->diverged) st = accept_chain(&c, &base, &b.mlp.w, out, err);
@@ -1160,35 +1156,30 @@ g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L
 
 void g2f_block_chain_layer_end(g2f_block_chain *c, g2f_chain_verdict *out) {
     memset(out, 0, sizeof *out);
-    for (int s = 0; s < G2F_STAGE_COUNT; s++)
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++)
         if (c->A[s].any) fill_stage(&out->stage[s], &c->A[s]);
     first_divergence(c->A, &out->diverged, &out->first_stage, &out->first_tensor, &out->first_margin);
     memset(c->A, 0, sizeof c->A);
 }
 
-const float *g2f_block_chain_values(const g2f_block_chain *c, int ffn, int kind, size_t *width) {
+const float *g2f_block_chain_values(const g2f_block_chain *c, g2f_act kind, size_t *width) {
     const seq *s = &c->c.s;
     size_t d = c->c.d;
     *width = d;
-    if (ffn) {
-        switch (kind) {
-        case G2F_FX_IN: return s->l2;
-        case G2F_FX_OUT: return s->mo;
-        case G2F_FX_PRE: return *width = c->h, s->pre;
-        case G2F_FX_ACT: return *width = c->h, s->act;
-        default: return NULL;
-        }
-    }
     switch (kind) {
-    case G2F_BX_IN: return s->x;
-    case G2F_BX_LN1: return s->a;
-    case G2F_BX_QKV: return *width = 3 * d, s->qkv;
-    case G2F_BX_PROBS: return *width = c->c.T, s->probs;
-    case G2F_BX_MERGED:
-    case G2F_BX_Z: return s->merged;
-    case G2F_BX_ATTN_OUT: return s->ao;
-    case G2F_BX_MID: return s->mid;
-    case G2F_BX_OUT: return s->out;
+    case G2F_ACT_MLP_IN: return s->l2;
+    case G2F_ACT_MLP_OUT: return s->mo;
+    case G2F_ACT_MLP_PRE: return *width = c->h, s->pre;
+    case G2F_ACT_MLP_ACT: return *width = c->h, s->act;
+    case G2F_ACT_IN: return s->x;
+    case G2F_ACT_LN1: return s->a;
+    case G2F_ACT_QKV: return *width = 3 * d, s->qkv;
+    case G2F_ACT_PROBS: return *width = c->c.T, s->probs;
+    case G2F_ACT_MERGED:
+    case G2F_ACT_Z: return s->merged;
+    case G2F_ACT_ATTN_OUT: return s->ao;
+    case G2F_ACT_MID: return s->mid;
+    case G2F_ACT_OUT: return s->out;
     default: return NULL;
     }
 }

@@ -52,17 +52,8 @@
 #include "g2f_model.h"
 #include "g2f_tol.h"
 
-typedef enum g2f_stage {
-    G2F_STAGE_LN1,
-    G2F_STAGE_ATTN,
-    G2F_STAGE_MID,
-    G2F_STAGE_LN2,
-    G2F_STAGE_MLP,
-    G2F_STAGE_OUT,
-    G2F_STAGE_COUNT
-} g2f_stage;
-/* "ln_1", "attn", "mid", "ln_2", "mlp", "out" */
-const char *g2f_stage_name(g2f_stage s);
+/* The block's stages are the stage table's ln_1 .. out (g2f_stage.h):
+ * results are indexed by g2f_stage, G2F_BLOCK_FIRST .. G2F_BLOCK_LAST. */
 
 /* The block's porting bugs, by recomputation (g2f_cause codes). */
 typedef struct g2f_block_cause {
@@ -176,12 +167,11 @@ g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L
                                 float *x, float *vx, g2f_error *err);
 /* The verdict of the steps since the last call; the tallies restart. */
 void g2f_block_chain_layer_end(g2f_block_chain *c, g2f_chain_verdict *out);
-/* A stage's values from the last step, row-major (T, width) (probs: (n_head,
- * T, T), NULL in a no_probs chain), valid until the next step; *width gets the row width. kind is a
- * g2f_bx_kind (IN: the step's input; Q, K, V: NULL, they are thirds of
- * QKV's rows; Z: MERGED's layout) or, with ffn, a g2f_fx_kind (IN: ln_2's
- * output; PRE, ACT, OUT: the FFN's). */
-const float *g2f_block_chain_values(const g2f_block_chain *c, int ffn, int kind, size_t *width);
+/* An activation's values from the last step, row-major (T, width) (probs:
+ * (n_head, T, T), NULL in a no_probs chain), valid until the next step;
+ * *width gets the row width. IN: the step's input; Q, K, V: NULL, they are
+ * thirds of QKV's rows; Z: MERGED's layout; a model-level one: NULL. */
+const float *g2f_block_chain_values(const g2f_block_chain *c, g2f_act kind, size_t *width);
 
 /* A copy of src with its weights rounded (r): every weight, bias and gain
  * (a checkpoint stored rounded), or with matmul_only the four products'

@@ -546,8 +546,8 @@ static g2f_status layer_search(search *s, g2f_error *err) {
     }
     float *out = x + T4 * d, *pre = out + T4 * d, *act = pre + T4 * h;
     for (size_t r = 0; r < T4; r++) {
-        g2f_tensor_read_f32(in->fx->t[G2F_FX_IN], (uint64_t)c->sample[r] * d, d, x + r * d);
-        g2f_tensor_read_f64(in->fx->t[G2F_FX_OUT], (uint64_t)c->sample[r] * d, d, e + r * d);
+        g2f_tensor_read_f32(in->fx->t[G2F_ACT_MLP_IN], (uint64_t)c->sample[r] * d, d, x + r * d);
+        g2f_tensor_read_f64(in->fx->t[G2F_ACT_MLP_OUT], (uint64_t)c->sample[r] * d, d, e + r * d);
     }
     for (size_t K = 0; K < n_layer && st == G2F_OK; K++) {
         if (K == in->layer) continue;

@@ -318,8 +318,8 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
                         g2f_ffn_eval_result *res, g2f_error *err) {
     const g2f_ffn_weights *w = how->w;
     const size_t d = w->n_embd, h = w->n_inner;
-    const g2f_tensor *tin = fx->t[G2F_FX_IN], *tout = fx->t[G2F_FX_OUT], *tpre = fx->t[G2F_FX_PRE],
-                     *tact = fx->t[G2F_FX_ACT];
+    const g2f_tensor *tin = fx->t[G2F_ACT_MLP_IN], *tout = fx->t[G2F_ACT_MLP_OUT], *tpre = fx->t[G2F_ACT_MLP_PRE],
+                     *tact = fx->t[G2F_ACT_MLP_ACT];
     const size_t *tokens = opts->tokens;
     const size_t total = tokens ? opts->n_tokens : fx->n_tokens;
     memset(res, 0, sizeof *res);

@@ -10,10 +10,6 @@
 
 #define U 0x1p-24
 
-static const char *const mstage_names[] = {"embed", "ln_f", "logits"};
-_Static_assert(sizeof mstage_names / sizeof mstage_names[0] == G2F_MSTAGE_COUNT, "one name per stage");
-
-const char *g2f_mstage_name(g2f_mstage s) { return (unsigned)s < G2F_MSTAGE_COUNT ? mstage_names[s] : "?"; }
 
 void g2f_model_cause_codes(const g2f_model_cause *c, char *buf, size_t n) {
     size_t used = 0;
@@ -161,9 +157,9 @@ typedef struct chk {
     size_t d, V, N, n_seq, T;
     double lambda;
     int n_threads;
-    target tg[G2F_MSTAGE_COUNT];
-    g2f_cmp_acc acc[G2F_MSTAGE_COUNT];
-    int any[G2F_MSTAGE_COUNT];
+    target tg[G2F_STAGE_COUNT];
+    g2f_cmp_acc acc[G2F_STAGE_COUNT];
+    int any[G2F_STAGE_COUNT];
     double *ebuf, *ebuf2;         /* expected rows, (R, max(d, V)) */
     float *tol;
     size_t cap;                   /* elements of each */
@@ -196,7 +192,7 @@ static void cmp_rows(chk *k, int s, size_t row0, size_t n, size_t w, const float
         if (!k->any[s]) g2f_cmp_acc_init(&k->acc[s], 1);
         k->any[s] = 1;
         g2f_cmp_acc_add(&k->acc[s], k->ebuf, c + r * w, k->tol, cnt, at, k->n_threads);
-        if (s == G2F_MSTAGE_LOGITS && k->agree) { /* the agreement users act on */
+        if (s == G2F_STAGE_LOGITS && k->agree) { /* the agreement users act on */
             g2f_logit_agreement *a = k->agree;
             a->computed = 1;
             for (size_t i = 0; i < m; i++) {
@@ -241,19 +237,19 @@ static void fill_mstage(g2f_mstage_result *r, const chk *k, int s) {
 static g2f_status h_embed(void *u, const float *x, const float *vx, g2f_error *err) {
     (void)err;
     chk *k = u;
-    if (k->tg[G2F_MSTAGE_EMBED].t) cmp_rows(k, G2F_MSTAGE_EMBED, 0, k->N, k->d, x, vx);
+    if (k->tg[G2F_STAGE_EMBED].t) cmp_rows(k, G2F_STAGE_EMBED, 0, k->N, k->d, x, vx);
     return G2F_OK;
 }
 static g2f_status h_ln_f(void *u, const float *y, const float *vy, g2f_error *err) {
     (void)err;
     chk *k = u;
-    if (k->tg[G2F_MSTAGE_LN_F].t) cmp_rows(k, G2F_MSTAGE_LN_F, 0, k->N, k->d, y, vy);
+    if (k->tg[G2F_STAGE_LN_F].t) cmp_rows(k, G2F_STAGE_LN_F, 0, k->N, k->d, y, vy);
     return G2F_OK;
 }
 static g2f_status h_logits(void *u, size_t row0, size_t n, const float *z, const float *vz, g2f_error *err) {
     (void)err;
     chk *k = u;
-    if (k->tg[G2F_MSTAGE_LOGITS].t) cmp_rows(k, G2F_MSTAGE_LOGITS, row0, n, k->V, z, vz);
+    if (k->tg[G2F_STAGE_LOGITS].t) cmp_rows(k, G2F_STAGE_LOGITS, row0, n, k->V, z, vz);
     return G2F_OK;
 }
 
@@ -284,7 +280,7 @@ static void iso_stage(chk *k, int s, const int64_t *ids, const g2f_model_how *ho
     chk_reset(k);
     g2f_logit_agreement *keep = k->agree;
     k->agree = NULL;
-    if (s == G2F_MSTAGE_EMBED) {
+    if (s == G2F_STAGE_EMBED) {
         for (size_t sq = 0; sq < k->n_seq; sq++) {
             embed_seq(e, ids + sq * k->T, k->T, how, ib->a, ib->va);
             cmp_rows(k, s, sq * k->T, k->T, d, ib->a, ib->va);
@@ -295,7 +291,7 @@ static void iso_stage(chk *k, int s, const int64_t *ids, const g2f_model_how *ho
             size_t n = k->N - r0 < R ? k->N - r0 : R;
             g2f_tensor_read_f32(in, (uint64_t)r0 * d, (uint64_t)n * d, ib->a);
             input_var(ib->a, n * d, in->dtype, ib->va);
-            if (s == G2F_MSTAGE_LN_F) {
+            if (s == G2F_STAGE_LN_F) {
                 if (how->no_ln_f) {
                     memcpy(ib->b, ib->a, n * d * sizeof(float));
                     memcpy(ib->vb, ib->va, n * d * sizeof(float));
@@ -395,7 +391,7 @@ static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause
             n++;                                                                                                     \
         }                                                                                                            \
     } while (0)
-    if ((s < 0 || s == G2F_MSTAGE_EMBED) && e->wpe) {
+    if ((s < 0 || s == G2F_STAGE_EMBED) && e->wpe) {
         ADD(G2F_DIAG_WPE_MISSING, hw[n].no_wpe = 1);
         for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
             long K = offsets[i];
@@ -403,7 +399,7 @@ static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause
             ADD(G2F_DIAG_WPE_OFFSET, (hw[n].wpe_offset = K, cs[n].offset = K));
         }
     }
-    if ((s < 0 || s == G2F_MSTAGE_LN_F) && e->ln_f.found) {
+    if ((s < 0 || s == G2F_STAGE_LN_F) && e->ln_f.found) {
         ADD(G2F_DIAG_LN_F_MISSING, hw[n].no_ln_f = 1);
         if (s >= 0) {
             for (size_t i = 0; i < sizeof eps_list / sizeof eps_list[0]; i++)
@@ -413,7 +409,7 @@ static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause
             ADD(G2F_DIAG_LN_WEIGHT_MISSING, hw[n].no_ln_w = 1);
         }
     }
-    if ((s < 0 || s == G2F_MSTAGE_LOGITS) && e->head_stored && !e->tied) ADD(G2F_DIAG_LM_HEAD_UNTIED, hw[n].wte_head = 1);
+    if ((s < 0 || s == G2F_STAGE_LOGITS) && e->head_stored && !e->tied) ADD(G2F_DIAG_LM_HEAD_UNTIED, hw[n].wte_head = 1);
     /* the port's precision: its weights F16, ggml's F16 matmul (the embedding and the logits; the
      * blocks' own stages are diagnosed by the block check) */
     if (!k->base) { /* under an accepted precision, the other bugs only */
@@ -424,7 +420,7 @@ static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause
             cs[n].codes = G2F_DIAG_BIT(prec[i]);
             if (!precision_how((chk *)k, cs[n].codes, &hw[n])) break;
             /* a no-op at this stage (nothing to round): not a hypothesis */
-            int at_ln_f = s == G2F_MSTAGE_LN_F, at_embed = s == G2F_MSTAGE_EMBED;
+            int at_ln_f = s == G2F_STAGE_LN_F, at_embed = s == G2F_STAGE_EMBED;
             if ((!at_ln_f && (hw[n].wte_r || hw[n].wpe_r || hw[n].head_r || hw[n].uw > 0)) ||
                 ((s < 0 || at_ln_f) && hw[n].ln_f_r) || (hw[n].gemm_in && !at_embed && !at_ln_f))
                 n++;
@@ -463,10 +459,10 @@ static void mark_downstream(g2f_model_result *out) {
     if (out->first_layer >= 0) snprintf(where, sizeof where, "h.%ld.%s", out->first_layer, out->first_stage);
     else snprintf(where, sizeof where, "%s", out->first_stage);
     /* model order: embed, the blocks, ln_f, logits */
-    int first_m = out->first_layer >= 0 ? G2F_MSTAGE_EMBED : -1;
-    for (int s = 0; first_m < 0 && s < G2F_MSTAGE_COUNT; s++)
-        if (!strcmp(out->first_stage, g2f_mstage_name((g2f_mstage)s))) first_m = s;
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+    int first_m = out->first_layer >= 0 ? G2F_STAGE_EMBED : -1;
+    for (int s = G2F_STAGE_EMBED; first_m < 0 && s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
+        if (!strcmp(out->first_stage, g2f_stage_name((g2f_stage)s))) first_m = s;
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
         g2f_mstage_result *r = &out->chain[s];
         if (!r->checked || r->pass) continue;
         if (s == first_m && out->first_layer < 0) { /* the first divergence: its own diagnosis */
@@ -480,7 +476,7 @@ static void mark_downstream(g2f_model_result *out) {
 
 /* Every chained comparison passes (the forward reproduces the fixture). */
 static int chain_clean(const g2f_model_result *r) {
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
         if (r->chain[s].checked && !r->chain[s].pass) return 0;
     for (size_t L = 0; L < r->n_layers; L++)
         if (r->layers[L].diverged) return 0;
@@ -527,7 +523,7 @@ typedef struct fwd {
     chk *k;
     iso_buf *ib;
     const int64_t *ids;           /* NULL without input_ids */
-    const g2f_tensor *iso_in[G2F_MSTAGE_COUNT];
+    const g2f_tensor *iso_in[G2F_STAGE_COUNT];
     size_t n_seq, T;
 } fwd;
 
@@ -538,12 +534,12 @@ static g2f_status chained_pass(fwd *w, const g2f_model_how *how, g2f_model_resul
     g2f_forward_hooks hk = {k, h_embed, NULL, NULL, h_ln_f, h_logits};
     out->agree.positions = out->agree.top1_agree = out->agree.n_differing = 0;
     out->agree.computed = 0;
-    k->agree = k->tg[2].t ? &out->agree : NULL;
+    k->agree = k->tg[G2F_STAGE_LOGITS].t ? &out->agree : NULL;
     g2f_status st = g2f_forward_run(w->m, w->e, w->ids, w->n_seq, w->T, w->p, how, w->f, &hk, out->layers, err);
     k->agree = NULL;
     if (st != G2F_OK) return st;
     out->chained = 1;
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) fill_mstage(&out->chain[s], k, s);
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) fill_mstage(&out->chain[s], k, s);
     return G2F_OK;
 }
 
@@ -553,8 +549,8 @@ static void isolated_pass(fwd *w, const g2f_model_how *how, int diagnose, g2f_mo
     g2f_model_how plain;
     memset(&plain, 0, sizeof plain);
     if (!how) how = &plain;
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
-        if (!w->k->tg[s].t || (s == G2F_MSTAGE_EMBED ? !w->ids : !w->iso_in[s]) || out->not_computable[s]) continue;
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
+        if (!w->k->tg[s].t || (s == G2F_STAGE_EMBED ? !w->ids : !w->iso_in[s]) || out->not_computable[s]) continue;
         iso_stage(w->k, s, w->ids, how, w->iso_in[s], w->ib, w->p, &out->iso[s]);
         if (out->iso[s].pass || !diagnose) continue;
         g2f_model_how hw[16];
@@ -589,11 +585,11 @@ static g2f_status rerun_whole(fwd *w, g2f_model_result *out, g2f_mstage_result *
     for (size_t i = 0; i < n && st == G2F_OK; i++) {
         chk_reset(w->k);
         st = g2f_forward_run(w->m, w->e, w->ids, w->n_seq, w->T, w->p, &hw[i], w->f, &hk, tmp.layers, err);
-        for (int s = 0; s < G2F_MSTAGE_COUNT; s++) fill_mstage(&tmp.chain[s], w->k, s);
-        out->iso[G2F_MSTAGE_EMBED].hypotheses_tried++;
+        for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) fill_mstage(&tmp.chain[s], w->k, s);
+        out->iso[G2F_STAGE_EMBED].hypotheses_tried++;
         if (st == G2F_OK && chain_clean(&tmp)) {
             double mg = 0;
-            for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+            for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
                 if (tmp.chain[s].checked && tmp.chain[s].margin > mg) mg = tmp.chain[s].margin;
             cs[i].margin = mg;
             add_cause(found, &cs[i]);
@@ -608,7 +604,7 @@ static g2f_status rerun_whole(fwd *w, g2f_model_result *out, g2f_mstage_result *
 static g2f_status first_divergence(fwd *w, int diagnose, g2f_model_result *out, g2f_error *err) {
     const g2f_mstage_result *res = out->chained ? out->chain : out->iso;
     int first_m = -1;
-    if (res[G2F_MSTAGE_EMBED].checked && !res[G2F_MSTAGE_EMBED].pass) first_m = G2F_MSTAGE_EMBED;
+    if (res[G2F_STAGE_EMBED].checked && !res[G2F_STAGE_EMBED].pass) first_m = G2F_STAGE_EMBED;
     for (size_t L = 0; first_m < 0 && out->chained && L < out->n_layers; L++)
         if (out->layers[L].diverged) {
             out->diverged = 1;
@@ -618,15 +614,15 @@ static g2f_status first_divergence(fwd *w, int diagnose, g2f_model_result *out, 
             out->first_margin = out->layers[L].first_margin;
             break;
         }
-    for (int s = G2F_MSTAGE_LN_F; first_m < 0 && !out->diverged && s < G2F_MSTAGE_COUNT; s++)
+    for (int s = G2F_STAGE_LN_F; first_m < 0 && !out->diverged && s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
         if (res[s].checked && !res[s].pass) first_m = s;
     if (first_m < 0 && !out->chained) /* isolated results beyond the first in order */
-        for (int s = 0; s < G2F_MSTAGE_COUNT && first_m < 0; s++)
+        for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT && first_m < 0; s = g2f_model_stage_next(s))
             if (out->iso[s].checked && !out->iso[s].pass) first_m = s;
     if (first_m < 0) return G2F_OK;
     const g2f_mstage_result *fr = &res[first_m];
     out->diverged = 1;
-    out->first_stage = g2f_mstage_name((g2f_mstage)first_m);
+    out->first_stage = g2f_stage_name((g2f_stage)first_m);
     out->first_tensor = fr->tensor;
     out->first_margin = fr->margin;
     g2f_mstage_result *iso = &out->iso[first_m];
@@ -670,19 +666,19 @@ static g2f_status judge(fwd *w, const g2f_model_how *how, int diagnose, g2f_mode
     isolated_pass(w, how, diagnose, out);
     if ((st = first_divergence(w, diagnose, out, err)) != G2F_OK) return st;
     mark_downstream(out);
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
         out->compared += (size_t)out->chain[s].checked + (size_t)out->iso[s].checked;
         out->failed += (size_t)(out->chain[s].checked && !out->chain[s].pass) +
                        (size_t)(out->iso[s].checked && !out->iso[s].pass);
     }
     for (size_t L = 0; L < out->n_layers; L++)
-        for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+        for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
             const g2f_stage_result *sr = &out->layers[L].stage[s];
             out->compared += (size_t)sr->checked;
             out->failed += (size_t)(sr->checked && !sr->pass);
         }
     out->pass = !out->diverged && out->compared > 0;
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++)
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
         if (out->iso[s].checked && !out->iso[s].pass) out->pass = 0;
     return G2F_OK;
 }
@@ -742,13 +738,13 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     k.n_threads = p->n_threads;
     k.wdtype = mi->dtype;
     /* the references: embed, else TransformerLens' two halves, else h.0.in */
-    const g2f_tensor *tok = g2f_fixture_model(f, G2F_MX_TOK_EMBED), *pos = g2f_fixture_model(f, G2F_MX_POS_EMBED);
-    if ((k.tg[0].t = g2f_fixture_model(f, G2F_MX_EMBED))) k.tg[0].name = k.tg[0].t->name;
-    else if (tok && pos) k.tg[0] = (target){tok, pos, "hook_embed + hook_pos_embed"};
-    else if ((k.tg[0].t = g2f_fixture_block(f, 0, G2F_BX_IN))) k.tg[0].name = k.tg[0].t->name;
-    if ((k.tg[1].t = g2f_fixture_model(f, G2F_MX_LN_F))) k.tg[1].name = k.tg[1].t->name;
-    if ((k.tg[2].t = g2f_fixture_model(f, G2F_MX_LOGITS))) k.tg[2].name = k.tg[2].t->name;
-    const g2f_tensor *tids = g2f_fixture_model(f, G2F_MX_IDS);
+    const g2f_tensor *tok = g2f_fixture_act(f, 0, G2F_ACT_TOK_EMBED), *pos = g2f_fixture_act(f, 0, G2F_ACT_POS_EMBED);
+    if ((k.tg[G2F_STAGE_EMBED].t = g2f_fixture_act(f, 0, G2F_ACT_EMBED))) k.tg[G2F_STAGE_EMBED].name = k.tg[G2F_STAGE_EMBED].t->name;
+    else if (tok && pos) k.tg[G2F_STAGE_EMBED] = (target){tok, pos, "hook_embed + hook_pos_embed"};
+    else if ((k.tg[G2F_STAGE_EMBED].t = g2f_fixture_act(f, 0, G2F_ACT_IN))) k.tg[G2F_STAGE_EMBED].name = k.tg[G2F_STAGE_EMBED].t->name;
+    if ((k.tg[G2F_STAGE_LN_F].t = g2f_fixture_act(f, 0, G2F_ACT_LN_F))) k.tg[G2F_STAGE_LN_F].name = k.tg[G2F_STAGE_LN_F].t->name;
+    if ((k.tg[G2F_STAGE_LOGITS].t = g2f_fixture_act(f, 0, G2F_ACT_LOGITS))) k.tg[G2F_STAGE_LOGITS].name = k.tg[G2F_STAGE_LOGITS].t->name;
+    const g2f_tensor *tids = g2f_fixture_act(f, 0, G2F_ACT_IDS);
     size_t R = k.N < G2F_FORWARD_LOGIT_ROWS ? k.N : G2F_FORWARD_LOGIT_ROWS, w = e.d > e.vocab ? e.d : e.vocab;
     size_t rows = R > T ? R : T;
     int64_t *ids = NULL;
@@ -782,10 +778,12 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     }
     /* GPT-2's embedding needs wpe, ln_f its gain: a checkpoint without them
      * cannot compute those stages (never a comparison against a stand-in) */
-    out->not_computable[G2F_MSTAGE_EMBED] = e.wpe ? NULL : "the checkpoint holds no position embedding (wpe)";
-    out->not_computable[G2F_MSTAGE_LN_F] = e.ln_f.found ? NULL : "the checkpoint holds no final LayerNorm (ln_f)";
+    out->not_computable[G2F_STAGE_EMBED] = e.wpe ? NULL : "the checkpoint holds no position embedding (wpe)";
+    out->not_computable[G2F_STAGE_LN_F] = e.ln_f.found ? NULL : "the checkpoint holds no final LayerNorm (ln_f)";
     fwd fw = {m, f, p, &e, &k, &ib, tids ? ids : NULL,
-              {NULL, mi->n_layer ? g2f_fixture_block(f, mi->n_layer - 1, G2F_BX_OUT) : NULL, k.tg[1].t}, n_seq, T};
+              {[G2F_STAGE_LN_F] = mi->n_layer ? g2f_fixture_act(f, mi->n_layer - 1, G2F_ACT_OUT) : NULL,
+               [G2F_STAGE_LOGITS] = k.tg[G2F_STAGE_LN_F].t},
+              n_seq, T};
     if ((st = judge(&fw, NULL, 1, out, err)) == G2F_OK) st = judge_accepted(&fw, out, err);
 done:
     g2f_ffn_ws_free(&ib.ws);

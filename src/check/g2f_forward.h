@@ -127,9 +127,9 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
 
 /* ---- the check ------------------------------------------------------------ */
 
-typedef enum g2f_mstage { G2F_MSTAGE_EMBED, G2F_MSTAGE_LN_F, G2F_MSTAGE_LOGITS, G2F_MSTAGE_COUNT } g2f_mstage;
-/* "embed", "ln_f", "logits" */
-const char *g2f_mstage_name(g2f_mstage s);
+/* The model-level stages are the stage table's embed, ln_f and logits
+ * (g2f_stage.h); results are indexed by g2f_stage (the block's entries
+ * unused). */
 
 /* One explanation of a model-level stage. */
 typedef struct g2f_model_cause {
@@ -176,18 +176,18 @@ typedef struct g2f_model_result {
     int head_tied;
     /* chained from input_ids */
     int chained;
-    const char *not_computable[G2F_MSTAGE_COUNT]; /* why a stage cannot be computed from this checkpoint
+    const char *not_computable[G2F_STAGE_COUNT]; /* why a stage cannot be computed from this checkpoint
                                      (no wpe for embed, no ln_f, ...): static, NULL when it can */
     int skipped;                  /* nothing model-level can be computed from this checkpoint (no token
                                      embedding: an FFN-only file): chain_note says so; not a failure */
     char chain_note[160];         /* why the forward from input_ids was not computed ("" when it was, or
                                      when the fixture has no input_ids): n_head unknown, no attention
                                      weights; the isolated stages are still checked */
-    g2f_mstage_result chain[G2F_MSTAGE_COUNT];
+    g2f_mstage_result chain[G2F_STAGE_COUNT];
     size_t n_layers;
     g2f_chain_verdict *layers;    /* n_layers entries, owned: every layer's chained verdict */
     /* isolated, from recorded inputs */
-    g2f_mstage_result iso[G2F_MSTAGE_COUNT];
+    g2f_mstage_result iso[G2F_STAGE_COUNT];
     g2f_logit_agreement agree;
     /* the first divergence in model order (chained, else isolated) */
     int diverged;

@@ -104,14 +104,14 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
     for (size_t L = 0; L < mi->n_layer; L++) {
         if (!selected(p, inputs, L)) continue;
         const g2f_tensor *in = g2f_fixture_input(inputs, L);
-        g2f_fx_kind kinds[4] = {G2F_FX_IN, G2F_FX_OUT, G2F_FX_PRE, G2F_FX_ACT};
+        g2f_act kinds[4] = {G2F_ACT_MLP_IN, G2F_ACT_MLP_OUT, G2F_ACT_MLP_PRE, G2F_ACT_MLP_ACT};
         for (int i = 0; i < 4; i++) {
-            if ((kinds[i] == G2F_FX_PRE && !p->save_pre) || (kinds[i] == G2F_FX_ACT && !p->save_act)) continue;
+            if ((kinds[i] == G2F_ACT_MLP_PRE && !p->save_pre) || (kinds[i] == G2F_ACT_MLP_ACT && !p->save_act)) continue;
             g2f_fixture_name_for(inputs, L, kinds[i], names[k], sizeof names[k]);
             specs[k].name = names[k];
             specs[k].ndim = in->ndim;
             memcpy(specs[k].shape, in->shape, sizeof in->shape);
-            specs[k].shape[in->ndim - 1] = kinds[i] == G2F_FX_PRE || kinds[i] == G2F_FX_ACT ? h : d;
+            specs[k].shape[in->ndim - 1] = kinds[i] == G2F_ACT_MLP_PRE || kinds[i] == G2F_ACT_MLP_ACT ? h : d;
             k++;
         }
     }
@@ -145,33 +145,27 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
 
 /* ---- the whole forward for any prompt -------------------------------------- */
 
-static const struct {
-    const char *name, *alias;
-} save_names[G2F_SAVE_COUNT] = {
-    {"embed", NULL},   {"in", NULL},       {"ln_1.out", NULL},    {"attn.qkv", NULL},   {"attn.probs", NULL},
-    {"attn.merged", NULL}, {"attn.out", NULL}, {"mid", NULL},     {"mlp.in", "ln_2.out"}, {"mlp.pre", "pre"},
-    {"mlp.act", "act"}, {"mlp.out", NULL},  {"out", NULL},         {"ln_f.out", NULL},
-};
+_Static_assert(G2F_ACT_COUNT <= 32, "--save's words are bits of an unsigned");
 
 int g2f_run_parse_save(const char *spec, unsigned *mask, char *msg, size_t n) {
     *mask = 0;
     char buf[512];
     snprintf(buf, sizeof buf, "%s", spec);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(tok, "all")) {
-            *mask |= (1u << G2F_SAVE_COUNT) - 1;
-            continue;
-        }
-        int k = 0;
-        while (k < G2F_SAVE_COUNT && strcmp(tok, save_names[k].name) &&
-               !(save_names[k].alias && !strcmp(tok, save_names[k].alias)))
-            k++;
-        if (k == G2F_SAVE_COUNT) {
-            snprintf(msg, n, "unknown stage '%.40s' (stages: embed, in, ln_1.out, attn.qkv, attn.probs, attn.merged, "
-                     "attn.out, mid, mlp.in, mlp.pre, mlp.act, mlp.out, out, ln_f.out, or all)", tok);
+        int a = !strcmp(tok, "all") ? -2 : g2f_act_of_save_word(tok);
+        for (int k = 0; a == -2 && k < G2F_ACT_COUNT; k++)
+            if (g2f_act_info_of((g2f_act)k)->save) *mask |= 1u << k;
+        if (a == -2) continue;
+        if (a < 0) {
+            char words[300];
+            size_t used = 0;
+            for (int k = 0; k < G2F_ACT_COUNT && used < sizeof words; k++)
+                if (g2f_act_info_of((g2f_act)k)->save)
+                    used += (size_t)snprintf(words + used, sizeof words - used, "%s, ", g2f_act_info_of((g2f_act)k)->save);
+            snprintf(msg, n, "unknown stage '%.40s' (stages: %sor all)", tok, words);
             return 0;
         }
-        *mask |= 1u << k;
+        *mask |= 1u << a;
     }
     return 1;
 }
@@ -181,7 +175,7 @@ int g2f_run_parse_save(const char *spec, unsigned *mask, char *msg, size_t n) {
  * hook_pos_embed), and the floats per sequence. */
 typedef struct out_t {
     long layer;
-    int stage;      /* g2f_save_stage, or -1 logits, -2 input_ids */
+    g2f_act stage;  /* what it holds (G2F_ACT_IDS, _LOGITS too) */
     int part;
     size_t per_seq;
     float *buf;     /* a layer's stage for every sequence, written at the layer's end */
@@ -200,13 +194,9 @@ typedef struct run_ctx {
 
 /* The chain's values of a saved stage of one sequence, into dst. */
 static void stage_copy(const g2f_block_chain *c, const out_t *o, size_t T, size_t d, float *dst) {
-    static const struct { int ffn, kind; } src[G2F_SAVE_COUNT] = {
-        {0, -1}, {0, G2F_BX_IN}, {0, G2F_BX_LN1}, {0, G2F_BX_QKV}, {0, G2F_BX_PROBS}, {0, G2F_BX_MERGED},
-        {0, G2F_BX_ATTN_OUT}, {0, G2F_BX_MID}, {1, G2F_FX_IN}, {1, G2F_FX_PRE}, {1, G2F_FX_ACT}, {1, G2F_FX_OUT},
-        {0, G2F_BX_OUT}, {0, -1}};
     size_t w;
-    const float *v = g2f_block_chain_values(c, src[o->stage].ffn, src[o->stage].kind, &w);
-    if (o->stage == G2F_SAVE_QKV && o->part >= 0) { /* TransformerLens: one third, [T, H, dh] = [T, d] */
+    const float *v = g2f_block_chain_values(c, o->stage, &w);
+    if (o->stage == G2F_ACT_QKV && o->part >= 0) { /* TransformerLens: one third, [T, H, dh] = [T, d] */
         for (size_t t = 0; t < T; t++) memcpy(dst + t * d, v + t * 3 * d + (size_t)o->part * d, d * sizeof *dst);
         return;
     }
@@ -219,7 +209,7 @@ static g2f_status rh_embed(void *u, const float *x, const float *vx, g2f_error *
     g2f_status st = G2F_OK;
     for (size_t i = 0; i < c->n_outs && st == G2F_OK; i++) {
         const out_t *o = &c->outs[i];
-        if (o->stage != G2F_SAVE_EMBED) continue;
+        if (o->stage != G2F_ACT_EMBED) continue;
         if (!c->tl) {
             st = g2f_writer_put_part(c->w, x, c->n_seq * c->T * c->d, err);
             continue;
@@ -257,7 +247,7 @@ static g2f_status rh_ln_f(void *u, const float *y, const float *vy, g2f_error *e
     (void)vy;
     run_ctx *c = u;
     for (size_t i = 0; i < c->n_outs; i++)
-        if (c->outs[i].stage == G2F_SAVE_LN_F) return g2f_writer_put_part(c->w, y, c->n_seq * c->T * c->d, err);
+        if (c->outs[i].stage == G2F_ACT_LN_F) return g2f_writer_put_part(c->w, y, c->n_seq * c->T * c->d, err);
     return G2F_OK;
 }
 
@@ -270,17 +260,11 @@ static g2f_status rh_logits(void *u, size_t row0, size_t n, const float *z, cons
 
 /* The output's name in the chosen naming. */
 static void out_name(const run_ctx *c, const out_t *o, char *buf, size_t n) {
-    static const char *const tl_layer[G2F_SAVE_COUNT] = {
-        NULL, "hook_resid_pre", "ln1.hook_normalized", NULL, "attn.hook_pattern", "attn.hook_z", "hook_attn_out",
-        "hook_resid_mid", "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out", "hook_resid_post",
-        NULL};
-    static const char *const qkv[3] = {"attn.hook_q", "attn.hook_k", "attn.hook_v"};
-    if (o->stage == -2) snprintf(buf, n, "input_ids");
-    else if (o->stage == -1) snprintf(buf, n, "logits");
-    else if (o->stage == G2F_SAVE_EMBED) snprintf(buf, n, "%s", !c->tl ? "embed" : o->part ? "hook_pos_embed" : "hook_embed");
-    else if (o->stage == G2F_SAVE_LN_F) snprintf(buf, n, "%s", c->tl ? "ln_final.hook_normalized" : "ln_f.out");
-    else if (!c->tl) snprintf(buf, n, "h.%ld.%s", o->layer, save_names[o->stage].name);
-    else snprintf(buf, n, "blocks.%ld.%s", o->layer, o->stage == G2F_SAVE_QKV ? qkv[o->part] : tl_layer[o->stage]);
+    g2f_act a = o->stage; /* TransformerLens splits qkv into q, k, v, names merged z, and embed in two */
+    if (c->tl && a == G2F_ACT_QKV) a = (g2f_act)(G2F_ACT_Q + o->part);
+    else if (c->tl && a == G2F_ACT_MERGED) a = G2F_ACT_Z;
+    else if (c->tl && a == G2F_ACT_EMBED) a = o->part ? G2F_ACT_POS_EMBED : G2F_ACT_TOK_EMBED;
+    g2f_act_name(a, o->layer, c->tl, buf, n);
 }
 
 g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t *lead, size_t lead_ndim, size_t T,
@@ -316,7 +300,7 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
         return st;
     }
     /* the outputs, in file order */
-    size_t cap = 4 + 2 + (size_t)mi->n_layer * (G2F_SAVE_COUNT + 2), n = 0;
+    size_t cap = 4 + 2 + (size_t)mi->n_layer * (G2F_ACT_COUNT + 2), n = 0;
     out_t *outs = calloc(cap, sizeof *outs);
     g2f_out_spec *specs = calloc(cap, sizeof *specs);
     unsigned char *i64 = calloc(cap, 1);
@@ -326,28 +310,28 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto done;
     }
-    outs[n++] = (out_t){-1, -2, 0, T, NULL};
-    if (p->save & (1u << G2F_SAVE_EMBED)) {
-        outs[n++] = (out_t){-1, G2F_SAVE_EMBED, 0, T * d, NULL};
-        if (p->tl_names) outs[n++] = (out_t){-1, G2F_SAVE_EMBED, 1, T * d, NULL};
+    outs[n++] = (out_t){-1, G2F_ACT_IDS, 0, T, NULL};
+    if (p->save & (1u << G2F_ACT_EMBED)) {
+        outs[n++] = (out_t){-1, G2F_ACT_EMBED, 0, T * d, NULL};
+        if (p->tl_names) outs[n++] = (out_t){-1, G2F_ACT_EMBED, 1, T * d, NULL};
     }
     size_t h = mi->n_inner;
     for (size_t L = 0; L < mi->n_layer; L++)
-        for (int k = G2F_SAVE_IN; k <= G2F_SAVE_OUT; k++) {
+        for (int k = G2F_ACT_IN; k <= G2F_ACT_OUT; k++) {
             if (!(p->save & (1u << k))) continue;
-            size_t per, w = k == G2F_SAVE_QKV ? 3 * d : k == G2F_SAVE_PROBS ? H * T
-                            : k == G2F_SAVE_PRE || k == G2F_SAVE_ACT ? h : d;
+            g2f_act_width wd = g2f_act_info_of((g2f_act)k)->width;
+            size_t per, w = wd == G2F_WIDTH_3D ? 3 * d : wd == G2F_WIDTH_PROBS ? H * T : wd == G2F_WIDTH_INNER ? h : d;
             if (__builtin_mul_overflow(w, T, &per)) { /* T from a file: (n_head T) T can overflow */
                 st = g2f_error_set(err, G2F_ERR_NOMEM, "run: layer %zu's stages for sequences of %zu tokens are too "
                                    "large", L, T);
                 goto done;
             }
-            if (k == G2F_SAVE_QKV && p->tl_names)
-                for (int part = 0; part < 3; part++) outs[n++] = (out_t){(long)L, k, part, T * d, NULL};
-            else outs[n++] = (out_t){(long)L, k, -1, per, NULL};
+            if (k == G2F_ACT_QKV && p->tl_names)
+                for (int part = 0; part < 3; part++) outs[n++] = (out_t){(long)L, (g2f_act)k, part, T * d, NULL};
+            else outs[n++] = (out_t){(long)L, (g2f_act)k, -1, per, NULL};
         }
-    if (p->save & (1u << G2F_SAVE_LN_F)) outs[n++] = (out_t){-1, G2F_SAVE_LN_F, 0, T * d, NULL};
-    outs[n++] = (out_t){-1, -1, 0, T * e.vocab, NULL};
+    if (p->save & (1u << G2F_ACT_LN_F)) outs[n++] = (out_t){-1, G2F_ACT_LN_F, 0, T * d, NULL};
+    outs[n++] = (out_t){-1, G2F_ACT_LOGITS, 0, T * e.vocab, NULL};
     c.n_outs = n;
     for (size_t i = 0; i < n; i++) {
         out_t *o = &outs[i];
@@ -355,12 +339,12 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
         specs[i].name = names[i];
         memcpy(specs[i].shape, lead, lead_ndim * sizeof *lead);
         size_t nd = lead_ndim;
-        int heads = p->tl_names && (o->stage == G2F_SAVE_QKV || o->stage == G2F_SAVE_MERGED);
-        if (o->stage == G2F_SAVE_PROBS) {
+        int heads = p->tl_names && (o->stage == G2F_ACT_QKV || o->stage == G2F_ACT_MERGED);
+        if (o->stage == G2F_ACT_PROBS) {
             specs[i].shape[nd++] = H, specs[i].shape[nd++] = T, specs[i].shape[nd++] = T;
         } else {
             specs[i].shape[nd++] = T;
-            if (o->stage == -2) {
+            if (o->stage == G2F_ACT_IDS) {
                 i64[i] = 1;
             } else if (heads) {
                 specs[i].shape[nd++] = H, specs[i].shape[nd++] = d / H;
@@ -391,7 +375,7 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
     if ((st = g2f_writer_open_typed(out_path, rp->format, specs, i64, n, meta, 8, &c.w, err)) != G2F_OK) goto done;
     st = g2f_writer_put_i64_part(c.w, ids, N, err);
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-    g2f_forward_params fp = {p->n_head, &tol, rp->gelu, rp->n_threads, !(p->save & (1u << G2F_SAVE_PROBS)), 0};
+    g2f_forward_params fp = {p->n_head, &tol, rp->gelu, rp->n_threads, !(p->save & (1u << G2F_ACT_PROBS)), 0};
     g2f_forward_hooks hk = {&c, rh_embed, rh_step, rh_layer_end, rh_ln_f, rh_logits};
     if (st == G2F_OK) st = g2f_forward_run(m, &e, ids, n_seq, T, &fp, NULL, NULL, &hk, NULL, err);
     g2f_status cs = g2f_writer_close(c.w, st == G2F_OK, st == G2F_OK ? err : NULL);

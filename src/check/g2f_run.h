@@ -53,22 +53,17 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
  * ... attn.hook_q/k/v and attn.hook_z [..., T, n_head, d_head],
  * ln_final.hook_normalized), with run's metadata. Memory: the forward's
  * (g2f_forward.h) plus one layer's saved stages for every sequence. */
-typedef enum g2f_save_stage {
-    G2F_SAVE_EMBED, G2F_SAVE_IN, G2F_SAVE_LN1, G2F_SAVE_QKV, G2F_SAVE_PROBS, G2F_SAVE_MERGED, G2F_SAVE_ATTN_OUT,
-    G2F_SAVE_MID, G2F_SAVE_MLP_IN, G2F_SAVE_PRE, G2F_SAVE_ACT, G2F_SAVE_MLP_OUT, G2F_SAVE_OUT, G2F_SAVE_LN_F,
-    G2F_SAVE_COUNT
-} g2f_save_stage;
-/* --save: a comma-separated list of stage names (embed, in, ln_1.out,
- * attn.qkv, attn.probs, attn.merged, attn.out, mid, mlp.in (or ln_2.out),
- * mlp.pre (or pre), mlp.act (or act), mlp.out, out, ln_f.out) or "all", into
- * a bit set (bit G2F_SAVE_*); 0 and a message naming the word when one is
- * unknown. */
+/* --save: a comma-separated list of the stage table's --save words (embed,
+ * in, ln_1.out, attn.qkv, attn.probs, attn.merged, attn.out, mid, mlp.in (or
+ * ln_2.out), mlp.pre (or pre), mlp.act (or act), mlp.out, out, ln_f.out) or
+ * "all", into a bit set (bit g2f_act); 0 and a message naming the word when
+ * one is unknown. */
 int g2f_run_parse_save(const char *spec, unsigned *mask, char *msg, size_t n);
 
 typedef struct g2f_run_model_params {
     const g2f_run_params *run;   /* gelu, its source, format, checkpoint label and sha256, threads */
     size_t n_head;               /* 0: the model's */
-    unsigned save;               /* bits G2F_SAVE_* */
+    unsigned save;               /* bits 1u << g2f_act */
     int tl_names;                /* TransformerLens names */
 } g2f_run_model_params;
 

@@ -178,7 +178,7 @@ static double table_flip(float x) {
  * FFN model), the stored act's rounding and the stored pre's carried
  * through the GELU's slope (at most 1.13). */
 static g2f_status gelu_from_pairs(const g2f_fixture_views *fx, size_t h, g2f_layer_result *r, g2f_error *err) {
-    const g2f_tensor *tp = fx->t[G2F_FX_PRE], *ta = fx->t[G2F_FX_ACT];
+    const g2f_tensor *tp = fx->t[G2F_ACT_MLP_PRE], *ta = fx->t[G2F_ACT_MLP_ACT];
     if (!tp || !ta) return G2F_OK;
     const size_t rows = 64;
     double *buf = g2f_alloc_work(rows, 2 * h, sizeof(double), "verify: the recorded pre and act", err);
@@ -353,7 +353,7 @@ static void fold_block(g2f_layer_result *r) {
         ms->worst_tensor = "mlp.out";
     }
     int first = -1;
-    for (int s = 0; s < G2F_STAGE_COUNT; s++)
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++)
         if (b->stage[s].checked && !b->stage[s].pass) {
             first = s;
             break;
@@ -447,7 +447,7 @@ static void model_codes(g2f_verify_result *out) {
     if (!mr->diverged || mr->first_layer < 0 || (size_t)mr->first_layer >= out->n_layers) return;
     const g2f_layer_result *r = &out->layers[mr->first_layer];
     size_t used = 0, n = sizeof mr->first_codes;
-    for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
         if (strcmp(g2f_stage_name((g2f_stage)s), mr->first_stage)) continue;
         if (s == G2F_STAGE_MLP) {
             for (size_t k = 0; k < r->diag.n_causes && used < n; k++) {
@@ -472,7 +472,7 @@ static void model_codes(g2f_verify_result *out) {
  * (h.0.in alone) compares nothing there. */
 static int layer_compared(const g2f_layer_result *r) {
     if (r->has_ffn) return 1;
-    for (int s = 0; s < G2F_STAGE_COUNT; s++)
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++)
         if (r->block.stage[s].checked) return 1;
     return r->block.chained && r->block.chained_compared > 0;
 }
@@ -487,12 +487,12 @@ static void add_name(const g2f_tensor *t, char *names, size_t cap, size_t *used,
 void g2f_verify_nothing_compared(const g2f_fixture *f, char *buf, size_t n) {
     char names[200] = "";
     size_t used = 0, count = 0;
-    for (int k = 0; k < G2F_MX_COUNT; k++) add_name(g2f_fixture_model(f, (g2f_mx_kind)k), names, sizeof names, &used, &count);
+    for (int k = 0; k < G2F_ACT_COUNT; k++)
+        if (!g2f_act_per_layer((g2f_act)k)) add_name(g2f_fixture_act(f, 0, (g2f_act)k), names, sizeof names, &used, &count);
     for (size_t L = 0; L < g2f_fixture_n_slots(f); L++) {
-        for (int k = 0; k < G2F_BX_COUNT; k++)
-            add_name(g2f_fixture_block(f, L, (g2f_bx_kind)k), names, sizeof names, &used, &count);
-        for (int k = 0; k < G2F_FX_COUNT; k++)
-            add_name(g2f_fixture_ffn(f, L, (g2f_fx_kind)k), names, sizeof names, &used, &count);
+        for (int k = G2F_ACT_IN; k <= G2F_ACT_OUT; k++) /* the block's stages, then the FFN's */
+            if (!g2f_act_is_ffn((g2f_act)k)) add_name(g2f_fixture_act(f, L, (g2f_act)k), names, sizeof names, &used, &count);
+        for (int i = 0; i < 4; i++) add_name(g2f_fixture_act(f, L, g2f_ffn_act(i)), names, sizeof names, &used, &count);
     }
     char more[48] = "";
     if (count > 3) snprintf(more, sizeof more, " and %zu more", count - 3);
@@ -625,7 +625,7 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
             if (out->first_fail < 0) {
                 out->first_fail = (long)L;
                 if (r->has_block) {
-                    for (int s = 0; s < G2F_STAGE_COUNT && out->first_stage < 0; s++)
+                    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST && out->first_stage < 0; s++)
                         if (r->block.stage[s].checked && !r->block.stage[s].pass) out->first_stage = s;
                     if (out->first_stage < 0 && r->block.diverged) out->first_stage = (int)r->block.first_stage;
                 }

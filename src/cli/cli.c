@@ -761,7 +761,7 @@ static int run_run(const char **pos, const char **v) {
     } else if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], &o) != 0) {
         goto done;
     }
-    const g2f_tensor *tids = o.fx ? g2f_fixture_model(o.fx, G2F_MX_IDS) : NULL;
+    const g2f_tensor *tids = o.fx ? g2f_fixture_act(o.fx, 0, G2F_ACT_IDS) : NULL;
     int whole = ids || tids;
     if (check_outputs(&v[R_OUT], 1, o.model, NULL, o.fx) != 0) goto done;
     g2f_model *model = o.model;

@@ -8,124 +8,26 @@
 #include "g2f_names.h"
 #include "g2f_source.h"
 
-#define MAX_LAYERS 4096
+#define MAX_LAYERS G2F_STAGE_MAX_LAYERS
 
-static const char *const kind_names[] = {"in", "out", "pre", "act"};
-_Static_assert(sizeof kind_names / sizeof kind_names[0] == G2F_FX_COUNT, "one name per kind");
+static int is_ffn_act(int a) { return g2f_act_is_ffn((g2f_act)a); }
 
-#define N_KINDS (G2F_FX_COUNT + G2F_BX_COUNT) /* the FFN's kinds, then the block's */
-static const char *const block_names[] = {"in",          "ln_1.out",    "attn.qkv", "attn.q", "attn.k",
-                                          "attn.v",      "attn.probs",  "attn.merged", "attn.z",
-                                          "attn.out",    "mid",         "out"};
-_Static_assert(sizeof block_names / sizeof block_names[0] == G2F_BX_COUNT, "one name per block kind");
-
-static const char *const model_names[G2F_MX_COUNT][2] = {
-    {"input_ids", "input_ids"}, {"embed", NULL},          {NULL, "hook_embed"},
-    {NULL, "hook_pos_embed"},   {"ln_f.out", "ln_final.hook_normalized"}, {"logits", "logits"}};
-
-const char *g2f_fixture_model_name(g2f_mx_kind kind, int tl) {
-    if ((unsigned)kind >= G2F_MX_COUNT) return "?";
-    const char *n = model_names[kind][tl ? 1 : 0];
-    return n ? n : model_names[kind][tl ? 0 : 1];
-}
-
-/* The model-level kind of a name (optionally under "transformer."), or -1. */
-static int match_model(const char *name) {
-    if (!strncmp(name, "transformer.", 12)) name += 12;
-    for (int k = 0; k < G2F_MX_COUNT; k++)
-        for (int s = 0; s < 2; s++)
-            if (model_names[k][s] && !strcmp(name, model_names[k][s])) return k;
-    return -1;
+/* A block stage's tensor that needs n_head to be read (split heads, probabilities). */
+static int is_head_act(int a) {
+    return a == G2F_ACT_Q || a == G2F_ACT_K || a == G2F_ACT_V || a == G2F_ACT_Z || a == G2F_ACT_PROBS;
 }
 
 struct g2f_fixture {
-    const g2f_tensor *top[G2F_MX_COUNT];
+    const g2f_tensor *top[G2F_ACT_COUNT]; /* the model-level activations */
     g2f_source *src;
     char *path;
     size_t n_slots;                       /* max layer index + 1 */
-    const g2f_tensor *(*slots)[N_KINDS];
+    const g2f_tensor *(*slots)[G2F_ACT_COUNT]; /* per layer, by activation */
     g2f_fixture_alias *aliases;           /* (table count) at most */
     size_t n_aliases;
     g2f_fixture_unknown unknown[G2F_FIXTURE_UNKNOWN_MAX];
     size_t n_unknown, n_unknown_total;
 };
-
-/* Parses "<block>.<N>.<rest>" and returns the layer's number, or -1 / -2
- * (absurd index); *rest points past the dot after N. */
-static long layer_of(const char *p, const char *block, const char **rest) {
-    size_t bl = strlen(block);
-    if (strncmp(p, block, bl) || p[bl] != '.') return -1;
-    p += bl + 1;
-    if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] >= '0' && p[1] <= '9')) return -1;
-    long v = 0;
-    while (*p >= '0' && *p <= '9') {
-        v = v * 10 + (*p - '0');
-        if (v >= MAX_LAYERS) return -2;
-        p++;
-    }
-    if (*p != '.') return -1;
-    *rest = p + 1;
-    return v;
-}
-
-/* Canonical names h.N.mlp.{in,out,pre,act} (optionally under "transformer.")
- * and the block's stages, and TransformerLens activation-cache names.
- * Returns the kind (FFN kinds, then G2F_FX_COUNT + block kind) or -1/-2. */
-static int match_name(const char *name, size_t *layer) {
-    static const struct { const char *rest; int kind; } tlens[] = {
-        {"ln2.hook_normalized", G2F_FX_IN},
-        {"hook_mlp_out", G2F_FX_OUT},
-        {"mlp.hook_pre", G2F_FX_PRE},
-        {"mlp.hook_post", G2F_FX_ACT},
-        {"hook_resid_pre", G2F_FX_COUNT + G2F_BX_IN},
-        {"ln1.hook_normalized", G2F_FX_COUNT + G2F_BX_LN1},
-        {"attn.hook_q", G2F_FX_COUNT + G2F_BX_Q},
-        {"attn.hook_k", G2F_FX_COUNT + G2F_BX_K},
-        {"attn.hook_v", G2F_FX_COUNT + G2F_BX_V},
-        {"attn.hook_pattern", G2F_FX_COUNT + G2F_BX_PROBS},
-        {"attn.hook_z", G2F_FX_COUNT + G2F_BX_Z},
-        {"hook_attn_out", G2F_FX_COUNT + G2F_BX_ATTN_OUT},
-        {"hook_resid_mid", G2F_FX_COUNT + G2F_BX_MID},
-        {"hook_resid_post", G2F_FX_COUNT + G2F_BX_OUT},
-    };
-    const char *p = name, *rest;
-    if (strncmp(p, "transformer.", 12) == 0) p += 12;
-    long v = layer_of(p, "h", &rest);
-    if (v == -2) return -2;
-    if (v >= 0) {
-        *layer = (size_t)v;
-        if (strncmp(rest, "mlp.", 4) == 0) {
-            for (int k = 0; k < G2F_FX_COUNT; k++)
-                if (strcmp(rest + 4, kind_names[k]) == 0) return k;
-            return -1;
-        }
-        if (!strcmp(rest, "ln_2.out")) return G2F_FX_IN;
-        for (int k = 0; k < G2F_BX_COUNT; k++)
-            if (k != G2F_BX_Q && k != G2F_BX_K && k != G2F_BX_V && k != G2F_BX_Z && !strcmp(rest, block_names[k]))
-                return G2F_FX_COUNT + k;
-        return -1;
-    }
-    v = layer_of(name, "blocks", &rest);
-    if (v == -2) return -2;
-    for (size_t i = 0; v >= 0 && i < sizeof tlens / sizeof tlens[0]; i++) {
-        if (strcmp(rest, tlens[i].rest) == 0) {
-            *layer = (size_t)v;
-            return tlens[i].kind;
-        }
-    }
-    return -1;
-}
-
-/* The known names after a layer prefix (HF "h.L." or TransformerLens
- * "blocks.L."), for suggestions. */
-static const char *const hf_rests[] = {"mlp.in", "mlp.out", "mlp.pre", "mlp.act", "ln_2.out", "in", "ln_1.out",
-                                       "attn.qkv", "attn.probs", "attn.merged", "attn.out", "mid", "out"};
-static const char *const tl_rests[] = {"ln2.hook_normalized", "hook_mlp_out", "mlp.hook_pre", "mlp.hook_post",
-                                       "hook_resid_pre", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k",
-                                       "attn.hook_v", "attn.hook_pattern", "attn.hook_z", "hook_attn_out",
-                                       "hook_resid_mid", "hook_resid_post"};
-static const char *const top_names[] = {"input_ids", "embed", "hook_embed", "hook_pos_embed", "ln_f.out",
-                                        "ln_final.hook_normalized", "logits"};
 
 /* Edits allowed for a suggestion: a third of the word, 1 to 3. */
 static size_t max_edits(const char *w) {
@@ -137,19 +39,17 @@ static size_t max_edits(const char *w) {
  * nearest known name (or none). Names under a layer prefix are always
  * recorded; others only when a model-level name is near. */
 static void note_unknown(g2f_fixture *f, const char *name) {
-    const char *p = name, *rest = NULL, *near = NULL;
+    const char *p = name, *rest = NULL, *near = NULL, *known[48];
     char pre[48] = "";
     if (!strncmp(p, "transformer.", 12)) p += 12;
-    long v = layer_of(p, "h", &rest);
+    long v = g2f_act_layer_prefix(p, "h", &rest);
+    int tl = v < 0 && (v = g2f_act_layer_prefix(p, "blocks", &rest)) >= 0;
     if (v >= 0) {
-        near = g2f_closest_name(rest, hf_rests, sizeof hf_rests[0], sizeof hf_rests / sizeof hf_rests[0],
-                                max_edits(rest));
-    } else if ((v = layer_of(p, "blocks", &rest)) >= 0) {
-        near = g2f_closest_name(rest, tl_rests, sizeof tl_rests[0], sizeof tl_rests / sizeof tl_rests[0],
-                                max_edits(rest));
+        size_t n = g2f_act_known_names(1, tl, known, 48);
+        near = g2f_closest_name(rest, known, sizeof known[0], n, max_edits(rest));
     } else {
-        near = g2f_closest_name(p, top_names, sizeof top_names[0], sizeof top_names / sizeof top_names[0],
-                                max_edits(p));
+        size_t n = g2f_act_known_names(0, 0, known, 48);
+        near = g2f_closest_name(p, known, sizeof known[0], n, max_edits(p));
         if (!near) return;
         rest = p;
     }
@@ -214,17 +114,17 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         goto fail;
     }
     for (size_t i = 0; i < t->count; i++) {
-        int k = match_name(t->tensors[i].name, &layer);
+        int tl, k = g2f_act_match(t->tensors[i].name, &layer, &tl);
         if (k == -2) {
             s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': layer index is %d or more", path,
                               t->tensors[i].name, MAX_LAYERS);
             goto fail;
         }
-        if (k >= 0 && layer + 1 > f->n_slots) f->n_slots = layer + 1;
-        int mk = k < 0 ? match_model(t->tensors[i].name) : -1;
-        if (mk >= 0 && f->top[mk]) f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->top[mk], &t->tensors[i]};
-        else if (mk >= 0) f->top[mk] = &t->tensors[i];
-        if (k == -1 && mk < 0) note_unknown(f, t->tensors[i].name);
+        int per = k >= 0 && g2f_act_per_layer((g2f_act)k);
+        if (per && layer + 1 > f->n_slots) f->n_slots = layer + 1;
+        if (k >= 0 && !per && f->top[k]) f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->top[k], &t->tensors[i]};
+        else if (k >= 0 && !per) f->top[k] = &t->tensors[i];
+        if (k == -1) note_unknown(f, t->tensors[i].name);
     }
     if (f->n_slots == 0 && !g2f_fixture_has_model(f)) {
         s = g2f_error_set(err, G2F_ERR_FORMAT,
@@ -239,8 +139,8 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         goto fail;
     }
     for (size_t i = 0; i < t->count; i++) {
-        int k = match_name(t->tensors[i].name, &layer);
-        if (k < 0) continue;
+        int tl, k = g2f_act_match(t->tensors[i].name, &layer, &tl);
+        if (k < 0 || !g2f_act_per_layer((g2f_act)k)) continue;
         if (f->slots[layer][k]) /* another name of the same stage: checked by verify to hold the same values */
             f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->slots[layer][k], &t->tensors[i]};
         else
@@ -262,25 +162,28 @@ g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd
     for (size_t L = 0; L < f->n_slots; L++) {
         const g2f_tensor *const *sl = f->slots[L];
         int any = 0, any_block = 0;
-        for (int k = 0; k < G2F_FX_COUNT; k++) any |= sl[k] != NULL;
-        for (int k = G2F_FX_COUNT; k < N_KINDS; k++) any_block |= sl[k] != NULL;
+        for (int k = G2F_ACT_IN; k <= G2F_ACT_OUT; k++) *(is_ffn_act(k) ? &any : &any_block) |= sl[k] != NULL;
         if ((any || any_block) && L >= n_layer)
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: has tensors for layer %zu but the checkpoint has %zu layers",
                                  f->path, L, n_layer);
-        if (!any || (any_block && !sl[G2F_FX_OUT] && !sl[G2F_FX_PRE] && !sl[G2F_FX_ACT]))
+        if (!any || (any_block && !sl[G2F_ACT_MLP_OUT] && !sl[G2F_ACT_MLP_PRE] && !sl[G2F_ACT_MLP_ACT]))
             continue; /* no FFN stage (a block fixture may record ln_2.out without the FFN's out) */
-        for (int k = 0; k < 2; k++) /* a block fixture may record mlp.out without mlp.in (TransformerLens) */
-            if (!sl[k] && (k == G2F_FX_OUT || !any_block)) {
+        for (int i = 0; i < 2; i++) { /* a block fixture may record mlp.out without mlp.in (TransformerLens) */
+            g2f_act k = g2f_ffn_act(i);
+            if (!sl[k] && (k == G2F_ACT_MLP_OUT || !any_block)) {
                 char want[64], hint[300];
-                snprintf(want, sizeof want, "h.%zu.mlp.%s", L, kind_names[k]);
+                g2f_act_name(k, (long)L, 0, want, sizeof want);
                 unknown_hint(f, want, hint, sizeof hint);
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: layer %zu has no '%s' tensor%s", f->path, L, want, hint);
             }
-        uint64_t tokens = tokens_of(sl[G2F_FX_IN] ? sl[G2F_FX_IN] : sl[G2F_FX_OUT]);
-        for (int k = 0; k < G2F_FX_COUNT; k++) {
+        }
+        uint64_t tokens = tokens_of(sl[G2F_ACT_MLP_IN] ? sl[G2F_ACT_MLP_IN] : sl[G2F_ACT_MLP_OUT]);
+        for (int i = 0; i < 4; i++) {
+            g2f_act k = g2f_ffn_act(i);
             const g2f_tensor *t = sl[k];
             if (!t) continue;
-            size_t want = k <= G2F_FX_OUT ? n_embd : n_inner;
+            int wide = g2f_act_info_of(k)->width == G2F_WIDTH_INNER;
+            size_t want = wide ? n_inner : n_embd;
             char sh[128];
             g2f_shape_format(t, sh, sizeof sh);
             if (!g2f_dtype_is_float(t->dtype))
@@ -288,7 +191,7 @@ g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd
                                      f->path, t->name, g2f_tensor_type_name(t));
             if (t->ndim == 0 || t->shape[t->ndim - 1] != want)
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected last dimension %zu (%s)",
-                                     f->path, t->name, sh, want, k <= G2F_FX_OUT ? "n_embd" : "n_inner");
+                                     f->path, t->name, sh, want, wide ? "n_inner" : "n_embd");
             if (tokens_of(t) != tokens)
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s has %llu tokens but 'in' has %llu",
                                      f->path, t->name, sh, (unsigned long long)tokens_of(t), (unsigned long long)tokens);
@@ -300,7 +203,7 @@ g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd
 }
 
 int g2f_fixture_has_layer(const g2f_fixture *f, size_t layer) {
-    return layer < f->n_slots && f->slots[layer][G2F_FX_IN] && f->slots[layer][G2F_FX_OUT];
+    return layer < f->n_slots && f->slots[layer][G2F_ACT_MLP_IN] && f->slots[layer][G2F_ACT_MLP_OUT];
 }
 
 const char *g2f_fixture_gelu_claim(const g2f_fixture *f) {
@@ -309,7 +212,7 @@ const char *g2f_fixture_gelu_claim(const g2f_fixture *f) {
 
 g2f_dtype g2f_fixture_dtype(const g2f_fixture *f) {
     for (size_t L = 0; L < f->n_slots; L++)
-        if (f->slots[L][G2F_FX_OUT]) return f->slots[L][G2F_FX_OUT]->dtype;
+        if (f->slots[L][G2F_ACT_MLP_OUT]) return f->slots[L][G2F_ACT_MLP_OUT]->dtype;
     return G2F_DTYPE_F32;
 }
 
@@ -319,8 +222,8 @@ g2f_status g2f_fixture_layer_views(const g2f_fixture *f, size_t layer, g2f_fixtu
     memset(out, 0, sizeof *out);
     if (!g2f_fixture_has_layer(f, layer))
         return g2f_error_set(err, G2F_ERR_USAGE, "%s: no layer %zu", f->path, layer);
-    for (int k = 0; k < G2F_FX_COUNT; k++) out->t[k] = f->slots[layer][k];
-    out->n_tokens = (size_t)tokens_of(f->slots[layer][G2F_FX_IN]);
+    for (int i = 0; i < 4; i++) out->t[g2f_ffn_act(i)] = f->slots[layer][g2f_ffn_act(i)];
+    out->n_tokens = (size_t)tokens_of(f->slots[layer][G2F_ACT_MLP_IN]);
     return G2F_OK;
 }
 
@@ -332,23 +235,23 @@ g2f_status g2f_fixture_layer_load(const g2f_fixture *f, size_t layer, size_t n_e
     if (!g2f_fixture_has_layer(f, layer))
         return g2f_error_set(err, G2F_ERR_USAGE, "%s: no layer %zu", f->path, layer);
     const g2f_tensor *const *sl = f->slots[layer];
-    out->n_tokens = (size_t)tokens_of(sl[G2F_FX_IN]);
-    for (int k = 0; k < G2F_FX_COUNT; k++) out->dtype[k] = sl[k] ? sl[k]->dtype : G2F_DTYPE_F32;
+    out->n_tokens = (size_t)tokens_of(sl[G2F_ACT_MLP_IN]);
+    for (int i = 0; i < 4; i++) out->dtype[g2f_ffn_act(i)] = sl[g2f_ffn_act(i)] ? sl[g2f_ffn_act(i)]->dtype : G2F_DTYPE_F32;
     /* numel fits the file's bytes, but a sparse file can declare more than
      * the machine holds: each buffer is checked against its memory */
     char what[96];
     snprintf(what, sizeof what, "%s: layer %zu", f->path, layer);
-    if (!(out->in = g2f_alloc_work((size_t)sl[G2F_FX_IN]->numel, 1, sizeof(float), what, err)) ||
-        !(out->out = g2f_alloc_work((size_t)sl[G2F_FX_OUT]->numel, 1, sizeof(double), what, err)) ||
-        (sl[G2F_FX_PRE] && !(out->pre = g2f_alloc_work((size_t)sl[G2F_FX_PRE]->numel, 1, sizeof(double), what, err))) ||
-        (sl[G2F_FX_ACT] && !(out->act = g2f_alloc_work((size_t)sl[G2F_FX_ACT]->numel, 1, sizeof(double), what, err)))) {
+    if (!(out->in = g2f_alloc_work((size_t)sl[G2F_ACT_MLP_IN]->numel, 1, sizeof(float), what, err)) ||
+        !(out->out = g2f_alloc_work((size_t)sl[G2F_ACT_MLP_OUT]->numel, 1, sizeof(double), what, err)) ||
+        (sl[G2F_ACT_MLP_PRE] && !(out->pre = g2f_alloc_work((size_t)sl[G2F_ACT_MLP_PRE]->numel, 1, sizeof(double), what, err))) ||
+        (sl[G2F_ACT_MLP_ACT] && !(out->act = g2f_alloc_work((size_t)sl[G2F_ACT_MLP_ACT]->numel, 1, sizeof(double), what, err)))) {
         g2f_fixture_layer_free(out);
         return err ? err->status : G2F_ERR_NOMEM;
     }
-    g2f_tensor_read_f32(sl[G2F_FX_IN], 0, sl[G2F_FX_IN]->numel, out->in);
-    g2f_tensor_read_f64(sl[G2F_FX_OUT], 0, sl[G2F_FX_OUT]->numel, out->out);
-    if (out->pre) g2f_tensor_read_f64(sl[G2F_FX_PRE], 0, sl[G2F_FX_PRE]->numel, out->pre);
-    if (out->act) g2f_tensor_read_f64(sl[G2F_FX_ACT], 0, sl[G2F_FX_ACT]->numel, out->act);
+    g2f_tensor_read_f32(sl[G2F_ACT_MLP_IN], 0, sl[G2F_ACT_MLP_IN]->numel, out->in);
+    g2f_tensor_read_f64(sl[G2F_ACT_MLP_OUT], 0, sl[G2F_ACT_MLP_OUT]->numel, out->out);
+    if (out->pre) g2f_tensor_read_f64(sl[G2F_ACT_MLP_PRE], 0, sl[G2F_ACT_MLP_PRE]->numel, out->pre);
+    if (out->act) g2f_tensor_read_f64(sl[G2F_ACT_MLP_ACT], 0, sl[G2F_ACT_MLP_ACT]->numel, out->act);
     return G2F_OK;
 }
 
@@ -364,7 +267,7 @@ void g2f_fixture_layer_free(g2f_fixture_layer *l) {
 g2f_status g2f_fixture_check_inputs(const g2f_fixture *f, size_t n_layer, size_t n_embd, g2f_error *err) {
     size_t found = 0;
     for (size_t L = 0; L < f->n_slots; L++) {
-        const g2f_tensor *t = f->slots[L][G2F_FX_IN];
+        const g2f_tensor *t = f->slots[L][G2F_ACT_MLP_IN];
         if (!t) continue;
         found++;
         char sh[128];
@@ -385,22 +288,19 @@ g2f_status g2f_fixture_check_inputs(const g2f_fixture *f, size_t n_layer, size_t
 }
 
 int g2f_fixture_has_input(const g2f_fixture *f, size_t layer) {
-    return layer < f->n_slots && f->slots[layer][G2F_FX_IN] != NULL;
+    return layer < f->n_slots && f->slots[layer][G2F_ACT_MLP_IN] != NULL;
 }
 
 const g2f_tensor *g2f_fixture_input(const g2f_fixture *f, size_t layer) {
-    return layer < f->n_slots ? f->slots[layer][G2F_FX_IN] : NULL;
+    return layer < f->n_slots ? f->slots[layer][G2F_ACT_MLP_IN] : NULL;
 }
 
-void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_fx_kind kind, char *buf, size_t n) {
-    static const char *const tlens[] = {"ln2.hook_normalized", "hook_mlp_out", "mlp.hook_pre", "mlp.hook_post"};
-    _Static_assert(sizeof tlens / sizeof tlens[0] == G2F_FX_COUNT, "one name per kind");
+void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_act kind, char *buf, size_t n) {
     const g2f_tensor *in = g2f_fixture_input(f, layer);
-    if (in && strncmp(in->name, "blocks.", 7) == 0)
-        snprintf(buf, n, "blocks.%zu.%s", layer, tlens[kind]);
-    else
-        snprintf(buf, n, "%sh.%zu.mlp.%s", in && !strncmp(in->name, "transformer.", 12) ? "transformer." : "", layer,
-                 kind_names[kind]);
+    int tl = in && strncmp(in->name, "blocks.", 7) == 0, prefixed = in && !strncmp(in->name, "transformer.", 12);
+    char name[96];
+    g2f_act_name(kind, (long)layer, tl, name, sizeof name);
+    snprintf(buf, n, "%s%s", prefixed ? "transformer." : "", name);
 }
 
 void g2f_fixture_close(g2f_fixture *f) {
@@ -416,13 +316,15 @@ g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error
     return g2f_source_files(f->src, out, err);
 }
 
-const g2f_tensor *g2f_fixture_block(const g2f_fixture *f, size_t layer, g2f_bx_kind kind) {
-    return layer < f->n_slots && (unsigned)kind < G2F_BX_COUNT ? f->slots[layer][G2F_FX_COUNT + kind] : NULL;
+const g2f_tensor *g2f_fixture_act(const g2f_fixture *f, size_t layer, g2f_act a) {
+    if ((unsigned)a >= G2F_ACT_COUNT) return NULL;
+    if (!g2f_act_per_layer(a)) return f->top[a];
+    return layer < f->n_slots ? f->slots[layer][a] : NULL;
 }
 
 int g2f_fixture_has_block(const g2f_fixture *f, size_t layer) {
-    for (int k = 0; layer < f->n_slots && k < G2F_BX_COUNT; k++)
-        if (f->slots[layer][G2F_FX_COUNT + k]) return 1;
+    for (int k = G2F_ACT_IN; layer < f->n_slots && k <= G2F_ACT_OUT; k++)
+        if (!is_ffn_act(k) && f->slots[layer][k]) return 1;
     return 0;
 }
 
@@ -433,24 +335,30 @@ size_t g2f_fixture_n_slots(const g2f_fixture *f) { return f->n_slots; }
 static int seq_shape(const g2f_tensor *t, int kind, size_t d, size_t H, uint64_t *n_seq, uint64_t *T) {
     size_t nd = t->ndim;
     const uint64_t *s = t->shape;
-    if (kind == G2F_BX_Q || kind == G2F_BX_K || kind == G2F_BX_V || kind == G2F_BX_Z) {
+    if (kind != G2F_ACT_PROBS && is_head_act(kind)) {
         if (nd < 3 || !H || s[nd - 2] != H || s[nd - 1] != d / H) return 0;
         *T = s[nd - 3];
-    } else if (kind == G2F_BX_PROBS) {
+    } else if (kind == G2F_ACT_PROBS) {
         if (nd < 3 || !H || s[nd - 3] != H || s[nd - 1] != s[nd - 2]) return 0;
         *T = s[nd - 1];
     } else {
-        uint64_t w = kind == G2F_BX_QKV ? 3 * d : d;
+        uint64_t w = kind == G2F_ACT_QKV ? 3 * d : d;
         if (nd < 2 || s[nd - 1] != w) return 0;
         *T = s[nd - 2];
     }
     uint64_t per = t->numel / (*T ? *T : 1);
-    if (kind == G2F_BX_Q || kind == G2F_BX_K || kind == G2F_BX_V || kind == G2F_BX_Z) per /= d;
-    else if (kind == G2F_BX_PROBS) per /= H * *T;
-    else per /= kind == G2F_BX_QKV ? 3 * d : d;
+    if (kind != G2F_ACT_PROBS && is_head_act(kind)) per /= d;
+    else if (kind == G2F_ACT_PROBS) per /= H * *T;
+    else per /= kind == G2F_ACT_QKV ? 3 * d : d;
     *n_seq = per;
     return *T > 0;
 }
+
+/* The block's stages in the order they are checked, then mlp.in and
+ * mlp.out, which share the sequences. */
+static const g2f_act block_order[] = {G2F_ACT_IN,    G2F_ACT_LN1,    G2F_ACT_QKV, G2F_ACT_Q,        G2F_ACT_K,
+                                      G2F_ACT_V,     G2F_ACT_PROBS,  G2F_ACT_MERGED, G2F_ACT_Z,  G2F_ACT_ATTN_OUT,
+                                      G2F_ACT_MID,   G2F_ACT_OUT,    G2F_ACT_MLP_IN, G2F_ACT_MLP_OUT};
 
 g2f_status g2f_fixture_check_block(const g2f_fixture *f, size_t n_layer, size_t n_embd, size_t n_head,
                                    g2f_error *err) {
@@ -461,13 +369,11 @@ g2f_status g2f_fixture_check_block(const g2f_fixture *f, size_t n_layer, size_t 
                                  f->path, L, n_layer);
         uint64_t ns0 = 0, T0 = 0;
         const g2f_tensor *first = NULL;
-        for (int k = 0; k < G2F_BX_COUNT + 2; k++) {
-            /* the block's stages, then mlp.in and mlp.out, which share the sequences */
-            int bk = k < G2F_BX_COUNT ? k : -1;
-            const g2f_tensor *t = bk >= 0 ? f->slots[L][G2F_FX_COUNT + k] : f->slots[L][k - G2F_BX_COUNT];
+        for (int i = 0; i < (int)(sizeof block_order / sizeof block_order[0]); i++) {
+            g2f_act k = block_order[i];
+            const g2f_tensor *t = f->slots[L][k];
             if (!t) continue;
-            int needs_heads = bk == G2F_BX_Q || bk == G2F_BX_K || bk == G2F_BX_V || bk == G2F_BX_Z ||
-                              bk == G2F_BX_PROBS;
+            int needs_heads = is_head_act(k);
             if (needs_heads && !n_head) continue; /* checked once n_head is known; the stage is skipped */
             char sh[128];
             g2f_shape_format(t, sh, sizeof sh);
@@ -475,7 +381,7 @@ g2f_status g2f_fixture_check_block(const g2f_fixture *f, size_t n_layer, size_t 
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64",
                                      f->path, t->name, g2f_tensor_type_name(t));
             uint64_t ns, T;
-            if (!seq_shape(t, bk >= 0 ? bk : G2F_BX_IN, n_embd, n_head, &ns, &T))
+            if (!seq_shape(t, is_ffn_act(k) ? G2F_ACT_IN : (int)k, n_embd, n_head, &ns, &T))
                 return g2f_error_set(err, G2F_ERR_FORMAT,
                                      "%s: tensor '%s': shape %s does not fit n_embd %zu%s%s", f->path, t->name, sh,
                                      n_embd, needs_heads ? " and n_head " : "", needs_heads ? "(see --n-head)" : "");
@@ -494,11 +400,12 @@ g2f_status g2f_fixture_check_block(const g2f_fixture *f, size_t n_layer, size_t 
 
 void g2f_fixture_block_shape(const g2f_fixture *f, size_t layer, size_t *n_seq, size_t *T) {
     *n_seq = *T = 0;
-    for (int k = 0; layer < f->n_slots && k < G2F_BX_COUNT; k++) {
-        const g2f_tensor *t = f->slots[layer][G2F_FX_COUNT + k];
-        if (!t || k == G2F_BX_Q || k == G2F_BX_K || k == G2F_BX_V || k == G2F_BX_Z || k == G2F_BX_PROBS) continue;
+    for (int i = 0; layer < f->n_slots && i < 12; i++) { /* the block's own stages */
+        g2f_act k = block_order[i];
+        const g2f_tensor *t = f->slots[layer][k];
+        if (!t || is_head_act(k)) continue;
         uint64_t ns, TT;
-        if (seq_shape(t, k, t->shape[t->ndim - 1] / (k == G2F_BX_QKV ? 3 : 1), 0, &ns, &TT)) {
+        if (seq_shape(t, k, t->shape[t->ndim - 1] / (k == G2F_ACT_QKV ? 3 : 1), 0, &ns, &TT)) {
             *n_seq = (size_t)ns;
             *T = (size_t)TT;
             return;
@@ -512,12 +419,8 @@ const char *g2f_fixture_meta(const g2f_fixture *f, const char *key) {
 
 /* ---- the model's ends ---------------------------------------------------- */
 
-const g2f_tensor *g2f_fixture_model(const g2f_fixture *f, g2f_mx_kind kind) {
-    return (unsigned)kind < G2F_MX_COUNT ? f->top[kind] : NULL;
-}
-
 int g2f_fixture_has_model(const g2f_fixture *f) {
-    for (int k = 0; k < G2F_MX_COUNT; k++)
+    for (int k = 0; k < G2F_ACT_COUNT; k++)
         if (f->top[k]) return 1;
     return 0;
 }
@@ -555,7 +458,7 @@ g2f_status g2f_fixture_check_model(const g2f_fixture *f, size_t d, size_t vocab,
                                    size_t *T, g2f_error *err) {
     *n_seq = *T = 0;
     uint64_t ns0 = 0, T0 = 0;
-    const g2f_tensor *first = NULL, *ids = f->top[G2F_MX_IDS];
+    const g2f_tensor *first = NULL, *ids = f->top[G2F_ACT_IDS];
     char sh[128];
     if (ids) {
         g2f_shape_format(ids, sh, sizeof sh);
@@ -591,17 +494,17 @@ g2f_status g2f_fixture_check_model(const g2f_fixture *f, size_t d, size_t vocab,
             }
         }
     }
-    for (int k = G2F_MX_EMBED; k < G2F_MX_COUNT; k++) {
+    for (int k = G2F_ACT_EMBED; k < G2F_ACT_COUNT; k++) {
         const g2f_tensor *t = f->top[k];
         if (!t) continue;
-        size_t w = k == G2F_MX_LOGITS ? vocab : d;
+        size_t w = k == G2F_ACT_LOGITS ? vocab : d;
         g2f_shape_format(t, sh, sizeof sh);
         if (!g2f_dtype_is_float(t->dtype))
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype %s is not F32, F16, BF16 or F64", f->path,
                                  t->name, g2f_tensor_type_name(t));
         if (t->ndim < 2 || t->shape[t->ndim - 1] != w || t->shape[t->ndim - 2] == 0)
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected [..., T, %zu] (%s)", f->path,
-                                 t->name, sh, w, k == G2F_MX_LOGITS ? "vocab" : "n_embd");
+                                 t->name, sh, w, k == G2F_ACT_LOGITS ? "vocab" : "n_embd");
         uint64_t TT = t->shape[t->ndim - 2], ns = t->numel / w / TT;
         if (!first) {
             first = t, ns0 = ns, T0 = TT;
@@ -629,6 +532,3 @@ g2f_status g2f_fixture_check_model(const g2f_fixture *f, size_t d, size_t vocab,
     return G2F_OK;
 }
 
-const g2f_tensor *g2f_fixture_ffn(const g2f_fixture *f, size_t layer, g2f_fx_kind kind) {
-    return layer < f->n_slots && (unsigned)kind < G2F_FX_COUNT ? f->slots[layer][kind] : NULL;
-}

@@ -26,43 +26,13 @@
 
 #include "g2f_error.h"
 #include "g2f_file.h"
+#include "g2f_stage.h"
 #include "g2f_tensor.h"
 
-typedef enum g2f_fx_kind { G2F_FX_IN, G2F_FX_OUT, G2F_FX_PRE, G2F_FX_ACT, G2F_FX_COUNT } g2f_fx_kind;
-
-/* The other stages of a GPT-2 block a fixture may record (per layer L,
- * "transformer." optional; TransformerLens names in brackets). The FFN's
- * input h.L.mlp.in may also be named h.L.ln_2.out [blocks.L.ln2.hook_normalized].
- *   IN        h.L.in          [..., T, d]  [blocks.L.hook_resid_pre]
- *   LN1       h.L.ln_1.out    [..., T, d]  [blocks.L.ln1.hook_normalized]
- *   QKV       h.L.attn.qkv    [..., T, 3d] (c_attn's output)
- *   Q, K, V   [blocks.L.attn.hook_q / hook_k / hook_v]  [..., T, n_head, d_head]
- *   PROBS     h.L.attn.probs  [..., n_head, T, T]  [blocks.L.attn.hook_pattern]
- *   MERGED    h.L.attn.merged [..., T, d]  (heads merged: c_proj's input)
- *   Z         [blocks.L.attn.hook_z]  [..., T, n_head, d_head]
- *   ATTN_OUT  h.L.attn.out    [..., T, d]  [blocks.L.hook_attn_out]
- *   MID       h.L.mid         [..., T, d]  [blocks.L.hook_resid_mid]
- *   OUT       h.L.out         [..., T, d]  [blocks.L.hook_resid_post]
- * Leading dimensions before T are independent sequences, each from
- * position 0. */
-typedef enum g2f_bx_kind {
-    G2F_BX_IN, G2F_BX_LN1, G2F_BX_QKV, G2F_BX_Q, G2F_BX_K, G2F_BX_V, G2F_BX_PROBS, G2F_BX_MERGED, G2F_BX_Z,
-    G2F_BX_ATTN_OUT, G2F_BX_MID, G2F_BX_OUT, G2F_BX_COUNT
-} g2f_bx_kind;
-
-/* The model's ends (the whole forward, g2f_forward), "transformer." optional;
- * TransformerLens names in brackets:
- *   IDS        input_ids  [..., T] I64 or I32 token ids (the forward's input)
- *   EMBED      embed      [..., T, d] wte[ids] + wpe[positions] (= h.0.in)
- *   TOK_EMBED  [hook_embed]      [..., T, d] wte[ids]  \ summed when both are
- *   POS_EMBED  [hook_pos_embed]  [..., T, d] wpe[pos]  /  recorded (no embed)
- *   LN_F       ln_f.out   [..., T, d]  [ln_final.hook_normalized]
- *   LOGITS     logits     [..., T, vocab]
- * Leading dimensions before T are sequences, each from position 0, the same
- * as the block stages'. */
-typedef enum g2f_mx_kind {
-    G2F_MX_IDS, G2F_MX_EMBED, G2F_MX_TOK_EMBED, G2F_MX_POS_EMBED, G2F_MX_LN_F, G2F_MX_LOGITS, G2F_MX_COUNT
-} g2f_mx_kind;
+/* The tensors a fixture records are the stage table's activations
+ * (g2f_stage.h: names, widths, the stage each belongs to); every lookup
+ * below takes a g2f_act. Leading dimensions before T are independent
+ * sequences, each from position 0, the same for every stage. */
 
 typedef struct g2f_fixture g2f_fixture;
 
@@ -71,7 +41,7 @@ typedef struct g2f_fixture_layer {
     float *in;          /* (n_tokens, n_embd), F64 input rounded to float */
     double *out;        /* (n_tokens, n_embd), exact file values */
     double *pre, *act;  /* (n_tokens, n_inner) or NULL when absent */
-    g2f_dtype dtype[G2F_FX_COUNT];
+    g2f_dtype dtype[G2F_ACT_COUNT]; /* of the FFN's four (G2F_ACT_MLP_*) */
 } g2f_fixture_layer;
 
 g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err);
@@ -85,21 +55,22 @@ const char *g2f_fixture_gelu_claim(const g2f_fixture *f);
 /* Dtype of the fixture's first "out" tensor (for reports). */
 g2f_dtype g2f_fixture_dtype(const g2f_fixture *f);
 const char *g2f_fixture_path(const g2f_fixture *f);
-/* A layer's recorded tensors, to be read a chunk of tokens at a time
- * (g2f_tensor_read_f32 / _f64 of rows): borrowed from the fixture, valid
- * until g2f_fixture_close; t[G2F_FX_PRE] / t[G2F_FX_ACT] NULL when absent.
+/* A layer's recorded FFN tensors (t[G2F_ACT_MLP_IN], _OUT, _PRE, _ACT; the
+ * others NULL), to be read a chunk of tokens at a time (g2f_tensor_read_f32
+ * / _f64 of rows): borrowed from the fixture, valid until
+ * g2f_fixture_close; pre / act NULL when absent.
  * Only after g2f_fixture_check succeeded (shapes and dtypes are checked). */
 typedef struct g2f_fixture_views {
-    const g2f_tensor *t[G2F_FX_COUNT];
+    const g2f_tensor *t[G2F_ACT_COUNT];
     size_t n_tokens;
 } g2f_fixture_views;
 g2f_status g2f_fixture_layer_views(const g2f_fixture *f, size_t layer, g2f_fixture_views *out, g2f_error *err);
 
-/* An FFN tensor of layer (borrowed), or NULL; checked by g2f_fixture_check
+/* The recorded tensor of activation a (borrowed), or NULL: layer's for a
+ * layer's activation (h.L.*), the model's otherwise (layer ignored).
+ * Shapes are checked by g2f_fixture_check / _check_block / _check_model
  * (mlp.out may be recorded without mlp.in in a block fixture). */
-const g2f_tensor *g2f_fixture_ffn(const g2f_fixture *f, size_t layer, g2f_fx_kind kind);
-/* A block stage's tensor of layer (borrowed), or NULL. */
-const g2f_tensor *g2f_fixture_block(const g2f_fixture *f, size_t layer, g2f_bx_kind kind);
+const g2f_tensor *g2f_fixture_act(const g2f_fixture *f, size_t layer, g2f_act a);
 /* Layers with any block stage recorded (slots beyond the FFN's). */
 int g2f_fixture_has_block(const g2f_fixture *f, size_t layer);
 size_t g2f_fixture_n_slots(const g2f_fixture *f);
@@ -114,8 +85,6 @@ g2f_status g2f_fixture_check_block(const g2f_fixture *f, size_t n_layer, size_t 
  * tokens (0, 0 without block stages). */
 void g2f_fixture_block_shape(const g2f_fixture *f, size_t layer, size_t *n_seq, size_t *T);
 
-/* A model-level tensor (borrowed), or NULL. */
-const g2f_tensor *g2f_fixture_model(const g2f_fixture *f, g2f_mx_kind kind);
 /* Any model-level tensor recorded. */
 int g2f_fixture_has_model(const g2f_fixture *f);
 /* Checks input_ids and the model-level stages: ids [..., T] of I64 or I32,
@@ -130,9 +99,6 @@ g2f_status g2f_fixture_check_model(const g2f_fixture *f, size_t d, size_t vocab,
 /* Token ids [start, start + count) of input_ids (checked by
  * g2f_fixture_check_model), widened. */
 void g2f_fixture_read_ids(const g2f_tensor *ids, uint64_t start, uint64_t count, int64_t *out);
-/* The stage's name in the fixture's naming (HF, under "transformer." when
- * its input_ids or embed are; TransformerLens when its names are). */
-const char *g2f_fixture_model_name(g2f_mx_kind kind, int tl);
 
 /* Loads one layer whole (after g2f_fixture_check succeeded); memory grows
  * with the layer's tokens: verify reads views instead. */
@@ -148,7 +114,7 @@ int g2f_fixture_has_input(const g2f_fixture *f, size_t layer);
 const g2f_tensor *g2f_fixture_input(const g2f_fixture *f, size_t layer);
 /* The name a tensor of this kind gets in the layer's own naming scheme
  * (canonical, with the same prefix, or TransformerLens). */
-void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_fx_kind kind, char *buf, size_t n);
+void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_act kind, char *buf, size_t n);
 /* Every file the fixture was read from (the file, or every *.npy of a
  * folder), appended to out. For g2f_output_check. */
 g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error *err);

@@ -577,13 +577,13 @@ static void put_stage_grid(g2f_html_buf *b, const g2f_report_ctx *c) {
         any = res->layers[i].status != G2F_LAYER_SKIPPED && res->layers[i].has_block;
     if (!any) return;
     buf_put(b, "<h2>Block stages</h2>\n<div class=\"scroll\"><table id=\"stages\">\n<thead><tr><th>layer</th>");
-    for (int s = 0; s < G2F_STAGE_COUNT; s++) buf_printf(b, "<th>%s</th>", g2f_stage_name((g2f_stage)s));
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) buf_printf(b, "<th>%s</th>", g2f_stage_name((g2f_stage)s));
     buf_put(b, "<th class=\"l\">chained from h.L.in</th></tr></thead>\n<tbody>\n");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
         if (r->status == G2F_LAYER_SKIPPED || !r->has_block) continue;
         buf_printf(b, "<tr><td>%zu</td>", r->layer);
-        for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+        for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
             const g2f_stage_result *st = &r->block.stage[s];
             if (!st->checked) {
                 buf_put(b, "<td class=\"sg-none\">-</td>");
@@ -667,9 +667,9 @@ static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
     esc(b, mr->head_desc ? mr->head_desc : "-");
     buf_put(b, ".</p>\n<div class=\"scroll\"><table id=\"model\">\n<thead><tr><th class=\"l\">stage</th><th>chained</th>"
                "<th>isolated</th><th class=\"l\">reference</th><th class=\"l\">diagnosis</th></tr></thead>\n<tbody>\n");
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
         const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
-        buf_printf(b, "<tr><td class=\"l\">%s</td>", g2f_mstage_name((g2f_mstage)s));
+        buf_printf(b, "<tr><td class=\"l\">%s</td>", g2f_stage_name((g2f_stage)s));
         put_mstage_cell(b, ch);
         put_mstage_cell(b, iso);
         buf_put(b, "<td class=\"l mono\">");
@@ -679,7 +679,7 @@ static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
         g2f_report_mstage_codes(mr, s, codes, sizeof codes);
         esc(b, codes);
         buf_put(b, "</td></tr>\n");
-        for (size_t L = 0; s == G2F_MSTAGE_EMBED && L < mr->n_layers; L++) {
+        for (size_t L = 0; s == G2F_STAGE_EMBED && L < mr->n_layers; L++) {
             char cell[32], what[96], diag[300];
             g2f_report_chain_layer(mr, L, cell, sizeof cell, what, sizeof what, diag, sizeof diag);
             const g2f_chain_verdict *v = &mr->layers[L];
@@ -831,7 +831,7 @@ static void put_block_failure(g2f_html_buf *b, const g2f_layer_result *r) {
     buf_put(b, "</p>\n<table class=\"small\"><thead><tr><th class=\"l\">stage</th><th class=\"l\">diagnosis</th>"
                "<th>mismatched / total</th><th>margin</th><th class=\"l\">worst tensor</th><th>worst element: "
                "expected / computed, tolerance</th></tr></thead>\n<tbody>\n");
-    for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
         const g2f_stage_result *st = &r->block.stage[s];
         if (!st->checked || st->pass) continue;
         char codes[512];

@@ -255,7 +255,7 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
     }
     if (mr->present && mr->chained && res->pass) {
         snprintf(buf, n, "the whole forward from input_ids matches the reference (%zu layers%s; top-1 token agrees at "
-                 "%zu of %zu positions)", res->n_layers, mr->chain[G2F_MSTAGE_LOGITS].checked ? ", logits" : "",
+                 "%zu of %zu positions)", res->n_layers, mr->chain[G2F_STAGE_LOGITS].checked ? ", logits" : "",
                  mr->agree.top1_agree, mr->agree.positions);
         return 1;
     }
@@ -516,14 +516,14 @@ static void stages_text(FILE *fp, const g2f_report_ctx *c) {
     fprintf(fp, "\nblock stages per layer (margin: largest |err|/tolerance, <= 1 matches; - not recorded;\n"
                 "each stage from its recorded input; chained: the block computed from h.L.in):\n");
     fprintf(fp, "%5s", "layer");
-    for (int s = 0; s < G2F_STAGE_COUNT; s++) fprintf(fp, " %9s", g2f_stage_name((g2f_stage)s));
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) fprintf(fp, " %9s", g2f_stage_name((g2f_stage)s));
     fprintf(fp, "  %-28s %-7s %s\n", "chained", "layer", "diagnosis");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
         if (r->status == G2F_LAYER_SKIPPED || !r->has_block) continue;
         const g2f_block_result *b = &r->block;
         fprintf(fp, "%5zu", r->layer);
-        for (int s = 0; s < G2F_STAGE_COUNT; s++) {
+        for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
             const g2f_stage_result *st = &b->stage[s];
             char cell[32];
             if (!st->checked) snprintf(cell, sizeof cell, "-");
@@ -537,7 +537,7 @@ static void stages_text(FILE *fp, const g2f_report_ctx *c) {
                       b->first_tensor ? b->first_tensor : "", b->first_margin);
         char codes[512] = "";
         size_t used = 0;
-        for (int s = 0; s < G2F_STAGE_COUNT && used < sizeof codes; s++) {
+        for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST && used < sizeof codes; s++) {
             const g2f_stage_result *st = &b->stage[s];
             if (st->checked && st->accepted && s != G2F_STAGE_MLP) { /* judged on an accepted cause */
                 char acc[128];
@@ -587,7 +587,7 @@ void g2f_report_chain_layer(const g2f_model_result *mr, size_t L, char *cell, si
     const g2f_chain_verdict *v = &mr->layers[L];
     double worst = 0;
     int any = 0;
-    for (int k = 0; k < G2F_STAGE_COUNT; k++)
+    for (int k = G2F_BLOCK_FIRST; k <= G2F_BLOCK_LAST; k++)
         if (v->stage[k].checked) {
             any = 1;
             if (!(v->stage[k].margin <= worst)) worst = v->stage[k].margin;
@@ -651,15 +651,15 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
     fprintf(fp, "\nwhole model (%s%s; %zu sequence%s of %zu tokens, vocab %zu; head: %s)\n", g2f_report_model_how(mr),
             acc, mr->n_seq, mr->n_seq == 1 ? "" : "s", mr->T, mr->vocab, mr->head_desc ? mr->head_desc : "-");
     fprintf(fp, "%-8s %10s %10s  %-24s %s\n", "stage", "chained", "isolated", "reference", "diagnosis");
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
         const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
         char a[32], b[32], codes[256];
         mstage_cell(ch, a, sizeof a);
         mstage_cell(iso, b, sizeof b);
         g2f_report_mstage_codes(mr, s, codes, sizeof codes);
-        fprintf(fp, "%-8s %10s %10s  %-24s %s\n", g2f_mstage_name((g2f_mstage)s), a, b,
+        fprintf(fp, "%-8s %10s %10s  %-24s %s\n", g2f_stage_name((g2f_stage)s), a, b,
                 ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-", codes);
-        if (s == G2F_MSTAGE_EMBED && mr->chained) {
+        if (s == G2F_STAGE_EMBED && mr->chained) {
             for (size_t L = 0; L < mr->n_layers; L++) {
                 char cell[32], name[32], what[96], diag[300];
                 g2f_report_chain_layer(mr, L, cell, sizeof cell, what, sizeof what, diag, sizeof diag);
@@ -834,7 +834,7 @@ static void set_json(jb *b, cJSON *o, const char *key, g2f_diag_set set) {
 static void stages_json(jb *b, cJSON *l, const g2f_layer_result *r) {
     const g2f_block_result *br = &r->block;
     cJSON *arr = j_arr(b, l, "stages");
-    for (int s = 0; s < G2F_STAGE_COUNT && arr; s++) {
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST && arr; s++) {
         const g2f_stage_result *st = &br->stage[s];
         cJSON *o = j_check(b, cJSON_CreateObject());
         j_str(b, o, "stage", g2f_stage_name((g2f_stage)s));
@@ -1027,11 +1027,11 @@ static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
         for (char *save = NULL, *tok = strtok_r(buf, " |", &save); codes && tok; tok = strtok_r(NULL, " |", &save))
             j_add(b, codes, NULL, cJSON_CreateString(tok));
     }
-    size_t w[G2F_MSTAGE_COUNT] = {d, d, mr->vocab};
+    size_t w[G2F_STAGE_COUNT] = {[G2F_STAGE_EMBED] = d, [G2F_STAGE_LN_F] = d, [G2F_STAGE_LOGITS] = mr->vocab};
     cJSON *ch = j_obj(b, o, "chained_stages"), *iso = j_obj(b, o, "isolated_stages");
-    for (int s = 0; s < G2F_MSTAGE_COUNT; s++) {
-        j_add(b, ch, g2f_mstage_name((g2f_mstage)s), mstage_json(b, &mr->chain[s], w[s]));
-        j_add(b, iso, g2f_mstage_name((g2f_mstage)s), mstage_json(b, &mr->iso[s], w[s]));
+    for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
+        j_add(b, ch, g2f_stage_name((g2f_stage)s), mstage_json(b, &mr->chain[s], w[s]));
+        j_add(b, iso, g2f_stage_name((g2f_stage)s), mstage_json(b, &mr->iso[s], w[s]));
     }
     cJSON *layers = j_arr(b, o, "layers");
     for (size_t L = 0; layers && L < mr->n_layers; L++) {
@@ -1047,7 +1047,7 @@ static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
             j_null(b, l, "first_stage");
         }
         cJSON *m = j_obj(b, l, "margins");
-        for (int k = 0; m && k < G2F_STAGE_COUNT; k++)
+        for (int k = G2F_BLOCK_FIRST; m && k <= G2F_BLOCK_LAST; k++)
             if (v->stage[k].checked) j_num(b, m, g2f_stage_name((g2f_stage)k), v->stage[k].margin);
         char cell[32], what[96], diag[300];
         g2f_report_chain_layer(mr, L, cell, sizeof cell, what, sizeof what, diag, sizeof diag);

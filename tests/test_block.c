@@ -41,7 +41,7 @@ static g2f_status verify_block(const char *ck, const char *name, size_t n_head, 
 static int stage_names_code(const g2f_stage_result *st, const char *code) {
     for (size_t k = 0; k < st->n_causes; k++) {
         char buf[256];
-        g2f_block_cause_codes(&st->causes[k], buf, sizeof buf);
+        g2f_cause_codes(&st->causes[k], buf, sizeof buf);
         for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
             if (!strcmp(tok, code)) return 1;
     }
@@ -186,7 +186,7 @@ static void a_constant_attention_scale_should_be_fitted(void) {
         for (size_t L = cases[i].first_layer; L < res.n_layers; L++) {
             const g2f_stage_result *a = &res.layers[L].block.stage[G2F_STAGE_ATTN];
             char one[128] = "";
-            if (a->n_causes) g2f_block_cause_codes(&a->causes[0], one, sizeof one);
+            if (a->n_causes) g2f_cause_codes(&a->causes[0], one, sizeof one);
             if (a->pass || a->n_causes != 1 || strcmp(one, cases[i].code)) {
                 fprintf(stderr, "  %s layer %zu: %zu causes, first '%s', wanted only '%s'\n", cases[i].fixture, L,
                         a->n_causes, one, cases[i].code);

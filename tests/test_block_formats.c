@@ -177,7 +177,7 @@ static void every_format_should_give_the_margins_of_safetensors(void) {
 static int stage_names_code(const g2f_stage_result *st, const char *code) {
     for (size_t k = 0; k < st->n_causes; k++) {
         char buf[256];
-        g2f_block_cause_codes(&st->causes[k], buf, sizeof buf);
+        g2f_cause_codes(&st->causes[k], buf, sizeof buf);
         for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
             if (!strcmp(tok, code)) return 1;
     }

@@ -14,35 +14,6 @@
 
 #define U 0x1p-24
 
-void g2f_block_cause_codes(const g2f_block_cause *c, char *buf, size_t n) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++) {
-        if (!(c->codes & G2F_DIAG_BIT(d))) continue;
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", g2f_diag_name((g2f_diag)d));
-        if (used >= n) break;
-        static const char letters[] = "qkv";
-        if (d == G2F_DIAG_QKV_ORDER) { /* the name of each third in the port's order */
-            char perm[4] = {0};
-            for (int r = 0; r < 3; r++) perm[c->qkv_perm[r]] = letters[r];
-            used += (size_t)snprintf(buf + used, n - used, ":%s", perm);
-        } else if (d == G2F_DIAG_ATTN_BIAS_MISSING || d == G2F_DIAG_LAYOUT_MISREAD) {
-            used += (size_t)snprintf(buf + used, n - used, ":%s", c->which == 1 ? "c_attn" : "attn.c_proj");
-        } else if (d == G2F_DIAG_RESIDUAL_MISSING) {
-            used += (size_t)snprintf(buf + used, n - used, ":%s", c->which == 1 ? "mid" : "out");
-        } else if (d == G2F_DIAG_LN_EPS) {
-            used += (size_t)snprintf(buf + used, n - used, ":%g", c->eps);
-        } else if (d == G2F_DIAG_ATTN_SCALE) {
-            static const char *const named[] = {NULL, "1/sqrt(n_embd)", "1/d_head"};
-            if (c->scale_name == 1 || c->scale_name == 2)
-                used += (size_t)snprintf(buf + used, n - used, ":%s", named[c->scale_name]);
-            else
-                used += (size_t)snprintf(buf + used, n - used, ":%.4g", c->scale);
-        } else if (d == G2F_DIAG_WEIGHTS_FROM_LAYER) {
-            used += (size_t)snprintf(buf + used, n - used, ":%ld", c->from_layer);
-        }
-    }
-}
 
 /* ---- one sequence's buffers ------------------------------------------ */
 
@@ -678,13 +649,13 @@ static g2f_status precision_how(const ctx *c, const how *base, g2f_diag_set code
 
 typedef struct cand {
     how hw;
-    g2f_block_cause cause;
+    g2f_cause cause;
 } cand;
 
 /* Keeps the causes sorted by margin: the best fit first. */
-static void add_cause(g2f_stage_result *r, const g2f_block_cause *c) {
-    size_t i = r->n_causes < G2F_BLOCK_MAX_CAUSES ? r->n_causes++ : G2F_BLOCK_MAX_CAUSES - 1;
-    if (i == G2F_BLOCK_MAX_CAUSES - 1 && r->n_causes == G2F_BLOCK_MAX_CAUSES && r->causes[i].margin <= c->margin) return;
+static void add_cause(g2f_stage_result *r, const g2f_cause *c) {
+    size_t i = r->n_causes < G2F_STAGE_MAX_CAUSES ? r->n_causes++ : G2F_STAGE_MAX_CAUSES - 1;
+    if (i == G2F_STAGE_MAX_CAUSES - 1 && r->n_causes == G2F_STAGE_MAX_CAUSES && r->causes[i].margin <= c->margin) return;
     while (i > 0 && r->causes[i - 1].margin > c->margin) r->causes[i] = r->causes[i - 1], i--;
     r->causes[i] = *c;
 }
@@ -730,7 +701,7 @@ static g2f_status fit_attn_scale(ctx *c, const how *base, g2f_stage_result *r, g
     }
     double fit = m1 < m2 ? exp(x1) : exp(x2), fm = m1 < m2 ? m1 : m2;
     if (e != G2F_OK || !(fm <= 1) || fabs(fit / s0 - 1) < 1e-3) return e; /* no fit, or GPT-2's own */
-    g2f_block_cause bc;
+    g2f_cause bc;
     memset(&bc, 0, sizeof bc);
     bc.from_layer = -1;
     bc.codes = G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE);
@@ -746,7 +717,7 @@ static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2
     static const int perms[5][3] = {{1, 0, 2}, {0, 2, 1}, {2, 1, 0}, {1, 2, 0}, {2, 0, 1}};
     cand cs[64];
     size_t n = 0;
-    g2f_block_cause none;
+    g2f_cause none;
     memset(&none, 0, sizeof none);
     none.from_layer = -1;
 #define ADD(code, setup)                                                                                                \
@@ -813,7 +784,7 @@ static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2
             r->hypotheses_tried++;
             e = run_stage(c, st, &hw, &A, err);
             if (e == G2F_OK && A.mismatched == 0) {
-                g2f_block_cause bc = none;
+                g2f_cause bc = none;
                 bc.codes = G2F_DIAG_BIT(prec[k]);
                 bc.margin = A.margin;
                 add_cause(r, &bc);
@@ -832,7 +803,7 @@ static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2
                 r->hypotheses_tried++;
                 e = run_stage(c, st, &hw, &A, err);
                 if (e == G2F_OK && A.mismatched == 0) {
-                    g2f_block_cause bc = none;
+                    g2f_cause bc = none;
                     bc.codes = G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_FROM_LAYER);
                     bc.from_layer = (long)K;
                     bc.margin = A.margin;
@@ -956,7 +927,7 @@ static g2f_status accept_stage(ctx *c, g2f_stage st, const how *base, g2f_stage_
         free(rb.buf);
         if (e != G2F_OK) return e;
         size_t n_causes = r->n_causes, tried = r->hypotheses_tried;
-        g2f_block_cause causes[G2F_BLOCK_MAX_CAUSES];
+        g2f_cause causes[G2F_STAGE_MAX_CAUSES];
         memcpy(causes, r->causes, sizeof causes);
         fill_stage(r, &A);
         memcpy(r->causes, causes, sizeof causes);

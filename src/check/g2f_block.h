@@ -55,38 +55,6 @@
 /* The block's stages are the stage table's ln_1 .. out (g2f_stage.h):
  * results are indexed by g2f_stage, G2F_BLOCK_FIRST .. G2F_BLOCK_LAST. */
 
-/* The block's porting bugs, by recomputation (g2f_cause codes). */
-typedef struct g2f_block_cause {
-    g2f_diag_set codes;
-    int qkv_perm[3];     /* qkv_order: which third is read as q, k, v */
-    int which;           /* attn_bias_missing / layout_misread: 1 c_attn, 2 c_proj; residual_missing:
-                            1 mid, 2 out; ln_*: 1 ln_1, 2 ln_2 */
-    double eps;          /* ln_eps */
-    double scale;        /* attn_scale: the scores' multiplier used */
-    int scale_name;      /* attn_scale: 1 1/sqrt(n_embd), 2 1/d_head, 0 a fitted value (shown as a number) */
-    long from_layer;     /* weights_from_layer */
-    double margin;
-} g2f_block_cause;
-
-/* "attn_mask_missing", "qkv_order:kqv", "ln_eps:1e-12", ... comma-separated. */
-void g2f_block_cause_codes(const g2f_block_cause *c, char *buf, size_t n);
-
-#define G2F_BLOCK_MAX_CAUSES 8
-
-typedef struct g2f_stage_result {
-    int checked;                 /* input and output recorded: compared from the recorded input */
-    int pass;
-    size_t mismatched, total;    /* over the stage's compared tensors */
-    double margin;               /* the largest of theirs */
-    g2f_cmp worst;               /* the comparison of the tensor with that margin */
-    const char *worst_tensor;    /* its name ("attn.probs", ...) */
-    size_t n_causes;             /* failing stages: explanations found (none: unexplained) */
-    g2f_block_cause causes[G2F_BLOCK_MAX_CAUSES];
-    size_t hypotheses_tried;
-    g2f_diag_set accepted;       /* judged on an accepted cause's recomputation (--accept), its codes; the
-                                  figures are that recomputation's, causes those of the plain check */
-} g2f_stage_result;
-
 typedef struct g2f_block_result {
     g2f_stage_result stage[G2F_STAGE_COUNT]; /* mlp: filled by the caller from the FFN's check */
     int chained;                 /* h.L.in recorded: the whole block computed from it */

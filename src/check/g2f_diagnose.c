@@ -10,134 +10,6 @@
 #include "g2f_compare.h"
 #include "g2f_quant.h"
 
-static const char *const diag_names[] = {
-    "gelu_erf",         "gelu_tanh",          "fc_bias_missing",     "proj_bias_missing",
-    "residual_included", "weights_from_layer", "weights_f16_rounded", "weights_bf16_rounded",
-    "layout_misread",   "gelu_sigmoid",       "gelu_mlx_approx",     "gelu_f16_table",
-    "gelu_clipped",     "tf32_matmul",        "f16_matmul",          "act_f16_rounded",     "act_bf16_rounded",
-    "autocast_f16",     "autocast_bf16",      "weights_quantized",   "ln2_input_captured",
-    "attn_mask_missing", "attn_scale_missing", "attn_scale_layer_idx", "attn_scale", "qkv_order",
-    "heads_interleaved", "attn_bias_missing", "ln_eps",              "ln_bias_missing",
-    "ln_weight_missing", "residual_missing",
-    "wpe_missing",      "wpe_offset",         "ln_f_missing",        "lm_head_untied",
-    "propagated",       "weights_quant_inconsistent",
-    "nonfinite",        "unexplained",
-};
-_Static_assert(sizeof diag_names / sizeof diag_names[0] == G2F_DIAG_COUNT, "one name per code");
-
-const char *g2f_diag_name(g2f_diag d) { return (unsigned)d < G2F_DIAG_COUNT ? diag_names[d] : "?"; }
-
-void g2f_diag_set_format(g2f_diag_set set, char *buf, size_t n) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++)
-        if (set & G2F_DIAG_BIT(d)) used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", diag_names[d]);
-}
-
-g2f_diag g2f_diag_of_gelu(g2f_gelu g) {
-    switch (g) {
-    case G2F_GELU_ERF: return G2F_DIAG_GELU_ERF;
-    case G2F_GELU_SIGMOID: return G2F_DIAG_GELU_SIGMOID;
-    case G2F_GELU_MLX: return G2F_DIAG_GELU_MLX_APPROX;
-    case G2F_GELU_F16_TABLE: return G2F_DIAG_GELU_F16_TABLE;
-    default: return G2F_DIAG_GELU_TANH;
-    }
-}
-
-static const char *const misread_names[] = {"", "c_fc", "c_proj", "both"};
-
-void g2f_cause_codes(const g2f_cause *c, char *buf, size_t n) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++) {
-        if (!(c->codes & G2F_DIAG_BIT(d))) continue;
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", diag_names[d]);
-        if (used >= n) break;
-        if (d == G2F_DIAG_WEIGHTS_FROM_LAYER) used += (size_t)snprintf(buf + used, n - used, ":%ld", c->from_layer);
-        if (d == G2F_DIAG_LAYOUT_MISREAD && c->misread > 0 && c->misread < 4)
-            used += (size_t)snprintf(buf + used, n - used, ":%s", misread_names[c->misread]);
-        if (d == G2F_DIAG_WEIGHTS_QUANTIZED || d == G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT)
-            used += (size_t)snprintf(buf + used, n - used, ":%s", g2f_dtype_name(c->quant));
-    }
-}
-
-void g2f_cause_words(const g2f_cause *c, char *buf, size_t n) {
-    static const char *const words[] = {
-        "exact erf GELU (torch F.gelu default, HF 'gelu')",
-        "the tanh GELU approximation ('gelu_new')",
-        "no c_fc bias",
-        "no c_proj bias",
-        "the residual added (out = x + FFN(x))",
-        "the weights of layer %ld",
-        "weights rounded to float16",
-        "weights rounded to bfloat16",
-        "Conv1D [in, out] weights read as Linear [out, in] without a transpose (%s)",
-        "the sigmoid GELU x sigmoid(1.702 x) (HF 'quick_gelu')",
-        "MLX's former gelu_approx x sigmoid(1.60033 x (1 + 0.0433603 x^2))",
-        "ggml's float16 GELU table (llama.cpp's CPU GELU)",
-        "the GELU's output clipped to [-10, 10] (HF 'gelu_10')",
-        "both matmuls with inputs rounded to TF32 (PyTorch on an Ampere+ GPU with TF32 on)",
-        "matmuls as ggml's F16 path runs them (F16 weights, inputs rounded to F16, float32 accumulation)",
-        "pre and act stored in float16 between the stages",
-        "pre and act stored in bfloat16 between the stages",
-        "the FFN under torch.autocast(float16): inputs, weights, pre, act and out in float16",
-        "the FFN under torch.autocast(bfloat16)",
-        "weights quantized to %s (ggml's reference rounding)",
-        "in recorded before ln_2 (the residual stream): out = FFN(ln_2(in))",
-        "no causal mask",
-        "scores not divided by sqrt(d_head)",
-        "scores also divided by the layer index + 1",
-        "scores multiplied by another constant",
-        "c_attn's output split in another order",
-        "heads split as [d_head, n_head]",
-        "an attention bias left out",
-        "another LayerNorm epsilon",
-        "no LayerNorm bias",
-        "no LayerNorm gain",
-        "a residual add left out",
-        "no position embedding (embed = wte[ids])",
-        "positions shifted",
-        "no final LayerNorm (ln_f skipped)",
-        "the logits made with wte although the checkpoint has its own lm_head",
-        "the first divergence upstream, carried here",
-        "%s weights with a %s block %llu (elements [%llu, %llu)) ggml's reference quantizer cannot write",
-        "non-finite values",
-        "no known cause",
-    };
-    _Static_assert(sizeof words / sizeof words[0] == G2F_DIAG_COUNT, "one phrase per code");
-    size_t used = 0;
-    buf[0] = '\0';
-    int first = 1;
-    for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++) {
-        if (!(c->codes & G2F_DIAG_BIT(d))) continue;
-        used += (size_t)snprintf(buf + used, n - used, "%s", first ? "" : " and ");
-        first = 0;
-        if (used >= n) break;
-        if (d == G2F_DIAG_WEIGHTS_FROM_LAYER)
-            used += (size_t)snprintf(buf + used, n - used, words[d], c->from_layer);
-        else if (d == G2F_DIAG_LAYOUT_MISREAD)
-            used += (size_t)snprintf(buf + used, n - used, words[d],
-                                     c->misread == 3 ? "c_fc and c_proj" : misread_names[c->misread & 3]);
-        else if (d == G2F_DIAG_WEIGHTS_QUANTIZED)
-            used += (size_t)snprintf(buf + used, n - used, words[d], g2f_dtype_name(c->quant));
-        else if (d == G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT) {
-            const g2f_quant_info *qi = g2f_quant_info_of(c->quant);
-            unsigned long long b = (unsigned long long)c->quant_block, B = qi ? qi->block : 0;
-            used += (size_t)snprintf(buf + used, n - used, words[d], g2f_dtype_name(c->quant),
-                                     g2f_model_tensor_role(c->quant_role), b, b * B, (b + 1) * B);
-        }
-        else
-            used += (size_t)snprintf(buf + used, n - used, "%s", words[d]);
-        if (d == G2F_DIAG_GELU_ERF || d == G2F_DIAG_GELU_TANH || d == G2F_DIAG_GELU_SIGMOID ||
-            d == G2F_DIAG_GELU_MLX_APPROX || d == G2F_DIAG_GELU_F16_TABLE) {
-            const char *instead = c->asked == G2F_GELU_TANH  ? "the tanh approximation ('gelu_new')"
-                                  : c->asked == G2F_GELU_ERF ? "exact erf"
-                                                             : g2f_gelu_name(c->asked);
-            if (used < n) used += (size_t)snprintf(buf + used, n - used, " instead of %s", instead);
-        }
-    }
-}
-
 /* Precision paths (a port's arithmetic in lower precision). */
 enum { P_NONE, P_TF32, P_F16_MM, P_ACT_F16, P_ACT_BF16, P_AUTO_F16, P_AUTO_BF16, P_COUNT };
 static const g2f_diag precision_code[P_COUNT] = {G2F_DIAG_UNEXPLAINED, G2F_DIAG_TF32_MATMUL, G2F_DIAG_F16_MATMUL,
@@ -167,7 +39,8 @@ static int variant_size(const variant *v) {
 }
 
 static g2f_cause variant_cause(const variant *v, g2f_gelu asked, double margin) {
-    g2f_cause c = {0, v->misread, v->from_layer, v->quant, asked, margin, 0, 0};
+    g2f_cause c = g2f_cause_of(0, G2F_STAGE_MLP);
+    c.misread = v->misread, c.from_layer = v->from_layer, c.quant = v->quant, c.asked = asked, c.margin = margin;
     if (v->gelu >= 0) c.codes |= G2F_DIAG_BIT(g2f_diag_of_gelu((g2f_gelu)v->gelu));
     if (v->clip) c.codes |= G2F_DIAG_BIT(G2F_DIAG_GELU_CLIPPED);
     if (v->no_fc_bias) c.codes |= G2F_DIAG_BIT(G2F_DIAG_FC_BIAS_MISSING);
@@ -678,8 +551,10 @@ g2f_status g2f_diagnose_layer(const g2f_diag_input *in, g2f_diag_result *out, g2
         }
     }
     if (out->n_causes == 0 && c.quant_bad) { /* nothing explains it, and the quantization cannot be judged */
-        out->causes[0] = (g2f_cause){G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT), 0, -1, c.wdtype, in->gelu,
-                                     INFINITY, c.bad_role, c.bad_block};
+        g2f_cause q = g2f_cause_of(G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT), G2F_STAGE_MLP);
+        q.quant = c.wdtype, q.asked = in->gelu, q.margin = INFINITY, q.quant_role = c.bad_role,
+        q.quant_block = c.bad_block;
+        out->causes[0] = q;
         out->n_causes = 1;
         snprintf(out->quant_why, sizeof out->quant_why, "%s", c.bad_why);
     }

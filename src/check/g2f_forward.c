@@ -11,17 +11,6 @@
 #define U 0x1p-24
 
 
-void g2f_model_cause_codes(const g2f_model_cause *c, char *buf, size_t n) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++) {
-        if (!(c->codes & G2F_DIAG_BIT(d))) continue;
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", g2f_diag_name((g2f_diag)d));
-        if (used >= n) break;
-        if (d == G2F_DIAG_WPE_OFFSET) used += (size_t)snprintf(buf + used, n - used, ":%ld", c->offset);
-        else if (d == G2F_DIAG_LN_EPS) used += (size_t)snprintf(buf + used, n - used, ":%g", c->eps);
-    }
-}
 
 /* ---- the forward ----------------------------------------------------------- */
 
@@ -222,16 +211,16 @@ static void cmp_rows(chk *k, int s, size_t row0, size_t n, size_t w, const float
     }
 }
 
-static void fill_mstage(g2f_mstage_result *r, const chk *k, int s) {
+static void fill_mstage(g2f_stage_result *r, const chk *k, int s) {
     memset(r, 0, sizeof *r);
     if (!k->any[s]) return;
-    g2f_cmp_acc_finish(&k->acc[s], &r->cmp);
+    g2f_cmp_acc_finish(&k->acc[s], &r->worst);
     r->checked = 1;
-    r->mismatched = r->cmp.mismatched;
-    r->total = r->cmp.total;
-    r->margin = r->cmp.margin;
-    r->pass = r->cmp.mismatched == 0 && r->cmp.nonfinite == 0;
-    r->tensor = k->tg[s].name;
+    r->mismatched = r->worst.mismatched;
+    r->total = r->worst.total;
+    r->margin = r->worst.margin;
+    r->pass = r->worst.mismatched == 0 && r->worst.nonfinite == 0;
+    r->worst_tensor = k->tg[s].name;
 }
 
 static g2f_status h_embed(void *u, const float *x, const float *vx, g2f_error *err) {
@@ -274,7 +263,7 @@ typedef struct iso_buf {
 
 /* Stage s recomputed under how from its recorded input, compared: *out. */
 static void iso_stage(chk *k, int s, const int64_t *ids, const g2f_model_how *how, const g2f_tensor *in, iso_buf *ib,
-                      const g2f_forward_params *p, g2f_mstage_result *out) {
+                      const g2f_forward_params *p, g2f_stage_result *out) {
     const g2f_embed *e = k->e;
     size_t d = k->d, V = k->V;
     chk_reset(k);
@@ -375,7 +364,7 @@ static void with_precision(g2f_model_how *h, const g2f_model_how *base) {
 
 /* The model-level bugs that act on stage s (s = -1: all of them, for a
  * whole rerun), n of them at most max; returns the count. */
-static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause *cs, size_t max) {
+static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_cause *cs, size_t max) {
     static const long offsets[] = {1, 2, 3, 4, -1};
     static const double eps_list[] = {1e-12, 1e-6, 1e-5, 1e-3};
     const g2f_embed *e = k->e;
@@ -430,7 +419,7 @@ static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_model_cause
     return n;
 }
 
-static void add_cause(g2f_mstage_result *r, const g2f_model_cause *c) {
+static void add_cause(g2f_stage_result *r, const g2f_cause *c) {
     if (r->n_causes == G2F_MODEL_MAX_CAUSES && r->causes[r->n_causes - 1].margin <= c->margin) return;
     size_t i = r->n_causes < G2F_MODEL_MAX_CAUSES ? r->n_causes++ : G2F_MODEL_MAX_CAUSES - 1;
     while (i > 0 && r->causes[i - 1].margin > c->margin) r->causes[i] = r->causes[i - 1], i--;
@@ -439,14 +428,8 @@ static void add_cause(g2f_mstage_result *r, const g2f_model_cause *c) {
 
 /* ---- the check ----------------------------------------------------------------- */
 
-static void join_causes(const g2f_mstage_result *r, char *buf, size_t n) {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < r->n_causes && used < n; i++) {
-        char one[64];
-        g2f_model_cause_codes(&r->causes[i], one, sizeof one);
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " | " : "", one);
-    }
+static void join_causes(const g2f_stage_result *r, char *buf, size_t n) {
+    g2f_causes_join(r->causes, r->n_causes, buf, n);
 }
 
 /* The chained stages after the first divergence follow from it: they get
@@ -463,7 +446,7 @@ static void mark_downstream(g2f_model_result *out) {
     for (int s = G2F_STAGE_EMBED; first_m < 0 && s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
         if (!strcmp(out->first_stage, g2f_stage_name((g2f_stage)s))) first_m = s;
     for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
-        g2f_mstage_result *r = &out->chain[s];
+        g2f_stage_result *r = &out->chain[s];
         if (!r->checked || r->pass) continue;
         if (s == first_m && out->first_layer < 0) { /* the first divergence: its own diagnosis */
             for (size_t k = 0; k < out->iso[s].n_causes && k < G2F_MODEL_MAX_CAUSES; k++)
@@ -554,10 +537,10 @@ static void isolated_pass(fwd *w, const g2f_model_how *how, int diagnose, g2f_mo
         iso_stage(w->k, s, w->ids, how, w->iso_in[s], w->ib, w->p, &out->iso[s]);
         if (out->iso[s].pass || !diagnose) continue;
         g2f_model_how hw[16];
-        g2f_model_cause cs[16];
+        g2f_cause cs[16];
         size_t n = hypotheses(w->k, s, hw, cs, 16);
         for (size_t i = 0; i < n; i++) {
-            g2f_mstage_result r;
+            g2f_stage_result r;
             iso_stage(w->k, s, w->ids, &hw[i], w->iso_in[s], w->ib, w->p, &r);
             out->iso[s].hypotheses_tried++;
             if (r.pass) {
@@ -571,9 +554,9 @@ static void isolated_pass(fwd *w, const g2f_model_how *how, int diagnose, g2f_mo
 /* A divergence no isolated check explains: the whole forward rerun under
  * each model-level bug; the ones that make every recorded stage match go
  * to *found. */
-static g2f_status rerun_whole(fwd *w, g2f_model_result *out, g2f_mstage_result *found, g2f_error *err) {
+static g2f_status rerun_whole(fwd *w, g2f_model_result *out, g2f_stage_result *found, g2f_error *err) {
     g2f_model_how hw[16];
-    g2f_model_cause cs[16];
+    g2f_cause cs[16];
     size_t n = hypotheses(w->k, -1, hw, cs, 16);
     g2f_model_result tmp;
     memset(&tmp, 0, sizeof tmp);
@@ -602,7 +585,7 @@ static g2f_status rerun_whole(fwd *w, g2f_model_result *out, g2f_mstage_result *
 /* The first divergence in model order (chained, else isolated), and its
  * diagnosis: the isolated stage's, else (with diagnose) a whole rerun's. */
 static g2f_status first_divergence(fwd *w, int diagnose, g2f_model_result *out, g2f_error *err) {
-    const g2f_mstage_result *res = out->chained ? out->chain : out->iso;
+    const g2f_stage_result *res = out->chained ? out->chain : out->iso;
     int first_m = -1;
     if (res[G2F_STAGE_EMBED].checked && !res[G2F_STAGE_EMBED].pass) first_m = G2F_STAGE_EMBED;
     for (size_t L = 0; first_m < 0 && out->chained && L < out->n_layers; L++)
@@ -620,22 +603,22 @@ static g2f_status first_divergence(fwd *w, int diagnose, g2f_model_result *out, 
         for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT && first_m < 0; s = g2f_model_stage_next(s))
             if (out->iso[s].checked && !out->iso[s].pass) first_m = s;
     if (first_m < 0) return G2F_OK;
-    const g2f_mstage_result *fr = &res[first_m];
+    const g2f_stage_result *fr = &res[first_m];
     out->diverged = 1;
     out->first_stage = g2f_stage_name((g2f_stage)first_m);
-    out->first_tensor = fr->tensor;
+    out->first_tensor = fr->worst_tensor;
     out->first_margin = fr->margin;
-    g2f_mstage_result *iso = &out->iso[first_m];
+    g2f_stage_result *iso = &out->iso[first_m];
     if (iso->n_causes) {
         join_causes(iso, out->first_codes, sizeof out->first_codes);
     } else if (out->chained && diagnose) {
-        g2f_mstage_result found = {0};
+        g2f_stage_result found = {0};
         g2f_status st = rerun_whole(w, out, &found, err);
         if (st != G2F_OK) return st;
         join_causes(&found, out->first_codes, sizeof out->first_codes);
         /* kept on the stage so that reports show it */
         for (size_t i = 0; i < found.n_causes && i < G2F_MODEL_MAX_CAUSES; i++) {
-            g2f_model_cause one = found.causes[i]; /* a copy: GCC -O3 cannot see found is written */
+            g2f_cause one = found.causes[i]; /* a copy: GCC -O3 cannot see found is written */
             add_cause(iso, &one);
         }
     }

@@ -131,31 +131,7 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
  * (g2f_stage.h); results are indexed by g2f_stage (the block's entries
  * unused). */
 
-/* One explanation of a model-level stage. */
-typedef struct g2f_model_cause {
-    g2f_diag_set codes;           /* one code */
-    long offset;                  /* wpe_offset */
-    double eps;                   /* ln_eps */
-    double margin;
-} g2f_model_cause;
-/* "wpe_offset:1", "ln_eps:1e-12", "lm_head_untied", ... */
-void g2f_model_cause_codes(const g2f_model_cause *c, char *buf, size_t n);
-
-#define G2F_MODEL_MAX_CAUSES 4
-
-typedef struct g2f_mstage_result {
-    int checked;                  /* compared (isolated: its input recorded too) */
-    int pass;
-    size_t mismatched, total;
-    double margin;
-    g2f_cmp cmp;                  /* the comparison (the worst tensor's) */
-    const char *tensor;           /* the reference's name compared ("embed", "h.0.in", "ln_f.out", ...) */
-    size_t n_causes;              /* failing: explanations found, best first */
-    g2f_model_cause causes[G2F_MODEL_MAX_CAUSES];
-    size_t hypotheses_tried;
-    char propagated[48];          /* a chained stage failing after the model's first divergence: where that
-                                     is ("h.2.attn", "embed"), the code propagated:<it>; "" otherwise */
-} g2f_mstage_result;
+#define G2F_MODEL_MAX_CAUSES 4 /* the causes kept per model-level stage (of G2F_STAGE_MAX_CAUSES) */
 
 /* Top-1 agreement of the logits (computed in the chained pass against the
  * recorded logits). */
@@ -183,11 +159,11 @@ typedef struct g2f_model_result {
     char chain_note[160];         /* why the forward from input_ids was not computed ("" when it was, or
                                      when the fixture has no input_ids): n_head unknown, no attention
                                      weights; the isolated stages are still checked */
-    g2f_mstage_result chain[G2F_STAGE_COUNT];
+    g2f_stage_result chain[G2F_STAGE_COUNT];
     size_t n_layers;
     g2f_chain_verdict *layers;    /* n_layers entries, owned: every layer's chained verdict */
     /* isolated, from recorded inputs */
-    g2f_mstage_result iso[G2F_STAGE_COUNT];
+    g2f_stage_result iso[G2F_STAGE_COUNT];
     g2f_logit_agreement agree;
     /* the first divergence in model order (chained, else isolated) */
     int diverged;

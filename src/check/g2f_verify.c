@@ -369,13 +369,8 @@ static void fold_block(g2f_layer_result *r) {
     }
     if (first == G2F_STAGE_MLP && r->ffn_status == G2F_LAYER_FAIL) return; /* the FFN's own explanation */
     const g2f_stage_result *fs = &b->stage[first];
-    char codes[256] = "";
-    size_t used = 0;
-    for (size_t k = 0; k < fs->n_causes && used < sizeof codes; k++) {
-        char one[96];
-        g2f_block_cause_codes(&fs->causes[k], one, sizeof one);
-        used += (size_t)snprintf(codes + used, sizeof codes - used, "%s%s", k ? " | " : "", one);
-    }
+    char codes[256];
+    g2f_causes_join(fs->causes, fs->n_causes, codes, sizeof codes);
     r->status = G2F_LAYER_FAIL;
     if (!fs->checked) /* only the chained pass saw it */
         snprintf(r->explanation, sizeof r->explanation,
@@ -392,7 +387,7 @@ static void fold_block(g2f_layer_result *r) {
 }
 
 /* A scale-family cause (HF's 1/(L+1), or a constant) of layer r's attention. */
-static int scale_cause(const g2f_block_cause *c) {
+static int scale_cause(const g2f_cause *c) {
     return (c->codes & (G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE_LAYER_IDX) | G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE))) != 0;
 }
 
@@ -403,7 +398,7 @@ static int scale_story_holds(const g2f_verify_result *out, int layer_idx, double
         const g2f_stage_result *a = &out->layers[L].block.stage[G2F_STAGE_ATTN];
         int seen = 0, fits = 0;
         for (size_t k = 0; k < a->n_causes; k++) {
-            const g2f_block_cause *c = &a->causes[k];
+            const g2f_cause *c = &a->causes[k];
             seen |= scale_cause(c);
             if (layer_idx) fits |= (c->codes & G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE_LAYER_IDX)) != 0;
             else fits |= (c->codes & G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE)) && fabs(c->scale / scale - 1) < 0.01;
@@ -425,7 +420,7 @@ static int reconcile_attn_scale(g2f_verify_result *out) {
         g2f_stage_result *a = &out->layers[L].block.stage[G2F_STAGE_ATTN];
         size_t w = 0;
         for (size_t k = 0; k < a->n_causes; k++) {
-            const g2f_block_cause *c = &a->causes[k];
+            const g2f_cause *c = &a->causes[k];
             int drop = 0;
             if (c->codes == G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE_LAYER_IDX)) drop = !scale_story_holds(out, 1, 0);
             else if (c->codes == G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE)) drop = !scale_story_holds(out, 0, c->scale);
@@ -446,23 +441,13 @@ static void model_codes(g2f_verify_result *out) {
     g2f_model_result *mr = &out->model;
     if (!mr->diverged || mr->first_layer < 0 || (size_t)mr->first_layer >= out->n_layers) return;
     const g2f_layer_result *r = &out->layers[mr->first_layer];
-    size_t used = 0, n = sizeof mr->first_codes;
     for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
         if (strcmp(g2f_stage_name((g2f_stage)s), mr->first_stage)) continue;
-        if (s == G2F_STAGE_MLP) {
-            for (size_t k = 0; k < r->diag.n_causes && used < n; k++) {
-                char one[128];
-                g2f_cause_codes(&r->diag.causes[k], one, sizeof one);
-                used += (size_t)snprintf(mr->first_codes + used, n - used, "%s%s", k ? " | " : "", one);
-            }
-        } else {
-            const g2f_stage_result *st = &r->block.stage[s];
-            for (size_t k = 0; k < st->n_causes && used < n; k++) {
-                char one[128];
-                g2f_block_cause_codes(&st->causes[k], one, sizeof one);
-                used += (size_t)snprintf(mr->first_codes + used, n - used, "%s%s", k ? " | " : "", one);
-            }
-        }
+        if (s == G2F_STAGE_MLP)
+            g2f_causes_join(r->diag.causes, r->diag.n_causes, mr->first_codes, sizeof mr->first_codes);
+        else
+            g2f_causes_join(r->block.stage[s].causes, r->block.stage[s].n_causes, mr->first_codes,
+                            sizeof mr->first_codes);
     }
 }
 

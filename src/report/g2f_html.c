@@ -149,12 +149,9 @@ static void esc_codes(g2f_html_buf *b, const char *s) {
  * codes, alternatives separated by " | ", else the flags, else "-". */
 static void put_codes(g2f_html_buf *b, const g2f_layer_result *r) {
     if (r->diag.n_causes) {
-        for (size_t i = 0; i < r->diag.n_causes; i++) {
-            char one[256];
-            g2f_cause_codes(&r->diag.causes[i], one, sizeof one);
-            if (i) buf_put(b, " | ");
-            esc_codes(b, one);
-        }
+        char codes[1024];
+        g2f_causes_join(r->diag.causes, r->diag.n_causes, codes, sizeof codes);
+        esc_codes(b, codes);
         return;
     }
     int any = 0;
@@ -558,14 +555,8 @@ static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
 
 /* A failing block stage's codes, " | " between alternatives. */
 static void stage_codes(const g2f_stage_result *st, char *buf, size_t n) {
-    size_t used = 0;
-    buf[0] = '\0';
     if (!st->n_causes) snprintf(buf, n, "unexplained");
-    for (size_t k = 0; k < st->n_causes && used < n; k++) {
-        char one[128];
-        g2f_block_cause_codes(&st->causes[k], one, sizeof one);
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", k ? " | " : "", one);
-    }
+    else g2f_causes_join(st->causes, st->n_causes, buf, n);
 }
 
 /* The layer x stage grid of margins (README: Block), when any layer
@@ -645,7 +636,7 @@ static void put_stage_grid(g2f_html_buf *b, const g2f_report_ctx *c) {
 }
 
 /* A model-level stage's cell. */
-static void put_mstage_cell(g2f_html_buf *b, const g2f_mstage_result *r) {
+static void put_mstage_cell(g2f_html_buf *b, const g2f_stage_result *r) {
     if (!r->checked) {
         buf_put(b, "<td class=\"sg-none\">-</td>");
         return;
@@ -668,12 +659,12 @@ static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
     buf_put(b, ".</p>\n<div class=\"scroll\"><table id=\"model\">\n<thead><tr><th class=\"l\">stage</th><th>chained</th>"
                "<th>isolated</th><th class=\"l\">reference</th><th class=\"l\">diagnosis</th></tr></thead>\n<tbody>\n");
     for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
-        const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
+        const g2f_stage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
         buf_printf(b, "<tr><td class=\"l\">%s</td>", g2f_stage_name((g2f_stage)s));
         put_mstage_cell(b, ch);
         put_mstage_cell(b, iso);
         buf_put(b, "<td class=\"l mono\">");
-        esc(b, ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-");
+        esc(b, ch->worst_tensor ? ch->worst_tensor : iso->worst_tensor ? iso->worst_tensor : "-");
         buf_put(b, "</td><td class=\"l mono\">");
         char codes[256];
         g2f_report_mstage_codes(mr, s, codes, sizeof codes);

@@ -157,11 +157,7 @@ static void diag_codes(const g2f_layer_result *r, char *buf, size_t n) {
     size_t used = 0;
     buf[0] = '\0';
     if (r->diag.n_causes) {
-        for (size_t i = 0; i < r->diag.n_causes && used < n; i++) {
-            char one[128];
-            g2f_cause_codes(&r->diag.causes[i], one, sizeof one);
-            used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " | " : "", one);
-        }
+        g2f_causes_join(r->diag.causes, r->diag.n_causes, buf, n);
         return;
     }
     for (int d = 0; d < G2F_DIAG_COUNT && used < n; d++)
@@ -549,12 +545,10 @@ static void stages_text(FILE *fp, const g2f_report_ctx *c) {
             if (!st->checked || st->pass || s == G2F_STAGE_MLP) continue;
             used += (size_t)snprintf(codes + used, sizeof codes - used, "%s%s: ", used ? "; " : "",
                                      g2f_stage_name((g2f_stage)s));
-            if (!st->n_causes && used < sizeof codes)
-                used += (size_t)snprintf(codes + used, sizeof codes - used, "unexplained");
-            for (size_t k = 0; k < st->n_causes && used < sizeof codes; k++) {
-                char one[128];
-                g2f_block_cause_codes(&st->causes[k], one, sizeof one);
-                used += (size_t)snprintf(codes + used, sizeof codes - used, "%s%s", k ? " | " : "", one);
+            if (used < sizeof codes) {
+                char alt[256] = "unexplained";
+                if (st->n_causes) g2f_causes_join(st->causes, st->n_causes, alt, sizeof alt);
+                used += (size_t)snprintf(codes + used, sizeof codes - used, "%s", alt);
             }
         }
         fprintf(fp, "  %-28s %-7s %s\n", chain, r->status == G2F_LAYER_PASS ? "PASS" : "FAIL", used ? codes : "-");
@@ -569,15 +563,15 @@ static void stages_text(FILE *fp, const g2f_report_ctx *c) {
 }
 
 /* A model-level stage's cell: margin, "!" when failing, "-" when not compared. */
-static void mstage_cell(const g2f_mstage_result *r, char *buf, size_t n) {
+static void mstage_cell(const g2f_stage_result *r, char *buf, size_t n) {
     if (!r->checked) snprintf(buf, n, "-");
     else snprintf(buf, n, "%.3g%s", r->margin, r->pass ? "" : "!");
 }
 
-static void mstage_codes(const g2f_mstage_result *r, const char *why_not, char *buf, size_t n);
+static void mstage_codes(const g2f_stage_result *r, const char *why_not, char *buf, size_t n);
 
 void g2f_report_mstage_codes(const g2f_model_result *mr, int s, char *buf, size_t n) {
-    const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
+    const g2f_stage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
     /* the isolated check's diagnosis when it fails, else the chained one's */
     mstage_codes(iso->checked && !iso->pass ? iso : ch->checked ? ch : iso, mr->not_computable[s], buf, n);
 }
@@ -613,8 +607,7 @@ const char *g2f_report_model_how(const g2f_model_result *mr) {
                                : "no input_ids: stages from their recorded inputs only";
 }
 
-static void mstage_codes(const g2f_mstage_result *r, const char *why_not, char *buf, size_t n) {
-    size_t used = 0;
+static void mstage_codes(const g2f_stage_result *r, const char *why_not, char *buf, size_t n) {
     buf[0] = '\0';
     if (why_not) {
         snprintf(buf, n, "not checked: %s", why_not);
@@ -628,12 +621,8 @@ static void mstage_codes(const g2f_mstage_result *r, const char *why_not, char *
         snprintf(buf, n, "%s:%s", g2f_diag_name(G2F_DIAG_PROPAGATED), r->propagated);
         return;
     }
-    for (size_t k = 0; k < r->n_causes && used < n; k++) {
-        char one[96];
-        g2f_model_cause_codes(&r->causes[k], one, sizeof one);
-        used += (size_t)snprintf(buf + used, n - used, "%s%s", k ? " | " : "", one);
-    }
-    if (!used) snprintf(buf, n, "unexplained");
+    g2f_causes_join(r->causes, r->n_causes, buf, n);
+    if (!buf[0]) snprintf(buf, n, "unexplained");
 }
 
 /* The whole forward (README: Model): the model-level stages chained from
@@ -652,13 +641,13 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
             acc, mr->n_seq, mr->n_seq == 1 ? "" : "s", mr->T, mr->vocab, mr->head_desc ? mr->head_desc : "-");
     fprintf(fp, "%-8s %10s %10s  %-24s %s\n", "stage", "chained", "isolated", "reference", "diagnosis");
     for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
-        const g2f_mstage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
+        const g2f_stage_result *ch = &mr->chain[s], *iso = &mr->iso[s];
         char a[32], b[32], codes[256];
         mstage_cell(ch, a, sizeof a);
         mstage_cell(iso, b, sizeof b);
         g2f_report_mstage_codes(mr, s, codes, sizeof codes);
         fprintf(fp, "%-8s %10s %10s  %-24s %s\n", g2f_stage_name((g2f_stage)s), a, b,
-                ch->tensor ? ch->tensor : iso->tensor ? iso->tensor : "-", codes);
+                ch->worst_tensor ? ch->worst_tensor : iso->worst_tensor ? iso->worst_tensor : "-", codes);
         if (s == G2F_STAGE_EMBED && mr->chained) {
             for (size_t L = 0; L < mr->n_layers; L++) {
                 char cell[32], name[32], what[96], diag[300];
@@ -867,7 +856,7 @@ static void stages_json(jb *b, cJSON *l, const g2f_layer_result *r) {
             } else {
                 for (size_t k = 0; codes && causes && k < st->n_causes; k++) {
                     char one[128];
-                    g2f_block_cause_codes(&st->causes[k], one, sizeof one);
+                    g2f_cause_codes(&st->causes[k], one, sizeof one);
                     cJSON *cause = j_check(b, cJSON_CreateObject()), *list = j_arr(b, cause, "codes");
                     for (char *save = NULL, *tok = strtok_r(one, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
                         j_add(b, list, NULL, cJSON_CreateString(tok));
@@ -967,21 +956,21 @@ static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result 
     return l;
 }
 
-static cJSON *mstage_json(jb *b, const g2f_mstage_result *r, size_t width) {
+static cJSON *mstage_json(jb *b, const g2f_stage_result *r, size_t width) {
     cJSON *o = j_check(b, cJSON_CreateObject());
     j_str(b, o, "status", !r->checked ? "not_checked" : r->pass ? "pass" : "fail");
     if (!r->checked) return o;
-    j_str(b, o, "tensor", r->tensor ? r->tensor : "");
+    j_str(b, o, "tensor", r->worst_tensor ? r->worst_tensor : "");
     j_num(b, o, "margin", r->margin);
     j_num(b, o, "mismatched", (double)r->mismatched);
     j_num(b, o, "total", (double)r->total);
-    j_num(b, o, "cosine", r->cmp.cosine);
+    j_num(b, o, "cosine", r->worst.cosine);
     cJSON *w = j_obj(b, o, "worst");
-    j_num(b, w, "token", (double)(r->cmp.worst / (width ? width : 1)));
-    j_num(b, w, "index", (double)(r->cmp.worst % (width ? width : 1)));
-    j_num(b, w, "expected", r->cmp.worst_expected);
-    j_num(b, w, "computed", r->cmp.worst_computed);
-    j_num(b, w, "tolerance", r->cmp.worst_tol);
+    j_num(b, w, "token", (double)(r->worst.worst / (width ? width : 1)));
+    j_num(b, w, "index", (double)(r->worst.worst % (width ? width : 1)));
+    j_num(b, w, "expected", r->worst.worst_expected);
+    j_num(b, w, "computed", r->worst.worst_computed);
+    j_num(b, w, "tolerance", r->worst.worst_tol);
     cJSON *codes = j_arr(b, o, "diagnosis");
     if (r->propagated[0]) {
         char one[96];
@@ -991,7 +980,7 @@ static cJSON *mstage_json(jb *b, const g2f_mstage_result *r, size_t width) {
     }
     for (size_t k = 0; codes && k < r->n_causes; k++) {
         char one[96];
-        g2f_model_cause_codes(&r->causes[k], one, sizeof one);
+        g2f_cause_codes(&r->causes[k], one, sizeof one);
         j_add(b, codes, NULL, cJSON_CreateString(one));
     }
     if (!r->pass && !r->n_causes && codes) j_add(b, codes, NULL, cJSON_CreateString("unexplained"));

@@ -318,6 +318,7 @@ Block codes (block and model), each applied where it acts; everything downstream
 Model codes (model only, no @LAYERS):
   wpe_missing            embed = wte[ids] (no position embedding)
   wpe_offset:K           positions K..K+T-1 instead of 0..T-1
+  embed_scaled           wte[ids] multiplied by sqrt(n_embd) before wpe is added
   ln_f_missing           ln_f.out = the last block's output (ln_f skipped)
   lm_head_untied         logits made with wte although the checkpoint stores its own
                          lm_head.weight (the reverse, a head where the checkpoint is
@@ -347,7 +348,7 @@ CODES = {
     "qkv_order": ("perm", _BM), "attn_bias_missing": ("attn_bias", _BM),
     "ln_eps": ("float", _BM), "ln_bias_missing": ("ln", _BM),
     "ln_weight_missing": ("ln", _BM), "residual_missing": ("residual", _BM),
-    "wpe_missing": (None, {_TOP}), "wpe_offset": ("int", {_TOP}),
+    "wpe_missing": (None, {_TOP}), "wpe_offset": ("int", {_TOP}), "embed_scaled": (None, {_TOP}),
     "ln_f_missing": (None, {_TOP}), "lm_head_untied": (None, {_TOP}),
 }
 _LAYOUT = {"fc": "fc", "c_fc": "fc", "proj": "proj", "c_proj": "proj", "both": "both",

@@ -446,7 +446,7 @@ def model(ar, ids, weights, n_head, eps, gelu, plan, mhas, n_layer):
     """HF GPT2LMHeadModel from token ids [B, T] (int64).
 
     plan: {layer: has} block/FFN bugs per layer; mhas: model-level bugs
-    (wpe_missing, wpe_offset, ln_f_missing, lm_head_untied, and for ln_f:
+    (wpe_missing, wpe_offset, embed_scaled, ln_f_missing, lm_head_untied, and for ln_f:
     ln_eps / ln_bias_missing:ln_f / ln_weight_missing:ln_f / weights_*_rounded).
     Returns {"input_ids", "wte.out", "wpe.out", "embed", "h.L.<stage>", "ln_f.out", "logits"}."""
     B, T = ids.shape
@@ -471,6 +471,8 @@ def model(ar, ids, weights, n_head, eps, gelu, plan, mhas, n_layer):
                             % (int(pos.min()), int(pos.max()), wpe.shape[0]))
     st = {"input_ids": ids}
     te = wte[ids]
+    if "embed_scaled" in mhas:  # a fairseq/Gemma-style embed_scale GPT-2 does not have
+        te = te * math.sqrt(wte.shape[1])
     pe = wpe[pos].expand(B, T, wpe.shape[1])
     if "wpe_missing" in mhas:
         pe = torch.zeros_like(pe)

@@ -711,6 +711,7 @@ static void verify_should_open_with_the_models_first_divergence(void) {
         {"tiny", "attn_scale_missing_layer2", "first divergence: layer 2, attn: attn_scale_missing"},
         {"tiny", "wpe_missing", "first divergence: embed: wpe_missing"},
         {"tiny", "wpe_offset_1", "first divergence: embed: wpe_offset:1"},
+        {"tiny", "embed_scaled", "first divergence: embed: embed_scaled"},
         {"tiny", "ln_f_missing", "first divergence: ln_f: ln_f_missing"},
         {"small", "lm_head_untied", "first divergence: logits: lm_head_untied"},
     };

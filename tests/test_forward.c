@@ -53,7 +53,7 @@ static g2f_status check_bundled(const char *ckpt, const char *name, int threads,
 
 static void show(const char *name, const g2f_model_result *r) {
     fprintf(stderr, "%-28s pass %d diverged %d layer %ld stage %s codes '%s' margin %.3g; chain", name, r->pass,
-            r->diverged, r->first_layer, r->first_stage ? r->first_stage : "-", r->first_codes, r->first_margin);
+            r->diverged, r->first_layer, g2f_stage_name(r->first_stage), r->first_codes, r->first_margin);
     for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
         if (r->chain[s].checked) fprintf(stderr, " %s %.3g", g2f_stage_name((g2f_stage)s), r->chain[s].margin);
     double worst = 0;
@@ -92,6 +92,7 @@ static void each_model_bug_should_be_named(void) {
     } cases[] = {
         {"tiny", "wpe_missing", "embed", "wpe_missing", -1},
         {"tiny", "wpe_offset_1", "embed", "wpe_offset:1", -1},
+        {"tiny", "embed_scaled", "embed", "embed_scaled", -1},
         {"tiny", "ln_f_missing", "ln_f", "ln_f_missing", -1},
         {"small", "lm_head_untied", "logits", "lm_head_untied", -1},
         {"tiny", "attn_scale_missing_layer2", "attn", NULL, 2},
@@ -103,7 +104,7 @@ static void each_model_bug_should_be_named(void) {
         show(cases[i].name, &r);
         CHECK(!r.pass && r.diverged);
         CHECK(r.first_layer == cases[i].layer);
-        CHECK(r.first_stage && !strcmp(r.first_stage, cases[i].stage));
+        CHECK(!strcmp(g2f_stage_name(r.first_stage), cases[i].stage));
         if (cases[i].code) CHECK(!strcmp(r.first_codes, cases[i].code));
         g2f_model_result_free(&r);
     }

@@ -25,6 +25,7 @@
 
 /* Stages in model order; the block's six are contiguous. */
 typedef enum g2f_stage {
+    G2F_STAGE_NONE = -1, /* no stage (nothing diverged) */
     G2F_STAGE_EMBED,
     G2F_STAGE_LN1,
     G2F_STAGE_ATTN,

@@ -334,7 +334,7 @@ static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float 
 static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params *tp, double uw, g2f_round rin,
                       seq *s, const float *x, const float *vx, int n_threads, g2f_ffn_ws *ws) {
     size_t T = s->T, d = w->n_embd, h = w->n_inner;
-    double lambda = tp->lambda > 0 ? tp->lambda : G2F_TOL_LAMBDA;
+    double lambda = g2f_tol_lambda(tp);
     if (!vx) { /* the values alone, by the same calls */
         g2f_matmul_sq(x, NULL, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, s->pre, NULL, n_threads,
                       ws);
@@ -420,12 +420,6 @@ static void read_seq(const g2f_tensor *t, size_t s, size_t T, size_t width, floa
     if (dbl) g2f_tensor_read_f64(t, at, n, dbl);
 }
 
-/* The input variance of a recorded tensor: its own rounding. */
-static void input_var(const float *x, size_t n, g2f_dtype dt, float *v) {
-    double u = g2f_dtype_store_roundoff(dt);
-    if (dt == G2F_DTYPE_F64) u = U;
-    for (size_t i = 0; i < n; i++) v[i] = (float)(u * u * (double)x[i] * x[i]);
-}
 
 /* ---- the checks ------------------------------------------------------- */
 
@@ -512,7 +506,7 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
             const g2f_tensor *in = st == G2F_STAGE_LN1 ? stage_t(c, G2F_ACT_IN) : stage_t(c, G2F_ACT_MID);
             t = st == G2F_STAGE_LN1 ? stage_t(c, G2F_ACT_LN1) : g2f_fixture_input(f, c->L);
             read_seq(in, sq, T, d, s->x, NULL);
-            input_var(s->x, T * d, in->dtype, s->vx);
+            g2f_tol_input_var(s->x, T * d, in->dtype, s->vx);
             const g2f_ln *ln = st == G2F_STAGE_LN1 ? &hw->b->ln_1 : &hw->b->ln_2;
             ln_stage(s->x, s->vx, T, d, ln, st == G2F_STAGE_LN1 ? hw->eps1 : hw->eps2,
                      st == G2F_STAGE_LN1 ? hw->no_w1 : hw->no_w2, st == G2F_STAGE_LN1 ? hw->no_b1 : hw->no_b2, hw->uw,
@@ -525,7 +519,7 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
         case G2F_STAGE_ATTN: {
             t = stage_t(c, G2F_ACT_LN1);
             read_seq(t, sq, T, d, s->a, NULL);
-            input_var(s->a, T * d, t->dtype, s->va);
+            g2f_tol_input_var(s->a, T * d, t->dtype, s->va);
             probs_cmp pc = probs_cmp_for(c, sq);
             g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, &pc, err);
             if (e != G2F_OK) return e;
@@ -544,9 +538,9 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
             }
             t = st == G2F_STAGE_MID ? stage_t(c, G2F_ACT_MID) : stage_t(c, G2F_ACT_OUT);
             read_seq(tx, sq, T, d, s->x, NULL);
-            input_var(s->x, T * d, tx->dtype, s->vx);
+            g2f_tol_input_var(s->x, T * d, tx->dtype, s->vx);
             read_seq(ty, sq, T, d, s->a, NULL);
-            input_var(s->a, T * d, ty->dtype, s->va);
+            g2f_tol_input_var(s->a, T * d, ty->dtype, s->va);
             add_stage(s->x, s->vx, s->a, s->va, T * d, st == G2F_STAGE_MID ? hw->no_res_mid : hw->no_res_out, s->mid,
                       s->vmid);
             read_seq(t, sq, T, d, NULL, s->e1);
@@ -652,13 +646,7 @@ typedef struct cand {
     g2f_cause cause;
 } cand;
 
-/* Keeps the causes sorted by margin: the best fit first. */
-static void add_cause(g2f_stage_result *r, const g2f_cause *c) {
-    size_t i = r->n_causes < G2F_STAGE_MAX_CAUSES ? r->n_causes++ : G2F_STAGE_MAX_CAUSES - 1;
-    if (i == G2F_STAGE_MAX_CAUSES - 1 && r->n_causes == G2F_STAGE_MAX_CAUSES && r->causes[i].margin <= c->margin) return;
-    while (i > 0 && r->causes[i - 1].margin > c->margin) r->causes[i] = r->causes[i - 1], i--;
-    r->causes[i] = *c;
-}
+static void add_cause(g2f_stage_result *r, const g2f_cause *c) { g2f_stage_result_add(r, c, G2F_STAGE_MAX_CAUSES); }
 
 /* The attention stage's margin with the scores multiplied by scale (inf
  * when not finite): the objective of the scale fit. */
@@ -711,109 +699,186 @@ static g2f_status fit_attn_scale(ctx *c, const how *base, g2f_stage_result *r, g
     return e;
 }
 
-static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2f_model *m, g2f_stage_result *r,
-                                 g2f_error *err) {
-    static const double eps_list[] = {1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3};
-    static const int perms[5][3] = {{1, 0, 2}, {0, 2, 1}, {2, 1, 0}, {1, 2, 0}, {2, 0, 1}};
-    cand cs[64];
-    size_t n = 0;
-    g2f_cause none;
-    memset(&none, 0, sizeof none);
-    none.from_layer = -1;
-#define ADD(code, setup)                                                                                                \
-    do {                                                                                                               \
-        cand k_ = {*base, none};                                                                                       \
-        k_.cause.codes = G2F_DIAG_BIT(code);                                                                           \
-        setup;                                                                                                         \
-        cs[n++] = k_;                                                                                                  \
-    } while (0)
-    if (st == G2F_STAGE_LN1 || st == G2F_STAGE_LN2) {
-        int one = st == G2F_STAGE_LN1;
-        double cur = one ? base->eps1 : base->eps2;
-        for (size_t i = 0; i < sizeof eps_list / sizeof eps_list[0]; i++)
-            if (fabs(eps_list[i] - cur) > 1e-3 * cur)
-                ADD(G2F_DIAG_LN_EPS, (k_.cause.eps = eps_list[i], k_.cause.which = one ? 1 : 2,
-                                      *(one ? &k_.hw.eps1 : &k_.hw.eps2) = eps_list[i]));
-        ADD(G2F_DIAG_LN_BIAS_MISSING, (k_.cause.which = one ? 1 : 2, *(one ? &k_.hw.no_b1 : &k_.hw.no_b2) = 1));
-        ADD(G2F_DIAG_LN_WEIGHT_MISSING, (k_.cause.which = one ? 1 : 2, *(one ? &k_.hw.no_w1 : &k_.hw.no_w2) = 1));
-    } else if (st == G2F_STAGE_ATTN) {
-        double dh = (double)(c->d / c->H);
-        ADD(G2F_DIAG_ATTN_MASK_MISSING, k_.hw.attn.causal = 0);
-        ADD(G2F_DIAG_ATTN_SCALE_MISSING, k_.hw.attn.scale = 1.0);
-        ADD(G2F_DIAG_ATTN_SCALE_LAYER_IDX, k_.hw.attn.scale = 1.0 / (sqrt(dh) * (double)(c->L + 1)));
-        /* the constants ports use instead of 1/sqrt(d_head) (llm.c-style 1/sqrt(n_embd), muP's 1/d_head) */
-        ADD(G2F_DIAG_ATTN_SCALE, (k_.hw.attn.scale = k_.cause.scale = 1.0 / sqrt((double)c->d), k_.cause.scale_name = 1));
-        ADD(G2F_DIAG_ATTN_SCALE, (k_.hw.attn.scale = k_.cause.scale = 1.0 / dh, k_.cause.scale_name = 2));
-        for (int i = 0; i < 5; i++)
-            ADD(G2F_DIAG_QKV_ORDER, (memcpy(k_.hw.attn.qkv_order, perms[i], sizeof perms[i]),
-                                     memcpy(k_.cause.qkv_perm, perms[i], sizeof perms[i])));
-        ADD(G2F_DIAG_HEADS_INTERLEAVED, k_.hw.attn.heads_interleaved = 1);
-        if (base->b->attn_b) ADD(G2F_DIAG_ATTN_BIAS_MISSING, (k_.hw.no_attn_b = 1, k_.cause.which = 1));
-        if (base->b->aproj_b) ADD(G2F_DIAG_ATTN_BIAS_MISSING, (k_.hw.no_proj_b = 1, k_.cause.which = 2));
-        ADD(G2F_DIAG_LAYOUT_MISREAD, (k_.hw.misread = 1, k_.cause.which = 1));
-        ADD(G2F_DIAG_LAYOUT_MISREAD, (k_.hw.misread = 2, k_.cause.which = 2));
-    } else if (st == G2F_STAGE_MID) {
-        ADD(G2F_DIAG_RESIDUAL_MISSING, (k_.hw.no_res_mid = 1, k_.cause.which = 1));
-    } else if (st == G2F_STAGE_OUT) {
-        ADD(G2F_DIAG_RESIDUAL_MISSING, (k_.hw.no_res_out = 1, k_.cause.which = 2));
+/* A hypothesis of the block's stages, one table entry each: the stages it
+ * acts on (bits of g2f_stage), its code, its variants (a grid's size), and
+ * how variant v recomputes: apply sets hw (a copy of the plain computation)
+ * and the cause's parameters, and returns 0 when v does not apply here. */
+typedef struct block_hyp {
+    unsigned stages;
+    g2f_diag code;
+    int variants;
+    int (*apply)(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *cause);
+} block_hyp;
+#define SB(s) (1u << (s))
+#define LN12 (SB(G2F_STAGE_LN1) | SB(G2F_STAGE_LN2))
+
+static int ln_eps(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c;
+    int one = st == G2F_STAGE_LN1;
+    double *eps = one ? &hw->eps1 : &hw->eps2, e = g2f_ln_eps_grid[v];
+    if (fabs(e - *eps) <= 1e-3 * *eps) return 0; /* the model's own */
+    k->eps = *eps = e;
+    k->which = one ? 1 : 2;
+    return 1;
+}
+static int ln_no_bias(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c, (void)v;
+    k->which = st == G2F_STAGE_LN1 ? 1 : 2;
+    *(k->which == 1 ? &hw->no_b1 : &hw->no_b2) = 1;
+    return 1;
+}
+static int ln_no_weight(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c, (void)v;
+    k->which = st == G2F_STAGE_LN1 ? 1 : 2;
+    *(k->which == 1 ? &hw->no_w1 : &hw->no_w2) = 1;
+    return 1;
+}
+static int no_mask(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c, (void)v, (void)st, (void)k;
+    hw->attn.causal = 0;
+    return 1;
+}
+static int no_scale(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c, (void)v, (void)st, (void)k;
+    hw->attn.scale = 1.0;
+    return 1;
+}
+static int scale_layer_idx(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)v, (void)st, (void)k;
+    hw->attn.scale = 1.0 / (sqrt((double)(c->d / c->H)) * (double)(c->L + 1));
+    return 1;
+}
+/* the constants ports use instead of 1/sqrt(d_head): llm.c-style 1/sqrt(n_embd), muP's 1/d_head */
+static int scale_constant(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)st;
+    k->scale = hw->attn.scale = v == 0 ? 1.0 / sqrt((double)c->d) : 1.0 / (double)(c->d / c->H);
+    k->scale_name = v + 1;
+    return 1;
+}
+static int qkv_order(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c, (void)st;
+    memcpy(hw->attn.qkv_order, g2f_qkv_perms[v], sizeof g2f_qkv_perms[v]);
+    memcpy(k->qkv_perm, g2f_qkv_perms[v], sizeof g2f_qkv_perms[v]);
+    return 1;
+}
+static int heads_interleaved(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c, (void)v, (void)st, (void)k;
+    hw->attn.heads_interleaved = 1;
+    return 1;
+}
+static int attn_no_bias(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c, (void)st;
+    k->which = v + 1;
+    *(v == 0 ? &hw->no_attn_b : &hw->no_proj_b) = 1;
+    return v == 0 ? hw->b->attn_b != NULL : hw->b->aproj_b != NULL;
+}
+static int attn_misread(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c, (void)st;
+    hw->misread = k->which = v + 1;
+    return 1;
+}
+static int no_residual(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
+    (void)c, (void)v;
+    k->which = st == G2F_STAGE_MID ? 1 : 2;
+    *(k->which == 1 ? &hw->no_res_mid : &hw->no_res_out) = 1;
+    return 1;
+}
+
+static const block_hyp block_hyps[] = {
+    {LN12, G2F_DIAG_LN_EPS, G2F_LN_EPS_GRID_N, ln_eps},
+    {LN12, G2F_DIAG_LN_BIAS_MISSING, 1, ln_no_bias},
+    {LN12, G2F_DIAG_LN_WEIGHT_MISSING, 1, ln_no_weight},
+    {SB(G2F_STAGE_ATTN), G2F_DIAG_ATTN_MASK_MISSING, 1, no_mask},
+    {SB(G2F_STAGE_ATTN), G2F_DIAG_ATTN_SCALE_MISSING, 1, no_scale},
+    {SB(G2F_STAGE_ATTN), G2F_DIAG_ATTN_SCALE_LAYER_IDX, 1, scale_layer_idx},
+    {SB(G2F_STAGE_ATTN), G2F_DIAG_ATTN_SCALE, 2, scale_constant},
+    {SB(G2F_STAGE_ATTN), G2F_DIAG_QKV_ORDER, G2F_QKV_PERMS_N, qkv_order},
+    {SB(G2F_STAGE_ATTN), G2F_DIAG_HEADS_INTERLEAVED, 1, heads_interleaved},
+    {SB(G2F_STAGE_ATTN), G2F_DIAG_ATTN_BIAS_MISSING, 2, attn_no_bias},
+    {SB(G2F_STAGE_ATTN), G2F_DIAG_LAYOUT_MISREAD, 2, attn_misread},
+    {SB(G2F_STAGE_MID) | SB(G2F_STAGE_OUT), G2F_DIAG_RESIDUAL_MISSING, 1, no_residual},
+};
+
+/* Recomputes stage st under hw; a match becomes cause k (its margin set). */
+static g2f_status try_how(ctx *c, g2f_stage st, const how *hw, g2f_cause k, g2f_stage_result *r, g2f_error *err) {
+    acc A;
+    r->hypotheses_tried++;
+    g2f_status e = run_stage(c, st, hw, &A, err);
+    if (e == G2F_OK && A.mismatched == 0) {
+        k.margin = A.margin;
+        add_cause(r, &k);
     }
-#undef ADD
+    return e;
+}
+
+/* The table's hypotheses for stage st. */
+static g2f_status try_table(ctx *c, g2f_stage st, const how *base, g2f_stage_result *r, g2f_error *err) {
     g2f_status e = G2F_OK;
-    for (size_t i = 0; i < n && e == G2F_OK; i++) {
-        acc A;
-        r->hypotheses_tried++;
-        if ((e = run_stage(c, st, &cs[i].hw, &A, err)) != G2F_OK) break;
-        if (A.mismatched == 0) {
-            cs[i].cause.margin = A.margin;
-            add_cause(r, &cs[i].cause);
-        }
-    }
-    /* any other constant scale: fitted, then checked like every hypothesis */
-    if (e == G2F_OK && !r->n_causes && st == G2F_STAGE_ATTN) e = fit_attn_scale(c, base, r, err);
-    /* the weights of the stage rounded, or another layer's */
-    if (e == G2F_OK && !r->n_causes && (st == G2F_STAGE_LN1 || st == G2F_STAGE_LN2 || st == G2F_STAGE_ATTN)) {
-        /* rounded weights (the checkpoint the rounded side: known to within their rounding), and
-         * ggml's F16 matmul for attention's products */
-        static const g2f_diag prec[3] = {G2F_DIAG_WEIGHTS_F16_ROUNDED, G2F_DIAG_WEIGHTS_BF16_ROUNDED,
-                                         G2F_DIAG_F16_MATMUL};
-        for (int k = 0; k < (st == G2F_STAGE_ATTN ? 3 : 2) && e == G2F_OK; k++) {
-            rounded rb = {0};
-            how hw;
-            if ((e = precision_how(c, base, G2F_DIAG_BIT(prec[k]), &hw, &rb, err)) != G2F_OK) break;
-            acc A;
-            r->hypotheses_tried++;
-            e = run_stage(c, st, &hw, &A, err);
-            if (e == G2F_OK && A.mismatched == 0) {
-                g2f_cause bc = none;
-                bc.codes = G2F_DIAG_BIT(prec[k]);
-                bc.margin = A.margin;
-                add_cause(r, &bc);
-            }
-            free(rb.buf);
-        }
-        size_t n_layer = g2f_model_get_info(m)->n_layer;
-        for (size_t K = 0; e == G2F_OK && !r->n_causes && K < n_layer; K++) {
-            if (K == c->L) continue;
-            g2f_block other;
-            if ((e = g2f_model_block_load(m, K, c->H, &other, err)) != G2F_OK) break;
-            if (st != G2F_STAGE_ATTN || other.has_attn) {
-                how hw = *base;
-                hw.b = &other;
-                acc A;
-                r->hypotheses_tried++;
-                e = run_stage(c, st, &hw, &A, err);
-                if (e == G2F_OK && A.mismatched == 0) {
-                    g2f_cause bc = none;
-                    bc.codes = G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_FROM_LAYER);
-                    bc.from_layer = (long)K;
-                    bc.margin = A.margin;
-                    add_cause(r, &bc);
-                }
-            }
-            g2f_block_free(&other);
+    for (size_t i = 0; i < sizeof block_hyps / sizeof block_hyps[0] && e == G2F_OK; i++) {
+        const block_hyp *y = &block_hyps[i];
+        if (!(y->stages & SB(st))) continue;
+        for (int v = 0; v < y->variants && e == G2F_OK; v++) {
+            how hw = *base;
+            g2f_cause k = g2f_cause_of(G2F_DIAG_BIT(y->code), st);
+            if (y->apply(c, v, st, &hw, &k)) e = try_how(c, st, &hw, k, r, err);
         }
     }
     return e;
+}
+
+/* The stage's weights rounded (the checkpoint the rounded side: known to
+ * within their rounding), and ggml's F16 matmul for attention's products. */
+static g2f_status try_precisions(ctx *c, g2f_stage st, const how *base, g2f_stage_result *r, g2f_error *err) {
+    static const g2f_diag prec[3] = {G2F_DIAG_WEIGHTS_F16_ROUNDED, G2F_DIAG_WEIGHTS_BF16_ROUNDED, G2F_DIAG_F16_MATMUL};
+    g2f_status e = G2F_OK;
+    for (int k = 0; k < (st == G2F_STAGE_ATTN ? 3 : 2) && e == G2F_OK; k++) {
+        rounded rb = {0};
+        how hw;
+        if ((e = precision_how(c, base, G2F_DIAG_BIT(prec[k]), &hw, &rb, err)) == G2F_OK)
+            e = try_how(c, st, &hw, g2f_cause_of(G2F_DIAG_BIT(prec[k]), st), r, err);
+        free(rb.buf);
+    }
+    return e;
+}
+
+/* Another layer's weights at stage st: one g2f_search_other_layers walk. */
+typedef struct layer_try {
+    ctx *c;
+    g2f_stage st;
+    const how *base;
+    const g2f_model *m;
+    g2f_stage_result *r;
+} layer_try;
+
+static g2f_status try_layer(void *u, size_t K, int *stop, g2f_error *err) {
+    layer_try *t = u;
+    g2f_block other;
+    g2f_status e = g2f_model_block_load(t->m, K, t->c->H, &other, err);
+    if (e != G2F_OK) return e;
+    if (t->st != G2F_STAGE_ATTN || other.has_attn) {
+        how hw = *t->base;
+        hw.b = &other;
+        g2f_cause k = g2f_cause_of(G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_FROM_LAYER), t->st);
+        k.from_layer = (long)K;
+        e = try_how(t->c, t->st, &hw, k, t->r, err);
+    }
+    g2f_block_free(&other);
+    *stop = t->r->n_causes > 0;
+    return e;
+}
+
+/* The hypotheses of stage st, in order: the table's; then, when none
+ * explains it, a fitted attention scale, the weights' precision and
+ * another layer's weights. */
+static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2f_model *m, g2f_stage_result *r,
+                                 g2f_error *err) {
+    g2f_status e = try_table(c, st, base, r, err);
+    /* any other constant scale: fitted, then checked like every hypothesis */
+    if (e == G2F_OK && !r->n_causes && st == G2F_STAGE_ATTN) e = fit_attn_scale(c, base, r, err);
+    if (e != G2F_OK || r->n_causes || !(st == G2F_STAGE_LN1 || st == G2F_STAGE_LN2 || st == G2F_STAGE_ATTN)) return e;
+    if ((e = try_precisions(c, st, base, r, err)) != G2F_OK || r->n_causes) return e;
+    layer_try t = {c, st, base, m, r};
+    return g2f_search_other_layers(g2f_model_get_info(m)->n_layer, c->L, try_layer, &t, err);
 }
 
 /* ---- the chained pass -------------------------------------------------- */
@@ -898,7 +963,7 @@ static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f
     c->err = err;
     for (size_t sq = 0; sq < c->n_seq; sq++) {
         read_seq(tin, sq, T, d, s->x, NULL);
-        input_var(s->x, T * d, tin->dtype, s->vx);
+        g2f_tol_input_var(s->x, T * d, tin->dtype, s->vx);
         g2f_status e = chain_seq(c, hw, mlp, sq, A);
         if (e != G2F_OK) return e;
     }
@@ -996,7 +1061,7 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
     c.p = p;
     c.d = mi->n_embd;
     c.H = p->n_head ? p->n_head : mi->n_head;
-    c.lambda = p->tol->lambda > 0 ? p->tol->lambda : G2F_TOL_LAMBDA;
+    c.lambda = g2f_tol_lambda(p->tol);
     c.wdtype = mi->dtype;
     g2f_fixture_block_shape(f, layer, &c.n_seq, &c.T);
     if (!c.T) return G2F_OK;
@@ -1074,7 +1139,7 @@ g2f_status g2f_block_chain_new(const g2f_model *m, size_t T, const g2f_block_par
     c->c.T = T;
     c->c.n_seq = 1;
     c->h = mi->n_inner;
-    c->c.lambda = p->tol->lambda > 0 ? p->tol->lambda : G2F_TOL_LAMBDA;
+    c->c.lambda = g2f_tol_lambda(p->tol);
     g2f_status st = seq_alloc(&c->c.s, 0, T, c->c.d, H, mi->n_inner, p->values_only, p->no_probs, &c->mem,
                               err);
     if (st != G2F_OK) {

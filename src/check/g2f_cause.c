@@ -80,6 +80,7 @@ static const code_entry code_table[G2F_DIAG_COUNT] = {
     [G2F_DIAG_LN_F_MISSING] = {"ln_f_missing", "no final LayerNorm (ln_f skipped)", P_NONE, 0},
     [G2F_DIAG_LM_HEAD_UNTIED] = {"lm_head_untied",
                                  "the logits made with wte although the checkpoint has its own lm_head", P_NONE, 0},
+    [G2F_DIAG_EMBED_SCALED] = {"embed_scaled", "the token embedding multiplied by sqrt(n_embd)", P_NONE, 0},
     [G2F_DIAG_PROPAGATED] = {"propagated", "the first divergence upstream, carried here", P_NONE, 0},
     [G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT] = {"weights_quant_inconsistent",
                                              "%s weights with a %s block %llu (elements [%llu, %llu)) ggml's "
@@ -202,4 +203,28 @@ void g2f_causes_join(const g2f_cause *cs, size_t n_causes, char *buf, size_t n) 
         g2f_cause_codes(&cs[i], one, sizeof one);
         used += (size_t)snprintf(buf + used, n - used, "%s%s", i ? " | " : "", one);
     }
+}
+
+/* 1e-5 is GPT-2's; 1e-6 and 1e-12 other frameworks' defaults; the rest a
+ * log grid between them and 1e-3 (an epsilon a port typed wrong). */
+const double g2f_ln_eps_grid[G2F_LN_EPS_GRID_N] = {1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3};
+/* which third of c_attn's output the port reads as q, k, v (not 0, 1, 2) */
+const int g2f_qkv_perms[G2F_QKV_PERMS_N][3] = {{1, 0, 2}, {0, 2, 1}, {2, 1, 0}, {1, 2, 0}, {2, 0, 1}};
+const long g2f_wpe_offsets[G2F_WPE_OFFSETS_N] = {1, 2, 3, 4};
+
+g2f_status g2f_search_other_layers(size_t n_layer, size_t self, g2f_layer_try try_layer, void *user,
+                                   g2f_error *err) {
+    int stop = 0;
+    g2f_status st = G2F_OK;
+    for (size_t K = 0; K < n_layer && !stop && st == G2F_OK; K++)
+        if (K != self) st = try_layer(user, K, &stop, err);
+    return st;
+}
+
+void g2f_stage_result_add(g2f_stage_result *r, const g2f_cause *c, size_t cap) {
+    if (cap > G2F_STAGE_MAX_CAUSES) cap = G2F_STAGE_MAX_CAUSES;
+    if (cap == 0 || (r->n_causes >= cap && r->causes[cap - 1].margin <= c->margin)) return;
+    size_t i = r->n_causes < cap ? r->n_causes++ : cap - 1;
+    while (i > 0 && r->causes[i - 1].margin > c->margin) r->causes[i] = r->causes[i - 1], i--;
+    r->causes[i] = *c;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "g2f_compare.h"
+#include "g2f_error.h"
 #include "g2f_ffn.h"
 #include "g2f_stage.h"
 #include "g2f_tensor.h"
@@ -58,6 +59,8 @@ typedef enum g2f_diag {
     G2F_DIAG_WPE_OFFSET,          /* "wpe_offset:K": positions K .. K+T-1 */
     G2F_DIAG_LN_F_MISSING,        /* ln_f skipped */
     G2F_DIAG_LM_HEAD_UNTIED,      /* logits made with wte where the checkpoint has its own head */
+    G2F_DIAG_EMBED_SCALED,        /* wte[ids] multiplied by sqrt(n_embd) before wpe is added (the embed_scale
+                                     of fairseq-style and Gemma-style decoders, which GPT-2 does not have) */
     G2F_DIAG_PROPAGATED,          /* "propagated:h.2.attn": a chained stage after the first divergence,
                                      which it follows from (its own recorded input matches) */
     G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT, /* "weights_quant_inconsistent:Q8_0": the checkpoint's quantized
@@ -131,6 +134,26 @@ typedef struct g2f_stage_result {
     char propagated[48];         /* a chained stage failing after the model's first divergence: where that
                                     is ("h.2.attn", "embed"), the code propagated:<it>; "" otherwise */
 } g2f_stage_result;
+
+/* The search grids, each defined once for every stage that tries it. */
+#define G2F_LN_EPS_GRID_N 7
+extern const double g2f_ln_eps_grid[G2F_LN_EPS_GRID_N]; /* LayerNorm epsilons ports use */
+#define G2F_QKV_PERMS_N 5
+extern const int g2f_qkv_perms[G2F_QKV_PERMS_N][3];    /* c_attn's thirds in another order */
+#define G2F_WPE_OFFSETS_N 4
+extern const long g2f_wpe_offsets[G2F_WPE_OFFSETS_N];  /* positions shifted by K */
+
+/* "Another layer's weights", one walk for every check (the FFN's, the
+ * block's stages, diff): try(user, K, &stop, err) for each layer K != self
+ * in order, until it sets stop or returns an error (returned). */
+typedef g2f_status (*g2f_layer_try)(void *user, size_t K, int *stop, g2f_error *err);
+g2f_status g2f_search_other_layers(size_t n_layer, size_t self, g2f_layer_try try_layer, void *user,
+                                   g2f_error *err);
+
+/* Adds c to r's causes, kept sorted by margin (the best fit first), at
+ * most cap (<= G2F_STAGE_MAX_CAUSES) of them: when full, c replaces the
+ * worst if it fits better. */
+void g2f_stage_result_add(g2f_stage_result *r, const g2f_cause *c, size_t cap);
 
 /* What verify accepts (--accept): rounding or quantization of the weights
  * that the user ported on purpose. */

@@ -2,6 +2,7 @@
 #include "g2f_diagnose.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,13 +13,9 @@
 
 /* Precision paths (a port's arithmetic in lower precision). */
 enum { P_NONE, P_TF32, P_F16_MM, P_ACT_F16, P_ACT_BF16, P_AUTO_F16, P_AUTO_BF16, P_COUNT };
-static const g2f_diag precision_code[P_COUNT] = {G2F_DIAG_UNEXPLAINED, G2F_DIAG_TF32_MATMUL, G2F_DIAG_F16_MATMUL,
-                                                 G2F_DIAG_ACT_F16_ROUNDED,
-                                                 G2F_DIAG_ACT_BF16_ROUNDED, G2F_DIAG_AUTOCAST_F16,
-                                                 G2F_DIAG_AUTOCAST_BF16};
 
 /* A hypothesis: the mutations applied to the computation. Each field is a
- * dimension; a pair combines two dimensions. */
+ * dimension; a pair combines two dimensions. build_how recomputes it. */
 typedef struct variant {
     int gelu;        /* -1: the form asked for; else another g2f_gelu */
     int clip;
@@ -27,52 +24,104 @@ typedef struct variant {
     int misread;     /* bit 1: c_fc, bit 2: c_proj */
     long from_layer; /* -1: the layer's own weights */
     int precision;   /* P_* */
-    g2f_dtype quant; /* G2F_DTYPE_F32: none; a quantized type: the weights as quantized */
+    int quant;       /* a g2f_dtype: G2F_DTYPE_F32 none; a quantized type: the weights as quantized */
     int ln2;         /* in recorded before ln_2 */
 } variant;
 
 static const variant plain = {-1, 0, 0, 0, 0, 0, 0, -1, P_NONE, G2F_DTYPE_F32, 0};
 
+struct ctx;
+/* The FFN's hypotheses, one entry per code and value, in the order they are
+ * tried: the variant field the code sets (to value), the groups no pair may
+ * hold twice (one GELU form, one origin of the weights, one precision path,
+ * ...), the cause parameter that tells one code's values apart (key), and
+ * when it applies (NULL: always). A new code is an entry here plus its
+ * recompute in build_how. */
+enum { G_GELU = 1, G_CLIP = 2, G_FCB = 4, G_PROJB = 8, G_RES = 16, G_WEIGHTS = 32, G_MISREAD = 64, G_PREC = 128,
+       G_LN2 = 256 };
+enum { K_NONE, K_MISREAD, K_QUANT, K_GELU };
+typedef struct ffn_hyp {
+    g2f_diag code;
+    size_t field; /* offsetof(variant, an int field) */
+    int value;
+    unsigned groups;
+    int key;
+    int (*applies)(const struct ctx *c, int value);
+} ffn_hyp;
+
+static int other_gelu(const struct ctx *c, int g);
+static int has_fc_bias(const struct ctx *c, int v);
+static int has_proj_bias(const struct ctx *c, int v);
+static int quant_applies(const struct ctx *c, int q);
+
+#define F(f) offsetof(variant, f)
+#define QUANT(q) {G2F_DIAG_WEIGHTS_QUANTIZED, F(quant), q, G_WEIGHTS, K_QUANT, quant_applies}
+static const ffn_hyp ffn_hyps[] = {
+    {G2F_DIAG_GELU_TANH, F(gelu), G2F_GELU_TANH, G_GELU, K_GELU, other_gelu},
+    {G2F_DIAG_GELU_ERF, F(gelu), G2F_GELU_ERF, G_GELU, K_GELU, other_gelu},
+    {G2F_DIAG_GELU_SIGMOID, F(gelu), G2F_GELU_SIGMOID, G_GELU, K_GELU, other_gelu},
+    {G2F_DIAG_GELU_MLX_APPROX, F(gelu), G2F_GELU_MLX, G_GELU, K_GELU, other_gelu},
+    {G2F_DIAG_GELU_F16_TABLE, F(gelu), G2F_GELU_F16_TABLE, G_GELU, K_GELU, other_gelu},
+    {G2F_DIAG_GELU_CLIPPED, F(clip), 1, G_CLIP, K_NONE, NULL},
+    {G2F_DIAG_FC_BIAS_MISSING, F(no_fc_bias), 1, G_FCB, K_NONE, has_fc_bias},
+    {G2F_DIAG_PROJ_BIAS_MISSING, F(no_proj_bias), 1, G_PROJB, K_NONE, has_proj_bias},
+    {G2F_DIAG_RESIDUAL_INCLUDED, F(residual), 1, G_RES, K_NONE, NULL},
+    {G2F_DIAG_WEIGHTS_F16_ROUNDED, F(rounding), 1, G_WEIGHTS, K_NONE, NULL},
+    {G2F_DIAG_WEIGHTS_BF16_ROUNDED, F(rounding), 2, G_WEIGHTS, K_NONE, NULL},
+    {G2F_DIAG_LAYOUT_MISREAD, F(misread), 1, G_MISREAD, K_MISREAD, NULL},
+    {G2F_DIAG_LAYOUT_MISREAD, F(misread), 2, G_MISREAD, K_MISREAD, NULL},
+    {G2F_DIAG_LAYOUT_MISREAD, F(misread), 3, G_MISREAD, K_MISREAD, NULL},
+    {G2F_DIAG_TF32_MATMUL, F(precision), P_TF32, G_PREC | G_WEIGHTS, K_NONE, NULL},
+    {G2F_DIAG_F16_MATMUL, F(precision), P_F16_MM, G_PREC | G_WEIGHTS, K_NONE, NULL},
+    {G2F_DIAG_ACT_F16_ROUNDED, F(precision), P_ACT_F16, G_PREC, K_NONE, NULL},
+    {G2F_DIAG_ACT_BF16_ROUNDED, F(precision), P_ACT_BF16, G_PREC, K_NONE, NULL},
+    {G2F_DIAG_AUTOCAST_F16, F(precision), P_AUTO_F16, G_PREC | G_WEIGHTS, K_NONE, NULL},
+    {G2F_DIAG_AUTOCAST_BF16, F(precision), P_AUTO_BF16, G_PREC | G_WEIGHTS, K_NONE, NULL},
+    /* a quantized checkpoint: its own type; a float one: each type ggml writes */
+    QUANT(G2F_DTYPE_Q8_0), QUANT(G2F_DTYPE_Q4_0), QUANT(G2F_DTYPE_Q4_1), QUANT(G2F_DTYPE_Q5_0),
+    QUANT(G2F_DTYPE_Q5_1), QUANT(G2F_DTYPE_Q4_K), QUANT(G2F_DTYPE_Q5_K), QUANT(G2F_DTYPE_Q6_K),
+    {G2F_DIAG_LN2_INPUT_CAPTURED, F(ln2), 1, G_LN2, K_NONE, NULL},
+};
+#define N_FFN_HYPS (sizeof ffn_hyps / sizeof ffn_hyps[0])
+
+static int field(const variant *v, const ffn_hyp *y) { return *(const int *)((const char *)v + y->field); }
+static void set_field(variant *v, const ffn_hyp *y) { *(int *)((char *)v + y->field) = y->value; }
+/* Entry y holds in v (a field at plain's value holds no entry). */
+static int holds(const variant *v, const ffn_hyp *y) { return field(v, y) == y->value; }
+
 static int variant_size(const variant *v) {
-    return (v->gelu >= 0) + v->clip + v->no_fc_bias + v->no_proj_bias + v->residual + (v->rounding != 0) +
-           (v->misread != 0) + (v->from_layer >= 0) + (v->precision != P_NONE) + (v->quant != G2F_DTYPE_F32) + v->ln2;
+    int n = v->from_layer >= 0;
+    for (size_t i = 0; i < N_FFN_HYPS; i++) n += holds(v, &ffn_hyps[i]);
+    return n;
+}
+
+static unsigned variant_groups(const variant *v) {
+    unsigned g = 0;
+    for (size_t i = 0; i < N_FFN_HYPS; i++)
+        if (holds(v, &ffn_hyps[i])) g |= ffn_hyps[i].groups;
+    return g;
 }
 
 static g2f_cause variant_cause(const variant *v, g2f_gelu asked, double margin) {
     g2f_cause c = g2f_cause_of(0, G2F_STAGE_MLP);
-    c.misread = v->misread, c.from_layer = v->from_layer, c.quant = v->quant, c.asked = asked, c.margin = margin;
-    if (v->gelu >= 0) c.codes |= G2F_DIAG_BIT(g2f_diag_of_gelu((g2f_gelu)v->gelu));
-    if (v->clip) c.codes |= G2F_DIAG_BIT(G2F_DIAG_GELU_CLIPPED);
-    if (v->no_fc_bias) c.codes |= G2F_DIAG_BIT(G2F_DIAG_FC_BIAS_MISSING);
-    if (v->no_proj_bias) c.codes |= G2F_DIAG_BIT(G2F_DIAG_PROJ_BIAS_MISSING);
-    if (v->residual) c.codes |= G2F_DIAG_BIT(G2F_DIAG_RESIDUAL_INCLUDED);
-    if (v->rounding == 1) c.codes |= G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED);
-    if (v->rounding == 2) c.codes |= G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED);
-    if (v->misread) c.codes |= G2F_DIAG_BIT(G2F_DIAG_LAYOUT_MISREAD);
+    c.misread = v->misread, c.from_layer = v->from_layer, c.quant = (g2f_dtype)v->quant, c.asked = asked,
+    c.margin = margin;
+    for (size_t i = 0; i < N_FFN_HYPS; i++)
+        if (holds(v, &ffn_hyps[i])) c.codes |= G2F_DIAG_BIT(ffn_hyps[i].code);
     if (v->from_layer >= 0) c.codes |= G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_FROM_LAYER);
-    if (v->precision != P_NONE) c.codes |= G2F_DIAG_BIT(precision_code[v->precision]);
-    if (v->quant != G2F_DTYPE_F32) c.codes |= G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANTIZED);
-    if (v->ln2) c.codes |= G2F_DIAG_BIT(G2F_DIAG_LN2_INPUT_CAPTURED);
     return c;
 }
 
 /* The variant a cause describes (the inverse of variant_cause). */
 static variant cause_variant(const g2f_cause *c, g2f_gelu asked) {
     variant v = plain;
-    for (int g = 0; g < G2F_GELU_COUNT; g++)
-        if (g != (int)asked && (c->codes & G2F_DIAG_BIT(g2f_diag_of_gelu((g2f_gelu)g)))) v.gelu = g;
-    v.clip = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_GELU_CLIPPED));
-    v.no_fc_bias = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_FC_BIAS_MISSING));
-    v.no_proj_bias = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_PROJ_BIAS_MISSING));
-    v.residual = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_RESIDUAL_INCLUDED));
-    v.rounding = c->codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED) ? 1
-                 : c->codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED) ? 2 : 0;
-    v.misread = c->codes & G2F_DIAG_BIT(G2F_DIAG_LAYOUT_MISREAD) ? c->misread : 0;
+    for (size_t i = 0; i < N_FFN_HYPS; i++) {
+        const ffn_hyp *y = &ffn_hyps[i];
+        int key = y->key == K_MISREAD ? c->misread : y->key == K_QUANT ? (int)c->quant : y->value;
+        if ((c->codes & G2F_DIAG_BIT(y->code)) && key == y->value && !(y->key == K_GELU && y->value == (int)asked))
+            set_field(&v, y);
+    }
     v.from_layer = c->codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_FROM_LAYER) ? c->from_layer : -1;
-    for (int p = 1; p < P_COUNT; p++)
-        if (c->codes & G2F_DIAG_BIT(precision_code[p])) v.precision = p;
-    v.quant = c->codes & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANTIZED) ? c->quant : G2F_DTYPE_F32;
-    v.ln2 = !!(c->codes & G2F_DIAG_BIT(G2F_DIAG_LN2_INPUT_CAPTURED));
     return v;
 }
 
@@ -264,7 +313,7 @@ static g2f_status build_how(ctx *c, const variant *v, const g2f_ffn_weights *bas
         if (g2f_dtype_is_quant(c->wdtype)) {
             /* the checkpoint is the quantized side: the reference used the
              * originals, which we cannot recover, so widen the tolerance */
-            if (c->wdtype != v->quant) return *applies = 0, G2F_OK;
+            if ((int)c->wdtype != v->quant) return *applies = 0, G2F_OK;
             g2f_status st = quant_variances(c, err);
             if (st != G2F_OK) return st;
             if (c->quant_bad) return *applies = 0, G2F_OK;
@@ -272,7 +321,7 @@ static g2f_status build_how(ctx *c, const variant *v, const g2f_ffn_weights *bas
             how->wvar_proj = c->wvar + c->d;
         } else {
             for (int k = 0; k < 8; k++)
-                if (quant_types[k] == v->quant) wt = WT_QUANT0 + k;
+                if ((int)quant_types[k] == v->quant) wt = WT_QUANT0 + k;
         }
     }
     if (wt && rd != G2F_DTYPE_F32 && c->wdtype == rd) {
@@ -344,54 +393,33 @@ static g2f_status try_variant(search *s, const variant *v, const g2f_ffn_weights
     return G2F_OK;
 }
 
-/* The cheap hypotheses, each a one-mutation variant. */
+static int other_gelu(const ctx *c, int g) { return g != (int)c->in->gelu; }
+static int has_fc_bias(const ctx *c, int v) { return (void)v, c->in->w->b_fc != NULL; }
+static int has_proj_bias(const ctx *c, int v) { return (void)v, c->in->w->b_proj != NULL; }
+/* a quantized checkpoint: its own type only; a float one: every type */
+static int quant_applies(const ctx *c, int q) { return g2f_dtype_is_quant(c->wdtype) ? q == (int)c->wdtype : 1; }
+
+/* The cheap hypotheses, each a one-mutation variant: the table's entries
+ * that apply. */
 static size_t cheap_singles(const ctx *c, variant *out) {
-    const g2f_ffn_weights *w = c->in->w;
     size_t n = 0;
-    variant v = plain;
-    for (int g = 0; g < G2F_GELU_COUNT; g++)
-        if (g != (int)c->in->gelu) { v.gelu = g; out[n++] = v; v = plain; }
-    v.clip = 1; out[n++] = v; v = plain;
-    if (w->b_fc) { v.no_fc_bias = 1; out[n++] = v; v = plain; }
-    if (w->b_proj) { v.no_proj_bias = 1; out[n++] = v; v = plain; }
-    v.residual = 1; out[n++] = v; v = plain;
-    for (int r = 1; r <= 2; r++) { v.rounding = r; out[n++] = v; v = plain; }
-    for (int m = 1; m <= 3; m++) { v.misread = m; out[n++] = v; v = plain; }
-    for (int p = 1; p < P_COUNT; p++) { v.precision = p; out[n++] = v; v = plain; }
-    if (g2f_dtype_is_quant(c->wdtype)) {
-        v.quant = c->wdtype; out[n++] = v; v = plain;
-    } else {
-        for (int k = 0; k < 8; k++) { v.quant = quant_types[k]; out[n++] = v; v = plain; }
+    for (size_t i = 0; i < N_FFN_HYPS; i++) {
+        const ffn_hyp *y = &ffn_hyps[i];
+        if (y->applies && !y->applies(c, y->value)) continue;
+        out[n] = plain;
+        set_field(&out[n++], y);
     }
-    v.ln2 = 1; out[n++] = v;
     return n;
 }
 
 /* Combines two single-mutation variants from different dimensions that can
- * hold together (the weights have one origin: a rounding, a precision path
- * that rounds them, or a quantization). */
+ * hold together (no group twice: the weights have one origin, ...). */
 static int combine(const variant *a, const variant *b, variant *out) {
-    int wa = a->rounding || a->precision == P_TF32 || a->precision == P_F16_MM || a->precision == P_AUTO_F16 ||
-             a->precision == P_AUTO_BF16 ||
-             a->quant != G2F_DTYPE_F32;
-    int wb = b->rounding || b->precision == P_TF32 || b->precision == P_F16_MM || b->precision == P_AUTO_F16 ||
-             b->precision == P_AUTO_BF16 ||
-             b->quant != G2F_DTYPE_F32;
-    if ((a->gelu >= 0 && b->gelu >= 0) || (a->clip && b->clip) || (a->no_fc_bias && b->no_fc_bias) ||
-        (a->no_proj_bias && b->no_proj_bias) || (a->residual && b->residual) || (wa && wb) ||
-        (a->misread && b->misread) || (a->precision && b->precision) || (a->ln2 && b->ln2))
-        return 0;
-    *out = (variant){a->gelu >= 0 ? a->gelu : b->gelu,
-                     a->clip | b->clip,
-                     a->no_fc_bias | b->no_fc_bias,
-                     a->no_proj_bias | b->no_proj_bias,
-                     a->residual | b->residual,
-                     a->rounding + b->rounding,
-                     a->misread + b->misread,
-                     -1,
-                     a->precision + b->precision,
-                     a->quant != G2F_DTYPE_F32 ? a->quant : b->quant,
-                     a->ln2 | b->ln2};
+    if (variant_groups(a) & variant_groups(b)) return 0;
+    *out = *a;
+    for (size_t i = 0; i < N_FFN_HYPS; i++)
+        if (holds(b, &ffn_hyps[i])) set_field(out, &ffn_hyps[i]);
+    out->from_layer = -1;
     return 1;
 }
 

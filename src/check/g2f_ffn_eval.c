@@ -313,217 +313,311 @@ static void out_tail(const tail_ctx *t, const chunk *c, size_t n, const float *a
         }
 }
 
-g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t layer, const g2f_tol_params *p,
-                        const g2f_ffn_eval_opts *opts, int n_threads, g2f_ffn_eval_ws *ws,
-                        g2f_ffn_eval_result *res, g2f_error *err) {
-    const g2f_ffn_weights *w = how->w;
-    const size_t d = w->n_embd, h = w->n_inner;
-    const g2f_tensor *tin = fx->t[G2F_ACT_MLP_IN], *tout = fx->t[G2F_ACT_MLP_OUT], *tpre = fx->t[G2F_ACT_MLP_PRE],
-                     *tact = fx->t[G2F_ACT_MLP_ACT];
-    const size_t *tokens = opts->tokens;
-    const size_t total = tokens ? opts->n_tokens : fx->n_tokens;
-    memset(res, 0, sizeof *res);
-    res->tokens = total;
-    res->bad_in = -1;
-    res->has_pre = tpre != NULL;
-    res->has_act = tact != NULL;
-    g2f_status st = G2F_OK;
-    chunk c = {0};
-    /* the other forms asked for, and their units (the F16 table rounds its input) */
-    const unsigned forms = opts->forms & ((1u << G2F_GELU_COUNT) - 1u) & ~(1u << how->gelu);
-    size_t n_forms = 0;
-    for (int g = 0; g < G2F_GELU_COUNT; g++) n_forms += (forms >> g) & 1u;
-    if ((st = chunk_make(ws, layer, total, d, h, n_forms, &c, err)) != G2F_OK) return st;
-    if (opts->profile) {
-        res->profile.col_out = calloc(d ? d : 1, sizeof(size_t));
-        if (tpre) res->profile.col_pre = calloc(h ? h : 1, sizeof(size_t));
-        if (tact) res->profile.col_act = calloc(h ? h : 1, sizeof(size_t));
-        if (!res->profile.col_out || (tpre && !res->profile.col_pre) || (tact && !res->profile.col_act)) {
-            g2f_ffn_eval_result_free(res);
-            return g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: out of memory", layer);
-        }
-    }
-    const int user = p->user;
-    const double lambda = p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA;
-    g2f_tol_units un = g2f_tol_units_for(tin->dtype, tout->dtype, tpre ? tpre->dtype : G2F_DTYPE_F32,
-                                         tact ? tact->dtype : G2F_DTYPE_F32, how->weight_roundoff);
-    const double u_in_fixture = un.u_in;
-    if (how->ln) un.u_in = 0; /* folded into the LayerNorm's output variance */
-    un.store = how->store;
-    un.table_in = how->gelu == G2F_GELU_F16_TABLE; /* ggml rounds the table's input to float16 */
-    un.gemm_act = how->gemm_in != how->store ? how->gemm_in : G2F_ROUND_NONE;
-    un.out_round = how->out_round;
-    /* the plain computation fuses bias + GELU into c_fc's last tiles */
-    const int plain = !how->clip && how->gemm_in == G2F_ROUND_NONE && how->store == G2F_ROUND_NONE &&
-                      how->out_round == G2F_ROUND_NONE && !how->ln;
-
-    const g2f_gelu other = g2f_gelu_other(how->gelu);
-    const int want_act2 = opts->other != G2F_EVAL_OTHER_NONE, want_out2 = opts->other == G2F_EVAL_OTHER_FULL;
+/* One evaluation's state, shared by its per-chunk steps. */
+typedef struct eval {
+    const g2f_ffn_how *how;
+    const g2f_ffn_eval_opts *opts;
+    const g2f_tensor *tin, *tout, *tpre, *tact;
+    const size_t *tokens;
+    size_t d, h;
+    unsigned forms;               /* the other forms asked for */
+    size_t n_forms;
+    int plain;                    /* bias + GELU fused into c_fc's last tiles */
+    int user, n_threads;
+    g2f_gelu other;
+    double u_in_fixture;
+    g2f_tol_units un, form_un[G2F_GELU_COUNT];
+    tail_ctx t;
+    const float *fpre, *fa1, *fa2, *fout; /* the flips the comparisons take off (NULL: none) */
     g2f_cmp_acc a_out, a_pre, a_act, a_act2, a_out2;
-    g2f_cmp_acc_init(&a_out, 1);
-    g2f_cmp_acc_init(&a_pre, 1);
-    g2f_cmp_acc_init(&a_act, 1);
-    g2f_cmp_acc_init(&a_act2, 1);
-    g2f_cmp_acc_init(&a_out2, 1);
     g2f_cmp_acc a_form[G2F_GELU_COUNT][3]; /* out, pre, act */
-    for (int g = 0; g < G2F_GELU_COUNT; g++)
-        for (int k = 0; k < 3; k++) g2f_cmp_acc_init(&a_form[g][k], 1);
-    tail_ctx tctx = {how, p, tpre, tact, NULL, NULL, d, h, lambda, user, n_threads, !user, &ws->ffn};
-    /* the flips the comparisons take off, when the computation rounds (else none) */
-    const float *fpre = tctx.flips ? c.fl_pre : NULL, *fa1 = tctx.flips ? c.fl_act1 : NULL,
-                *fa2 = tctx.flips ? c.fl_act2 : NULL, *fout = tctx.flips ? c.fl_out : NULL;
-    g2f_tol_units form_un[G2F_GELU_COUNT];
-    for (int g = 0; g < G2F_GELU_COUNT; g++) {
-        form_un[g] = un;
-        form_un[g].table_in = g == G2F_GELU_F16_TABLE;
+    tracker tr;
+    g2f_ffn_ws *fws;
+    g2f_ffn_eval_result *res;
+} eval;
+
+/* Reads rows [i0, i0 + n) of the fixture into the chunk; the first
+ * non-finite input is noted. */
+static void read_chunk(eval *ev, chunk *c, size_t i0, size_t n) {
+    const size_t d = ev->d, h = ev->h, nd = n * d;
+    const size_t *tokens = ev->tokens;
+    g2f_ffn_eval_result *res = ev->res;
+    read_rows(ev->tin, tokens, i0, n, d, c->x, NULL);
+    read_rows(ev->tout, tokens, i0, n, d, NULL, c->e_out);
+    if (ev->tpre) read_rows(ev->tpre, tokens, i0, n, h, NULL, c->e_pre);
+    if (ev->tact) read_rows(ev->tact, tokens, i0, n, h, NULL, c->e_act);
+    if (res->bad_in >= 0) return;
+    for (size_t i = 0; i < nd; i++)
+        if (!isfinite(c->x[i])) {
+            res->bad_in = (long)((tokens ? tokens[i0 + i / d] : i0 + i / d) * d + i % d);
+            res->bad_in_value = c->x[i];
+            return;
+        }
+}
+
+/* c_fc's input as the port computes it: LayerNorm(x) (its rounding an
+ * input variance in c->a2, A2 = x^2 + var k2), rounded (the reference's
+ * own rounding: nothing to add). *a2 the A2 operand or NULL. */
+static const float *fc_input(eval *ev, chunk *c, size_t n, const float **a2) {
+    const g2f_ffn_how *how = ev->how;
+    const size_t d = ev->d, nd = n * d;
+    const float *xin = c->x;
+    *a2 = NULL;
+    if (how->ln) {
+        g2f_ln_forward(c->x, n, d, how->ln->w, how->ln->b, how->ln->eps, c->xg, NULL, NULL, ev->n_threads);
+        xin = c->xg;
+        if (!ev->user) {
+            g2f_tol_layernorm_var(c->x, c->xg, n, d, how->ln->w, how->ln->b, how->ln->eps, ev->u_in_fixture, c->a2,
+                                  ev->n_threads);
+            const double k2 = g2f_tol_var_coef(d, &ev->un); /* sum var W^2 / u^2 enters V_pre as it is */
+            for (size_t i = 0; i < nd; i++) c->a2[i] = (float)((double)c->xg[i] * c->xg[i] + k2 * c->a2[i]);
+            *a2 = c->a2;
+        }
     }
-    tracker tr = {0};
-    for (size_t i0 = 0; i0 < total; i0 += c.cap) {
-        size_t n = total - i0 < c.cap ? total - i0 : c.cap;
-        size_t nd = n * d, nh = n * h;
-        read_rows(tin, tokens, i0, n, d, c.x, NULL);
-        read_rows(tout, tokens, i0, n, d, NULL, c.e_out);
-        if (tpre) read_rows(tpre, tokens, i0, n, h, NULL, c.e_pre);
-        if (tact) read_rows(tact, tokens, i0, n, h, NULL, c.e_act);
-        if (res->bad_in < 0)
-            for (size_t i = 0; i < nd; i++)
-                if (!isfinite(c.x[i])) {
-                    res->bad_in = (long)((tokens ? tokens[i0 + i / d] : i0 + i / d) * d + i % d);
-                    res->bad_in_value = c.x[i];
-                    break;
-                }
-        /* c_fc and GELU, with x^2 W_fc^2 beside them */
-        const float *fc_in = c.x; /* what c_fc multiplies: x, LayerNorm(x), rounded */
-        const float *pre_u = c.pre, *act_u = c.act; /* before the port's roundings */
-        if (plain) {
-            g2f_ffn_fc_gelu_sq(w, c.x, n, how->gelu, c.pre, c.act, user ? NULL : c.q, n_threads, &ws->ffn);
-        } else {
-            const float *xin = c.x, *a2 = NULL;
-            if (how->ln) { /* the FFN's input is LayerNorm(in); its rounding enters as an input variance */
-                g2f_ln_forward(c.x, n, d, how->ln->w, how->ln->b, how->ln->eps, c.xg, NULL, NULL, n_threads);
-                xin = c.xg;
-                if (!user) {
-                    g2f_tol_layernorm_var(c.x, c.xg, n, d, how->ln->w, how->ln->b, how->ln->eps, u_in_fixture, c.a2,
-                                          n_threads);
-                    /* A2 = x^2 + var k2: sum var W^2 / u^2 enters V_pre as it is (g2f_tol_var_coef) */
-                    const double k2 = g2f_tol_var_coef(d, &un);
-                    for (size_t i = 0; i < nd; i++) c.a2[i] = (float)((double)c.xg[i] * c.xg[i] + k2 * c.a2[i]);
-                    a2 = c.a2;
-                }
-            }
-            if (how->gemm_in != G2F_ROUND_NONE) { /* the same rounding as the reference's: nothing to add */
-                g2f_round_span(how->gemm_in, xin, c.xg, nd);
-                xin = c.xg;
-            }
-            fc_in = xin;
-            g2f_matmul_sq(xin, a2, n, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, c.pre_u,
-                          user ? NULL : c.q, n_threads, &ws->ffn);
-            pre_u = c.pre_u;
-            g2f_round_span(how->store, c.pre_u, c.pre, nh); /* NONE: a copy */
-            act_gelu(how, how->gelu, c.pre, nh, c.act_u, c.act, n_threads);
-            act_u = c.act_u;
-        }
-        if (n_forms && !user) memcpy(c.s_fc, c.q, nh * sizeof(float)); /* q is computed in place */
-        tctx.fc_in = fc_in;
-        tctx.pre_u = pre_u;
-        hidden(&tctx, &c, n, act_u, c.act, c.q, &un, c.q);
-        /* c_proj, with q W_proj^2 beside it (into tol_out, then the tolerance in place) */
-        const float *act_in = proj_input(&tctx, c.act, nh, c.act2);
-        float *prod = how->out_round != G2F_ROUND_NONE ? c.out_u : c.out;
-        g2f_ffn_proj_sq(w, act_in, user ? NULL : c.q, n, prod, user ? NULL : c.tol_out, n_threads, &ws->ffn);
-        out_tail(&tctx, &c, n, act_in, prod, c.out, c.tol_out, &un);
-        cmp_rows_f(&a_out, c.e_out, c.out, c.tol_out, fout, NULL, tokens, i0, n, d, n_threads);
-        if (tpre) cmp_rows_f(&a_pre, c.e_pre, c.pre, c.tol_pre, fpre, NULL, tokens, i0, n, h, n_threads);
-        if (tact) cmp_rows_f(&a_act, c.e_act, c.act, c.tol_act, fa1, fa2, tokens, i0, n, h, n_threads);
-        if (opts->profile) {
-            g2f_ffn_profile *pf = &res->profile;
-            profile_rows(pf, c.e_out, c.out, c.tol_out, pf->col_out, tokens, i0, n, d, 1);
-            if (tpre) profile_rows(pf, c.e_pre, c.pre, c.tol_pre, pf->col_pre, tokens, i0, n, h, 0);
-            if (tact) profile_rows(pf, c.e_act, c.act, c.tol_act, pf->col_act, tokens, i0, n, h, 0);
-        }
-        if (want_act2) {
-            /* the other GELU form of the same pre-activations */
-            g2f_ffn_gelu(other, c.pre, nh, c.act2, n_threads);
-            if (tact) {
-                cmp_rows(&a_act2, c.e_act, c.act2, c.tol_act, tokens, i0, n, h, n_threads);
-                double sa = separation(c.act, c.act2, c.tol_act, nh, n_threads);
-                if (sa > res->sep_act) res->sep_act = sa;
-            }
-            /* where the forms differ most, relative to out's tolerance: one
-             * row per task, each summed in order (any thread count, the same
-             * scores), then tracked in token order */
-            double *score = c.x_out; /* (C) doubles, free here: out_tail is done with them */
+    if (how->gemm_in != G2F_ROUND_NONE) {
+        g2f_round_span(how->gemm_in, xin, c->xg, nd);
+        xin = c->xg;
+    }
+    return xin;
+}
+
+/* c_fc and the GELU with x^2 W_fc^2 beside them: c->pre, c->act, c->q;
+ * *pre_u, *act_u the values before the port's roundings. */
+static void fc_gelu_step(eval *ev, chunk *c, size_t n, const float **pre_u, const float **act_u) {
+    const g2f_ffn_how *how = ev->how;
+    const g2f_ffn_weights *w = how->w;
+    const size_t h = ev->h, nh = n * h;
+    *pre_u = c->pre, *act_u = c->act;
+    if (ev->plain) {
+        g2f_ffn_fc_gelu_sq(w, c->x, n, how->gelu, c->pre, c->act, ev->user ? NULL : c->q, ev->n_threads, ev->fws);
+        ev->t.fc_in = c->x;
+        return;
+    }
+    const float *a2, *xin = fc_input(ev, c, n, &a2);
+    ev->t.fc_in = xin;
+    g2f_matmul_sq(xin, a2, n, ev->d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, c->pre_u,
+                  ev->user ? NULL : c->q, ev->n_threads, ev->fws);
+    *pre_u = c->pre_u;
+    g2f_round_span(how->store, c->pre_u, c->pre, nh); /* NONE: a copy */
+    act_gelu(how, how->gelu, c->pre, nh, c->act_u, c->act, ev->n_threads);
+    *act_u = c->act_u;
+}
+
+/* The hidden tolerances, c_proj with q W_proj^2 beside it, out's tail and
+ * the comparisons of out, pre and act (and their profile). */
+static void proj_compare_step(eval *ev, chunk *c, size_t i0, size_t n, const float *act_u) {
+    const g2f_ffn_how *how = ev->how;
+    const size_t d = ev->d, h = ev->h, nh = n * h;
+    const int nt = ev->n_threads;
+    if (ev->n_forms && !ev->user) memcpy(c->s_fc, c->q, nh * sizeof(float)); /* q is computed in place */
+    hidden(&ev->t, c, n, act_u, c->act, c->q, &ev->un, c->q);
+    const float *act_in = proj_input(&ev->t, c->act, nh, c->act2);
+    float *prod = how->out_round != G2F_ROUND_NONE ? c->out_u : c->out;
+    g2f_ffn_proj_sq(how->w, act_in, ev->user ? NULL : c->q, n, prod, ev->user ? NULL : c->tol_out, nt, ev->fws);
+    out_tail(&ev->t, c, n, act_in, prod, c->out, c->tol_out, &ev->un);
+    cmp_rows_f(&ev->a_out, c->e_out, c->out, c->tol_out, ev->fout, NULL, ev->tokens, i0, n, d, nt);
+    if (ev->tpre) cmp_rows_f(&ev->a_pre, c->e_pre, c->pre, c->tol_pre, ev->fpre, NULL, ev->tokens, i0, n, h, nt);
+    if (ev->tact) cmp_rows_f(&ev->a_act, c->e_act, c->act, c->tol_act, ev->fa1, ev->fa2, ev->tokens, i0, n, h, nt);
+    if (ev->opts->profile) {
+        g2f_ffn_profile *pf = &ev->res->profile;
+        profile_rows(pf, c->e_out, c->out, c->tol_out, pf->col_out, ev->tokens, i0, n, d, 1);
+        if (ev->tpre) profile_rows(pf, c->e_pre, c->pre, c->tol_pre, pf->col_pre, ev->tokens, i0, n, h, 0);
+        if (ev->tact) profile_rows(pf, c->e_act, c->act, c->tol_act, pf->col_act, ev->tokens, i0, n, h, 0);
+    }
+}
+
+/* Where the forms differ most, relative to out's tolerance: one row per
+ * task, each summed in order (any thread count, the same scores), then
+ * tracked in token order. */
+static void track_rows(eval *ev, chunk *c, size_t i0, size_t n) {
+    const size_t d = ev->d, h = ev->h;
+    double *score = c->x_out; /* (C) doubles, free here: out_tail is done with them */
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(ev->n_threads))
 #endif
-            for (long r = 0; r < (long)n; r++) {
-                double dd = 0, tt = 0;
-                const float *a2 = c.act2 + (size_t)r * h, *a1 = c.act + (size_t)r * h, *to = c.tol_out + (size_t)r * d;
-                for (size_t k = 0; k < h; k++) {
-                    double e = (double)a2[k] - a1[k];
-                    dd += e * e;
-                }
-                for (size_t j = 0; j < d; j++) tt += (double)to[j] * to[j];
-                score[r] = tt > 0 ? sqrt(dd / (tt / (double)d)) : INFINITY;
-            }
-            for (size_t r = 0; r < n; r++) track(&tr, tokens ? tokens[i0 + r] : i0 + r, score[r]);
-            if (want_out2) {
-                g2f_matmul_sq(c.act2, NULL, n, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, w->b_proj,
-                              c.out2, NULL, n_threads, &ws->ffn);
-                if (how->residual)
-                    for (size_t i = 0; i < nd; i++) c.out2[i] += c.x[i];
-                cmp_rows(&a_out2, c.e_out, c.out2, c.tol_out, tokens, i0, n, d, n_threads);
-                double so = separation(c.out, c.out2, c.tol_out, nd, n_threads);
-                if (so > res->sep_out) res->sep_out = so;
-            }
+    for (long r = 0; r < (long)n; r++) {
+        double dd = 0, tt = 0;
+        const float *a2 = c->act2 + (size_t)r * h, *a1 = c->act + (size_t)r * h, *to = c->tol_out + (size_t)r * d;
+        for (size_t k = 0; k < h; k++) {
+            double e = (double)a2[k] - a1[k];
+            dd += e * e;
         }
-        if (!n_forms) continue;
-        /* the other forms, from this chunk's pre and c_fc's sums of squares
-         * (what a g2f_ffn_eval with how.gelu = g computes, step for step),
-         * their c_proj stacked into one product (rows are independent: the
-         * same bits, one packing of W_proj) */
-        size_t j = 0;
-        for (int g = 0; g < G2F_GELU_COUNT; g++) {
-            if (!(forms & (1u << g))) continue;
-            float *fa = c.f_act + j * nh, *fq = c.f_q + j * nh;
-            float *au = plain ? c.act : c.act_u;
-            act_gelu(how, (g2f_gelu)g, c.pre, nh, au, c.act, n_threads);
-            hidden(&tctx, &c, n, au, c.act, c.s_fc, &form_un[g], fq);
-            if (tpre) cmp_rows_f(&a_form[g][1], c.e_pre, c.pre, c.tol_pre, fpre, NULL, tokens, i0, n, h, n_threads);
-            if (tact) cmp_rows_f(&a_form[g][2], c.e_act, c.act, c.tol_act, fa1, fa2, tokens, i0, n, h, n_threads);
-            const float *ai = proj_input(&tctx, c.act, nh, fa);
-            if (ai != fa) memcpy(fa, ai, nh * sizeof(float));
-            j++;
-        }
-        g2f_ffn_proj_sq(w, c.f_act, user ? NULL : c.f_q, j * n, c.f_out, user ? NULL : c.f_v, n_threads, &ws->ffn);
-        j = 0;
-        for (int g = 0; g < G2F_GELU_COUNT; g++) {
-            if (!(forms & (1u << g))) continue;
-            float *fo = c.f_out + j * nd, *fv = c.f_v + j * nd;
-            float *o = how->out_round != G2F_ROUND_NONE ? c.out : fo;
-            out_tail(&tctx, &c, n, c.f_act + j * nh, fo, o, fv, &form_un[g]);
-            cmp_rows_f(&a_form[g][0], c.e_out, o, fv, fout, NULL, tokens, i0, n, d, n_threads);
-            j++;
-        }
+        for (size_t j = 0; j < d; j++) tt += (double)to[j] * to[j];
+        score[r] = tt > 0 ? sqrt(dd / (tt / (double)d)) : INFINITY;
     }
-    g2f_cmp_acc_finish(&a_out, &res->out);
-    g2f_cmp_acc_finish(&a_pre, &res->pre);
-    g2f_cmp_acc_finish(&a_act, &res->act);
-    g2f_cmp_acc_finish(&a_act2, &res->act_other);
-    g2f_cmp_acc_finish(&a_out2, &res->out_other);
-    res->form_margin[how->gelu] = g2f_ffn_eval_margin(res);
+    for (size_t r = 0; r < n; r++) track(&ev->tr, ev->tokens ? ev->tokens[i0 + r] : i0 + r, score[r]);
+}
+
+/* The other GELU form of the same pre-activations: act2 (and out2)
+ * compared, the separations, the tracked tokens. */
+static void other_form_step(eval *ev, chunk *c, size_t i0, size_t n) {
+    const g2f_ffn_how *how = ev->how;
+    const g2f_ffn_weights *w = how->w;
+    const size_t d = ev->d, h = ev->h, nh = n * h, nd = n * d;
+    const int nt = ev->n_threads;
+    g2f_ffn_eval_result *res = ev->res;
+    g2f_ffn_gelu(ev->other, c->pre, nh, c->act2, nt);
+    if (ev->tact) {
+        cmp_rows(&ev->a_act2, c->e_act, c->act2, c->tol_act, ev->tokens, i0, n, h, nt);
+        double sa = separation(c->act, c->act2, c->tol_act, nh, nt);
+        if (sa > res->sep_act) res->sep_act = sa;
+    }
+    track_rows(ev, c, i0, n);
+    if (ev->opts->other != G2F_EVAL_OTHER_FULL) return;
+    g2f_matmul_sq(c->act2, NULL, n, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, w->b_proj, c->out2, NULL,
+                  nt, ev->fws);
+    if (how->residual)
+        for (size_t i = 0; i < nd; i++) c->out2[i] += c->x[i];
+    cmp_rows(&ev->a_out2, c->e_out, c->out2, c->tol_out, ev->tokens, i0, n, d, nt);
+    double so = separation(c->out, c->out2, c->tol_out, nd, nt);
+    if (so > res->sep_out) res->sep_out = so;
+}
+
+/* The other forms asked for, from this chunk's pre and c_fc's sums of
+ * squares (what a g2f_ffn_eval with how.gelu = g computes, step for step),
+ * their c_proj stacked into one product (rows are independent: the same
+ * bits, one packing of W_proj). */
+static void forms_step(eval *ev, chunk *c, size_t i0, size_t n) {
+    const g2f_ffn_how *how = ev->how;
+    const size_t d = ev->d, h = ev->h, nh = n * h, nd = n * d;
+    const int nt = ev->n_threads;
+    size_t j = 0;
     for (int g = 0; g < G2F_GELU_COUNT; g++) {
-        if (!(forms & (1u << g))) continue;
+        if (!(ev->forms & (1u << g))) continue;
+        float *fa = c->f_act + j * nh, *fq = c->f_q + j * nh;
+        float *au = ev->plain ? c->act : c->act_u;
+        act_gelu(how, (g2f_gelu)g, c->pre, nh, au, c->act, nt);
+        hidden(&ev->t, c, n, au, c->act, c->s_fc, &ev->form_un[g], fq);
+        if (ev->tpre)
+            cmp_rows_f(&ev->a_form[g][1], c->e_pre, c->pre, c->tol_pre, ev->fpre, NULL, ev->tokens, i0, n, h, nt);
+        if (ev->tact)
+            cmp_rows_f(&ev->a_form[g][2], c->e_act, c->act, c->tol_act, ev->fa1, ev->fa2, ev->tokens, i0, n, h, nt);
+        const float *ai = proj_input(&ev->t, c->act, nh, fa);
+        if (ai != fa) memcpy(fa, ai, nh * sizeof(float));
+        j++;
+    }
+    g2f_ffn_proj_sq(how->w, c->f_act, ev->user ? NULL : c->f_q, j * n, c->f_out, ev->user ? NULL : c->f_v, nt,
+                    ev->fws);
+    j = 0;
+    for (int g = 0; g < G2F_GELU_COUNT; g++) {
+        if (!(ev->forms & (1u << g))) continue;
+        float *fo = c->f_out + j * nd, *fv = c->f_v + j * nd;
+        float *o = how->out_round != G2F_ROUND_NONE ? c->out : fo;
+        out_tail(&ev->t, c, n, c->f_act + j * nh, fo, o, fv, &ev->form_un[g]);
+        cmp_rows_f(&ev->a_form[g][0], c->e_out, o, fv, ev->fout, NULL, ev->tokens, i0, n, d, nt);
+        j++;
+    }
+}
+
+/* The units of the computation how describes (its roundings), from the
+ * fixture's dtypes. */
+static void eval_units(eval *ev) {
+    const g2f_ffn_how *how = ev->how;
+    g2f_tol_units *un = &ev->un;
+    *un = g2f_tol_units_for(ev->tin->dtype, ev->tout->dtype, ev->tpre ? ev->tpre->dtype : G2F_DTYPE_F32,
+                            ev->tact ? ev->tact->dtype : G2F_DTYPE_F32, how->weight_roundoff);
+    ev->u_in_fixture = un->u_in;
+    if (how->ln) un->u_in = 0; /* folded into the LayerNorm's output variance */
+    un->store = how->store;
+    un->table_in = how->gelu == G2F_GELU_F16_TABLE; /* ggml rounds the table's input to float16 */
+    un->gemm_act = how->gemm_in != how->store ? how->gemm_in : G2F_ROUND_NONE;
+    un->out_round = how->out_round;
+    for (int g = 0; g < G2F_GELU_COUNT; g++) {
+        ev->form_un[g] = *un;
+        ev->form_un[g].table_in = g == G2F_GELU_F16_TABLE;
+    }
+}
+
+/* The evaluation's state from its inputs (the chunk made by the caller). */
+static void eval_init(eval *ev, const g2f_ffn_how *how, const g2f_fixture_views *fx, const g2f_tol_params *p,
+                      const g2f_ffn_eval_opts *opts, int n_threads, g2f_ffn_eval_ws *ws, const chunk *c,
+                      g2f_ffn_eval_result *res) {
+    memset(ev, 0, sizeof *ev);
+    ev->how = how, ev->opts = opts, ev->res = res, ev->fws = &ws->ffn, ev->n_threads = n_threads;
+    ev->tin = fx->t[G2F_ACT_MLP_IN], ev->tout = fx->t[G2F_ACT_MLP_OUT];
+    ev->tpre = fx->t[G2F_ACT_MLP_PRE], ev->tact = fx->t[G2F_ACT_MLP_ACT];
+    ev->tokens = opts->tokens;
+    ev->d = how->w->n_embd, ev->h = how->w->n_inner;
+    ev->forms = opts->forms & ((1u << G2F_GELU_COUNT) - 1u) & ~(1u << how->gelu);
+    for (int g = 0; g < G2F_GELU_COUNT; g++) ev->n_forms += (ev->forms >> g) & 1u;
+    ev->user = p->user;
+    ev->plain = !how->clip && how->gemm_in == G2F_ROUND_NONE && how->store == G2F_ROUND_NONE &&
+                how->out_round == G2F_ROUND_NONE && !how->ln;
+    ev->other = g2f_gelu_other(how->gelu);
+    eval_units(ev);
+    g2f_cmp_acc *accs[5] = {&ev->a_out, &ev->a_pre, &ev->a_act, &ev->a_act2, &ev->a_out2};
+    for (int k = 0; k < 5; k++) g2f_cmp_acc_init(accs[k], 1);
+    for (int g = 0; g < G2F_GELU_COUNT; g++)
+        for (int k = 0; k < 3; k++) g2f_cmp_acc_init(&ev->a_form[g][k], 1);
+    ev->t = (tail_ctx){how, p, ev->tpre, ev->tact, NULL, NULL, ev->d, ev->h, g2f_tol_lambda(p), ev->user, n_threads,
+                       !ev->user, &ws->ffn};
+    if (ev->t.flips) ev->fpre = c->fl_pre, ev->fa1 = c->fl_act1, ev->fa2 = c->fl_act2, ev->fout = c->fl_out;
+}
+
+/* The comparisons' verdicts into res. */
+static void eval_finish(eval *ev, g2f_ffn_eval_result *res) {
+    g2f_cmp_acc_finish(&ev->a_out, &res->out);
+    g2f_cmp_acc_finish(&ev->a_pre, &res->pre);
+    g2f_cmp_acc_finish(&ev->a_act, &res->act);
+    g2f_cmp_acc_finish(&ev->a_act2, &res->act_other);
+    g2f_cmp_acc_finish(&ev->a_out2, &res->out_other);
+    res->form_margin[ev->how->gelu] = g2f_ffn_eval_margin(res);
+    for (int g = 0; g < G2F_GELU_COUNT; g++) {
+        if (!(ev->forms & (1u << g))) continue;
         g2f_ffn_eval_result fr = {0};
         fr.has_pre = res->has_pre;
         fr.has_act = res->has_act;
-        g2f_cmp_acc_finish(&a_form[g][0], &fr.out);
-        g2f_cmp_acc_finish(&a_form[g][1], &fr.pre);
-        g2f_cmp_acc_finish(&a_form[g][2], &fr.act);
+        g2f_cmp_acc_finish(&ev->a_form[g][0], &fr.out);
+        g2f_cmp_acc_finish(&ev->a_form[g][1], &fr.pre);
+        g2f_cmp_acc_finish(&ev->a_form[g][2], &fr.act);
         res->form_margin[g] = g2f_ffn_eval_margin(&fr);
     }
-    res->n_tracked = tr.n;
-    memcpy(res->tracked, tr.tok, tr.n * sizeof(size_t));
+    res->n_tracked = ev->tr.n;
+    memcpy(res->tracked, ev->tr.tok, ev->tr.n * sizeof(size_t));
     qsort(res->tracked, res->n_tracked, sizeof(size_t), cmp_size);
-    return st;
+}
+
+/* The profile's per-column counts (opts->profile). */
+static g2f_status profile_alloc(g2f_ffn_eval_result *res, size_t d, size_t h, size_t layer, g2f_error *err) {
+    res->profile.col_out = calloc(d ? d : 1, sizeof(size_t));
+    if (res->has_pre) res->profile.col_pre = calloc(h ? h : 1, sizeof(size_t));
+    if (res->has_act) res->profile.col_act = calloc(h ? h : 1, sizeof(size_t));
+    if (!res->profile.col_out || (res->has_pre && !res->profile.col_pre) || (res->has_act && !res->profile.col_act)) {
+        g2f_ffn_eval_result_free(res);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: out of memory", layer);
+    }
+    return G2F_OK;
+}
+
+g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t layer, const g2f_tol_params *p,
+                        const g2f_ffn_eval_opts *opts, int n_threads, g2f_ffn_eval_ws *ws,
+                        g2f_ffn_eval_result *res, g2f_error *err) {
+    const size_t d = how->w->n_embd, h = how->w->n_inner;
+    const size_t total = opts->tokens ? opts->n_tokens : fx->n_tokens;
+    memset(res, 0, sizeof *res);
+    res->tokens = total;
+    res->bad_in = -1;
+    res->has_pre = fx->t[G2F_ACT_MLP_PRE] != NULL;
+    res->has_act = fx->t[G2F_ACT_MLP_ACT] != NULL;
+    chunk c = {0};
+    const unsigned forms = opts->forms & ((1u << G2F_GELU_COUNT) - 1u) & ~(1u << how->gelu);
+    size_t n_forms = 0;
+    for (int g = 0; g < G2F_GELU_COUNT; g++) n_forms += (forms >> g) & 1u;
+    g2f_status st = chunk_make(ws, layer, total, d, h, n_forms, &c, err);
+    if (st == G2F_OK && opts->profile) st = profile_alloc(res, d, h, layer, err);
+    if (st != G2F_OK) return st;
+    eval ev;
+    eval_init(&ev, how, fx, p, opts, n_threads, ws, &c, res);
+    for (size_t i0 = 0; i0 < total; i0 += c.cap) {
+        size_t n = total - i0 < c.cap ? total - i0 : c.cap;
+        const float *pre_u, *act_u;
+        read_chunk(&ev, &c, i0, n);
+        fc_gelu_step(&ev, &c, n, &pre_u, &act_u);
+        ev.t.pre_u = pre_u;
+        proj_compare_step(&ev, &c, i0, n, act_u);
+        if (opts->other != G2F_EVAL_OTHER_NONE) other_form_step(&ev, &c, i0, n);
+        if (ev.n_forms) forms_step(&ev, &c, i0, n);
+    }
+    eval_finish(&ev, res);
+    return G2F_OK;
 }

@@ -25,15 +25,17 @@ static void embed_seq(const g2f_embed *e, const int64_t *ids, size_t T, const g2
     long off = how ? how->wpe_offset : 0;
     const float *wte = how && how->wte_r ? how->wte_r : e->wte, *wpe = how && how->wpe_r ? how->wpe_r : e->wpe;
     double uw = how ? how->uw : 0; /* the tables known to within their rounding: each term's own size */
+    float sc = how && how->embed_scale > 0 ? (float)how->embed_scale : 0.0f; /* one more rounding when scaled */
     for (size_t t = 0; t < T; t++) {
         const float *w = wte + (size_t)ids[t] * d;
         const float *pe = with_pos ? wpe + (size_t)((long)t + off) * d : NULL;
         for (size_t j = 0; j < d; j++) {
-            float v = pe ? w[j] + pe[j] : w[j];
+            float tw = sc > 0 ? w[j] * sc : w[j];
+            float v = pe ? tw + pe[j] : tw;
             x[t * d + j] = v;
             if (vx)
-                vx[t * d + j] = (float)((pe ? U * U * (double)v * v : 0.0) +
-                                        uw * uw * ((double)w[j] * w[j] + (pe ? (double)pe[j] * pe[j] : 0.0)));
+                vx[t * d + j] = (float)((pe ? U * U * (double)v * v : 0.0) + (sc > 0 ? U * U * (double)tw * tw : 0.0) +
+                                        uw * uw * ((double)tw * tw + (pe ? (double)pe[j] * pe[j] : 0.0)));
         }
     }
 }
@@ -46,6 +48,41 @@ static const float *head_of(const g2f_embed *e, const g2f_model_how *how, int *t
     *bias = wte ? NULL : e->head_b;
     if (how && how->head_r) return how->head_r;
     return wte ? e->wte : e->head;
+}
+
+/* What one layer of the forward works with. */
+typedef struct layer_run {
+    const g2f_model *m;
+    const g2f_forward_params *p;
+    const g2f_model_how *how;
+    const g2f_fixture *f;
+    g2f_block_chain *c;
+    const g2f_forward_hooks *hooks;
+    size_t n_seq, T, d;
+} layer_run;
+
+/* Layer L over every sequence of x (vx NULL: values alone), with the
+ * port's rounded weights when how says so; *v its verdict. */
+static g2f_status run_layer(const layer_run *lr, size_t L, float *x, float *vx, g2f_chain_verdict *v,
+                            g2f_error *err) {
+    static const g2f_round kinds[4] = {G2F_ROUND_NONE, G2F_ROUND_F16, G2F_ROUND_F16, G2F_ROUND_BF16};
+    const size_t T = lr->T, d = lr->d;
+    g2f_block b, br;
+    float *owned = NULL;
+    memset(v, 0, sizeof *v);
+    g2f_status st = g2f_model_block_load(lr->m, L, lr->p->n_head, &b, err);
+    if (st != G2F_OK) return st;
+    int rb = lr->how ? lr->how->block_round : 0; /* the port's rounded weights (a hypothesis or --accept) */
+    if (rb > 0 && rb < 4) st = g2f_block_round(&b, kinds[rb], rb == 2, &br, &owned, err);
+    for (size_t s = 0; s < lr->n_seq && st == G2F_OK; s++) {
+        st = g2f_block_chain_step(lr->c, owned ? &br : &b, L, lr->f, s, x + s * T * d, vx ? vx + s * T * d : NULL,
+                                  err);
+        if (st == G2F_OK && lr->hooks->step) st = lr->hooks->step(lr->hooks->user, L, s, lr->c, err);
+    }
+    free(owned);
+    g2f_block_free(&b);
+    g2f_block_chain_layer_end(lr->c, v);
+    return st;
 }
 
 g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
@@ -88,20 +125,9 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
     for (size_t s = 0; s < n_seq; s++) embed_seq(e, ids + s * T, T, how, x + s * T * d, var ? vx + s * T * d : NULL);
     if (hooks->embed && (st = hooks->embed(hooks->user, x, vx, err)) != G2F_OK) goto done;
     for (size_t L = 0; L < mi->n_layer; L++) {
-        g2f_block b, br;
-        float *owned = NULL;
-        if ((st = g2f_model_block_load(m, L, p->n_head, &b, err)) != G2F_OK) goto done;
-        static const g2f_round kinds[4] = {G2F_ROUND_NONE, G2F_ROUND_F16, G2F_ROUND_F16, G2F_ROUND_BF16};
-        int rb = how ? how->block_round : 0; /* the port's rounded weights (a hypothesis or --accept) */
-        if (rb > 0 && rb < 4) st = g2f_block_round(&b, kinds[rb], rb == 2, &br, &owned, err);
-        for (size_t s = 0; s < n_seq && st == G2F_OK; s++) {
-            st = g2f_block_chain_step(c, owned ? &br : &b, L, f, s, x + s * T * d, var ? vx + s * T * d : NULL, err);
-            if (st == G2F_OK && hooks->step) st = hooks->step(hooks->user, L, s, c, err);
-        }
-        free(owned);
-        g2f_block_free(&b);
+        layer_run lr = {m, p, how, f, c, hooks, n_seq, T, d};
         g2f_chain_verdict v;
-        g2f_block_chain_layer_end(c, &v);
+        st = run_layer(&lr, L, x, vx, &v, err);
         if (verdicts) verdicts[L] = v;
         if (st == G2F_OK && hooks->layer_end) st = hooks->layer_end(hooks->user, L, err);
         if (st != G2F_OK) goto done;
@@ -249,11 +275,6 @@ static void chk_reset(chk *k) {
 
 /* ---- isolated checks --------------------------------------------------------- */
 
-/* The input variance of a recorded tensor: its own rounding (as g2f_block). */
-static void input_var(const float *x, size_t n, g2f_dtype dt, float *v) {
-    double u = dt == G2F_DTYPE_F64 ? U : g2f_dtype_store_roundoff(dt);
-    for (size_t i = 0; i < n; i++) v[i] = (float)(u * u * (double)x[i] * x[i]);
-}
 
 typedef struct iso_buf {
     float *a, *va, *b, *vb, *a2, *ar; /* (R, max(d, V)) each */
@@ -279,7 +300,7 @@ static void iso_stage(chk *k, int s, const int64_t *ids, const g2f_model_how *ho
         for (size_t r0 = 0; r0 < k->N; r0 += R) {
             size_t n = k->N - r0 < R ? k->N - r0 : R;
             g2f_tensor_read_f32(in, (uint64_t)r0 * d, (uint64_t)n * d, ib->a);
-            input_var(ib->a, n * d, in->dtype, ib->va);
+            g2f_tol_input_var(ib->a, n * d, in->dtype, ib->va);
             if (s == G2F_STAGE_LN_F) {
                 if (how->no_ln_f) {
                     memcpy(ib->b, ib->a, n * d * sizeof(float));
@@ -362,69 +383,110 @@ static void with_precision(g2f_model_how *h, const g2f_model_how *base) {
     h->block_round = base->block_round, h->gemm_in = base->gemm_in, h->uw = base->uw;
 }
 
-/* The model-level bugs that act on stage s (s = -1: all of them, for a
- * whole rerun), n of them at most max; returns the count. */
-static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_cause *cs, size_t max) {
-    static const long offsets[] = {1, 2, 3, 4, -1};
-    static const double eps_list[] = {1e-12, 1e-6, 1e-5, 1e-3};
-    const g2f_embed *e = k->e;
-    size_t n = 0;
-#define ADD(code, setup)                                                                                              \
-    do {                                                                                                             \
-        if (n < max) {                                                                                               \
-            memset(&hw[n], 0, sizeof hw[n]);                                                                         \
-            memset(&cs[n], 0, sizeof cs[n]);                                                                         \
-            with_precision(&hw[n], k->base);                                                                         \
-            cs[n].codes = G2F_DIAG_BIT(code);                                                                        \
-            setup;                                                                                                   \
-            n++;                                                                                                     \
-        }                                                                                                            \
-    } while (0)
-    if ((s < 0 || s == G2F_STAGE_EMBED) && e->wpe) {
-        ADD(G2F_DIAG_WPE_MISSING, hw[n].no_wpe = 1);
-        for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++) {
-            long K = offsets[i];
-            if (K < 0 || (size_t)K + k->T > e->n_pos) continue; /* a position outside wpe: not this port */
-            ADD(G2F_DIAG_WPE_OFFSET, (hw[n].wpe_offset = K, cs[n].offset = K));
-        }
+/* A model-level hypothesis, one table entry each: the stage it acts on, its
+ * code, its variants (a grid's size), whether a whole rerun tries it, and
+ * how variant v recomputes: apply sets hw and the cause's parameters, and
+ * returns 0 when v does not apply to this checkpoint. */
+typedef struct model_hyp {
+    g2f_stage stage;
+    g2f_diag code;
+    int variants;
+    int rerun;
+    int (*apply)(const chk *k, int v, g2f_model_how *hw, g2f_cause *c);
+} model_hyp;
+
+static int wpe_missing(const chk *k, int v, g2f_model_how *hw, g2f_cause *c) {
+    (void)v, (void)c;
+    hw->no_wpe = 1;
+    return k->e->wpe != NULL;
+}
+static int wpe_offset(const chk *k, int v, g2f_model_how *hw, g2f_cause *c) {
+    long K = g2f_wpe_offsets[v];
+    if (!k->e->wpe || (size_t)K + k->T > k->e->n_pos) return 0; /* a position outside wpe: not this port */
+    hw->wpe_offset = c->offset = K;
+    return 1;
+}
+static int embed_scaled(const chk *k, int v, g2f_model_how *hw, g2f_cause *c) {
+    (void)v, (void)c;
+    hw->embed_scale = sqrt((double)k->d);
+    return 1;
+}
+static int ln_f_missing(const chk *k, int v, g2f_model_how *hw, g2f_cause *c) {
+    (void)v, (void)c;
+    hw->no_ln_f = 1;
+    return k->e->ln_f.found;
+}
+static int ln_f_eps(const chk *k, int v, g2f_model_how *hw, g2f_cause *c) {
+    double eps = g2f_ln_eps_grid[v], cur = k->e->ln_f.eps;
+    if (!k->e->ln_f.found || fabs(eps - cur) <= 1e-3 * cur) return 0;
+    hw->ln_eps = c->eps = eps;
+    return 1;
+}
+static int ln_f_no_bias(const chk *k, int v, g2f_model_how *hw, g2f_cause *c) {
+    (void)v, (void)c;
+    hw->no_ln_b = 1;
+    return k->e->ln_f.found && k->e->ln_f.b;
+}
+static int ln_f_no_weight(const chk *k, int v, g2f_model_how *hw, g2f_cause *c) {
+    (void)v, (void)c;
+    hw->no_ln_w = 1;
+    return k->e->ln_f.found;
+}
+static int head_untied(const chk *k, int v, g2f_model_how *hw, g2f_cause *c) {
+    (void)v, (void)c;
+    hw->wte_head = 1;
+    return k->e->head_stored && !k->e->tied;
+}
+
+static const model_hyp model_hyps[] = {
+    {G2F_STAGE_EMBED, G2F_DIAG_WPE_MISSING, 1, 1, wpe_missing},
+    {G2F_STAGE_EMBED, G2F_DIAG_WPE_OFFSET, G2F_WPE_OFFSETS_N, 1, wpe_offset},
+    {G2F_STAGE_EMBED, G2F_DIAG_EMBED_SCALED, 1, 1, embed_scaled},
+    {G2F_STAGE_LN_F, G2F_DIAG_LN_F_MISSING, 1, 1, ln_f_missing},
+    {G2F_STAGE_LN_F, G2F_DIAG_LN_EPS, G2F_LN_EPS_GRID_N, 0, ln_f_eps},
+    {G2F_STAGE_LN_F, G2F_DIAG_LN_BIAS_MISSING, 1, 0, ln_f_no_bias},
+    {G2F_STAGE_LN_F, G2F_DIAG_LN_WEIGHT_MISSING, 1, 0, ln_f_no_weight},
+    {G2F_STAGE_LOGITS, G2F_DIAG_LM_HEAD_UNTIED, 1, 1, head_untied},
+};
+
+/* The port's precision as hypotheses (weights F16, ggml's F16 matmul) at
+ * stage s (-1: a whole rerun): the embedding and the logits; the blocks'
+ * own stages are diagnosed by the block check. Not under an accepted
+ * precision (the other bugs only then). Appends to hw, cs from n. */
+static size_t precision_hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_cause *cs, size_t n, size_t max) {
+    static const g2f_diag prec[2] = {G2F_DIAG_WEIGHTS_F16_ROUNDED, G2F_DIAG_F16_MATMUL};
+    for (int i = 0; i < 2 && n < max && !k->base; i++) {
+        memset(&hw[n], 0, sizeof hw[n]);
+        cs[n] = g2f_cause_of(G2F_DIAG_BIT(prec[i]), s < 0 ? G2F_STAGE_EMBED : (g2f_stage)s);
+        if (!precision_how((chk *)k, cs[n].codes, &hw[n])) break;
+        /* a no-op at this stage (nothing to round): not a hypothesis */
+        int at_ln_f = s == G2F_STAGE_LN_F, at_embed = s == G2F_STAGE_EMBED;
+        if ((!at_ln_f && (hw[n].wte_r || hw[n].wpe_r || hw[n].head_r || hw[n].uw > 0)) ||
+            ((s < 0 || at_ln_f) && hw[n].ln_f_r) || (hw[n].gemm_in && !at_embed && !at_ln_f))
+            n++;
     }
-    if ((s < 0 || s == G2F_STAGE_LN_F) && e->ln_f.found) {
-        ADD(G2F_DIAG_LN_F_MISSING, hw[n].no_ln_f = 1);
-        if (s >= 0) {
-            for (size_t i = 0; i < sizeof eps_list / sizeof eps_list[0]; i++)
-                if (fabs(eps_list[i] - e->ln_f.eps) > 1e-3 * e->ln_f.eps)
-                    ADD(G2F_DIAG_LN_EPS, (hw[n].ln_eps = eps_list[i], cs[n].eps = eps_list[i]));
-            if (e->ln_f.b) ADD(G2F_DIAG_LN_BIAS_MISSING, hw[n].no_ln_b = 1);
-            ADD(G2F_DIAG_LN_WEIGHT_MISSING, hw[n].no_ln_w = 1);
-        }
-    }
-    if ((s < 0 || s == G2F_STAGE_LOGITS) && e->head_stored && !e->tied) ADD(G2F_DIAG_LM_HEAD_UNTIED, hw[n].wte_head = 1);
-    /* the port's precision: its weights F16, ggml's F16 matmul (the embedding and the logits; the
-     * blocks' own stages are diagnosed by the block check) */
-    if (!k->base) { /* under an accepted precision, the other bugs only */
-        static const g2f_diag prec[2] = {G2F_DIAG_WEIGHTS_F16_ROUNDED, G2F_DIAG_F16_MATMUL};
-        for (int i = 0; i < 2 && n < max; i++) {
-            memset(&hw[n], 0, sizeof hw[n]);
-            memset(&cs[n], 0, sizeof cs[n]);
-            cs[n].codes = G2F_DIAG_BIT(prec[i]);
-            if (!precision_how((chk *)k, cs[n].codes, &hw[n])) break;
-            /* a no-op at this stage (nothing to round): not a hypothesis */
-            int at_ln_f = s == G2F_STAGE_LN_F, at_embed = s == G2F_STAGE_EMBED;
-            if ((!at_ln_f && (hw[n].wte_r || hw[n].wpe_r || hw[n].head_r || hw[n].uw > 0)) ||
-                ((s < 0 || at_ln_f) && hw[n].ln_f_r) || (hw[n].gemm_in && !at_embed && !at_ln_f))
-                n++;
-        }
-    }
-#undef ADD
     return n;
 }
 
-static void add_cause(g2f_stage_result *r, const g2f_cause *c) {
-    if (r->n_causes == G2F_MODEL_MAX_CAUSES && r->causes[r->n_causes - 1].margin <= c->margin) return;
-    size_t i = r->n_causes < G2F_MODEL_MAX_CAUSES ? r->n_causes++ : G2F_MODEL_MAX_CAUSES - 1;
-    while (i > 0 && r->causes[i - 1].margin > c->margin) r->causes[i] = r->causes[i - 1], i--;
-    r->causes[i] = *c;
+/* The model-level bugs that act on stage s (s = -1: the ones a whole rerun
+ * tries), each computed with the accepted precision, n of them at most
+ * max; returns the count. */
+static size_t hypotheses(const chk *k, int s, g2f_model_how *hw, g2f_cause *cs, size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof model_hyps / sizeof model_hyps[0]; i++) {
+        const model_hyp *y = &model_hyps[i];
+        if (s < 0 ? !y->rerun : (int)y->stage != s) continue;
+        for (int v = 0; v < y->variants && n < max; v++) {
+            memset(&hw[n], 0, sizeof hw[n]);
+            with_precision(&hw[n], k->base);
+            cs[n] = g2f_cause_of(G2F_DIAG_BIT(y->code), y->stage);
+            if (y->apply(k, v, &hw[n], &cs[n])) n++;
+        }
+    }
+    return precision_hypotheses(k, s, hw, cs, n, max);
 }
+
+static void add_cause(g2f_stage_result *r, const g2f_cause *c) { g2f_stage_result_add(r, c, G2F_MODEL_MAX_CAUSES); }
 
 /* ---- the check ----------------------------------------------------------------- */
 
@@ -439,12 +501,11 @@ static void join_causes(const g2f_stage_result *r, char *buf, size_t n) {
 static void mark_downstream(g2f_model_result *out) {
     if (!out->diverged || !out->chained) return;
     char where[48];
-    if (out->first_layer >= 0) snprintf(where, sizeof where, "h.%ld.%s", out->first_layer, out->first_stage);
-    else snprintf(where, sizeof where, "%s", out->first_stage);
+    const char *fs = g2f_stage_name(out->first_stage);
+    if (out->first_layer >= 0) snprintf(where, sizeof where, "h.%ld.%s", out->first_layer, fs);
+    else snprintf(where, sizeof where, "%s", fs);
     /* model order: embed, the blocks, ln_f, logits */
-    int first_m = out->first_layer >= 0 ? G2F_STAGE_EMBED : -1;
-    for (int s = G2F_STAGE_EMBED; first_m < 0 && s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s))
-        if (!strcmp(out->first_stage, g2f_stage_name((g2f_stage)s))) first_m = s;
+    int first_m = out->first_layer >= 0 ? G2F_STAGE_EMBED : (int)out->first_stage;
     for (int s = G2F_STAGE_EMBED; s < G2F_STAGE_COUNT; s = g2f_model_stage_next(s)) {
         g2f_stage_result *r = &out->chain[s];
         if (!r->checked || r->pass) continue;
@@ -592,7 +653,7 @@ static g2f_status first_divergence(fwd *w, int diagnose, g2f_model_result *out, 
         if (out->layers[L].diverged) {
             out->diverged = 1;
             out->first_layer = (long)L;
-            out->first_stage = g2f_stage_name(out->layers[L].first_stage);
+            out->first_stage = out->layers[L].first_stage;
             out->first_tensor = out->layers[L].first_tensor;
             out->first_margin = out->layers[L].first_margin;
             break;
@@ -605,7 +666,7 @@ static g2f_status first_divergence(fwd *w, int diagnose, g2f_model_result *out, 
     if (first_m < 0) return G2F_OK;
     const g2f_stage_result *fr = &res[first_m];
     out->diverged = 1;
-    out->first_stage = g2f_stage_name((g2f_stage)first_m);
+    out->first_stage = (g2f_stage)first_m;
     out->first_tensor = fr->worst_tensor;
     out->first_margin = fr->margin;
     g2f_stage_result *iso = &out->iso[first_m];
@@ -632,7 +693,8 @@ static void judgment_reset(g2f_model_result *out) {
     for (size_t L = 0; out->layers && L < out->n_layers; L++) memset(&out->layers[L], 0, sizeof out->layers[L]);
     out->chained = out->diverged = 0;
     out->first_layer = -1;
-    out->first_stage = out->first_tensor = NULL;
+    out->first_stage = G2F_STAGE_NONE;
+    out->first_tensor = NULL;
     out->first_margin = 0;
     out->first_codes[0] = '\0';
     out->compared = 0;
@@ -690,10 +752,46 @@ static g2f_status judge_accepted(fwd *w, g2f_model_result *out, g2f_error *err) 
     return judge(w, NULL, 1, out, err); /* nothing explains it under the accept: the plain diagnosis */
 }
 
+/* The references of the model-level stages: embed, else TransformerLens'
+ * two halves, else h.0.in; ln_f.out; the logits. */
+static void find_targets(chk *k, const g2f_fixture *f) {
+    static const g2f_act acts[3] = {G2F_ACT_EMBED, G2F_ACT_LN_F, G2F_ACT_LOGITS};
+    static const g2f_stage stages[3] = {G2F_STAGE_EMBED, G2F_STAGE_LN_F, G2F_STAGE_LOGITS};
+    for (int i = 0; i < 3; i++)
+        if ((k->tg[stages[i]].t = g2f_fixture_act(f, 0, acts[i]))) k->tg[stages[i]].name = k->tg[stages[i]].t->name;
+    const g2f_tensor *tok = g2f_fixture_act(f, 0, G2F_ACT_TOK_EMBED), *pos = g2f_fixture_act(f, 0, G2F_ACT_POS_EMBED);
+    target *te = &k->tg[G2F_STAGE_EMBED];
+    if (te->t) return;
+    if (tok && pos) *te = (target){tok, pos, "hook_embed + hook_pos_embed"};
+    else if ((te->t = g2f_fixture_act(f, 0, G2F_ACT_IN))) te->name = te->t->name;
+}
+
+/* The check's rows: references, tolerances and the isolated stages' work
+ * (rows of max(d, V), enough for a chunk of logits or one sequence), and
+ * with tids the ids and the logits' differing positions. */
+static g2f_status work_alloc(chk *k, iso_buf *ib, const g2f_tensor *tids, int64_t **ids, size_t **differing,
+                             g2f_error *err) {
+    size_t R = k->N < G2F_FORWARD_LOGIT_ROWS ? k->N : G2F_FORWARD_LOGIT_ROWS, w = k->d > k->V ? k->d : k->V;
+    size_t rows = R > k->T ? R : k->T;
+    k->cap = rows * w;
+    k->ebuf = g2f_alloc_work(rows, 2 * w, sizeof(double), "verify: the model's reference rows", err);
+    k->tol = k->ebuf ? g2f_alloc_work(rows, 7 * w, sizeof(float), "verify: the model's work rows", err) : NULL;
+    ib->rstd = k->tol ? g2f_alloc_work(rows, 1, sizeof(double), "verify: ln_f's statistics", err) : NULL;
+    *ids = ib->rstd && tids ? g2f_alloc_work(k->N, 1, sizeof(int64_t), "verify: input_ids", err) : NULL;
+    *differing = *ids ? g2f_alloc_work(k->N, 1, sizeof(size_t), "verify: the logits' positions", err) : NULL;
+    if (!ib->rstd || (tids && !*differing)) return err ? err->status : G2F_ERR_NOMEM;
+    k->ebuf2 = k->ebuf + rows * w;
+    ib->a = k->tol + rows * w, ib->va = ib->a + rows * w, ib->b = ib->va + rows * w, ib->vb = ib->b + rows * w;
+    ib->a2 = ib->vb + rows * w;
+    ib->ar = ib->a2 + rows * w;
+    return G2F_OK;
+}
+
 g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f_forward_params *p,
                              g2f_model_result *out, g2f_error *err) {
     memset(out, 0, sizeof *out);
     out->first_layer = -1;
+    out->first_stage = G2F_STAGE_NONE;
     if (!g2f_fixture_has_model(f)) return G2F_OK;
     const g2f_model_info *mi = g2f_model_get_info(m);
     out->present = 1;
@@ -717,36 +815,15 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     chk k;
     memset(&k, 0, sizeof k);
     k.f = f, k.e = &e, k.d = e.d, k.V = e.vocab, k.n_seq = n_seq, k.T = T, k.N = n_seq * T;
-    k.lambda = p->tol->lambda > 0 ? p->tol->lambda : G2F_TOL_LAMBDA;
+    k.lambda = g2f_tol_lambda(p->tol);
     k.n_threads = p->n_threads;
     k.wdtype = mi->dtype;
-    /* the references: embed, else TransformerLens' two halves, else h.0.in */
-    const g2f_tensor *tok = g2f_fixture_act(f, 0, G2F_ACT_TOK_EMBED), *pos = g2f_fixture_act(f, 0, G2F_ACT_POS_EMBED);
-    if ((k.tg[G2F_STAGE_EMBED].t = g2f_fixture_act(f, 0, G2F_ACT_EMBED))) k.tg[G2F_STAGE_EMBED].name = k.tg[G2F_STAGE_EMBED].t->name;
-    else if (tok && pos) k.tg[G2F_STAGE_EMBED] = (target){tok, pos, "hook_embed + hook_pos_embed"};
-    else if ((k.tg[G2F_STAGE_EMBED].t = g2f_fixture_act(f, 0, G2F_ACT_IN))) k.tg[G2F_STAGE_EMBED].name = k.tg[G2F_STAGE_EMBED].t->name;
-    if ((k.tg[G2F_STAGE_LN_F].t = g2f_fixture_act(f, 0, G2F_ACT_LN_F))) k.tg[G2F_STAGE_LN_F].name = k.tg[G2F_STAGE_LN_F].t->name;
-    if ((k.tg[G2F_STAGE_LOGITS].t = g2f_fixture_act(f, 0, G2F_ACT_LOGITS))) k.tg[G2F_STAGE_LOGITS].name = k.tg[G2F_STAGE_LOGITS].t->name;
+    find_targets(&k, f);
     const g2f_tensor *tids = g2f_fixture_act(f, 0, G2F_ACT_IDS);
-    size_t R = k.N < G2F_FORWARD_LOGIT_ROWS ? k.N : G2F_FORWARD_LOGIT_ROWS, w = e.d > e.vocab ? e.d : e.vocab;
-    size_t rows = R > T ? R : T;
     int64_t *ids = NULL;
     iso_buf ib;
     memset(&ib, 0, sizeof ib);
-    k.cap = rows * w;
-    k.ebuf = g2f_alloc_work(rows, 2 * w, sizeof(double), "verify: the model's reference rows", err);
-    k.tol = k.ebuf ? g2f_alloc_work(rows, 7 * w, sizeof(float), "verify: the model's work rows", err) : NULL;
-    ib.rstd = k.tol ? g2f_alloc_work(rows, 1, sizeof(double), "verify: ln_f's statistics", err) : NULL;
-    ids = ib.rstd && tids ? g2f_alloc_work(k.N, 1, sizeof(int64_t), "verify: input_ids", err) : NULL;
-    out->agree.differing = ids ? g2f_alloc_work(k.N, 1, sizeof(size_t), "verify: the logits' positions", err) : NULL;
-    if (!ib.rstd || (tids && !out->agree.differing)) {
-        st = err ? err->status : G2F_ERR_NOMEM;
-        goto done;
-    }
-    k.ebuf2 = k.ebuf + rows * w;
-    ib.a = k.tol + rows * w, ib.va = ib.a + rows * w, ib.b = ib.va + rows * w, ib.vb = ib.b + rows * w;
-    ib.a2 = ib.vb + rows * w;
-    ib.ar = ib.a2 + rows * w;
+    if ((st = work_alloc(&k, &ib, tids, &ids, &out->agree.differing, err)) != G2F_OK) goto done;
     if (tids) g2f_fixture_read_ids(tids, 0, k.N, ids);
     out->has_ids = tids != NULL;
     /* chained, from input_ids: it needs every block's attention */
@@ -786,4 +863,5 @@ void g2f_model_result_free(g2f_model_result *r) {
     free(r->agree.differing);
     memset(r, 0, sizeof *r);
     r->first_layer = -1;
+    r->first_stage = G2F_STAGE_NONE;
 }

@@ -83,6 +83,7 @@ typedef struct g2f_model_how {
     int no_ln_w, no_ln_b;         /* ln_f without its gain / bias */
     double ln_eps;                /* 0: the model's */
     int wte_head;                 /* lm_head_untied: the logits made with wte */
+    double embed_scale;           /* embed_scaled: wte[ids] times this (0: not scaled) */
     /* the port's precision (a hypothesis, or what --accept takes; all 0: float32 as stored):
      * wte_r / wpe_r / head_r / ln_f_r replace the ends' weights (rounded copies: weights_f16_rounded,
      * ggml's F16 wte), block_round rounds every block's weights (g2f_block_round: 1 all to
@@ -168,7 +169,7 @@ typedef struct g2f_model_result {
     /* the first divergence in model order (chained, else isolated) */
     int diverged;
     long first_layer;             /* the layer, or -1 for embed / ln_f / logits */
-    const char *first_stage;      /* "embed", a block stage ("attn", ...), "ln_f", "logits" */
+    g2f_stage first_stage;        /* embed, a block stage (with first_layer), ln_f, logits; G2F_STAGE_NONE */
     const char *first_tensor;
     double first_margin;
     char first_codes[256];        /* the diagnosis at that stage, "" when none (g2f_verify fills a block's) */

@@ -267,10 +267,98 @@ static void out_name(const run_ctx *c, const out_t *o, char *buf, size_t n) {
     g2f_act_name(a, o->layer, c->tl, buf, n);
 }
 
+/* The ids, their count and the model's sizes, checked before any work. */
+static g2f_status run_inputs_check(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t N, size_t T,
+                                   size_t H, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    for (size_t i = 0; i < N; i++)
+        if (ids[i] < 0 || (uint64_t)ids[i] >= e->vocab)
+            return g2f_error_set(err, G2F_ERR_FORMAT,
+                                 "input_ids: token id %lld at position %zu (sequence %zu, token %zu) is outside the "
+                                 "vocabulary 0..%zu", (long long)ids[i], i, i / T, i % T, e->vocab - 1);
+    if (e->wpe && T > e->n_pos)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "input_ids: sequences of %zu tokens but %s has %zu positions (wpe)",
+                             T, mi->path, e->n_pos);
+    if (!H || e->d % H)
+        return g2f_error_set(err, G2F_ERR_USAGE, "%s: n_head %s (config.json n_head, or --n-head N)", mi->path,
+                             H ? "does not divide n_embd" : "is unknown");
+    return G2F_OK;
+}
+
+/* The outputs --save asks for, in file order, into outs (*n of them). */
+static g2f_status plan_outputs(const run_ctx *c, const g2f_run_model_params *p, out_t *outs, size_t *n,
+                               g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(c->m);
+    size_t T = c->T, d = c->d, H = c->H, h = mi->n_inner, k0 = 0;
+    outs[k0++] = (out_t){-1, G2F_ACT_IDS, 0, T, NULL};
+    if (p->save & (1u << G2F_ACT_EMBED)) {
+        outs[k0++] = (out_t){-1, G2F_ACT_EMBED, 0, T * d, NULL};
+        if (p->tl_names) outs[k0++] = (out_t){-1, G2F_ACT_EMBED, 1, T * d, NULL};
+    }
+    for (size_t L = 0; L < mi->n_layer; L++)
+        for (int k = G2F_ACT_IN; k <= G2F_ACT_OUT; k++) {
+            if (!(p->save & (1u << k))) continue;
+            g2f_act_width wd = g2f_act_info_of((g2f_act)k)->width;
+            size_t per, w = wd == G2F_WIDTH_3D ? 3 * d : wd == G2F_WIDTH_PROBS ? H * T : wd == G2F_WIDTH_INNER ? h : d;
+            if (__builtin_mul_overflow(w, T, &per)) /* T from a file: (n_head T) T can overflow */
+                return *n = k0, g2f_error_set(err, G2F_ERR_NOMEM, "run: layer %zu's stages for sequences of %zu "
+                                               "tokens are too large", L, T);
+            if (k == G2F_ACT_QKV && p->tl_names)
+                for (int part = 0; part < 3; part++) outs[k0++] = (out_t){(long)L, (g2f_act)k, part, T * d, NULL};
+            else outs[k0++] = (out_t){(long)L, (g2f_act)k, -1, per, NULL};
+        }
+    if (p->save & (1u << G2F_ACT_LN_F)) outs[k0++] = (out_t){-1, G2F_ACT_LN_F, 0, T * d, NULL};
+    outs[k0++] = (out_t){-1, G2F_ACT_LOGITS, 0, T * c->e->vocab, NULL};
+    *n = k0;
+    return G2F_OK;
+}
+
+/* Output i's name, shape (lead dimensions first) and, for a layer's
+ * stage, its buffer over every sequence. */
+static g2f_status spec_output(const run_ctx *c, out_t *o, const uint64_t *lead, size_t lead_ndim, char *name,
+                              size_t name_len, g2f_out_spec *spec, unsigned char *i64, g2f_error *err) {
+    size_t T = c->T, H = c->H;
+    out_name(c, o, name, name_len);
+    spec->name = name;
+    memcpy(spec->shape, lead, lead_ndim * sizeof *lead);
+    size_t nd = lead_ndim;
+    int heads = c->tl && (o->stage == G2F_ACT_QKV || o->stage == G2F_ACT_MERGED);
+    if (o->stage == G2F_ACT_PROBS) {
+        spec->shape[nd++] = H, spec->shape[nd++] = T, spec->shape[nd++] = T;
+    } else {
+        spec->shape[nd++] = T;
+        if (o->stage == G2F_ACT_IDS) *i64 = 1;
+        else if (heads) spec->shape[nd++] = H, spec->shape[nd++] = c->d / H;
+        else spec->shape[nd++] = o->per_seq / T;
+    }
+    spec->ndim = nd;
+    if (o->layer < 0) return G2F_OK;
+    char what[96];
+    snprintf(what, sizeof what, "run: layer %ld's %s for %zu sequences", o->layer, name, c->n_seq);
+    if (!(o->buf = g2f_alloc_work(c->n_seq, o->per_seq, sizeof(float), what, err))) return err ? err->status : G2F_ERR_NOMEM;
+    return G2F_OK;
+}
+
+/* Opens the output file with the run's metadata. */
+static g2f_status open_output(run_ctx *c, const char *out_path, const g2f_run_model_params *p,
+                              const g2f_out_spec *specs, const unsigned char *i64, size_t n, g2f_error *err) {
+    const g2f_run_params *rp = p->run;
+    const g2f_out_meta meta[8] = {
+        {"producer", "gpt2ffn run"},
+        {"tool", "gpt2ffn " GPT2FFN_VERSION},
+        {"kind", "model"},
+        {"gelu", g2f_gelu_name(rp->gelu)},
+        {"gelu_source", rp->gelu_source ? rp->gelu_source : ""},
+        {"checkpoint", rp->checkpoint_label ? rp->checkpoint_label : g2f_model_get_info(c->m)->path},
+        {"checkpoint_sha256", rp->checkpoint_sha256 ? rp->checkpoint_sha256 : ""},
+        {"names", p->tl_names ? "tl" : "hf"},
+    };
+    return g2f_writer_open_typed(out_path, rp->format, specs, i64, n, meta, 8, &c->w, err);
+}
+
 g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t *lead, size_t lead_ndim, size_t T,
                          const char *out_path, const g2f_run_model_params *p, g2f_run_result *r, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
-    const g2f_run_params *rp = p->run;
     memset(r, 0, sizeof *r);
     if (lead_ndim > G2F_MAX_DIMS - 3 || T == 0)
         return g2f_error_set(err, G2F_ERR_USAGE, "input_ids: %zu dimensions before the tokens (at most %d), %zu tokens",
@@ -284,22 +372,10 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
     g2f_status st = g2f_model_embed_load(m, &e, err);
     if (st != G2F_OK) return st;
     size_t d = e.d, H = p->n_head ? p->n_head : mi->n_head, N = n_seq * T;
-    for (size_t i = 0; i < N && st == G2F_OK; i++)
-        if (ids[i] < 0 || (uint64_t)ids[i] >= e.vocab)
-            st = g2f_error_set(err, G2F_ERR_FORMAT,
-                               "input_ids: token id %lld at position %zu (sequence %zu, token %zu) is outside the "
-                               "vocabulary 0..%zu", (long long)ids[i], i, i / T, i % T, e.vocab - 1);
-    if (st == G2F_OK && e.wpe && T > e.n_pos)
-        st = g2f_error_set(err, G2F_ERR_FORMAT, "input_ids: sequences of %zu tokens but %s has %zu positions (wpe)", T,
-                           mi->path, e.n_pos);
-    if (st == G2F_OK && (!H || d % H))
-        st = g2f_error_set(err, G2F_ERR_USAGE, "%s: n_head %s (config.json n_head, or --n-head N)", mi->path,
-                           H ? "does not divide n_embd" : "is unknown");
-    if (st != G2F_OK) {
+    if ((st = run_inputs_check(m, &e, ids, N, T, H, err)) != G2F_OK) {
         g2f_embed_free(&e);
         return st;
     }
-    /* the outputs, in file order */
     size_t cap = 4 + 2 + (size_t)mi->n_layer * (G2F_ACT_COUNT + 2), n = 0;
     out_t *outs = calloc(cap, sizeof *outs);
     g2f_out_spec *specs = calloc(cap, sizeof *specs);
@@ -310,72 +386,14 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto done;
     }
-    outs[n++] = (out_t){-1, G2F_ACT_IDS, 0, T, NULL};
-    if (p->save & (1u << G2F_ACT_EMBED)) {
-        outs[n++] = (out_t){-1, G2F_ACT_EMBED, 0, T * d, NULL};
-        if (p->tl_names) outs[n++] = (out_t){-1, G2F_ACT_EMBED, 1, T * d, NULL};
-    }
-    size_t h = mi->n_inner;
-    for (size_t L = 0; L < mi->n_layer; L++)
-        for (int k = G2F_ACT_IN; k <= G2F_ACT_OUT; k++) {
-            if (!(p->save & (1u << k))) continue;
-            g2f_act_width wd = g2f_act_info_of((g2f_act)k)->width;
-            size_t per, w = wd == G2F_WIDTH_3D ? 3 * d : wd == G2F_WIDTH_PROBS ? H * T : wd == G2F_WIDTH_INNER ? h : d;
-            if (__builtin_mul_overflow(w, T, &per)) { /* T from a file: (n_head T) T can overflow */
-                st = g2f_error_set(err, G2F_ERR_NOMEM, "run: layer %zu's stages for sequences of %zu tokens are too "
-                                   "large", L, T);
-                goto done;
-            }
-            if (k == G2F_ACT_QKV && p->tl_names)
-                for (int part = 0; part < 3; part++) outs[n++] = (out_t){(long)L, (g2f_act)k, part, T * d, NULL};
-            else outs[n++] = (out_t){(long)L, (g2f_act)k, -1, per, NULL};
-        }
-    if (p->save & (1u << G2F_ACT_LN_F)) outs[n++] = (out_t){-1, G2F_ACT_LN_F, 0, T * d, NULL};
-    outs[n++] = (out_t){-1, G2F_ACT_LOGITS, 0, T * e.vocab, NULL};
+    if ((st = plan_outputs(&c, p, outs, &n, err)) != G2F_OK) goto done;
     c.n_outs = n;
-    for (size_t i = 0; i < n; i++) {
-        out_t *o = &outs[i];
-        out_name(&c, o, names[i], sizeof names[i]);
-        specs[i].name = names[i];
-        memcpy(specs[i].shape, lead, lead_ndim * sizeof *lead);
-        size_t nd = lead_ndim;
-        int heads = p->tl_names && (o->stage == G2F_ACT_QKV || o->stage == G2F_ACT_MERGED);
-        if (o->stage == G2F_ACT_PROBS) {
-            specs[i].shape[nd++] = H, specs[i].shape[nd++] = T, specs[i].shape[nd++] = T;
-        } else {
-            specs[i].shape[nd++] = T;
-            if (o->stage == G2F_ACT_IDS) {
-                i64[i] = 1;
-            } else if (heads) {
-                specs[i].shape[nd++] = H, specs[i].shape[nd++] = d / H;
-            } else {
-                specs[i].shape[nd++] = o->per_seq / T;
-            }
-        }
-        specs[i].ndim = nd;
-        if (o->layer >= 0) {
-            char what[96];
-            snprintf(what, sizeof what, "run: layer %ld's %s for %zu sequences", o->layer, names[i], n_seq);
-            if (!(o->buf = g2f_alloc_work(n_seq, o->per_seq, sizeof(float), what, err))) {
-                st = err ? err->status : G2F_ERR_NOMEM;
-                goto done;
-            }
-        }
-    }
-    const g2f_out_meta meta[8] = {
-        {"producer", "gpt2ffn run"},
-        {"tool", "gpt2ffn " GPT2FFN_VERSION},
-        {"kind", "model"},
-        {"gelu", g2f_gelu_name(rp->gelu)},
-        {"gelu_source", rp->gelu_source ? rp->gelu_source : ""},
-        {"checkpoint", rp->checkpoint_label ? rp->checkpoint_label : mi->path},
-        {"checkpoint_sha256", rp->checkpoint_sha256 ? rp->checkpoint_sha256 : ""},
-        {"names", p->tl_names ? "tl" : "hf"},
-    };
-    if ((st = g2f_writer_open_typed(out_path, rp->format, specs, i64, n, meta, 8, &c.w, err)) != G2F_OK) goto done;
+    for (size_t i = 0; i < n && st == G2F_OK; i++)
+        st = spec_output(&c, &outs[i], lead, lead_ndim, names[i], sizeof names[i], &specs[i], &i64[i], err);
+    if (st != G2F_OK || (st = open_output(&c, out_path, p, specs, i64, n, err)) != G2F_OK) goto done;
     st = g2f_writer_put_i64_part(c.w, ids, N, err);
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-    g2f_forward_params fp = {p->n_head, &tol, rp->gelu, rp->n_threads, !(p->save & (1u << G2F_ACT_PROBS)), 0};
+    g2f_forward_params fp = {p->n_head, &tol, p->run->gelu, p->run->n_threads, !(p->save & (1u << G2F_ACT_PROBS)), 0};
     g2f_forward_hooks hk = {&c, rh_embed, rh_step, rh_layer_end, rh_ln_f, rh_logits};
     if (st == G2F_OK) st = g2f_forward_run(m, &e, ids, n_seq, T, &fp, NULL, NULL, &hk, NULL, err);
     g2f_status cs = g2f_writer_close(c.w, st == G2F_OK, st == G2F_OK ? err : NULL);

@@ -142,6 +142,57 @@ static void place_flip(double f, float *flip, double *box) {
     else *box += fabs(f);
 }
 
+/* One hidden element's inputs to its rounding allowances. */
+typedef struct flip_in {
+    float pre_u, pre, act_u, act;
+    double g, tp, ta, curv, lambda;
+    int fl; /* flips placed as steps (g2f_flips) rather than boxed */
+} flip_in;
+
+/* The allowances for the port's roundings of one hidden element: boxed
+ * (*box_pre, *box_act, absolute), placed as steps (*f_*), and the second
+ * moment carried into c_proj (*flip_var, absolute). */
+static void hidden_flips(const g2f_tol_units *un, const flip_in *fi, double *box_pre, double *box_act, double *flips,
+                         double *flip_var, float *f_pre, float *f_act1, float *f_act2) {
+    const double u = ldexp(1.0, -24), g = fi->g, tp = fi->tp, ta = fi->ta, curv = fi->curv, lambda = fi->lambda;
+    const double ak = fi->act;
+    /* two computations of a value within its tolerance round to neighbours
+     * when a boundary lies between them: pre's own rounding, the table's
+     * input; the GELU carries a pre step (its slope; the curvature over the
+     * step joins the tolerance), and act's own rounding may then flip
+     * anywhere in the widened window */
+    double fp, fin = 0, sg = tp / lambda;
+    double m_pre = flip_moment(un->store, fi->pre_u, tp, sg, &fp);
+    if (un->table_in) m_pre += flip_moment(G2F_ROUND_F16, fi->pre, tp, sg, &fin);
+    double dp = fabs(fp) + fabs(fin), prop = fabs(g) * dp;
+    place_flip(fp, fi->fl ? f_pre : NULL, box_pre);
+    *box_act += 0.4 * dp * dp;
+    place_flip(fp < 0 || fin < 0 || (fp && fin) ? -prop : prop, fi->fl ? f_act1 : NULL, box_act);
+    /* act's own rounding: where it can land after a pre step (own), and without one
+     * (own0, with its probability) */
+    double own, own0, m_own0;
+    if (un->table_in) { /* the table holds f16(GELU) by a float formula (ggml's, or another's) */
+        double x16 = g2f_round_value(G2F_ROUND_F16, fi->pre);
+        double exact = g2f_gelu_tanh_f64(x16), fe = 4 * u * (fabs(exact) + fabs(x16));
+        int in = fabs(x16) < 10;
+        own = in ? g2f_round_flip_one(G2F_ROUND_F16, (float)exact, fe + prop) : 0;
+        m_own0 = in ? flip_moment(G2F_ROUND_F16, (float)exact, fe, fe / lambda, &own0) : 0;
+    } else {
+        own = g2f_round_flip_one(un->store, fi->act_u, ta + prop);
+        m_own0 = flip_moment(un->store, fi->act_u, ta, ta / lambda, &own0);
+    }
+    place_flip(own, fi->fl ? f_act2 : NULL, box_act);
+    *flips = prop + fabs(own);
+    /* downstream, each event's second moment: pre's roundings carried by the slope
+     * (with act's own step that may follow), and act's rounding alone */
+    double s_act = 2 * g2f_round_unit(un->table_in ? G2F_ROUND_F16 : un->store) * fabs(ak);
+    *flip_var = g * g * m_pre + (m_pre > 0 ? s_act * s_act : 0) + m_own0;
+    /* c_proj's input rounding (TF32, ggml's F16): on its own, and after a pre step with
+     * that step's probability (m_pre / dp^2) */
+    double fg, m_gm = flip_moment(un->gemm_act, fi->act, ta + curv + *box_act + *flips, ta / lambda, &fg);
+    *flip_var += m_gm + (dp > 0 ? m_pre / (dp * dp) : 0) * fg * fg;
+}
+
 void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *pre_u, const float *pre,
                           const float *act_u, const float *act, const float *s, const double *exp_pre,
                           const double *exp_act, const g2f_tol_units *un, double lambda, const double *tok_extra,
@@ -186,41 +237,8 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
             double box_pre = 0, box_act = 0, flips = 0, flip_var = 0;
             float f_pre = 0, f_act1 = 0, f_act2 = 0;
             if (rounds) {
-                /* two computations of a value within its tolerance round to neighbours
-                 * when a boundary lies between them: pre's own rounding, the table's
-                 * input; the GELU carries a pre step (its slope; the curvature over the
-                 * step joins the tolerance), and act's own rounding may then flip
-                 * anywhere in the widened window */
-                double fp, fin = 0, sg = tp / lambda;
-                double m_pre = flip_moment(un->store, pre_u[i], tp, sg, &fp);
-                if (un->table_in) m_pre += flip_moment(G2F_ROUND_F16, pre[i], tp, sg, &fin);
-                double dp = fabs(fp) + fabs(fin), prop = fabs(g) * dp;
-                place_flip(fp, fl ? &f_pre : NULL, &box_pre);
-                box_act += 0.4 * dp * dp;
-                place_flip(fp < 0 || fin < 0 || (fp && fin) ? -prop : prop, fl ? &f_act1 : NULL, &box_act);
-                /* act's own rounding: where it can land after a pre step (own), and without one
-                 * (own0, with its probability) */
-                double own, own0, m_own0;
-                if (un->table_in) { /* the table holds f16(GELU) by a float formula (ggml's, or another's) */
-                    double x16 = g2f_round_value(G2F_ROUND_F16, pre[i]);
-                    double exact = g2f_gelu_tanh_f64(x16), fe = 4 * u * (fabs(exact) + fabs(x16));
-                    int in = fabs(x16) < 10;
-                    own = in ? g2f_round_flip_one(G2F_ROUND_F16, (float)exact, fe + prop) : 0;
-                    m_own0 = in ? flip_moment(G2F_ROUND_F16, (float)exact, fe, fe / lambda, &own0) : 0;
-                } else {
-                    own = g2f_round_flip_one(un->store, act_u[i], ta + prop);
-                    m_own0 = flip_moment(un->store, act_u[i], ta, ta / lambda, &own0);
-                }
-                place_flip(own, fl ? &f_act2 : NULL, &box_act);
-                flips = prop + fabs(own);
-                /* downstream, each event's second moment: pre's roundings carried by the slope
-                 * (with act's own step that may follow), and act's rounding alone */
-                double s_act = 2 * g2f_round_unit(un->table_in ? G2F_ROUND_F16 : un->store) * fabs(ak);
-                flip_var = g * g * m_pre + (m_pre > 0 ? s_act * s_act : 0) + m_own0;
-                /* c_proj's input rounding (TF32, ggml's F16): on its own, and after a pre step with
-                 * that step's probability (m_pre / dp^2) */
-                double fg, m_gm = flip_moment(un->gemm_act, act[i], ta + curv + box_act + flips, ta / lambda, &fg);
-                flip_var += m_gm + (dp > 0 ? m_pre / (dp * dp) : 0) * fg * fg;
+                flip_in fi = {pre_u[i], pre[i], act_u[i], act[i], g, tp, ta, curv, lambda, fl != NULL};
+                hidden_flips(un, &fi, &box_pre, &box_act, &flips, &flip_var, &f_pre, &f_act1, &f_act2);
             }
             if (fl && fl->pre) fl->pre[i] = f_pre;
             if (fl && fl->act1) fl->act1[i] = f_act1, fl->act2[i] = f_act2;
@@ -310,7 +328,7 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
         if (tol_act && r->exp_act) g2f_tol_user(p, r->exp_act, T * h, tol_act);
         return G2F_OK;
     }
-    double lambda = p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA;
+    double lambda = g2f_tol_lambda(p);
     g2f_tol_units un = g2f_tol_units_for(r->dtype_in, r->dtype_out, r->dtype_pre, r->dtype_act, r->weight_roundoff);
     /* pre2 (scratch for the recomputed pre), s and q (T, h); out2 and v (T, d) */
     size_t width = 3 * h + 2 * d;
@@ -326,4 +344,11 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
     g2f_tol_ffn_out(T * d, h, r->out, v, r->exp_out, &un, lambda, tol_out, n_threads);
     free(buf);
     return G2F_OK;
+}
+
+double g2f_tol_lambda(const g2f_tol_params *p) { return p && p->lambda > 0 ? p->lambda : G2F_TOL_LAMBDA; }
+
+void g2f_tol_input_var(const float *x, size_t n, g2f_dtype dt, float *v) {
+    double u = dt == G2F_DTYPE_F64 ? ldexp(1.0, -24) : g2f_dtype_store_roundoff(dt);
+    for (size_t i = 0; i < n; i++) v[i] = (float)(u * u * (double)x[i] * x[i]);
 }

@@ -88,6 +88,15 @@ typedef struct g2f_tol_params {
     double lambda;      /* standard deviations, G2F_TOL_LAMBDA by default */
 } g2f_tol_params;
 
+/* The standard deviations a derived tolerance allows: p's lambda, or
+ * G2F_TOL_LAMBDA when unset (p NULL or lambda <= 0). The one place the
+ * default is applied. */
+double g2f_tol_lambda(const g2f_tol_params *p);
+
+/* The variance of a recorded input tensor's values: its own storage
+ * rounding, (u x)^2 (float64 read as float32: u = 2^-24). */
+void g2f_tol_input_var(const float *x, size_t n, g2f_dtype dt, float *v);
+
 /* Relative roundoffs of one comparison (u_in, u_w, the stored dtypes). */
 typedef struct g2f_tol_units {
     double u_in;            /* the fixture input's rounding, relative (F16 2^-11, F64 read as float 2^-24) */

@@ -442,7 +442,7 @@ static void model_codes(g2f_verify_result *out) {
     if (!mr->diverged || mr->first_layer < 0 || (size_t)mr->first_layer >= out->n_layers) return;
     const g2f_layer_result *r = &out->layers[mr->first_layer];
     for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
-        if (strcmp(g2f_stage_name((g2f_stage)s), mr->first_stage)) continue;
+        if (s != (int)mr->first_stage) continue;
         if (s == G2F_STAGE_MLP)
             g2f_causes_join(r->diag.causes, r->diag.n_causes, mr->first_codes, sizeof mr->first_codes);
         else
@@ -540,6 +540,67 @@ static g2f_status check_aliases(const g2f_fixture *f, g2f_verify_result *out, g2
     return G2F_OK;
 }
 
+/* What the pass over the layers works with. */
+typedef struct layer_pass {
+    const g2f_model *m;
+    const g2f_fixture *f;
+    const g2f_verify_params *p;
+    const g2f_block_params *bp;
+    g2f_ffn_eval_ws *ws;
+    size_t todo, done;
+    unsigned long long bytes;
+} layer_pass;
+
+/* The first failing layer and its first diverging stage. */
+static void note_first_fail(g2f_verify_result *out, const g2f_layer_result *r, size_t L) {
+    if (out->first_fail >= 0) return;
+    out->first_fail = (long)L;
+    if (!r->has_block) return;
+    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST && out->first_stage == G2F_STAGE_NONE; s++)
+        if (r->block.stage[s].checked && !r->block.stage[s].pass) out->first_stage = (g2f_stage)s;
+    if (out->first_stage == G2F_STAGE_NONE && r->block.diverged) out->first_stage = r->block.first_stage;
+}
+
+/* Layer L: its FFN and its block's stages, where the fixture records them. */
+static g2f_status verify_one(layer_pass *lp, size_t L, g2f_verify_result *out, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(lp->m);
+    const g2f_verify_params *p = lp->p;
+    g2f_layer_result *r = &out->layers[L];
+    r->layer = L;
+    r->status = G2F_LAYER_SKIPPED;
+    r->best_gelu = G2F_BEST_NEITHER;
+    if (p->select && !p->select[L]) {
+        snprintf(r->explanation, sizeof r->explanation, "layer %zu not selected by --layers", L);
+        return G2F_OK;
+    }
+    r->has_ffn = g2f_fixture_has_layer(lp->f, L);
+    r->has_block = g2f_fixture_has_block(lp->f, L);
+    if (!r->has_ffn && !r->has_block) {
+        snprintf(r->explanation, sizeof r->explanation, "layer %zu has no h.%zu.mlp.in/out in the fixture", L, L);
+        return G2F_OK;
+    }
+    g2f_status st;
+    if ((r->has_ffn && (st = verify_layer(lp->m, lp->f, p, L, lp->ws, r, err)) != G2F_OK) ||
+        (r->has_block && (st = g2f_block_check(lp->m, lp->f, L, lp->bp, &r->block, err)) != G2F_OK))
+        return st;
+    if (r->has_block) fold_block(r);
+    if (!layer_compared(r)) { /* recorded tensors, but no input beside its output */
+        r->status = G2F_LAYER_SKIPPED;
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %zu: nothing compared: no stage has both its input and its expected output recorded", L);
+        if (p->progress) p->progress(p->progress_user, ++lp->done, lp->todo, lp->bytes);
+        return G2F_OK;
+    }
+    out->compared++;
+    lp->bytes += (unsigned long long)(2 * mi->n_embd * mi->n_inner) * g2f_dtype_size(mi->dtype);
+    if (p->progress) p->progress(p->progress_user, ++lp->done, lp->todo, lp->bytes);
+    if (r->status == G2F_LAYER_FAIL) {
+        out->failed++;
+        note_first_fail(out, r, L);
+    }
+    return G2F_OK;
+}
+
 g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,
                           g2f_verify_result *out, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
@@ -561,9 +622,8 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
         return st;
     }
     out->first_fail = -1;
-    out->first_stage = -1;
-    size_t todo = 0, done = 0;
-    unsigned long long bytes = 0;
+    out->first_stage = G2F_STAGE_NONE;
+    size_t todo = 0;
     for (size_t L = 0; L < mi->n_layer; L++)
         todo += (!p->select || p->select[L]) && (g2f_fixture_has_layer(f, L) || g2f_fixture_has_block(f, L));
     g2f_ffn_eval_ws ws = {0}; /* kept from layer to layer: fresh buffers cost page faults */
@@ -573,50 +633,13 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
     if ((mi->dtype == G2F_DTYPE_BF16 && (p->accept & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED))) ||
         (mi->dtype == G2F_DTYPE_F16 && (p->accept & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED))))
         bp.weight_roundoff = g2f_dtype_store_roundoff(mi->dtype);
-    for (size_t L = 0; L < mi->n_layer; L++) {
-        g2f_layer_result *r = &out->layers[L];
-        r->layer = L;
-        r->status = G2F_LAYER_SKIPPED;
-        r->best_gelu = G2F_BEST_NEITHER;
-        if (p->select && !p->select[L]) {
-            snprintf(r->explanation, sizeof r->explanation, "layer %zu not selected by --layers", L);
-            continue;
-        }
-        r->has_ffn = g2f_fixture_has_layer(f, L);
-        r->has_block = g2f_fixture_has_block(f, L);
-        if (!r->has_ffn && !r->has_block) {
-            snprintf(r->explanation, sizeof r->explanation, "layer %zu has no h.%zu.mlp.in/out in the fixture", L, L);
-            continue;
-        }
-        if ((r->has_ffn && (st = verify_layer(m, f, p, L, &ws, r, err)) != G2F_OK) ||
-            (r->has_block && (st = g2f_block_check(m, f, L, &bp, &r->block, err)) != G2F_OK)) {
+    layer_pass lp = {m, f, p, &bp, &ws, todo, 0, 0};
+    for (size_t L = 0; L < mi->n_layer; L++)
+        if ((st = verify_one(&lp, L, out, err)) != G2F_OK) {
             g2f_ffn_eval_ws_free(&ws);
             g2f_verify_result_free(out);
             return st;
         }
-        if (r->has_block) fold_block(r);
-        if (!layer_compared(r)) { /* recorded tensors, but no input beside its output */
-            r->status = G2F_LAYER_SKIPPED;
-            snprintf(r->explanation, sizeof r->explanation,
-                     "layer %zu: nothing compared: no stage has both its input and its expected output recorded", L);
-            if (p->progress) p->progress(p->progress_user, ++done, todo, bytes);
-            continue;
-        }
-        out->compared++;
-        bytes += (unsigned long long)(2 * mi->n_embd * mi->n_inner) * g2f_dtype_size(mi->dtype);
-        if (p->progress) p->progress(p->progress_user, ++done, todo, bytes);
-        if (r->status == G2F_LAYER_FAIL) {
-            out->failed++;
-            if (out->first_fail < 0) {
-                out->first_fail = (long)L;
-                if (r->has_block) {
-                    for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST && out->first_stage < 0; s++)
-                        if (r->block.stage[s].checked && !r->block.stage[s].pass) out->first_stage = s;
-                    if (out->first_stage < 0 && r->block.diverged) out->first_stage = (int)r->block.first_stage;
-                }
-            }
-        }
-    }
     g2f_ffn_eval_ws_free(&ws);
     if (reconcile_attn_scale(out))
         for (size_t L = 0; L < mi->n_layer; L++)

@@ -110,7 +110,7 @@ typedef struct g2f_verify_result {
     size_t compared, failed;
     int pass;                    /* every compared layer passes (and at least one was compared) */
     long first_fail;             /* layer index or -1 */
-    int first_stage;             /* with first_fail: the first diverging stage of that layer (g2f_stage), or -1 */
+    g2f_stage first_stage;       /* with first_fail: the first diverging stage of that layer, or G2F_STAGE_NONE */
     g2f_model_result model;      /* the whole forward from input_ids (g2f_forward), present 0 without
                                     model-level tensors; its first divergence's codes filled from the
                                     layer's isolated stage check when it lies in a block */

@@ -326,7 +326,7 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
         put_num(b, c->tol->rtol);
         buf_put(b, " (from the command line)");
     } else {
-        put_num(b, c->tol->lambda > 0 ? c->tol->lambda : G2F_TOL_LAMBDA);
+        put_num(b, g2f_tol_lambda(c->tol));
         buf_put(b, " sigma of fp32 rounding per element, plus the fixture dtype&#39;s (README: Tolerance)");
     }
     buf_put(b, "</dd>\n");

@@ -214,8 +214,9 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
     const g2f_model_result *mr = &res->model;
     if (mr->present && mr->diverged) { /* the whole forward's, in model order */
         char where[64];
-        if (mr->first_layer >= 0) snprintf(where, sizeof where, "layer %ld, %s", mr->first_layer, mr->first_stage);
-        else snprintf(where, sizeof where, "%s", mr->first_stage);
+        const char *fs = g2f_stage_name(mr->first_stage);
+        if (mr->first_layer >= 0) snprintf(where, sizeof where, "layer %ld, %s", mr->first_layer, fs);
+        else snprintf(where, sizeof where, "%s", fs);
         snprintf(buf, n, "first divergence: %s: %s (%s margin %.3g)", where,
                  mr->first_codes[0] ? mr->first_codes : "no known cause explains it",
                  mr->first_tensor ? mr->first_tensor : "", mr->first_margin);
@@ -596,8 +597,9 @@ void g2f_report_chain_layer(const g2f_model_result *mr, size_t L, char *cell, si
     if (mr->first_layer == (long)L) /* the first divergence: the diagnosis at that stage */
         snprintf(diag, dn, "%s", mr->first_codes[0] ? mr->first_codes : "unexplained");
     else if (mr->first_layer >= 0 && (long)L > mr->first_layer)
-        snprintf(diag, dn, "%s:h.%ld.%s", g2f_diag_name(G2F_DIAG_PROPAGATED), mr->first_layer, mr->first_stage);
-    else if (mr->first_layer < 0 && !strcmp(mr->first_stage, "embed"))
+        snprintf(diag, dn, "%s:h.%ld.%s", g2f_diag_name(G2F_DIAG_PROPAGATED), mr->first_layer,
+                 g2f_stage_name(mr->first_stage));
+    else if (mr->first_layer < 0 && mr->first_stage == G2F_STAGE_EMBED)
         snprintf(diag, dn, "%s:embed", g2f_diag_name(G2F_DIAG_PROPAGATED));
 }
 
@@ -684,7 +686,7 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
                 c->tol->atol, c->tol->rtol);
     else
         fprintf(fp, "tolerance   per element, %g sigma of fp32 rounding plus the fixture dtype's (README: Tolerance)\n",
-                c->tol->lambda > 0 ? c->tol->lambda : G2F_TOL_LAMBDA);
+                g2f_tol_lambda(c->tol));
     char note[256], line[1400];
     if (claim_check(c, note, sizeof note)) fprintf(fp, "note        %s\n", note);
     if (g2f_report_provenance(c, line, sizeof line))
@@ -1007,7 +1009,7 @@ static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
         cJSON *fd = j_obj(b, o, "first_divergence");
         if (mr->first_layer >= 0) j_num(b, fd, "layer", (double)mr->first_layer);
         else j_null(b, fd, "layer");
-        j_str(b, fd, "stage", mr->first_stage ? mr->first_stage : "");
+        j_str(b, fd, "stage", mr->first_stage != G2F_STAGE_NONE ? g2f_stage_name(mr->first_stage) : "");
         j_str(b, fd, "tensor", mr->first_tensor ? mr->first_tensor : "");
         j_num(b, fd, "margin", mr->first_margin);
         cJSON *codes = j_arr(b, fd, "codes");
@@ -1099,7 +1101,7 @@ char *g2f_report_json(const g2f_report_ctx *c) {
         j_num(&b, tol, "rtol", c->tol->rtol);
         j_num(&b, tol, "atol", c->tol->atol);
     } else {
-        j_num(&b, tol, "sigmas", c->tol->lambda > 0 ? c->tol->lambda : G2F_TOL_LAMBDA);
+        j_num(&b, tol, "sigmas", g2f_tol_lambda(c->tol));
     }
     j_str(&b, root, "fixture_dtype", g2f_dtype_name(c->fixture_dtype));
     if (c->fixture_claim) j_str(&b, root, "fixture_gelu_claim", c->fixture_claim);
@@ -1128,8 +1130,8 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     j_num(&b, root, "unknown_tensors_total", (double)res->n_unknown_total);
     if (res->first_fail >= 0) j_num(&b, root, "first_divergence", (double)res->first_fail);
     else j_null(&b, root, "first_divergence");
-    if (res->first_fail >= 0 && res->first_stage >= 0)
-        j_str(&b, root, "first_stage", g2f_stage_name((g2f_stage)res->first_stage));
+    if (res->first_fail >= 0 && res->first_stage != G2F_STAGE_NONE)
+        j_str(&b, root, "first_stage", g2f_stage_name(res->first_stage));
     else j_null(&b, root, "first_stage");
     cJSON *layers = j_arr(&b, root, "layers");
     for (size_t i = 0; !b.failed && i < res->n_layers; i++) j_add(&b, layers, NULL, layer_json(&b, c, &res->layers[i]));

@@ -157,12 +157,71 @@ static void fixture_should_check_aliases_value_for_value(void) {
         }
 }
 
+/* The tensor t read as float (f32) or double, against got: 1 when equal bit for bit. */
+static int holds(const g2f_tensor *t, const void *got, int f32) {
+    size_t n = (size_t)t->numel, size = f32 ? sizeof(float) : sizeof(double);
+    void *want = malloc(n * size);
+    if (!want) return 0;
+    if (f32) g2f_tensor_read_f32(t, 0, t->numel, want);
+    else g2f_tensor_read_f64(t, 0, t->numel, want);
+    int same = got && memcmp(want, got, n * size) == 0;
+    free(want);
+    return same;
+}
+
+/* g2f_fixture_layer_load (a layer whole in memory, for library callers)
+ * holds what the views read, value for value (in as float, the others as
+ * double), with each tensor's dtype; an F32 fixture with pre / act and an
+ * F16 one without; a layer the
+ * fixture lacks is a usage error that leaves *out empty. */
+static void layer_load_should_hold_what_the_views_read(void) {
+    const char *files[] = {"tiny_tanh.safetensors", "tiny_tanh_f16.safetensors"};
+    const g2f_dtype dtypes[] = {G2F_DTYPE_F32, G2F_DTYPE_F16};
+    for (int i = 0; i < 2; i++) {
+        char path[400];
+        snprintf(path, sizeof path, "%s/%s", fixtures, files[i]);
+        g2f_error err = {0};
+        g2f_fixture *f = NULL;
+        CHECK(g2f_fixture_open(path, &f, &err) == G2F_OK);
+        if (!f) continue;
+        CHECK(g2f_fixture_check(f, 4, 64, 256, &err) == G2F_OK); /* fixtures/tiny's sizes */
+        size_t layers = 0, with_pre_act = 0;
+        for (size_t L = 0; L < g2f_fixture_n_slots(f); L++) {
+            if (!g2f_fixture_has_layer(f, L)) continue;
+            layers++;
+            g2f_fixture_views v;
+            g2f_fixture_layer l;
+            CHECK(g2f_fixture_layer_views(f, L, &v, &err) == G2F_OK);
+            CHECK(g2f_fixture_layer_load(f, L, 64, 256, &l, &err) == G2F_OK);
+            CHECK(l.n_tokens == v.n_tokens && l.n_tokens > 0);
+            CHECK(holds(v.t[G2F_ACT_MLP_IN], l.in, 1) && holds(v.t[G2F_ACT_MLP_OUT], l.out, 0));
+            const g2f_tensor *pre = v.t[G2F_ACT_MLP_PRE], *act = v.t[G2F_ACT_MLP_ACT];
+            CHECK(pre ? holds(pre, l.pre, 0) : l.pre == NULL);
+            CHECK(act ? holds(act, l.act, 0) : l.act == NULL);
+            with_pre_act += pre && act;
+            for (int k = 0; k < 4; k++) {
+                g2f_act a = g2f_ffn_act(k);
+                CHECK(!v.t[a] || l.dtype[a] == dtypes[i]);
+            }
+            g2f_fixture_layer_free(&l);
+            CHECK(l.in == NULL && l.out == NULL && l.pre == NULL && l.act == NULL && l.n_tokens == 0);
+        }
+        CHECK(layers == 4 && with_pre_act == (i == 0 ? 4u : 0u)); /* the F16 fixture records no pre / act */
+        g2f_fixture_layer none;
+        CHECK(g2f_fixture_layer_load(f, 4, 64, 256, &none, &err) == G2F_ERR_USAGE);
+        CHECK(none.in == NULL && none.out == NULL && none.pre == NULL && none.act == NULL);
+        CHECK_CONTAINS(err.msg, "no layer 4");
+        g2f_fixture_close(f);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "fixture") != 0) return 1;
     fixtures = argv[1];
     RUN(fixture_should_accept_transformerlens_cache_names);
     RUN(fixture_should_name_each_fault);
     RUN(fixture_should_check_aliases_value_for_value);
+    RUN(layer_load_should_hold_what_the_views_read);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -8,6 +8,8 @@
 #include "check.h"
 #include "g2f_inspect.h"
 
+static const char *fixtures; /* argv[1] */
+
 static void stats_should_cover_the_finite_values_and_count_the_others(void) {
     const float v[] = {3.0f, NAN, -1.0f, INFINITY, 2.0f, 0.5f, -INFINITY};
     g2f_stats s;
@@ -23,7 +25,7 @@ static void stats_should_cover_the_finite_values_and_count_the_others(void) {
     CHECK(s.nan == 1 && s.min == 0 && s.max == 0 && s.mean == 0 && s.std == 0);
 }
 
-static void inspect_should_give_each_tensors_extremes(const char *fixtures) {
+static void inspect_should_give_each_tensors_extremes(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s/tiny", fixtures);
     g2f_model *m = NULL;
@@ -51,7 +53,7 @@ static void inspect_should_give_each_tensors_extremes(const char *fixtures) {
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     RUN(stats_should_cover_the_finite_values_and_count_the_others);
-    inspect_should_give_each_tensors_extremes(argv[1]);
-    fprintf(stderr, "%s inspect_should_give_each_tensors_extremes\n", check_failures ? "FAIL" : "ok  ");
+    fixtures = argv[1];
+    RUN(inspect_should_give_each_tensors_extremes);
     CHECK_EXIT();
 }

@@ -7,7 +7,8 @@
  * never prints, aborts or exits; only the CLI maps a status to an exit code.
  *
  *     g2f_error err = {0};
- *     if (g2f_model_open(path, &model, &err) != G2F_OK)
+ *     g2f_model *model = NULL;
+ *     if (g2f_model_open(path, NULL, &model, &err) != G2F_OK) // NULL: config.json beside it
  *         fprintf(stderr, "gpt2ffn: %s\n", err.msg);
  */
 #ifndef G2F_ERROR_H

@@ -17,7 +17,7 @@
 #include "g2f_stage.h"
 #include "g2f_tensor.h"
 
-/* Diagnosis codes, as they appear in reports (README / docs: Diagnosis). */
+/* Diagnosis codes, as they appear in reports (docs/diagnosis.md). */
 typedef enum g2f_diag {
     G2F_DIAG_GELU_ERF,            /* reference used exact erf GELU where another form was asked */
     G2F_DIAG_GELU_TANH,           /* reference used the tanh GELU where another form was asked */

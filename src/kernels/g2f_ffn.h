@@ -25,31 +25,7 @@
 #include <stddef.h>
 
 #include "g2f_error.h"
-
-/* The GELU forms. TANH and ERF keep the values 0 and 1 (stored in reports
- * and JSON); the others model what ports run instead:
- *   SIGMOID    x sigmoid(1.702 x)                              HF "quick_gelu"
- *   MLX        x sigmoid(1.60033 x (1 + 0.0433603 x^2))        MLX's former gelu_approx
- *   F16_TABLE  0 for x <= -10, x for x >= 10, else
- *              f16(gelu_ggml(f16(x)))                          ggml's CPU GELU (llama.cpp)
- * where f16() rounds to IEEE half, to nearest even, and gelu_ggml is the
- * tanh form evaluated in float as ggml fills its 65536-entry table
- * (ggml_table_gelu_f16, from ggml_gelu_f32):
- *   0.5f*x * (1.0f + tanhf((0.7978845608f*x) * fmaf(0.044715f*x, x, 1.0f)))
- * The fma is the compilers' default contraction of 0.044715f*x*x + 1.0f
- * (GCC in GNU mode, clang) on the FMA machines llama.cpp targets; without
- * it one entry of the 65536 moves by one f16 ulp (x = -1.998046875), and
- * with a correctly rounded tanhf instead of glibc's none does (measured).
- * The float inside the table is what matters: 268 entries differ from the
- * exact tanh GELU rounded to f16, all at x < 0, where 1 + tanh cancels. */
-typedef enum g2f_gelu {
-    G2F_GELU_TANH = 0,
-    G2F_GELU_ERF = 1,
-    G2F_GELU_SIGMOID,
-    G2F_GELU_MLX,
-    G2F_GELU_F16_TABLE,
-    G2F_GELU_COUNT
-} g2f_gelu;
+#include "g2f_ffn_types.h" /* g2f_gelu (the forms), g2f_layout, g2f_ffn_weights */
 
 /* "tanh", "erf", "sigmoid", "mlx_approx", "f16_table"; "?" out of range. */
 const char *g2f_gelu_name(g2f_gelu g);
@@ -109,21 +85,8 @@ float g2f_round_tf32(float x);
 /* out[i] = g2f_round_tf32(in[i]) for n elements; out may equal in. */
 void g2f_round_tf32_buf(const float *in, float *out, size_t n);
 
-typedef enum g2f_layout { G2F_LAYOUT_CONV1D, G2F_LAYOUT_LINEAR, G2F_LAYOUT_COUNT } g2f_layout;
 /* "Conv1D [in, out]" / "Linear [out, in]" */
 const char *g2f_layout_name(g2f_layout l);
-
-/* Borrowed views of one layer's FFN weights; biases may be NULL (no bias).
- * Each matrix has its own layout so a diagnosis can model one of them being
- * misread; a checkpoint's two are always the same. */
-typedef struct g2f_ffn_weights {
-    size_t n_embd, n_inner;
-    g2f_layout layout_fc, layout_proj;
-    const float *w_fc;   /* layout-dependent, see above */
-    const float *b_fc;   /* (n_inner) or NULL */
-    const float *w_proj; /* layout-dependent */
-    const float *b_proj; /* (n_embd) or NULL */
-} g2f_ffn_weights;
 
 /* Scratch memory of the matmul kernels (the packed weight blocks, up to
  * 16 MiB), owned by the caller and kept across calls: a fresh buffer per

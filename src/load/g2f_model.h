@@ -68,7 +68,7 @@
 
 #include "g2f_error.h"
 #include "g2f_file.h"
-#include "g2f_ffn.h"
+#include "g2f_ffn_types.h"
 #include "g2f_tensor.h"
 
 typedef struct g2f_model g2f_model;

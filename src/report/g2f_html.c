@@ -232,8 +232,9 @@ static const char css[] =
     "tr.fail td,.verdict,.badge,svg{-webkit-print-color-adjust:exact;print-color-adjust:exact}"
     "h2{break-after:avoid}}";
 
-static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
-    const g2f_model_info *mi = c->model;
+/* The badge, the title and the verdict's sentences (those of the text
+ * report: g2f_report_verdict and the rest). */
+static void put_verdict(g2f_html_buf *b, const g2f_report_ctx *c) {
     const g2f_verify_result *res = c->result;
     const char *word = res->pass ? "PASS" : "FAIL";
     const char *cls = res->pass ? "pass" : "fail";
@@ -242,7 +243,6 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
     esc(b, c->checkpoint_arg);
     buf_put(b, "</span></h1>\n");
 
-    /* the sentences of the text report (g2f_report_verdict and the rest) */
     char line[1400], prefix[64];
     g2f_report_verdict(c, line, sizeof line);
     buf_printf(b, "<p class=\"verdict %s\" id=\"verdict\">", cls);
@@ -270,7 +270,10 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
         esc(b, line);
         buf_put(b, "</p>\n");
     }
+}
 
+/* checkpoint, naming and layout rows of the header's list. */
+static void put_meta_checkpoint(g2f_html_buf *b, const g2f_model_info *mi) {
     buf_put(b, "<dl class=\"meta\">\n<dt>checkpoint</dt><dd><code>");
     esc(b, mi->path);
     buf_put(b, "</code> (");
@@ -293,7 +296,13 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
     esc(b, g2f_layout_name(mi->layout));
     buf_put(b, ": ");
     esc(b, mi->layout_source);
-    buf_put(b, "</dd>\n<dt>config</dt><dd>");
+    buf_put(b, "</dd>\n");
+}
+
+/* The config row: its path, how it was found (unless beside the
+ * checkpoint) and its activation_function, or why there is none. */
+static void put_meta_config(g2f_html_buf *b, const g2f_model_info *mi) {
+    buf_put(b, "<dt>config</dt><dd>");
     const char *how = mi->config_source && strcmp(mi->config_source, "config.json beside the checkpoint") != 0
                           ? mi->config_source
                           : NULL;
@@ -313,10 +322,15 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
     } else {
         esc(b, how ? how : "none beside the checkpoint");
     }
-    buf_put(b, "</dd>\n<dt>fixtures</dt><dd><code>");
+    buf_put(b, "</dd>\n");
+}
+
+/* fixtures, GELU and tolerance rows. */
+static void put_meta_check(g2f_html_buf *b, const g2f_report_ctx *c) {
+    buf_put(b, "<dt>fixtures</dt><dd><code>");
     esc(b, c->fixtures_arg);
     buf_printf(b, "</code> (%s)</dd>\n", g2f_dtype_name(c->fixture_dtype));
-    buf_printf(b, "<dt>GELU</dt><dd><strong>%s</strong> (", g2f_gelu_name(res->gelu));
+    buf_printf(b, "<dt>GELU</dt><dd><strong>%s</strong> (", g2f_gelu_name(c->result->gelu));
     esc(b, c->gelu_source);
     buf_put(b, ")</dd>\n<dt>tolerance</dt><dd>");
     if (c->tol->user) {
@@ -330,6 +344,11 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
         buf_put(b, " sigma of fp32 rounding per element, plus the fixture dtype&#39;s (README: Tolerance)");
     }
     buf_put(b, "</dd>\n");
+}
+
+/* The fixture's claim, the provenance and the other notes, then the list's end. */
+static void put_meta_notes(g2f_html_buf *b, const g2f_report_ctx *c) {
+    char line[1400];
     if (c->fixture_claim) {
         buf_put(b, "<dt>note</dt><dd>");
         put_claim_note(b, c);
@@ -349,6 +368,14 @@ static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
         buf_put(b, "</dd>\n");
     }
     buf_put(b, "</dl>\n</header>\n");
+}
+
+static void put_header(g2f_html_buf *b, const g2f_report_ctx *c) {
+    put_verdict(b, c);
+    put_meta_checkpoint(b, c->model);
+    put_meta_config(b, c->model);
+    put_meta_check(b, c);
+    put_meta_notes(b, c);
 }
 
 /* Chart geometry (SVG user units; the SVG scales down to its container). */
@@ -372,59 +399,62 @@ static const char *decade_label(int e) {
     return labels[e + 3];
 }
 
-static void put_chart(g2f_html_buf *b, const g2f_report_ctx *c) {
-    const g2f_verify_result *res = c->result;
-    const char *req = g2f_gelu_name(res->gelu), *oth = g2f_gelu_name(g2f_gelu_other(res->gelu));
-    size_t n = res->n_layers ? res->n_layers : 1;
-    double pw = CH_W - CH_L - CH_R, ph = CH_H - CH_T - CH_B, sw = pw / (double)n;
-    double bw = sw * 0.56 > 46 ? 46 : sw * 0.56;
-    double y_tol = chart_y(1.0), y_bot = CH_T + ph;
-    /* the other form's markers sit just right of the bar, clear of its value label */
-    double dx = sw >= 34 ? bw / 2 + 10 : 0;
+/* The chart's geometry and the two GELU forms' names, for its parts. */
+typedef struct chart_geom {
+    double pw, ph;     /* the plot's width and height */
+    double sw, bw;     /* a layer's slot and its bar's width */
+    double y_tol, y_bot;
+    double dx;         /* the other form's markers sit just right of the bar, clear of its value label */
+    const char *req, *oth;
+} chart_geom;
 
+/* The SVG's opening, the failing region, the decade grid and the y axis. */
+static void chart_open(g2f_html_buf *b, const chart_geom *g) {
     buf_printf(b,
                "<figure id=\"chart\">\n<svg width=\"%d\" height=\"%d\" "
                "viewBox=\"0 0 %d %d\" role=\"img\" aria-labelledby=\"chart-title\">\n"
                "<title id=\"chart-title\">Margin per layer (max |err| / tolerance, log scale): requested GELU %s "
                "against the other GELU %s</title>\n",
-               CH_W, CH_H, CH_W, CH_H, req, oth);
+               CH_W, CH_H, CH_W, CH_H, g->req, g->oth);
     /* the region above the tolerance, where a layer fails */
-    buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" fill=\"#fcf1f0\"/>\n", CH_L, CH_T, pw,
-               y_tol - CH_T);
+    buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" fill=\"#fcf1f0\"/>\n", CH_L, CH_T, g->pw,
+               g->y_tol - CH_T);
     /* decade grid and y labels */
     for (int e = -3; e <= 7; e++) {
         double y = chart_y(pow(10.0, e));
         buf_printf(b,
                    "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e8ec\"/>"
                    "<text x=\"%d\" y=\"%.1f\" font-size=\"12\" text-anchor=\"end\" fill=\"#59636e\">%s</text>\n",
-                   CH_L, CH_L + pw, y, y, CH_L - 7, y + 4, decade_label(e));
+                   CH_L, CH_L + g->pw, y, y, CH_L - 7, y + 4, decade_label(e));
     }
     buf_printf(b,
                "<text transform=\"translate(18 %.1f) rotate(-90)\" font-size=\"12.5\" text-anchor=\"middle\" "
                "fill=\"#1f2328\">margin = max |err| / tolerance (log)</text>\n",
-               CH_T + ph / 2);
+               CH_T + g->ph / 2);
+}
 
+static void chart_bars(g2f_html_buf *b, const g2f_verify_result *res, const chart_geom *g) {
     /* x labels: at most one per ~22 units so GPT-2 XL's 48 layers stay legible */
     size_t step = 1;
-    while (sw * (double)step < 22) step++;
+    while (g->sw * (double)step < 22) step++;
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
-        double cx = CH_L + ((double)i + 0.5) * sw;
+        double cx = CH_L + ((double)i + 0.5) * g->sw;
         int skipped = r->status == G2F_LAYER_SKIPPED;
         if (i % step == 0 || (r->status == G2F_LAYER_FAIL && step == 1))
             buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" fill=\"%s\"%s>%zu</text>\n",
-                       cx, y_bot + 16, skipped ? "#a0a7ae" : "#1f2328",
+                       cx, g->y_bot + 16, skipped ? "#a0a7ae" : "#1f2328",
                        r->status == G2F_LAYER_FAIL ? " font-weight=\"700\"" : "", r->layer);
         if (skipped) continue;
         double m = g2f_layer_result_totals(r).margin, y = chart_y(m);
         int fail = r->status == G2F_LAYER_FAIL;
         buf_printf(b, "<a href=\"#layer-%zu\"><rect class=\"bar %s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                       "fill=\"%s\"><title>layer %zu, %s GELU: margin ",
-                   r->layer, fail ? "fail" : "pass", cx - bw / 2, y, bw, y_bot - y > 1 ? y_bot - y : 1,
-                   fail ? "#d64541" : "#2f9e5a", r->layer, req);
+                   r->layer, fail ? "fail" : "pass", cx - g->bw / 2, y, g->bw, g->y_bot - y > 1 ? g->y_bot - y : 1,
+                   fail ? "#d64541" : "#2f9e5a", r->layer, g->req);
         put_num(b, m);
         buf_printf(b, " (%s)</title></rect></a>\n", fail ? "FAIL" : "pass");
-        if (sw >= 34) {
+        if (g->sw >= 34) {
             /* the value above the bar, or inside it when the bar reaches the top */
             int inside = y < CH_T + 16;
             buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\"%s\">",
@@ -433,6 +463,9 @@ static void put_chart(g2f_html_buf *b, const g2f_report_ctx *c) {
             buf_put(b, "</text>\n");
         }
     }
+}
+
+static void chart_other_form(g2f_html_buf *b, const g2f_verify_result *res, const chart_geom *g) {
     /* the other GELU form: markers joined within runs of compared layers */
     for (size_t i = 0; i + 1 < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i], *s = &res->layers[i + 1];
@@ -440,33 +473,37 @@ static void put_chart(g2f_html_buf *b, const g2f_report_ctx *c) {
         buf_printf(b,
                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#3b5bdb\" stroke-width=\"1.3\" "
                    "stroke-dasharray=\"4 3\"/>\n",
-                   CH_L + ((double)i + 0.5) * sw + dx, chart_y(r->out_other.margin),
-                   CH_L + ((double)i + 1.5) * sw + dx, chart_y(s->out_other.margin));
+                   CH_L + ((double)i + 0.5) * g->sw + g->dx, chart_y(r->out_other.margin),
+                   CH_L + ((double)i + 1.5) * g->sw + g->dx, chart_y(s->out_other.margin));
     }
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
         if (r->status == G2F_LAYER_SKIPPED) continue;
-        double cx = CH_L + ((double)i + 0.5) * sw + dx, y = chart_y(r->out_other.margin), d = 5.5;
+        double cx = CH_L + ((double)i + 0.5) * g->sw + g->dx, y = chart_y(r->out_other.margin), d = 5.5;
         buf_printf(b,
                    "<path class=\"other\" d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" fill=\"#fff\" "
                    "stroke=\"#3b5bdb\" stroke-width=\"2\"><title>layer %zu, other GELU (%s): margin ",
-                   cx, y - d, cx + d, y, cx, y + d, cx - d, y, r->layer, oth);
+                   cx, y - d, cx + d, y, cx, y + d, cx - d, y, r->layer, g->oth);
         put_num(b, r->out_other.margin);
         buf_put(b, "</title></path>\n");
     }
+}
+
+/* The tolerance line, the axes, the legend and the caption. */
+static void chart_close(g2f_html_buf *b, const chart_geom *g) {
     /* tolerance line, axes */
     buf_printf(b,
                "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c62828\" stroke-width=\"1.6\" "
                "stroke-dasharray=\"7 4\"/>"
                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#c62828\" "
                "font-weight=\"600\">tolerance</text>\n",
-               CH_L, CH_L + pw, y_tol, y_tol, CH_L + pw + 5, y_tol + 4);
+               CH_L, CH_L + g->pw, g->y_tol, g->y_tol, CH_L + g->pw + 5, g->y_tol + 4);
     buf_printf(b,
                "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%.1f\" stroke=\"#57606a\"/>"
                "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#57606a\"/>\n",
-               CH_L, CH_L, CH_T, y_bot, CH_L, CH_L + pw, y_bot, y_bot);
+               CH_L, CH_L, CH_T, g->y_bot, CH_L, CH_L + g->pw, g->y_bot, g->y_bot);
     buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12.5\" text-anchor=\"middle\">layer</text>\n",
-               CH_L + pw / 2, y_bot + 36.0);
+               CH_L + g->pw / 2, g->y_bot + 36.0);
     /* legend, in one row above the plot */
     buf_printf(b,
                "<g font-size=\"12.5\" fill=\"#1f2328\">"
@@ -479,13 +516,30 @@ static void put_chart(g2f_html_buf *b, const g2f_report_ctx *c) {
                "stroke-dasharray=\"7 4\"/>"
                "<text x=\"%d\" y=\"24\">tolerance (margin 1): above it a layer fails</text>"
                "</g>\n",
-               CH_L, CH_L + 17, CH_L + 38, req, CH_L + 310, CH_L + 316, CH_L + 310, CH_L + 304, CH_L + 324, oth,
+               CH_L, CH_L + 17, CH_L + 38, g->req, CH_L + 310, CH_L + 316, CH_L + 310, CH_L + 304, CH_L + 324, g->oth,
                CH_L + 560, CH_L + 590, CH_L + 598);
     buf_put(b, "</svg>\n<figcaption>One bar per compared layer (the largest |err| / tolerance over out");
     buf_put(b, ", and pre/act when the fixture has them), clamped to [0.001, 1e7]; gaps are skipped layers. "
                "The diamonds recompute each layer with the other GELU form: when they sit far above the "
                "tolerance while the bars sit below, the fixture really was made with the requested form; "
                "the reverse points at a GELU mix-up.</figcaption>\n</figure>\n");
+}
+
+static void put_chart(g2f_html_buf *b, const g2f_report_ctx *c) {
+    const g2f_verify_result *res = c->result;
+    size_t n = res->n_layers ? res->n_layers : 1;
+    chart_geom g = {.pw = CH_W - CH_L - CH_R, .ph = CH_H - CH_T - CH_B};
+    g.sw = g.pw / (double)n;
+    g.bw = g.sw * 0.56 > 46 ? 46 : g.sw * 0.56;
+    g.y_tol = chart_y(1.0);
+    g.y_bot = CH_T + g.ph;
+    g.dx = g.sw >= 34 ? g.bw / 2 + 10 : 0;
+    g.req = g2f_gelu_name(res->gelu);
+    g.oth = g2f_gelu_name(g2f_gelu_other(res->gelu));
+    chart_open(b, &g);
+    chart_bars(b, res, &g);
+    chart_other_form(b, res, &g);
+    chart_close(b, &g);
 }
 
 static void put_table(g2f_html_buf *b, const g2f_report_ctx *c) {
@@ -722,38 +776,41 @@ static void compact_count(size_t n, char *buf, size_t cap) {
  * 1..24 half-decades from 1e-6 to 1e6, bin 25 above 1e6 or non-finite. */
 enum { HI_W = 600, HI_H = 250, HI_L = 58, HI_R = 14, HI_T = 22, HI_B = 50 };
 
-static void put_histogram(g2f_html_buf *b, const g2f_layer_result *r) {
-    double pw = HI_W - HI_L - HI_R, ph = HI_H - HI_T - HI_B, bw = pw / G2F_HIST_BINS, y_bot = HI_T + ph;
-    size_t max = 0;
-    for (int k = 0; k < G2F_HIST_BINS; k++)
-        if (r->out.hist[k] > max) max = r->out.hist[k];
-    double lmax = log10((double)max + 1.0);
-    if (lmax <= 0) lmax = 1;
-    /* index of the boundary at err/tol = 1: bins at or right of it fail */
-    int tol_bin = 1 + (int)lround((0.0 - G2F_HIST_LO) / G2F_HIST_STEP);
+/* The histogram's geometry, for its parts. */
+typedef struct hist_geom {
+    double pw, ph, bw, y_bot;
+    double lmax;  /* log10 of the largest count + 1: the bars' scale */
+    int tol_bin;  /* index of the boundary at err/tol = 1: bins at or right of it fail */
+} hist_geom;
 
+/* The SVG's opening, the failing region and the count grid. */
+static void hist_open(g2f_html_buf *b, const g2f_layer_result *r, const hist_geom *g) {
     buf_printf(b,
                "<figure class=\"hist\">\n<svg id=\"hist-%zu\" width=\"%d\" "
                "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-labelledby=\"hist-%zu-title\">\n"
                "<title id=\"hist-%zu-title\">Layer %zu: elements of out by |err| / tolerance</title>\n",
                r->layer, HI_W, HI_H, HI_W, HI_H, r->layer, r->layer, r->layer);
     buf_printf(b, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%.1f\" fill=\"#fcf1f0\"/>\n",
-               HI_L + tol_bin * bw, HI_T, pw - tol_bin * bw, ph);
+               HI_L + g->tol_bin * g->bw, HI_T, g->pw - g->tol_bin * g->bw, g->ph);
     /* count grid at powers of ten */
-    for (int e = 0; e <= (int)floor(lmax); e++) {
-        double v = pow(10.0, e), y = y_bot - log10(v + 1.0) / lmax * ph;
+    for (int e = 0; e <= (int)floor(g->lmax); e++) {
+        double v = pow(10.0, e), y = g->y_bot - log10(v + 1.0) / g->lmax * g->ph;
         buf_printf(b,
                    "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e8ec\"/>"
                    "<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\" fill=\"#59636e\">%.0f</text>\n",
-                   HI_L, HI_L + pw, y, y, HI_L - 5, y + 4, v);
+                   HI_L, HI_L + g->pw, y, y, HI_L - 5, y + 4, v);
     }
+}
+
+/* One bar per non-empty bin, with its count. */
+static void hist_bars(g2f_html_buf *b, const g2f_layer_result *r, const hist_geom *g) {
     for (int k = 0; k < G2F_HIST_BINS; k++) {
         size_t cnt = r->out.hist[k];
-        double x = HI_L + k * bw;
+        double x = HI_L + k * g->bw;
         if (!cnt) continue;
-        double h = log10((double)cnt + 1.0) / lmax * ph;
+        double h = log10((double)cnt + 1.0) / g->lmax * g->ph;
         buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", x + 1,
-                   y_bot - h, bw - 2, h, k >= tol_bin ? "#d64541" : "#2f9e5a");
+                   g->y_bot - h, g->bw - 2, h, k >= g->tol_bin ? "#d64541" : "#2f9e5a");
         if (k == 0) buf_put(b, "|err| / tol below 1e-6 (or exact)");
         else if (k == G2F_HIST_BINS - 1) buf_put(b, "|err| / tol above 1e6, or non-finite");
         else
@@ -765,43 +822,62 @@ static void put_histogram(g2f_html_buf *b, const g2f_layer_result *r) {
          * else inside it */
         char label[16];
         compact_count(cnt, label, sizeof label);
-        double len = 5.6 * (double)strlen(label) + 4, top = y_bot - h;
+        double len = 5.6 * (double)strlen(label) + 4, top = g->y_bot - h;
         int above = top - HI_T >= len;
         buf_printf(b,
                    "<text transform=\"translate(%.1f %.1f) rotate(-90)\" dy=\"0.35em\" font-size=\"9.5\" "
                    "text-anchor=\"%s\" fill=\"%s\">%s</text>\n",
-                   x + bw / 2, above ? top - 3 : top + 3, above ? "start" : "end", above ? "#1f2328" : "#fff", label);
+                   x + g->bw / 2, above ? top - 3 : top + 3, above ? "start" : "end", above ? "#1f2328" : "#fff", label);
     }
+}
+
+/* The x ticks, the tolerance line, the axes and the caption. */
+static void hist_close(g2f_html_buf *b, const g2f_layer_result *r, const hist_geom *g) {
     /* x ticks: every decade boundary from 1e-6 to 1e6, labelled every other */
     for (int j = 1; j < G2F_HIST_BINS; j += 2) {
-        double x = HI_L + j * bw, l = G2F_HIST_LO + (j - 1) * G2F_HIST_STEP;
-        buf_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#57606a\"/>", x, x, y_bot,
-                   y_bot + 4);
+        double x = HI_L + j * g->bw, l = G2F_HIST_LO + (j - 1) * G2F_HIST_STEP;
+        buf_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#57606a\"/>", x, x, g->y_bot,
+                   g->y_bot + 4);
         if ((j - 1) % 4 == 0)
             buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\" fill=\"#59636e\">%s</text>",
-                       x, y_bot + 16, l == 0 ? "1" : l == -6 ? "1e-6" : l == -4 ? "1e-4" : l == -2 ? "0.01"
+                       x, g->y_bot + 16, l == 0 ? "1" : l == -6 ? "1e-6" : l == -4 ? "1e-4" : l == -2 ? "0.01"
                                                : l == 2 ? "100" : l == 4 ? "1e4" : "1e6");
         buf_put(b, "\n");
     }
-    double xt = HI_L + tol_bin * bw;
+    double xt = HI_L + g->tol_bin * g->bw;
     buf_printf(b,
                "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%d\" y2=\"%.1f\" stroke=\"#c62828\" stroke-width=\"1.6\" "
                "stroke-dasharray=\"7 4\"/>"
                "<text x=\"%.1f\" y=\"%d\" font-size=\"11.5\" fill=\"#c62828\" font-weight=\"600\">tolerance</text>\n",
-               xt, xt, HI_T, y_bot, xt + 4, HI_T - 6); /* above the plot, where no count goes */
+               xt, xt, HI_T, g->y_bot, xt + 4, HI_T - 6); /* above the plot, where no count goes */
     buf_printf(b,
                "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%.1f\" stroke=\"#57606a\"/>"
                "<line x1=\"%d\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#57606a\"/>\n",
-               HI_L, HI_L, HI_T, y_bot, HI_L, HI_L + pw, y_bot, y_bot);
+               HI_L, HI_L, HI_T, g->y_bot, HI_L, HI_L + g->pw, g->y_bot, g->y_bot);
     buf_printf(b,
                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">|err| / tolerance "
                "(log; half-decade bins, outer bins open-ended)</text>\n"
                "<text transform=\"translate(14 %.1f) rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">"
                "elements (log)</text>\n</svg>\n",
-               HI_L + pw / 2, y_bot + 36.0, HI_T + ph / 2);
+               HI_L + g->pw / 2, g->y_bot + 36.0, HI_T + g->ph / 2);
     buf_printf(b, "<figcaption>Elements of <code>out</code> (%zu) by |err| / tolerance with the requested GELU; "
                   "red bars are mismatches (%zu).</figcaption>\n</figure>\n",
                r->out.total, r->out.mismatched);
+}
+
+static void put_histogram(g2f_html_buf *b, const g2f_layer_result *r) {
+    hist_geom g = {.pw = HI_W - HI_L - HI_R, .ph = HI_H - HI_T - HI_B};
+    g.bw = g.pw / G2F_HIST_BINS;
+    g.y_bot = HI_T + g.ph;
+    size_t max = 0;
+    for (int k = 0; k < G2F_HIST_BINS; k++)
+        if (r->out.hist[k] > max) max = r->out.hist[k];
+    g.lmax = log10((double)max + 1.0);
+    if (g.lmax <= 0) g.lmax = 1;
+    g.tol_bin = 1 + (int)lround((0.0 - G2F_HIST_LO) / G2F_HIST_STEP);
+    hist_open(b, r, &g);
+    hist_bars(b, r, &g);
+    hist_close(b, r, &g);
 }
 
 static void put_cmp_row(g2f_html_buf *b, const char *name, const g2f_cmp *m) {
@@ -844,22 +920,9 @@ static void put_block_failure(g2f_html_buf *b, const g2f_layer_result *r) {
     buf_put(b, "</tbody></table>\n</section>\n");
 }
 
-static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_layer_result *r) {
-    if (!ffn_failed(r)) {
-        put_block_failure(b, r);
-        return;
-    }
-    const g2f_model_info *mi = c->model;
-    const g2f_gelu g = c->result->gelu;
-    size_t width = mi->n_embd ? mi->n_embd : 1;
-    buf_printf(b, "<section class=\"layer\" id=\"fail-%zu\">\n<h3>Layer %zu: FAIL <span class=\"muted\">"
-                  "(margin ", r->layer, r->layer);
-    g2f_layer_totals tot = g2f_layer_result_totals(r);
-    put_num(b, tot.margin);
-    buf_printf(b, ", %zu of %zu elements outside the tolerance)</span></h3>\n", tot.mismatched, tot.total);
-    buf_put(b, "<div class=\"cols\">\n<div>\n<p class=\"lead\">");
-    esc(b, r->explanation);
-    buf_put(b, "</p>\n<dl class=\"meta\">\n<dt>diagnosis</dt><dd>");
+/* The diagnosis: the causes found by recomputation (each with its margin),
+ * or what no known cause explains. */
+static void put_diagnosis(g2f_html_buf *b, const g2f_layer_result *r) {
     if (r->diag.n_causes) {
         if (r->diag.undetermined)
             buf_put(b, "undetermined: more than one explanation fits and the data cannot tell them apart");
@@ -890,6 +953,43 @@ static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_laye
     } else {
         put_codes(b, r);
     }
+}
+
+/* The worst element of out, and the first non-finite one; width: n_embd. */
+static void put_worst(g2f_html_buf *b, const g2f_layer_result *r, size_t width) {
+    const g2f_cmp *o = &r->out;
+    buf_printf(b, "<dt>worst element</dt><dd>token %zu, index %zu: expected ", o->worst / width, o->worst % width);
+    put_num(b, o->worst_expected);
+    buf_put(b, ", computed ");
+    put_num(b, o->worst_computed);
+    buf_put(b, ", tolerance ");
+    put_num(b, o->worst_tol);
+    buf_put(b, " (|err| / tol ");
+    put_num(b, o->margin);
+    buf_put(b, ")</dd>\n");
+    if (o->nonfinite)
+        buf_printf(b, "<dt>non-finite</dt><dd>%zu element(s); the first at token %zu, index %zu, in the %s</dd>\n",
+                   o->nonfinite, o->first_nonfinite / width, o->first_nonfinite % width,
+                   o->nonfinite_in_expected ? "expected values" : "computation");
+}
+
+static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_layer_result *r) {
+    if (!ffn_failed(r)) {
+        put_block_failure(b, r);
+        return;
+    }
+    const g2f_model_info *mi = c->model;
+    const g2f_gelu g = c->result->gelu;
+    size_t width = mi->n_embd ? mi->n_embd : 1;
+    buf_printf(b, "<section class=\"layer\" id=\"fail-%zu\">\n<h3>Layer %zu: FAIL <span class=\"muted\">"
+                  "(margin ", r->layer, r->layer);
+    g2f_layer_totals tot = g2f_layer_result_totals(r);
+    put_num(b, tot.margin);
+    buf_printf(b, ", %zu of %zu elements outside the tolerance)</span></h3>\n", tot.mismatched, tot.total);
+    buf_put(b, "<div class=\"cols\">\n<div>\n<p class=\"lead\">");
+    esc(b, r->explanation);
+    buf_put(b, "</p>\n<dl class=\"meta\">\n<dt>diagnosis</dt><dd>");
+    put_diagnosis(b, r);
     buf_put(b, "</dd>\n");
     if (r->diag.hypotheses_tried)
         buf_printf(b, "<dt>hypotheses tried</dt><dd>%zu (screened on %zu tokens)</dd>\n", r->diag.hypotheses_tried,
@@ -906,20 +1006,7 @@ static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_laye
         put_num(b, r->sep_act);
     }
     buf_put(b, ")</dd>\n");
-    const g2f_cmp *o = &r->out;
-    buf_printf(b, "<dt>worst element</dt><dd>token %zu, index %zu: expected ", o->worst / width, o->worst % width);
-    put_num(b, o->worst_expected);
-    buf_put(b, ", computed ");
-    put_num(b, o->worst_computed);
-    buf_put(b, ", tolerance ");
-    put_num(b, o->worst_tol);
-    buf_put(b, " (|err| / tol ");
-    put_num(b, o->margin);
-    buf_put(b, ")</dd>\n");
-    if (o->nonfinite)
-        buf_printf(b, "<dt>non-finite</dt><dd>%zu element(s); the first at token %zu, index %zu, in the %s</dd>\n",
-                   o->nonfinite, o->first_nonfinite / width, o->first_nonfinite % width,
-                   o->nonfinite_in_expected ? "expected values" : "computation");
+    put_worst(b, r, width);
     buf_put(b, "</dl>\n<table class=\"small\"><thead><tr><th class=\"l\">compared</th><th>mismatched / total</th>"
                "<th>max abs err</th><th>max rel err</th><th>margin</th></tr></thead>\n<tbody>\n");
     char name[64];

@@ -674,13 +674,13 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
     }
 }
 
-void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
-    const g2f_model_info *mi = c->model;
-    const g2f_verify_result *res = c->result;
+/* The run's settings: the checkpoint, the fixtures, the GELU, the
+ * tolerance and the notes, then a blank line. */
+static void text_settings(FILE *fp, const g2f_report_ctx *c) {
     esc_pool ep = {{0}, 0};
-    model_text(fp, "checkpoint", mi);
+    model_text(fp, "checkpoint", c->model);
     fprintf(fp, "fixtures    %s (%s)\n", esc(&ep, c->fixtures_arg), g2f_dtype_name(c->fixture_dtype));
-    fprintf(fp, "gelu        %s (%s)\n", g2f_gelu_name(res->gelu), esc(&ep, c->gelu_source));
+    fprintf(fp, "gelu        %s (%s)\n", g2f_gelu_name(c->result->gelu), esc(&ep, c->gelu_source));
     if (c->tol->user)
         fprintf(fp, "tolerance   |err| <= atol + rtol |expected| with atol %g, rtol %g (from the command line)\n",
                 c->tol->atol, c->tol->rtol);
@@ -696,55 +696,57 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         fprintf(fp, "%-11s %s\n", label, esc(&ep, line));
         esc_pool_free(&ep);
     }
-    fprintf(fp, "\n");
-    char caveat[300];
-    int unverified = g2f_report_gelu_caveat(c, caveat, sizeof caveat);
-    if (g2f_report_verdict(c, line, sizeof line) && (res->compared || res->model.present))
-        fprintf(fp, "%s%s%s\n\n", esc(&ep, line), unverified ? ", but " : "", unverified ? caveat : "");
     esc_pool_free(&ep);
+    fprintf(fp, "\n");
+}
 
+/* The row of layer i in the per-layer table; a run of skipped layers from
+ * i takes one row. Returns the last layer the row covers. */
+static size_t text_layer_row(FILE *fp, const g2f_report_ctx *c, size_t i) {
+    const g2f_verify_result *res = c->result;
+    const g2f_layer_result *r = &res->layers[i];
+    if (r->status == G2F_LAYER_SKIPPED) {
+        size_t j = i;
+        while (j + 1 < res->n_layers && res->layers[j + 1].status == G2F_LAYER_SKIPPED) j++;
+        char span[48];
+        if (j > i) snprintf(span, sizeof span, "%zu-%zu", i, j);
+        else snprintf(span, sizeof span, "%zu", i);
+        fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s %8s %8s  %s\n", span, "-", "-", "-", "-", "-", "-",
+                "-", "skipped", "-", "-", "-", "-");
+        return j;
+    }
+    if (!r->has_ffn) { /* block stages only: the stage table below has them */
+        fprintf(fp, "%5zu %7s %11s %11s %9s %17s %10s %8s %7s %17s %8s %8s  %s\n", r->layer, "-", "-", "-", "-",
+                "-", "-", "-", "-", "-", "-", "-", "no FFN recorded; stages below");
+        return i;
+    }
+    g2f_layer_totals tot = g2f_layer_result_totals(r);
+    char frac[48], codes[512], sep_act[32];
+    snprintf(frac, sizeof frac, "%zu/%zu", tot.mismatched, tot.total);
+    if (r->has_act) snprintf(sep_act, sizeof sep_act, "%.3g", r->sep_act);
+    else snprintf(sep_act, sizeof sep_act, "-");
+    diag_codes(r, codes, sizeof codes);
+    /* the FFN's own verdict: a layer failing at another stage says so in the stage table */
+    int ffn_pass = r->ffn_status == G2F_LAYER_PASS;
+    const char *on = !c->color ? "" : ffn_pass ? "\033[32m" : "\033[1;31m";
+    if (ffn_pass && r->status == G2F_LAYER_FAIL && codes[0] == '-')
+        snprintf(codes, sizeof codes, "- (the layer fails at another stage: below)");
+    fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %10.8f %8.1f %s%7s%s %17s %8.3g %8s  %s\n", r->layer, r->tokens,
+            r->out.max_abs, r->out.max_rel, tot.margin, frac, r->out.cosine, r->out.sqnr_db, on,
+            ffn_pass ? "PASS" : "FAIL", c->color ? "\033[0m" : "", g2f_layer_gelu_shown(r),
+            r->sep_out, sep_act, codes);
+    return i;
+}
+
+static void text_layer_table(FILE *fp, const g2f_report_ctx *c) {
     fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s %8s %8s  %s\n", "layer", "tokens", "max_abs_err",
             "max_rel_err", "margin", "mismatched/total", "cosine", "sqnr_db", "verdict", "gelu", "sep_out", "sep_act",
             "diagnosis");
-    for (size_t i = 0; i < res->n_layers; i++) {
-        const g2f_layer_result *r = &res->layers[i];
-        if (r->status == G2F_LAYER_SKIPPED) {
-            /* a run of skipped layers takes one row */
-            size_t j = i;
-            while (j + 1 < res->n_layers && res->layers[j + 1].status == G2F_LAYER_SKIPPED) j++;
-            char span[48];
-            if (j > i) snprintf(span, sizeof span, "%zu-%zu", i, j);
-            else snprintf(span, sizeof span, "%zu", i);
-            fprintf(fp, "%5s %7s %11s %11s %9s %17s %10s %8s %7s %17s %8s %8s  %s\n", span, "-", "-", "-", "-", "-", "-",
-                    "-", "skipped", "-", "-", "-", "-");
-            i = j;
-            continue;
-        }
-        if (!r->has_ffn) { /* block stages only: the stage table below has them */
-            const char *on = !c->color ? "" : r->status == G2F_LAYER_PASS ? "\033[32m" : "\033[1;31m";
-            (void)on;
-            fprintf(fp, "%5zu %7s %11s %11s %9s %17s %10s %8s %7s %17s %8s %8s  %s\n", r->layer, "-", "-", "-", "-",
-                    "-", "-", "-", "-", "-", "-", "-", "no FFN recorded; stages below");
-            continue;
-        }
-        g2f_layer_totals tot = g2f_layer_result_totals(r);
-        char frac[48], codes[512], sep_act[32];
-        snprintf(frac, sizeof frac, "%zu/%zu", tot.mismatched, tot.total);
-        if (r->has_act) snprintf(sep_act, sizeof sep_act, "%.3g", r->sep_act);
-        else snprintf(sep_act, sizeof sep_act, "-");
-        diag_codes(r, codes, sizeof codes);
-        /* the FFN's own verdict: a layer failing at another stage says so in the stage table */
-        int ffn_pass = r->ffn_status == G2F_LAYER_PASS;
-        const char *on = !c->color ? "" : ffn_pass ? "\033[32m" : "\033[1;31m";
-        if (ffn_pass && r->status == G2F_LAYER_FAIL && codes[0] == '-')
-            snprintf(codes, sizeof codes, "- (the layer fails at another stage: below)");
-        fprintf(fp, "%5zu %7zu %11.3e %11.3e %9.3g %17s %10.8f %8.1f %s%7s%s %17s %8.3g %8s  %s\n", r->layer, r->tokens,
-                r->out.max_abs, r->out.max_rel, tot.margin, frac, r->out.cosine, r->out.sqnr_db, on,
-                ffn_pass ? "PASS" : "FAIL", c->color ? "\033[0m" : "", g2f_layer_gelu_shown(r),
-                r->sep_out, sep_act, codes);
-    }
-    stages_text(fp, c);
-    model_section_text(fp, c);
+    for (size_t i = 0; i < c->result->n_layers; i++) i = text_layer_row(fp, c, i);
+}
+
+static void text_worst_elements(FILE *fp, const g2f_report_ctx *c) {
+    const g2f_verify_result *res = c->result;
     fprintf(fp, "\nworst element per layer (token, channel: expected / computed, tolerance):\n");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
@@ -752,6 +754,10 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         fprintf(fp, "  layer %zu: out[%zu, %zu] %.9g / %.9g, tol %.3g\n", r->layer, r->out.worst / c->model->n_embd,
                 r->out.worst % c->model->n_embd, r->out.worst_expected, r->out.worst_computed, r->out.worst_tol);
     }
+}
+
+/* Each GELU form's margin per layer (and against the recorded pre/act). */
+static void text_gelu_forms(FILE *fp, const g2f_verify_result *res) {
     fprintf(fp, "\nGELU forms per layer (margin of each form recomputed; <= 1 fits; on N tokens%s):\n",
             "; pre/act: act against each form of the recorded pre");
     for (size_t i = 0; i < res->n_layers; i++) {
@@ -769,19 +775,41 @@ void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
         fprintf(fp, "\n");
     }
     fprintf(fp, "\n");
-    if (res->failed) {
-        if (res->failed == 1 && res->compared == 1) fprintf(fp, "failing layer (the only one compared):\n");
-        else if (res->failed == res->compared) fprintf(fp, "failing layers (all %zu compared):\n", res->compared);
-        else fprintf(fp, "failing layer%s (%zu of the %zu compared):\n", res->failed == 1 ? "" : "s", res->failed,
-                     res->compared);
-        for (size_t i = 0; i < res->n_layers; i++) {
-            const g2f_layer_result *r = &res->layers[i];
-            if (r->status != G2F_LAYER_FAIL) continue;
-            fprintf(fp, "  %s\n", esc(&ep, r->explanation));
-            esc_pool_free(&ep);
-        }
-        fprintf(fp, "\n");
+}
+
+/* The failing layers' explanations, when any failed. */
+static void text_failing_layers(FILE *fp, const g2f_verify_result *res) {
+    if (!res->failed) return;
+    esc_pool ep = {{0}, 0};
+    if (res->failed == 1 && res->compared == 1) fprintf(fp, "failing layer (the only one compared):\n");
+    else if (res->failed == res->compared) fprintf(fp, "failing layers (all %zu compared):\n", res->compared);
+    else fprintf(fp, "failing layer%s (%zu of the %zu compared):\n", res->failed == 1 ? "" : "s", res->failed,
+                 res->compared);
+    for (size_t i = 0; i < res->n_layers; i++) {
+        const g2f_layer_result *r = &res->layers[i];
+        if (r->status != G2F_LAYER_FAIL) continue;
+        fprintf(fp, "  %s\n", esc(&ep, r->explanation));
+        esc_pool_free(&ep);
     }
+    fprintf(fp, "\n");
+}
+
+void g2f_report_text(FILE *fp, const g2f_report_ctx *c) {
+    const g2f_verify_result *res = c->result;
+    text_settings(fp, c);
+    char caveat[300], line[1400];
+    int unverified = g2f_report_gelu_caveat(c, caveat, sizeof caveat);
+    esc_pool ep = {{0}, 0};
+    if (g2f_report_verdict(c, line, sizeof line) && (res->compared || res->model.present))
+        fprintf(fp, "%s%s%s\n\n", esc(&ep, line), unverified ? ", but " : "", unverified ? caveat : "");
+    esc_pool_free(&ep);
+
+    text_layer_table(fp, c);
+    stages_text(fp, c);
+    model_section_text(fp, c);
+    text_worst_elements(fp, c);
+    text_gelu_forms(fp, res);
+    text_failing_layers(fp, res);
     char counts[200];
     g2f_report_counts(c, counts, sizeof counts);
     fprintf(fp, "result: %s%s%s%s%s (%s)\n", !c->color ? "" : res->pass ? "\033[32m" : "\033[1;31m",

@@ -1,0 +1,304 @@
+/* g2f_weights: a layer's, a LayerNorm's and a block's weights as floats
+ * (views into the mapping, or converted copies), the stored tensors of a
+ * layer by role, and every other tensor; see g2f_model.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "g2f_file.h"
+#include "g2f_model_impl.h"
+#include "g2f_quant.h"
+
+g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    if (layer >= m->info.n_layer)
+        return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
+    const g2f_tensor *const *x = m->layers[layer];
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) { /* quantized blocks: sizes and finite scales, before any use */
+        g2f_status s = x[k] ? g2f_quant_check(x[k], m->path, err) : G2F_OK;
+        if (s != G2F_OK) return s;
+    }
+    uint64_t need = 0;
+    for (int k = 0; k < G2F_FFN_TENSORS; k++)
+        if (x[k] && !g2f_model_in_place(x[k])) need += x[k]->numel; /* sizes validated against the file */
+    if (need) {
+        out->owned = g2f_alloc_array((size_t)need, sizeof(float));
+        if (!out->owned)
+            return g2f_error_set(err, G2F_ERR_NOMEM, "layer %zu: cannot allocate %llu floats for conversion", layer,
+                                 (unsigned long long)need);
+    }
+    const float *views[G2F_FFN_TENSORS] = {0};
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) out->src[k] = x[k];
+    float *cur = out->owned;
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        if (!x[k]) continue;
+        if (g2f_model_in_place(x[k])) {
+            views[k] = (const float *)(const void *)x[k]->data;
+        } else {
+            g2f_tensor_read_f32(x[k], 0, x[k]->numel, cur);
+            views[k] = cur;
+            cur += x[k]->numel;
+        }
+    }
+    out->w = (g2f_ffn_weights){.n_embd = m->info.n_embd, .n_inner = m->info.n_inner,
+                               .layout_fc = m->info.layout, .layout_proj = m->info.layout,
+                               .w_fc = views[G2F_FFN_FC_W], .b_fc = views[G2F_FFN_FC_B],
+                               .w_proj = views[G2F_FFN_PROJ_W], .b_proj = views[G2F_FFN_PROJ_B]};
+    return G2F_OK;
+}
+
+void g2f_layer_free(g2f_layer *l) {
+    if (!l) return;
+    for (int k = 0; k < G2F_FFN_TENSORS; k++)
+        if (l->src[k]) g2f_mapping_release(l->src[k]->data, l->src[k]->nbytes);
+    free(l->owned);
+    memset(l, 0, sizeof *l);
+}
+
+/* Converts (or views) a float vector tensor of n elements into dst / *view. */
+static g2f_status vector_view(const g2f_model *m, const g2f_tensor *x, size_t n, const char *role, float **owned,
+                              const float **view, g2f_error *err) {
+    *view = NULL;
+    if (!x) return G2F_OK;
+    if (!g2f_dtype_is_float(x->dtype) || x->numel != n)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): %s, expected %zu floats", m->path, x->name,
+                             role, g2f_tensor_type_name(x), n);
+    if (g2f_model_in_place(x)) {
+        *view = (const float *)(const void *)x->data;
+        return G2F_OK;
+    }
+    float *buf = g2f_alloc_array(n ? n : 1, sizeof(float));
+    if (!buf) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", m->path);
+    g2f_tensor_read_f32(x, 0, n, buf);
+    *owned = buf;
+    *view = buf;
+    return G2F_OK;
+}
+
+g2f_status g2f_model_ln_load(const g2f_model *m, int which, size_t layer, g2f_ln *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    const g2f_scheme *S = g2f_model_scheme(m);
+    out->d = m->info.n_embd;
+    out->eps = m->info.ln_eps;
+    if (!m->by_name) return G2F_OK; /* set by g2f_model_open */
+    const g2f_tensor *w, *b;
+    if (which == 0) {
+        w = g2f_model_find(m, S->ln_f[0], -1);
+        b = g2f_model_find(m, S->ln_f[1], -1);
+    } else {
+        if (which != 1 && which != 2)
+            return g2f_error_set(err, G2F_ERR_USAGE, "g2f_model_ln_load: which is 0, 1 or 2, not %d", which);
+        if (layer >= m->info.n_layer)
+            return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
+        w = g2f_model_find(m, S->ln[which - 1][0], (int)layer);
+        b = g2f_model_find(m, S->ln[which - 1][1], (int)layer);
+    }
+    out->found = w != NULL;
+    g2f_status st = vector_view(m, w, out->d, "LayerNorm gain", &out->owned[0], &out->w, err);
+    if (st == G2F_OK) st = vector_view(m, b, out->d, "LayerNorm bias", &out->owned[1], &out->b, err);
+    if (st != G2F_OK) g2f_ln_free(out);
+    return st;
+}
+
+void g2f_ln_free(g2f_ln *ln) {
+    if (!ln) return;
+    free(ln->owned[0]);
+    free(ln->owned[1]);
+    memset(ln, 0, sizeof *ln);
+}
+
+/* A 2-D attention weight of the scheme's layout: rows x cols as stored. */
+static g2f_status matrix_view(const g2f_model *m, const g2f_tensor *x, uint64_t rows, uint64_t cols, float **owned,
+                              const float **view, g2f_error *err) {
+    if (x->ndim != 2 || x->shape[0] != rows || x->shape[1] != cols) {
+        char sh[64];
+        g2f_shape_format(x, sh, sizeof sh);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': shape %s, expected [%llu, %llu]", m->path,
+                             x->name, sh, (unsigned long long)rows, (unsigned long long)cols);
+    }
+    return vector_view(m, x, (size_t)(rows * cols), "attention weight", owned, view, err);
+}
+
+g2f_status g2f_model_block_load(const g2f_model *m, size_t layer, size_t n_head, g2f_block *out, g2f_error *err) {
+    memset(out, 0, sizeof *out);
+    const g2f_scheme *S = g2f_model_scheme(m);
+    size_t d = m->info.n_embd;
+    out->n_embd = d;
+    out->n_head = n_head ? n_head : m->info.n_head;
+    g2f_status st = g2f_model_layer_load(m, layer, &out->mlp, err);
+    if (st == G2F_OK) st = g2f_model_ln_load(m, 1, layer, &out->ln_1, err);
+    if (st == G2F_OK) st = g2f_model_ln_load(m, 2, layer, &out->ln_2, err);
+    if (st != G2F_OK) goto fail;
+    if (!S->attn[0]) {
+        if (out->n_head && (st = g2f_tlens_block_attention(m, layer, out->n_head, out, err)) != G2F_OK) goto fail;
+        return G2F_OK;
+    }
+    const g2f_tensor *x[4];
+    for (int k = 0; k < 4; k++) out->src[k] = x[k] = g2f_model_find(m, S->attn[k], (int)layer);
+    if (!x[0] || !x[2]) return G2F_OK; /* no attention weights: an FFN-only checkpoint */
+    g2f_layout lay = m->info.layout;
+    float *owned[4] = {0};
+    const float *v[4] = {0};
+    st = matrix_view(m, x[0], lay == G2F_LAYOUT_CONV1D ? d : 3 * d, lay == G2F_LAYOUT_CONV1D ? 3 * d : d, &owned[0],
+                     &v[0], err);
+    if (st == G2F_OK) st = matrix_view(m, x[2], d, d, &owned[2], &v[2], err);
+    if (st == G2F_OK) st = vector_view(m, x[1], 3 * d, "c_attn bias", &owned[1], &v[1], err);
+    if (st == G2F_OK) st = vector_view(m, x[3], d, "attention c_proj bias", &owned[3], &v[3], err);
+    if (st == G2F_OK) {
+        /* one owned block for whatever was converted */
+        size_t need = 0, sizes[4] = {3 * d * d, 3 * d, d * d, d};
+        for (int k = 0; k < 4; k++) need += owned[k] ? sizes[k] : 0;
+        if (need) {
+            out->owned = g2f_alloc_work(need, 1, sizeof(float), "the attention weights", err);
+            if (!out->owned) st = err ? err->status : G2F_ERR_NOMEM;
+            float *p = out->owned;
+            for (int k = 0; st == G2F_OK && k < 4; k++)
+                if (owned[k]) {
+                    memcpy(p, owned[k], sizes[k] * sizeof(float));
+                    v[k] = p;
+                    p += sizes[k];
+                }
+        }
+    }
+    for (int k = 0; k < 4; k++) free(owned[k]);
+    if (st != G2F_OK) goto fail;
+    out->attn_w = v[0];
+    out->attn_b = v[1];
+    out->aproj_w = v[2];
+    out->aproj_b = v[3];
+    out->layout_attn = out->layout_aproj = lay;
+    out->has_attn = 1;
+    return G2F_OK;
+fail:
+    g2f_block_free(out);
+    return st;
+}
+
+void g2f_block_free(g2f_block *b) {
+    if (!b) return;
+    for (int k = 0; k < 4; k++)
+        if (b->src[k] && !b->owned) g2f_mapping_release(b->src[k]->data, b->src[k]->nbytes);
+    g2f_layer_free(&b->mlp);
+    g2f_ln_free(&b->ln_1);
+    g2f_ln_free(&b->ln_2);
+    free(b->owned);
+    memset(b, 0, sizeof *b);
+}
+
+g2f_status g2f_model_layer_tensors(const g2f_model *m, size_t layer, const g2f_tensor *out[G2F_FFN_TENSORS],
+                                   g2f_error *err) {
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) out[k] = NULL;
+    if (layer >= m->info.n_layer)
+        return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        const g2f_tensor *x = m->layers[layer][k];
+        g2f_status s = x ? g2f_quant_check(x, m->path, err) : G2F_OK;
+        if (s != G2F_OK) return s;
+    }
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) out[k] = m->layers[layer][k];
+    return G2F_OK;
+}
+
+/* A stored block tensor of role k against its role's shape: rows x cols as
+ * stored (a vector: cols 0, any shape of that many elements). */
+static g2f_status check_role(const g2f_model *m, const g2f_tensor *x, int k, uint64_t rows, uint64_t cols,
+                             g2f_error *err) {
+    if (!g2f_dtype_is_float(x->dtype) && !g2f_dtype_is_quant(x->dtype))
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): %s is not a float type", m->path, x->name,
+                             g2f_model_tensor_role(k), g2f_tensor_type_name(x));
+    int ok = cols ? x->ndim == 2 && x->shape[0] == rows && x->shape[1] == cols : x->numel == rows;
+    if (!ok) {
+        char sh[64];
+        g2f_shape_format(x, sh, sizeof sh);
+        if (cols)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): shape %s, expected [%llu, %llu]", m->path,
+                                 x->name, g2f_model_tensor_role(k), sh, (unsigned long long)rows, (unsigned long long)cols);
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): shape %s, expected %llu values", m->path,
+                             x->name, g2f_model_tensor_role(k), sh, (unsigned long long)rows);
+    }
+    return g2f_quant_check(x, m->path, err);
+}
+
+g2f_status g2f_model_layer_tensors_all(const g2f_model *m, size_t layer, const g2f_tensor *out[G2F_LAYER_TENSORS],
+                                       int *attn_split, g2f_error *err) {
+    for (int k = 0; k < G2F_LAYER_TENSORS; k++) out[k] = NULL;
+    *attn_split = 0;
+    g2f_status st = g2f_model_layer_tensors(m, layer, out, err);
+    if (st != G2F_OK) return st;
+    const g2f_scheme *S = g2f_model_scheme(m);
+    const uint64_t d = m->info.n_embd;
+    int lin = m->info.layout == G2F_LAYOUT_LINEAR;
+    const struct {
+        int role;
+        const char *name;
+        uint64_t rows, cols;
+    } want[] = {
+        {G2F_BLK_LN1_W, S->ln[0][0], d, 0},
+        {G2F_BLK_LN1_B, S->ln[0][1], d, 0},
+        {G2F_BLK_ATTN_W, S->attn[0], lin ? 3 * d : d, lin ? d : 3 * d},
+        {G2F_BLK_ATTN_B, S->attn[1], 3 * d, 0},
+        {G2F_BLK_APROJ_W, S->attn[2], d, d},
+        {G2F_BLK_APROJ_B, S->attn[3], d, 0},
+        {G2F_BLK_LN2_W, S->ln[1][0], d, 0},
+        {G2F_BLK_LN2_B, S->ln[1][1], d, 0},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!want[i].name) continue; /* TransformerLens attention */
+        const g2f_tensor *x = g2f_model_find(m, want[i].name, (int)layer);
+        if (x && (st = check_role(m, x, want[i].role, want[i].rows, want[i].cols, err)) != G2F_OK) {
+            for (int k = 0; k < G2F_LAYER_TENSORS; k++) out[k] = NULL;
+            return st;
+        }
+        out[want[i].role] = x;
+    }
+    if (!S->attn[0]) *attn_split = g2f_model_find(m, S->split_attn[0], (int)layer) != NULL;
+    return G2F_OK;
+}
+
+
+static void mark(unsigned char *used, const g2f_table *t, const g2f_tensor *x) {
+    if (x) used[x - t->tensors] = 1;
+}
+
+g2f_status g2f_model_others(const g2f_model *m, g2f_model_other **out, size_t *n, g2f_error *err) {
+    *out = NULL;
+    *n = 0;
+    const g2f_table *t = g2f_source_table(m->src);
+    if (!t->count || !m->by_name) return G2F_OK;
+    unsigned char *used = calloc(t->count, 1);
+    if (!used) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    const g2f_scheme *S = g2f_model_scheme(m);
+    for (size_t L = 0; L < m->info.n_layer; L++) {
+        for (int k = 0; k < G2F_FFN_TENSORS; k++) mark(used, t, m->layers[L][k]);
+        for (int w = 0; w < 2; w++)
+            for (int k = 0; k < 2; k++) mark(used, t, g2f_model_find(m, S->ln[w][k], (int)L));
+        for (int k = 0; k < 4; k++)
+            if (S->attn[k]) mark(used, t, g2f_model_find(m, S->attn[k], (int)L));
+        for (int k = 0; S->split_attn[0] && k < 8; k++) mark(used, t, g2f_model_find(m, S->split_attn[k], (int)L));
+    }
+    for (int r = 0; r < G2F_EMB_COUNT; r++) mark(used, t, g2f_model_find_end(m, r));
+    for (int k = 0; k < 2; k++) mark(used, t, g2f_model_find(m, S->ln_f[k], -1));
+    size_t count = 0;
+    for (size_t i = 0; i < t->count; i++) count += !used[i];
+    g2f_model_other *o = count ? calloc(count, sizeof *o) : NULL;
+    if (count && !o) {
+        free(used);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    }
+    /* a torch.save dict: the tensors outside the model's container are training state */
+    const char *dict = g2f_source_format(m->src) == G2F_FORMAT_ZIP ? g2f_naming_training_container(m->prefix) : NULL;
+    for (size_t i = 0, j = 0; i < t->count; i++) {
+        if (used[i]) continue;
+        const char *name = t->tensors[i].name;
+        o[j].t = &t->tensors[i];
+        o[j].key = g2f_naming_strip_containers(name);
+        o[j].kind = dict && strncmp(name, dict, strlen(dict)) ? G2F_OTHER_TRAINING
+                    : g2f_naming_is_buffer(o[j].key)                   ? G2F_OTHER_BUFFER
+                                                            : G2F_OTHER_UNKNOWN;
+        j++;
+    }
+    free(used);
+    *out = o;
+    *n = count;
+    return G2F_OK;
+}

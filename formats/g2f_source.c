@@ -174,7 +174,7 @@ static void list_names(char *buf, size_t n, char **names, size_t count) {
     }
 }
 
-/* The file a folder stands for (README: What is read):
+/* The file a folder stands for (docs/formats.md: Folders):
  *   1. the first HF name that exists and is not a folder;
  *   2. for a fixture, the folder itself when it holds *.npy files;
  *   3. else exactly one checkpoint / fixture file by its name and, for

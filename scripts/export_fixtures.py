@@ -24,8 +24,8 @@ Subcommands
   hf       the same stages captured from a real transformers GPT-2 by forward hooks
            (needs `transformers`; exits 2 without it).
 
-Metadata (strings, for humans and provenance; the C tool reads only what its README
-says): producer, checkpoint (basename), gelu (the claim; --claim can lie or omit it),
+Metadata (strings, for humans and provenance; the C tool reads only what its docs
+say): producer, checkpoint (basename), gelu (the claim; --claim can lie or omit it),
 and for block/model/hf: checkpoint_sha256 (sha256 of the checkpoint file), n_head,
 layer_norm_epsilon, names, arith, input; "mutations" / "mutated_layers" with --mutate.
 

@@ -1,4 +1,4 @@
-/* The block's stages (README: Block), on g2f_verify_run: every bundled
+/* The block's stages (docs/model.md: Block), on g2f_verify_run: every bundled
  * block fixture (scripts/export_fixtures.py block, HF GPT2Block's
  * arithmetic in PyTorch) with one porting bug is diagnosed with that bug's
  * code at the stage where it lives, and the chained pass from h.L.in names

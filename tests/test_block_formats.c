@@ -1,5 +1,5 @@
-/* The block's stages from a checkpoint in every format gpt2ffn reads (README:
- * What is read): the same tiny GPT-2 as HF safetensors with config.json,
+/* The block's stages from a checkpoint in every format gpt2ffn reads (docs/
+ * formats.md): the same tiny GPT-2 as HF safetensors with config.json,
  * llm.c, a whole-model GGUF, nanoGPT and minGPT training checkpoints with
  * whole blocks, TransformerLens names, and an HF pytorch_model.bin. The
  * clean block fixtures (HF and TransformerLens names) pass with every stage

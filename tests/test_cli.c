@@ -359,7 +359,7 @@ static void verify_should_accept_a_rounding_ported_on_purpose(void) {
     CHECK_CONTAINS(err_text, "--accept 'gelu_erf'");
 }
 
-/* ---- what a new user trips over (README: Commands, What is read) -------- */
+/* ---- what a new user trips over (README: Commands; docs/formats.md) ------ */
 
 
 /* The last line of the text report, without its newline. */
@@ -704,7 +704,7 @@ static void verify_should_show_both_gelu_separations(void) {
     CHECK_CONTAINS(out_text, "gelu  sep_out  sep_act  diagnosis");
 }
 
-/* ---- the whole model (README: Model) ---------------------------------- */
+/* ---- the whole model (docs/model.md) ----------------------------------- */
 
 static void verify_should_open_with_the_models_first_divergence(void) {
     static const struct { const char *ckpt, *fixture, *opening; } cases[] = {

@@ -1,4 +1,4 @@
-/* The whole forward (README: Model), on g2f_forward_check: every bundled
+/* The whole forward (docs/model.md), on g2f_forward_check: every bundled
  * model fixture (scripts/export_fixtures.py model, HF GPT2LMHeadModel's
  * arithmetic in PyTorch) with one porting bug is diagnosed with that bug's
  * code at the stage where it lives; the clean ones (tied tiny, untied small,

@@ -1,4 +1,4 @@
-/* The code's layers (README: Code map) hold: every #include "..." in src/
+/* The code's layers (docs/contributing.md: Code map) hold: every #include "..." in src/
  * and formats/ names a header of its own folder or of a folder its layer
  * may use, by its plain name (no path), and every header lives in exactly
  * one folder. The build refuses most violations already (a higher layer's

@@ -222,7 +222,7 @@ static void run_should_record_the_documented_digest_of_a_sharded_checkpoint(void
     snprintf(path, sizeof path, "%s/from_shards.safetensors", dir);
     snprintf(args, sizeof args, "run '%s/torch/sharded' '%s/tiny_tanh.safetensors' -o '%s'", fixtures, fixtures, path);
     CHECK(run(args) == 0);
-    /* README: the digest of what sha256sum prints for the shards, in name order */
+    /* docs/usage.md, run: the digest of what sha256sum prints for the shards, in name order */
     snprintf(cmd, sizeof cmd,
              "cd '%s/torch/sharded' && LC_ALL=C sha256sum pytorch_model-00001-of-00002.bin "
              "pytorch_model-00002-of-00002.bin | sha256sum",

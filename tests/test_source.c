@@ -1,5 +1,5 @@
-/* Which file a folder stands for (g2f_source_open_as, README "What is
- * read"): HF's names first; else a fixture folder of .npy files; else the
+/* Which file a folder stands for (g2f_source_open_as, docs/formats.md,
+ * Folders): HF's names first; else a fixture folder of .npy files; else the
  * folder's only file of a supported format, told by its name and, for a
  * *.bin, its first bytes; several candidates, or none, are an error listing
  * what the folder holds. Folders are assembled here from the committed

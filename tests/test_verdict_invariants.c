@@ -230,7 +230,7 @@ static int line_with(const char *text, const char *prefix, const char *word) {
     return 0;
 }
 
-/* Classes 5 and 9 on the README walkthrough's fixture (layer 2's attention
+/* Classes 5 and 9 on the README example's fixture (layer 2's attention
  * unscaled): the chained stages after the first divergence say they follow
  * from it (propagated:h.2.attn, the same in text, JSON and HTML; never
  * "unexplained"), and layer 2's FFN, which matches, shows its own PASS while

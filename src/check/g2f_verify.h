@@ -85,7 +85,7 @@ typedef struct g2f_verify_params {
     g2f_tol_params tol;
     size_t n_head;               /* attention heads; 0: the model's (config.json, GGUF, llm.c, TransformerLens) */
     g2f_diag_set accept;         /* causes a port has on purpose (G2F_ACCEPT_*): a layer they explain
-                                    alone is judged on them (README: --accept) */
+                                    alone is judged on them (docs/diagnosis.md: --accept) */
     int n_threads;               /* <= 0: OpenMP default */
     g2f_progress_fn progress;    /* may be NULL */
     void *progress_user;

@@ -94,7 +94,7 @@ typedef struct g2f_dump_stage_name {
 } g2f_dump_stage_name;
 
 /* Every stage the header writes: the one list (the fixture reader's names:
- * README, Block and Model). */
+ * docs/model.md). */
 static const g2f_dump_stage_name g2f_dump_stages[] = {
     {"input_ids", 0, G2F_DUMP_IDS, 0, "the token ids"},
     {"embed", 0, G2F_DUMP_ROWS, 1, "wte[ids] + wpe[positions]"},

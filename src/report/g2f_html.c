@@ -613,7 +613,7 @@ static void stage_codes(const g2f_stage_result *st, char *buf, size_t n) {
     else g2f_causes_join(st->causes, st->n_causes, buf, n);
 }
 
-/* The layer x stage grid of margins (README: Block), when any layer
+/* The layer x stage grid of margins (docs/model.md: Block), when any layer
  * records block stages. */
 static void put_stage_grid(g2f_html_buf *b, const g2f_report_ctx *c) {
     const g2f_verify_result *res = c->result;
@@ -700,7 +700,7 @@ static void put_mstage_cell(g2f_html_buf *b, const g2f_stage_result *r) {
     buf_put(b, "</td>");
 }
 
-/* The whole forward (README: Model): model-level stages chained and
+/* The whole forward (docs/model.md): model-level stages chained and
  * isolated, each layer's chained verdict, the logits' agreement. */
 static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
     const g2f_model_result *mr = &c->result->model;

@@ -627,7 +627,7 @@ static void mstage_codes(const g2f_stage_result *r, const char *why_not, char *b
     if (!buf[0]) snprintf(buf, n, "unexplained");
 }
 
-/* The whole forward (README: Model): the model-level stages chained from
+/* The whole forward (docs/model.md): the model-level stages chained from
  * input_ids and isolated from their recorded inputs, each layer's chained
  * verdict, and the logits' agreement. */
 static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
@@ -838,7 +838,7 @@ static cJSON *cmp_json(jb *b, const g2f_cmp *c, size_t width) {
     return o;
 }
 
-/* The block's stages of a layer ("stages": README, JSON report): one entry
+/* The block's stages of a layer ("stages": docs/json.md): one entry
  * per stage, in block order, whether recorded or not, so that a reader can
  * index them; and the chained pass from h.L.in. */
 /* An array of a code set's names under key. */
@@ -1017,7 +1017,7 @@ static cJSON *mstage_json(jb *b, const g2f_stage_result *r, size_t width) {
     return o;
 }
 
-/* The whole forward ("forward": README, JSON report). */
+/* The whole forward ("forward": docs/json.md). */
 static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
     cJSON *o = j_check(b, cJSON_CreateObject());
     j_str(b, o, "status", mr->skipped ? "not_checked" : mr->pass ? "pass" : "fail");

@@ -1,6 +1,6 @@
 /* g2f_report: text and JSON reports written from one verify result, so the
  * two never disagree (the per-layer totals come from g2f_layer_result_totals,
- * as in the HTML report). The JSON schema is documented in README.md and
+ * as in the HTML report). The JSON schema is documented in docs/json.md and
  * checked against it by tests/test_json_schema. */
 #ifndef G2F_REPORT_H
 #define G2F_REPORT_H

@@ -29,6 +29,10 @@ struct g2f_writer {
     member *members;  /* npz: n tensors + metadata */
     size_t n_members;
     char *meta_json;  /* npz metadata */
+    g2f_out_meta *meta; /* a copy of the metadata, its strings owned (meta_strs), for g2f_writer_set_meta */
+    char **meta_strs;
+    size_t n_meta;
+    size_t meta_text_len; /* of the safetensors header's JSON, or of meta_json */
     int failed;
     /* the tensor being put in parts (g2f_writer_put_part) */
     uint64_t part_done;   /* floats of specs[next] written so far */
@@ -135,13 +139,15 @@ static int add_number(cJSON *a, double v) {
     return 0;
 }
 
-static g2f_status safetensors_header(g2f_writer *w, const g2f_out_meta *meta, size_t n_meta, g2f_error *err) {
+/* The safetensors header's JSON text from w's metadata and specs
+ * (malloc'd), or NULL when out of memory. */
+static char *safetensors_json(const g2f_writer *w) {
     /* every step checked: a header that lost a tensor to a failed
      * allocation would describe another file */
     cJSON *root = cJSON_CreateObject();
     int ok = root != NULL;
-    if (ok && n_meta) {
-        cJSON *m = meta_object(meta, n_meta);
+    if (ok && w->n_meta) {
+        cJSON *m = meta_object(w->meta, w->n_meta);
         ok = m && cJSON_AddItemToObject(root, "__metadata__", m);
         if (m && !ok) cJSON_Delete(m);
     }
@@ -159,12 +165,70 @@ static g2f_status safetensors_header(g2f_writer *w, const g2f_out_meta *meta, si
     }
     char *text = ok ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
+    return text;
+}
+
+/* An .npz's metadata JSON text (malloc'd), or NULL when out of memory. */
+static char *npz_meta_text(const g2f_writer *w) {
+    cJSON *root = meta_object(w->meta, w->n_meta);
+    char *text = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    return text;
+}
+
+static g2f_status safetensors_header(g2f_writer *w, g2f_error *err) {
+    char *text = safetensors_json(w);
     if (!text) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     size_t len = strlen(text), padded = (len + 7) / 8 * 8;
+    w->meta_text_len = len;
     unsigned char lb[8];
     g2f_store_le(lb, padded, 8);
-    ok = fwrite(lb, 1, 8, w->fp) == 8 && fwrite(text, 1, len, w->fp) == len;
+    int ok = fwrite(lb, 1, 8, w->fp) == 8 && fwrite(text, 1, len, w->fp) == len;
     for (size_t i = len; ok && i < padded; i++) ok = fputc(' ', w->fp) != EOF;
+    free(text);
+    return ok ? G2F_OK : io_fail(w, err);
+}
+
+/* Copies the metadata (g2f_writer_set_meta changes it later); 0 when out of memory. */
+static int meta_copy(g2f_writer *w, const g2f_out_meta *meta, size_t n_meta) {
+    w->meta = calloc(n_meta ? n_meta : 1, sizeof *w->meta);
+    w->meta_strs = calloc(2 * n_meta + 1, sizeof *w->meta_strs);
+    if (!w->meta || !w->meta_strs) return 0;
+    for (size_t i = 0; i < n_meta; i++) {
+        char *k = g2f_strdup(meta[i].key), *v = g2f_strdup(meta[i].value);
+        w->meta_strs[2 * i] = k;
+        w->meta_strs[2 * i + 1] = v;
+        w->n_meta = i + 1;
+        if (!k || !v) return 0;
+        w->meta[i] = (g2f_out_meta){k, v};
+    }
+    return 1;
+}
+
+g2f_status g2f_writer_set_meta(g2f_writer *w, const char *key, const char *value, g2f_error *err) {
+    size_t i = 0;
+    while (i < w->n_meta && strcmp(w->meta[i].key, key) != 0) i++;
+    if (w->failed || i == w->n_meta)
+        return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: no metadata %s to set", w->path, key);
+    char *v = g2f_strdup(value), *old = w->meta_strs[2 * i + 1];
+    if (!v) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    w->meta[i].value = w->meta_strs[2 * i + 1] = v;
+    free(old);
+    char *text = w->format == G2F_OUT_NPZ ? npz_meta_text(w) : safetensors_json(w);
+    if (!text) return w->failed = 1, g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    if (strlen(text) != w->meta_text_len) {
+        free(text);
+        return w->failed = 1, g2f_error_set(err, G2F_ERR_USAGE, "%s: metadata %s: the new value changes the header's "
+                                            "length", w->path, key);
+    }
+    if (w->format == G2F_OUT_NPZ) {
+        free(w->meta_json);
+        w->meta_json = text;
+        return G2F_OK;
+    }
+    long end = ftell(w->fp);
+    int ok = end >= 0 && fseek(w->fp, 8, SEEK_SET) == 0 && fwrite(text, 1, w->meta_text_len, w->fp) == w->meta_text_len &&
+             fseek(w->fp, end, SEEK_SET) == 0;
     free(text);
     return ok ? G2F_OK : io_fail(w, err);
 }
@@ -202,18 +266,21 @@ g2f_status g2f_writer_open_typed(const char *path, g2f_out_format format, const 
         }
         w->specs[i].name = w->names[i];
     }
+    if (!meta_copy(w, meta, n_meta)) {
+        st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
     if ((st = g2f_outfile_open(path, &w->out, err)) != G2F_OK) goto fail;
     w->fp = g2f_outfile_stream(w->out);
     if (format == G2F_OUT_SAFETENSORS) {
-        if ((st = safetensors_header(w, meta, n_meta, err)) != G2F_OK) goto fail;
+        if ((st = safetensors_header(w, err)) != G2F_OK) goto fail;
     } else if (n_meta) {
-        cJSON *root = meta_object(meta, n_meta);
-        w->meta_json = root ? cJSON_PrintUnformatted(root) : NULL;
-        cJSON_Delete(root);
+        w->meta_json = npz_meta_text(w);
         if (!w->meta_json) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto fail;
         }
+        w->meta_text_len = strlen(w->meta_json);
     }
     *out = w;
     return G2F_OK;
@@ -381,6 +448,9 @@ g2f_status g2f_writer_close(g2f_writer *w, int commit, g2f_error *err) {
     free(w->members);
     free(w->specs);
     free(w->meta_json);
+    for (size_t i = 0; w->meta_strs && i < 2 * w->n_meta; i++) free(w->meta_strs[i]);
+    free(w->meta_strs);
+    free(w->meta);
     free(w->path);
     free(w);
     return st;

@@ -59,6 +59,13 @@ g2f_status g2f_writer_put(g2f_writer *w, const float *data, g2f_error *err);
  * in parts (a chunk of tokens at a time), and the next one begins once its
  * numel floats are in. */
 g2f_status g2f_writer_put_part(g2f_writer *w, const float *data, size_t count, g2f_error *err);
+/* Replaces the value of metadata key, given at open, by value: a value
+ * known only once the data is written (run's checkpoint digest, hashed
+ * beside the work, over a placeholder of 64 hex digits). The metadata must
+ * come out as long as before (the safetensors header is rewritten in place,
+ * an .npz's is written at the close); G2F_ERR_USAGE when it would not, or
+ * key is not one given at open. Before g2f_writer_close. */
+g2f_status g2f_writer_set_meta(g2f_writer *w, const char *key, const char *value, g2f_error *err);
 /* commit: finish and rename into place (every tensor must have been put);
  * otherwise remove the temporary file. Frees w either way. */
 g2f_status g2f_writer_close(g2f_writer *w, int commit, g2f_error *err);

@@ -803,6 +803,25 @@ static void run_should_refuse_bad_ids_with_exit_2(void) {
     CHECK(!file_exists(path));
 }
 
+/* GPT2FFN_ISA (tests and benchmarks): an unknown value is one line and exit
+ * 2; each known one computes the same verdict (the portable path rounds
+ * differently, within the derived tolerance). */
+static void commands_should_refuse_an_unknown_isa_and_pass_on_every_path(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
+    setenv("GPT2FFN_ISA", "avx3", 1);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "gpt2ffn: GPT2FFN_ISA 'avx3': expected portable, avx2 or avx512\n");
+    CHECK(out_text[0] == '\0');
+    const char *paths[] = {"portable", "avx2", "avx512"};
+    for (int i = 0; i < 3; i++) {
+        setenv("GPT2FFN_ISA", paths[i], 1);
+        CHECK(run(args) == 0);
+        CHECK_CONTAINS(out_text, "PASS");
+    }
+    unsetenv("GPT2FFN_ISA");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "cli") != 0) return 1;
     fixtures = argv[1];
@@ -836,6 +855,7 @@ int main(int argc, char **argv) {
     RUN(verify_should_open_with_the_models_first_divergence);
     RUN(run_should_compute_the_whole_model_for_any_prompt);
     RUN(run_should_refuse_bad_ids_with_exit_2);
+    RUN(commands_should_refuse_an_unknown_isa_and_pass_on_every_path);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

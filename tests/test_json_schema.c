@@ -244,6 +244,7 @@ static const field verify_fields[] = {
     {"gelu_verified", B, 1, NULL, NULL, 0, NULL},
     {"fixture_checkpoint_sha256", S | Z, 1, NULL, NULL, 0, NULL},
     {"checkpoint_sha256_match", B | Z, 1, NULL, NULL, 0, NULL},
+    {"checkpoint_sha256_cached", B | Z, 1, NULL, NULL, 0, NULL},
     {"model", O, 1, NULL, model_fields, 0, NULL},
     {"tolerance", O, 1, NULL, tolerance_fields, 0, NULL},
     {"fixture_dtype", S, 1, FLOAT_DTYPES, NULL, 0, NULL},
@@ -506,6 +507,9 @@ static void check_verify_rules(const cJSON *root, const char *where) {
     if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "fixture_checkpoint_sha256")) !=
         cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "checkpoint_sha256_match")))
         fail(where, "checkpoint_sha256_match is null exactly when the fixture records no digest", "checkpoint_sha256_match");
+    if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "fixture_checkpoint_sha256")) !=
+        cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "checkpoint_sha256_cached")))
+        fail(where, "checkpoint_sha256_cached is null exactly when the fixture records no digest", "checkpoint_sha256_cached");
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(root, "status");
     const cJSON *first = cJSON_GetObjectItemCaseSensitive(root, "first_divergence");
     /* pass: no layer fails and the whole forward (when recorded) passes */

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "g2f_report.h"
+#include "g2f_source.h"
 #include "g2f_writer.h"
 #include "test_util.h"
 
@@ -113,6 +114,51 @@ static void writer_should_show_nothing_until_commit(void) {
     unlink(path);
 }
 
+/* A metadata value known only after the data (run's digest, hashed beside
+ * the work) replaces its placeholder in place, in either format, and the
+ * file reads back whole; a value that would change the header's length, or
+ * a key never given, is refused and nothing is written. */
+static void writer_should_set_a_metadata_value_after_the_data(void) {
+    char path[400];
+    g2f_error err = {0};
+    snprintf(path, sizeof path, "%s/late.safetensors", dir);
+    for (int f = 0; f < G2F_OUT_FORMAT_COUNT; f++) {
+        g2f_out_spec spec = {"h.0.mlp.out", 2, {2, 3}};
+        float data[6] = {1, 2, 3, 4, 5, 6};
+        g2f_out_meta meta[3] = {{"tool", "t"}, {"checkpoint_sha256", "0000"}, {"gelu", "tanh"}};
+        g2f_writer *w = NULL;
+        CHECK(g2f_writer_open(path, (g2f_out_format)f, &spec, 1, meta, 3, &w, &err) == G2F_OK);
+        if (!w) continue;
+        CHECK(g2f_writer_put(w, data, &err) == G2F_OK);
+        CHECK(g2f_writer_set_meta(w, "checkpoint_sha256", "a1b2", &err) == G2F_OK);
+        CHECK(g2f_writer_close(w, 1, &err) == G2F_OK);
+        g2f_source *s = NULL;
+        CHECK(g2f_source_open(path, &s, &err) == G2F_OK);
+        const g2f_table *t = s ? g2f_source_table(s) : NULL;
+        const char *v = t ? g2f_table_meta(t, "checkpoint_sha256") : NULL;
+        CHECK(v && !strcmp(v, "a1b2"));
+        CHECK(t && g2f_table_meta(t, "gelu") && !strcmp(g2f_table_meta(t, "gelu"), "tanh"));
+        const g2f_tensor *x = t ? g2f_table_find(t, "h.0.mlp.out") : NULL;
+        float back[6] = {0};
+        if (x) g2f_tensor_read_f32(x, 0, 6, back);
+        CHECK(x && !memcmp(back, data, sizeof data));
+        g2f_source_close(s);
+        unlink(path);
+        /* longer, and unknown: refused, no file */
+        const char *keys[2] = {"checkpoint_sha256", "nokey"}, *vals[2] = {"a1b2c", "x"};
+        for (int k = 0; k < 2; k++) {
+            CHECK(g2f_writer_open(path, (g2f_out_format)f, &spec, 1, meta, 3, &w, &err) == G2F_OK);
+            if (!w) continue;
+            CHECK(g2f_writer_put(w, data, &err) == G2F_OK);
+            CHECK(g2f_writer_set_meta(w, keys[k], vals[k], &err) == G2F_ERR_USAGE);
+            CHECK_CONTAINS(err.msg, keys[k]);
+            CHECK(g2f_writer_close(w, 1, &err) != G2F_OK);
+            struct stat st;
+            CHECK(stat(path, &st) != 0 && tmp_leftovers() == 0);
+        }
+    }
+}
+
 /* A file or link already at the temporary's name is neither followed nor
  * truncated: the write goes to another temporary name. */
 static void outfile_should_never_write_through_an_existing_temporary(void) {
@@ -186,6 +232,7 @@ int main(void) {
     RUN(report_write_should_replace_whole_or_not_at_all);
     RUN(report_write_should_take_a_255_byte_name);
     RUN(writer_should_show_nothing_until_commit);
+    RUN(writer_should_set_a_metadata_value_after_the_data);
     RUN(outfile_should_never_write_through_an_existing_temporary);
     RUN(outfile_temporaries_should_go_with_the_signal_cleanup);
     rmdir(dir);

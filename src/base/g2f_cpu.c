@@ -2,6 +2,8 @@
 #include "g2f_cpu.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -50,9 +52,22 @@ void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
 }
 #endif
 
+/* GPT2FFN_ISA: at most that ISA for the kernels (see g2f_cpu.h). */
+static void cap_isa(g2f_cpu *c) {
+    const char *isa = getenv("GPT2FFN_ISA");
+    c->isa_env = isa;
+    c->isa_env_ok = !isa || !strcmp(isa, "portable") || !strcmp(isa, "avx2") || !strcmp(isa, "avx512");
+    if (!isa || !c->isa_env_ok) return;
+    if (strcmp(isa, "avx512") != 0) c->avx512f = 0;
+    if (!strcmp(isa, "portable")) c->avx2_fma = 0;
+}
+
 static g2f_cpu features;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static void init(void) { detect(&features); }
+static void init(void) {
+    detect(&features);
+    cap_isa(&features);
+}
 
 const g2f_cpu *g2f_cpu_features(void) {
     pthread_once(&once, init);

@@ -16,12 +16,20 @@ typedef struct g2f_cpu {
     int avx2_fma; /* AVX2 and FMA3: the FFN's micro-kernels */
     int f16c;     /* F16C: half -> float conversion */
     int sha;      /* SHA-NI and SSE4.1: SHA-256 */
-    int avx512f;  /* AVX-512 F (reported only: no kernel uses it) */
+    int avx512f;  /* AVX-512 F, with the OS saving the ZMM registers */
+    /* GPT2FFN_ISA as read (NULL when unset) and whether it is one of the
+     * words below; a bad value changes nothing (the CLI refuses it) */
+    const char *isa_env;
+    int isa_env_ok;
 } g2f_cpu;
 
 /* The features of this CPU; all 0 where the build has no x86 kernels.
  * Computed on the first call (thread-safe) and never changed afterwards:
- * the CPU does not change under a running process. */
+ * the CPU does not change under a running process.
+ * The environment variable GPT2FFN_ISA (for tests and benchmarks) caps what
+ * the arithmetic kernels use: "portable" clears avx2_fma and avx512f,
+ * "avx2" clears avx512f, "avx512" changes nothing; it never adds what the
+ * CPU lacks. F16C and SHA stay: their results are exact either way. */
 const g2f_cpu *g2f_cpu_features(void);
 
 /* dst[i] = float of the IEEE half at src + 2 i (src may be unaligned), with

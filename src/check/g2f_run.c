@@ -49,6 +49,21 @@ g2f_status g2f_run_check(const g2f_model *m, const g2f_fixture *inputs, const g2
     return G2F_OK;
 }
 
+/* The metadata's checkpoint_sha256: the digest as given, or a placeholder
+ * for the one hashed beside the work (put_digest fills it in). */
+#define DIGEST_PLACEHOLDER "0000000000000000000000000000000000000000000000000000000000000000"
+static g2f_out_meta digest_meta(const g2f_run_params *p) {
+    if (p->checkpoint_digest) return (g2f_out_meta){"checkpoint_sha256", DIGEST_PLACEHOLDER};
+    return (g2f_out_meta){"checkpoint_sha256", p->checkpoint_sha256 ? p->checkpoint_sha256 : ""};
+}
+
+static g2f_status put_digest(g2f_writer *w, const g2f_run_params *p, g2f_error *err) {
+    g2f_digest_job *j = p->checkpoint_digest;
+    if (!j) return G2F_OK;
+    if (g2f_digest_job_finish(j) != G2F_OK) return g2f_error_set(err, j->st, "%s", j->err.msg);
+    return g2f_writer_set_meta(w, "checkpoint_sha256", j->hex, err);
+}
+
 /* One layer, one output tensor after the other (the file holds each whole):
  * in, out, then pre and act when asked. A layer that fits in one chunk is
  * computed once; otherwise each pass recomputes what it writes, chunk by
@@ -121,7 +136,7 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
         {"gelu", g2f_gelu_name(p->gelu)},
         {"gelu_source", p->gelu_source ? p->gelu_source : ""},
         {"checkpoint", p->checkpoint_label ? p->checkpoint_label : mi->path},
-        {"checkpoint_sha256", p->checkpoint_sha256 ? p->checkpoint_sha256 : ""},
+        digest_meta(p),
     };
     g2f_writer *w = NULL;
     st = g2f_writer_open(out_path, p->format, specs, n, meta, 6, &w, err);
@@ -139,6 +154,7 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
         r->tensors += per;
     }
     g2f_ffn_ws_free(&ws);
+    if (st == G2F_OK) st = put_digest(w, p, err);
     g2f_status cs = g2f_writer_close(w, st == G2F_OK, st == G2F_OK ? err : NULL);
     return st != G2F_OK ? st : cs;
 }
@@ -350,7 +366,7 @@ static g2f_status open_output(run_ctx *c, const char *out_path, const g2f_run_mo
         {"gelu", g2f_gelu_name(rp->gelu)},
         {"gelu_source", rp->gelu_source ? rp->gelu_source : ""},
         {"checkpoint", rp->checkpoint_label ? rp->checkpoint_label : g2f_model_get_info(c->m)->path},
-        {"checkpoint_sha256", rp->checkpoint_sha256 ? rp->checkpoint_sha256 : ""},
+        digest_meta(rp),
         {"names", p->tl_names ? "tl" : "hf"},
     };
     return g2f_writer_open_typed(out_path, rp->format, specs, i64, n, meta, 8, &c->w, err);
@@ -393,9 +409,11 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
     if (st != G2F_OK || (st = open_output(&c, out_path, p, specs, i64, n, err)) != G2F_OK) goto done;
     st = g2f_writer_put_i64_part(c.w, ids, N, err);
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-    g2f_forward_params fp = {p->n_head, &tol, p->run->gelu, p->run->n_threads, !(p->save & (1u << G2F_ACT_PROBS)), 0};
+    const g2f_run_params *rp = p->run;
+    g2f_forward_params fp = {p->n_head, &tol, rp->gelu, rp->n_threads, !(p->save & (1u << G2F_ACT_PROBS)), 0};
     g2f_forward_hooks hk = {&c, rh_embed, rh_step, rh_layer_end, rh_ln_f, rh_logits};
     if (st == G2F_OK) st = g2f_forward_run(m, &e, ids, n_seq, T, &fp, NULL, NULL, &hk, NULL, err);
+    if (st == G2F_OK) st = put_digest(c.w, rp, err);
     g2f_status cs = g2f_writer_close(c.w, st == G2F_OK, st == G2F_OK ? err : NULL);
     if (st == G2F_OK) st = cs;
     r->layers = mi->n_layer;

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "g2f_digest_cache.h"
 #include "g2f_error.h"
 #include "g2f_ffn.h"
 #include "g2f_fixture.h"
@@ -25,6 +26,9 @@ typedef struct g2f_run_params {
     g2f_out_format format;
     const char *checkpoint_label; /* recorded as given */
     const char *checkpoint_sha256;
+    /* or NULL; when set, the digest hashed beside the work (checkpoint_sha256
+     * is then unused): finished and recorded once every layer is written */
+    g2f_digest_job *checkpoint_digest;
     int n_threads;
 } g2f_run_params;
 

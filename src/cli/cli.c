@@ -5,7 +5,6 @@
  * Everything it prints that came from a file or the command line goes
  * through g2f_escape (g2f_text.h). */
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,7 +14,9 @@
 #include <unistd.h>
 
 #include "cli_sigbus.h"
+#include "g2f_cpu.h"
 #include "g2f_diff.h"
+#include "g2f_digest_cache.h"
 #include "g2f_fixture.h"
 #include "g2f_html.h"
 #include "g2f_inspect.h"
@@ -411,42 +412,6 @@ static const char usage_verify[] =
     "  gpt2ffn verify fixtures/tiny fixtures/tiny_erf.safetensors\n"
     "  gpt2ffn verify model.safetensors ref.safetensors --layers 0-3 --json report.json\n";
 
-/* The checkpoint's digest on a thread of its own: verify's provenance check
- * reads the whole checkpoint (4 s for a GPT-2 XL file), which then overlaps
- * the comparison instead of preceding it. Without a thread (pthread_create
- * fails) the digest is computed when it is asked for. */
-typedef struct hash_job {
-    const g2f_model *model;
-    char hex[65];
-    g2f_error err;
-    g2f_status st;
-    pthread_t thread;
-    int started, joined;
-} hash_job;
-
-static void *hash_main(void *arg) {
-    hash_job *j = arg;
-    j->st = g2f_model_sha256(j->model, j->hex, &j->err);
-    return NULL;
-}
-
-static void hash_start(hash_job *j, const g2f_model *model) {
-    memset(j, 0, sizeof *j);
-    j->model = model;
-    j->started = pthread_create(&j->thread, NULL, hash_main, j) == 0;
-}
-
-/* Waits for the digest (or computes it); a no-op when never started or
- * already finished. Every path that started one finishes it before the
- * model is closed. */
-static g2f_status hash_finish(hash_job *j) {
-    if (!j->model || j->joined) return j->st;
-    if (j->started) pthread_join(j->thread, NULL);
-    else j->st = g2f_model_sha256(j->model, j->hex, &j->err);
-    j->joined = 1;
-    return j->st;
-}
-
 static int run_verify(const char **pos, const char **v) {
     double rtol = 0, atol = 0;
     size_t threads = 0;
@@ -468,7 +433,9 @@ static int run_verify(const char **pos, const char **v) {
     g2f_verify_result res = {0};
     int rc = EXIT_BAD;
     opened o;
-    hash_job hash = {0};
+    g2f_digest_job hash = {0};
+    g2f_digest_cache cache;
+    g2f_digest_cache_from_env(&cache);
     if (open_inputs("verify", pos[0], v[V_CONFIG], pos[1], v[V_LAYERS], &o) != 0) goto done;
     const char *outs[] = {v[V_JSON], v[V_HTML]};
     if (check_outputs(outs, 2, o.model, NULL, o.fx) != 0) goto done;
@@ -492,14 +459,15 @@ static int run_verify(const char **pos, const char **v) {
     }
     /* provenance: a fixture that records its checkpoint's digest (gpt2ffn
      * run writes it) is checked against this checkpoint's, which costs one
-     * read of the checkpoint */
+     * read of the checkpoint (none when the digest cache has it), on a
+     * thread of its own beside the comparison */
     const char *fx_sha = g2f_fixture_meta(fx, "checkpoint_sha256");
-    if (fx_sha) hash_start(&hash, model);
+    if (fx_sha) g2f_digest_job_start(&hash, model, &cache);
     if (g2f_verify_run(model, fx, &p, &res, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
     }
-    if (fx_sha && hash_finish(&hash) != G2F_OK) {
+    if (fx_sha && g2f_digest_job_finish(&hash) != G2F_OK) {
         bad("%s", hash.err.msg);
         goto done;
     }
@@ -517,13 +485,13 @@ static int run_verify(const char **pos, const char **v) {
         shown.n_head_source = "given with --n-head";
     }
     g2f_report_ctx ctx = {pos[0], pos[1], &shown, gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx), &p.tol, &res,
-                          use_color(stdout), fx_sha, fx_sha ? ck_sha : NULL};
+                          use_color(stdout), fx_sha, fx_sha ? ck_sha : NULL, hash.from_cache};
     if (v[V_JSON] && emit_json(v[V_JSON], g2f_report_json(&ctx)) != 0) goto done;
     if (v[V_HTML] && emit_file(v[V_HTML], g2f_report_html(&ctx)) != 0) goto done;
     if (!v[V_JSON] || strcmp(v[V_JSON], "-") != 0) g2f_report_text(stdout, &ctx);
     rc = res.pass ? 0 : EXIT_MISMATCH;
 done:
-    hash_finish(&hash); /* before the model closes */
+    g2f_digest_job_finish(&hash); /* before the model closes */
     g2f_verify_result_free(&res);
     opened_close(&o);
     return rc;
@@ -750,9 +718,12 @@ static int run_run(const char **pos, const char **v) {
     g2f_out_format fmt = olen > 4 && !strcmp(v[R_OUT] + olen - 4, ".npz") ? G2F_OUT_NPZ : G2F_OUT_SAFETENSORS;
     g2f_error err = {0};
     int rc = EXIT_BAD;
-    char sha[65], msg[300];
+    char msg[300];
     opened o;
     memset(&o, 0, sizeof o);
+    g2f_digest_job hash = {0}; /* the checkpoint's digest, hashed beside the work */
+    g2f_digest_cache cache;
+    g2f_digest_cache_from_env(&cache);
     int64_t *ids = NULL;
     size_t n_seq = 0, T = 0, lead_ndim = 0;
     uint64_t lead[G2F_MAX_DIMS] = {0};
@@ -816,39 +787,43 @@ static int run_run(const char **pos, const char **v) {
     p.save_act = save_act;
     p.format = fmt;
     p.checkpoint_label = pos[0];
-    p.checkpoint_sha256 = sha;
+    p.checkpoint_digest = &hash;
     p.n_threads = (int)threads;
     g2f_run_result r;
+    const char *cached = " (from the digest cache)";
     if (whole) {
         g2f_run_model_params mp = {&p, n_head, save, v[R_NAMES] && !strcmp(v[R_NAMES], "tl")};
-        if (g2f_model_sha256(model, sha, &err) != G2F_OK ||
-            g2f_run_model(model, ids, lead, lead_ndim, T, v[R_OUT], &mp, &r, &err) != G2F_OK) {
+        g2f_digest_job_start(&hash, model, &cache);
+        if (g2f_run_model(model, ids, lead, lead_ndim, T, v[R_OUT], &mp, &r, &err) != G2F_OK) {
             bad("%s", err.msg);
             goto done;
         }
         char *shown = g2f_escape_dup(v[R_OUT]), src[4 * sizeof gelu_source];
         printf("wrote %s: the whole model on %zu sequence%s of %zu tokens, %zu tensors, %s GELU (%s), checkpoint "
-               "sha256 %s\n", shown ? shown : "?", n_seq, n_seq == 1 ? "" : "s", T, r.tensors, g2f_gelu_name(p.gelu),
-               g2f_escape(gelu_source, src, sizeof src), sha);
+               "sha256 %s%s\n", shown ? shown : "?", n_seq, n_seq == 1 ? "" : "s", T, r.tensors, g2f_gelu_name(p.gelu),
+               g2f_escape(gelu_source, src, sizeof src), hash.hex, hash.from_cache ? cached : "");
         free(shown);
         rc = 0;
         goto done;
     }
-    /* checked before the hash, which reads the whole checkpoint */
-    if (g2f_run_check(model, o.fx, &p, &err) != G2F_OK || g2f_model_sha256(model, sha, &err) != G2F_OK) {
+    /* checked before the hash starts reading the whole checkpoint */
+    if (g2f_run_check(model, o.fx, &p, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
     }
+    g2f_digest_job_start(&hash, model, &cache);
     if (g2f_run(model, o.fx, v[R_OUT], &p, &r, &err) != G2F_OK) {
         bad("%s", err.msg);
         goto done;
     }
     char *shown = g2f_escape_dup(v[R_OUT]), src[4 * sizeof gelu_source];
-    printf("wrote %s: %zu layers, %zu tensors, %s GELU (%s), checkpoint sha256 %s\n", shown ? shown : "?", r.layers,
-           r.tensors, g2f_gelu_name(p.gelu), g2f_escape(gelu_source, src, sizeof src), sha);
+    printf("wrote %s: %zu layers, %zu tensors, %s GELU (%s), checkpoint sha256 %s%s\n", shown ? shown : "?", r.layers,
+           r.tensors, g2f_gelu_name(p.gelu), g2f_escape(gelu_source, src, sizeof src), hash.hex,
+           hash.from_cache ? cached : "");
     free(shown);
     rc = 0;
 done:
+    g2f_digest_job_finish(&hash); /* before the model closes */
     free(ids);
     opened_close(&o);
     return rc;
@@ -927,6 +902,8 @@ static int run_main(int argc, char **argv) {
         printf("gpt2ffn %s\n", GPT2FFN_VERSION);
         return 0;
     }
+    const g2f_cpu *cpu = g2f_cpu_features(); /* GPT2FFN_ISA, for tests and benchmarks */
+    if (!cpu->isa_env_ok) return bad("GPT2FFN_ISA '%.40s': expected portable, avx2 or avx512", cpu->isa_env);
     size_t n = sizeof commands / sizeof commands[0];
     for (size_t i = 0; i < n; i++) {
         if (strcmp(argv[1], commands[i].name)) continue;

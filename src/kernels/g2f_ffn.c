@@ -63,6 +63,8 @@
 
 static int simd_ok(void) { return g2f_cpu_features()->avx2_fma; }
 
+const char *g2f_ffn_isa(void) { return simd_ok() ? "avx2" : "portable"; }
+
 static const char *const gelu_names[] = {"tanh", "erf", "sigmoid", "mlx_approx", "f16_table"};
 _Static_assert(sizeof gelu_names / sizeof gelu_names[0] == G2F_GELU_COUNT, "one name per GELU form");
 

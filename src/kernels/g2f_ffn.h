@@ -100,6 +100,12 @@ typedef struct g2f_ffn_ws {
 } g2f_ffn_ws;
 void g2f_ffn_ws_free(g2f_ffn_ws *ws);
 
+/* The path the matmuls take on this CPU: "avx2" (AVX2 + FMA, one fused
+ * multiply-add per term) or "portable" (C, multiply then add: other
+ * roundings), chosen at run time; GPT2FFN_ISA=portable|avx2|avx512 caps it
+ * (g2f_cpu.h), for tests and benchmarks. */
+const char *g2f_ffn_isa(void);
+
 /* C (m, n) = A (m, k) B + bias, where B is (k, n) when b_trans is 0 and
  * stored as (n, k) when b_trans is 1; bias (n) may be NULL. Each C element is
  * sum_{k in order} A[i,k] B[k,j] in float32, then + bias[j].

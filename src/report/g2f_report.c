@@ -428,14 +428,15 @@ int g2f_report_sha256_match(const g2f_report_ctx *c) {
 int g2f_report_provenance(const g2f_report_ctx *c, char *buf, size_t n) {
     int m = g2f_report_sha256_match(c);
     if (m < 0) return 0;
+    const char *cached = c->checkpoint_sha256_cached ? " (this checkpoint's digest from the digest cache)" : "";
     if (m)
-        snprintf(buf, n, "the fixture records this checkpoint's sha256 (%.16s...): it was made from this file",
-                 c->checkpoint_sha256);
+        snprintf(buf, n, "the fixture records this checkpoint's sha256 (%.16s...): it was made from this file%s",
+                 c->checkpoint_sha256, cached);
     else if (c->checkpoint_sha256)
         snprintf(buf, n,
                  "the fixture records checkpoint_sha256 %.72s, but this checkpoint's is %s: the fixture was made from "
-                 "another file",
-                 c->fixture_sha256, c->checkpoint_sha256);
+                 "another file%s",
+                 c->fixture_sha256, c->checkpoint_sha256, cached);
     else
         snprintf(buf, n, "the fixture records checkpoint_sha256 %.72s; this checkpoint's was not computed",
                  c->fixture_sha256);
@@ -1122,6 +1123,8 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     int match = g2f_report_sha256_match(c);
     if (match < 0) j_null(&b, root, "checkpoint_sha256_match");
     else j_bool(&b, root, "checkpoint_sha256_match", match);
+    if (c->checkpoint_sha256) j_bool(&b, root, "checkpoint_sha256_cached", c->checkpoint_sha256_cached);
+    else j_null(&b, root, "checkpoint_sha256_cached");
     j_add(&b, root, "model", model_json(&b, c->model));
     cJSON *tol = j_obj(&b, root, "tolerance");
     j_str(&b, tol, "mode", c->tol->user ? "user" : "derived");

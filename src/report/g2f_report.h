@@ -30,6 +30,7 @@ typedef struct g2f_report_ctx {
      * computed, which is only done when the fixture records one) */
     const char *fixture_sha256;
     const char *checkpoint_sha256;
+    int checkpoint_sha256_cached; /* 1: that digest came from the digest cache (g2f_digest_cache) */
 } g2f_report_ctx;
 
 /* The sentences every verify report (text, JSON, HTML) shares, written
@@ -49,7 +50,8 @@ typedef struct g2f_report_ctx {
  *     other GELU form, the option that would pass ("rerun with --gelu erf
  *     ...");
  *   provenance (0 when the fixture records no checkpoint digest): whether
- *     the digest it records is this checkpoint's.
+ *     the digest it records is this checkpoint's, and when this checkpoint's
+ *     came from the digest cache, that it did.
  * Each returns 1 when it wrote a sentence. */
 int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n);
 int g2f_report_gelu_caveat(const g2f_report_ctx *c, char *buf, size_t n);

@@ -45,6 +45,13 @@ typedef struct g2f_fixture_layer {
 } g2f_fixture_layer;
 
 g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err);
+/* A fixture over a table the caller holds (a binding's arrays in memory,
+ * g2f_bind.h): the table, its names and the bytes its data pointers point
+ * to are borrowed and must outlive the fixture; the caller has checked
+ * every tensor as a reader would (shape, numel and nbytes consistent).
+ * label stands for the file in messages and reports (g2f_fixture_path);
+ * g2f_fixture_files adds nothing. */
+g2f_status g2f_fixture_from_table(const g2f_table *table, const char *label, g2f_fixture **out, g2f_error *err);
 /* Checks every fixture tensor against the model's sizes (layers < n_layer,
  * last dimensions, token counts) so that errors surface before any work. */
 g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd, size_t n_inner,

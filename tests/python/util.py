@@ -11,7 +11,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-FIXTURES = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "fixtures")
+FIXTURES = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "fixtures"))
 CLI = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "build", "gpt2ffn")
 failures = []
 

@@ -18,10 +18,6 @@ import warnings
 
 from ._arrays import Activations
 
-_GPT2_STAGES = ("in", "ln_1.out", "attn.qkv", "attn.probs", "attn.merged", "attn.out", "mid", "mlp.in", "mlp.pre",
-                "mlp.act", "mlp.out", "out")
-
-
 def _first(x):
     return x[0] if isinstance(x, (tuple, list)) else x
 
@@ -165,6 +161,17 @@ class capture(Activations):
             self._out(act, h + "mlp.act")
         if self._probs and get("attn.attn_dropout") is not None:
             self._out(get("attn.attn_dropout"), h + "attn.probs")
+        if self._probs and get("attn") is not None:  # HF returns them with output_attentions=True
+            self._handles.append(get("attn").register_forward_hook(self._probs_hook(h + "attn.probs")))
+            if get("attn.attn_dropout") is None:
+                self._expected.append(h + "attn.probs")
+
+    def _probs_hook(self, name):
+        def hook(m, args, output):
+            for x in output[1:] if isinstance(output, (tuple, list)) else ():
+                if getattr(x, "dim", lambda: 0)() == 4 and x.shape[-1] == x.shape[-2]:
+                    self._rec(name, x)
+        return hook
 
     def _logits_hook(self, m, args, output):
         z = _first(output)

@@ -22,13 +22,17 @@ class NewGELU(nn.Module):
         return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
-def causal_attention(q, k, v, n_head, dropout):
-    """q, k, v [B, T, d] -> [B, T, d], the probabilities through dropout (a module: it can be hooked)."""
+def causal_attention(q, k, v, n_head, dropout, probs=None):
+    """q, k, v [B, T, d] -> [B, T, d], the probabilities through dropout (a
+    module: it can be hooked; or a function, as newer HF versions do), and
+    appended to probs when it is a list."""
     B, T, d = q.shape
     q, k, v = (t.view(B, T, n_head, d // n_head).transpose(1, 2) for t in (q, k, v))
     att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // n_head))
     att = att.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
     att = dropout(F.softmax(att, dim=-1))
+    if probs is not None:
+        probs.append(att)
     return (att @ v).transpose(1, 2).contiguous().view(B, T, d)
 
 
@@ -45,14 +49,23 @@ class Conv1D(nn.Module):
 
 
 class HFAttention(nn.Module):
-    def __init__(self, d, n_head):
+    """new_hf: as newer HF versions, the dropout a function and the
+    probabilities returned beside the output (output_attentions)."""
+
+    def __init__(self, d, n_head, new_hf=False):
         super().__init__()
         self.c_attn, self.c_proj = Conv1D(3 * d, d), Conv1D(d, d)
-        self.attn_dropout, self.resid_dropout = nn.Dropout(0.1), nn.Dropout(0.1)
-        self.n_head = n_head
+        self.resid_dropout = nn.Dropout(0.1)
+        if not new_hf:
+            self.attn_dropout = nn.Dropout(0.1)
+        self.n_head, self.new_hf = n_head, new_hf
 
     def forward(self, x, layer_past=None, attention_mask=None):
         q, k, v = self.c_attn(x).split(x.size(-1), dim=2)
+        if self.new_hf:
+            probs = []
+            z = causal_attention(q, k, v, self.n_head, lambda p: F.dropout(p, 0.1, self.training), probs)
+            return self.resid_dropout(self.c_proj(z)), probs[0]
         return (self.resid_dropout(self.c_proj(causal_attention(q, k, v, self.n_head, self.attn_dropout))), None)
 
 
@@ -66,9 +79,9 @@ class HFMLP(nn.Module):
 
 
 class HFBlock(nn.Module):
-    def __init__(self, d, n_head, act):
+    def __init__(self, d, n_head, act, new_hf):
         super().__init__()
-        self.ln_1, self.attn, self.ln_2 = nn.LayerNorm(d), HFAttention(d, n_head), nn.LayerNorm(d)
+        self.ln_1, self.attn, self.ln_2 = nn.LayerNorm(d), HFAttention(d, n_head, new_hf), nn.LayerNorm(d)
         self.mlp = HFMLP(d, 4 * d, act)
 
     def forward(self, hidden_states, layer_past=None, attention_mask=None):
@@ -78,10 +91,10 @@ class HFBlock(nn.Module):
 
 
 class HFModel(nn.Module):  # GPT2Model
-    def __init__(self, vocab, n_pos, d, n_layer, n_head, act):
+    def __init__(self, vocab, n_pos, d, n_layer, n_head, act, new_hf=False):
         super().__init__()
         self.wte, self.wpe, self.drop = nn.Embedding(vocab, d), nn.Embedding(n_pos, d), nn.Dropout(0.1)
-        self.h = nn.ModuleList([HFBlock(d, n_head, act()) for _ in range(n_layer)])  # HF: an instance per block
+        self.h = nn.ModuleList([HFBlock(d, n_head, act(), new_hf) for _ in range(n_layer)])  # HF: an instance each
         self.ln_f = nn.LayerNorm(d)
 
     def forward(self, input_ids):
@@ -92,9 +105,9 @@ class HFModel(nn.Module):  # GPT2Model
 
 
 class HFLMHead(nn.Module):  # GPT2LMHeadModel
-    def __init__(self, vocab, n_pos, d, n_layer, n_head, act=None):
+    def __init__(self, vocab, n_pos, d, n_layer, n_head, act=None, new_hf=False):
         super().__init__()
-        self.transformer = HFModel(vocab, n_pos, d, n_layer, n_head, act or NewGELU)
+        self.transformer = HFModel(vocab, n_pos, d, n_layer, n_head, act or NewGELU, new_hf)
         self.lm_head = nn.Linear(d, vocab, bias=False)
         self.lm_head.weight = self.transformer.wte.weight
 

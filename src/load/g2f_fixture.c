@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_model.h"
 #include "g2f_names.h"
 #include "g2f_source.h"
 
@@ -132,8 +133,9 @@ static g2f_status map_tensors(g2f_fixture *f, g2f_error *err) {
 }
 
 /* A fixture named path (a copy kept), its tensors read from the file path
- * when table is NULL, else table's (borrowed). */
-static g2f_status fixture_new(const char *path, const g2f_table *table, g2f_fixture **out, g2f_error *err) {
+ * (with hints, may be NULL) when table is NULL, else table's (borrowed). */
+static g2f_status fixture_new(const char *path, const g2f_table *table, const g2f_source_hints *hints,
+                              g2f_fixture **out, g2f_error *err) {
     *out = NULL;
     g2f_fixture *f = calloc(1, sizeof *f);
     g2f_status s;
@@ -145,7 +147,7 @@ static g2f_status fixture_new(const char *path, const g2f_table *table, g2f_fixt
         goto fail;
     }
     memcpy(f->path, path, n);
-    if (!table && (s = g2f_source_open_as(path, G2F_SOURCE_FIXTURE, &f->src, err)) != G2F_OK) goto fail;
+    if (!table && (s = g2f_source_open_hinted(path, G2F_SOURCE_FIXTURE, hints, &f->src, err)) != G2F_OK) goto fail;
     f->table = table ? table : g2f_source_table(f->src);
     if ((s = map_tensors(f, err)) != G2F_OK) goto fail;
     *out = f;
@@ -156,12 +158,26 @@ fail:
 }
 
 g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err) {
-    return fixture_new(path, NULL, out, err);
+    return fixture_new(path, NULL, NULL, out, err);
+}
+
+g2f_status g2f_fixture_open_for(const char *path, const g2f_model *m, g2f_fixture **out, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    g2f_llmc_state_dims dims;
+    g2f_error ignored = {0};
+    g2f_source_hints hints = {NULL};
+    /* without a vocabulary (an FFN-only file) the state's reader says what it misses */
+    if (mi->vocab && g2f_llmc_state_dims_for_model(mi->vocab, mi->n_positions, mi->n_layer, mi->n_embd, &dims,
+                                                   &ignored) == G2F_OK)
+        hints.llmc_state = &dims;
+    return fixture_new(path, NULL, &hints, out, err);
 }
 
 g2f_status g2f_fixture_from_table(const g2f_table *table, const char *label, g2f_fixture **out, g2f_error *err) {
-    return fixture_new(label, table, out, err);
+    return fixture_new(label, table, NULL, out, err);
 }
+
+const g2f_tensor *g2f_fixture_named(const g2f_fixture *f, const char *name) { return g2f_table_find(f->table, name); }
 
 static uint64_t tokens_of(const g2f_tensor *t) {
     return t->ndim && t->shape[t->ndim - 1] ? t->numel / t->shape[t->ndim - 1] : 0;

@@ -24,7 +24,8 @@ static const layer layers[] = {
     {"load", "src/load", "base,formats,kernels"},
     {"check", "src/check", "base,formats,kernels,load"},
     {"report", "src/report", "base,formats,kernels,load,check"},
-    {"cli", "src/cli", "base,formats,kernels,load,check,report"},
+    {"bind", "src/bind", "base,formats,kernels,load,check,report"},
+    {"cli", "src/cli", "base,formats,kernels,load,check,report,bind"},
     {"api", "src", "base,kernels,load,check,report"}, /* gpt2ffn.h, the umbrella header */
 };
 #define N_LAYERS (sizeof layers / sizeof layers[0])

@@ -22,6 +22,7 @@
 #include "g2f_inspect.h"
 #include "g2f_model.h"
 #include "g2f_names.h"
+#include "g2f_options.h"
 #include "g2f_report.h"
 #include "g2f_run.h"
 #include "g2f_text.h"
@@ -111,56 +112,6 @@ static int parse(const command *c, int argc, char **argv, const char **pos, cons
     return -1;
 }
 
-static int parse_double(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0) || v > 1e30) return 0;
-    *out = v;
-    return 1;
-}
-
-static int parse_size(const char *s, size_t max, size_t *out) {
-    if (*s < '0' || *s > '9') return 0;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max) return 0;
-    *out = (size_t)v;
-    return 1;
-}
-
-/* "0,2-5" into flags[n]; 0 with a message on error. */
-static int parse_layers(const char *spec, size_t n, unsigned char *flags, char *msg, size_t msglen) {
-    char buf[1024];
-    if (strlen(spec) >= sizeof buf || !*spec) {
-        snprintf(msg, msglen, "--layers '%.40s': expected a list like 0,2-5", spec);
-        return 0;
-    }
-    strcpy(buf, spec);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *dash = strchr(tok, '-');
-        size_t a, b;
-        if (dash) *dash = '\0';
-        if (!parse_size(tok, (size_t)1 << 30, &a) || (dash && !parse_size(dash + 1, (size_t)1 << 30, &b))) {
-            snprintf(msg, msglen, "--layers '%.40s': expected a list like 0,2-5", spec);
-            return 0;
-        }
-        if (!dash) b = a;
-        if (a > b) {
-            snprintf(msg, msglen, "--layers '%.40s': the range %zu-%zu is reversed; write %zu-%zu", spec, a, b, b, a);
-            return 0;
-        }
-        if (b >= n) {
-            snprintf(msg, msglen, "--layers '%.40s': layer %zu is out of range (the checkpoint has %zu layer%s, 0-%zu)",
-                     spec, b, n, n == 1 ? "" : "s", n ? n - 1 : 0);
-            return 0;
-        }
-        for (size_t i = a; i <= b; i++) flags[i] = 1;
-    }
-    return 1;
-}
-
 /* Writes json (taking ownership) to path, "-" meaning stdout; returns 0, or
  * 1 after printing the error. */
 static int emit_json(const char *path, char *json) {
@@ -188,29 +139,6 @@ static int emit_file(const char *path, char *text) {
         return 1;
     }
     return emit_json(path, text);
-}
-
-/* The GELU form: --gelu, else config.json's activation_function, else what
- * the checkpoint's own training code runs when the file says (a nanoGPT
- * checkpoint: erf), else tanh; source says which, for the reports. */
-static g2f_gelu choose_gelu(const char *opt, const g2f_model_info *mi, char *source, size_t n) {
-    if (opt) {
-        g2f_gelu g = G2F_GELU_TANH;
-        snprintf(source, n, "from --gelu");
-        g2f_gelu_from_name(opt, &g); /* checked by the caller */
-        return g;
-    }
-    if (mi->config_has_gelu) {
-        snprintf(source, n, "from config.json activation_function \"%.40s\"", mi->config_activation);
-        return mi->config_gelu;
-    }
-    if (mi->file_has_gelu) {
-        snprintf(source, n, "from the checkpoint: %s", mi->file_gelu_why);
-        return mi->file_gelu;
-    }
-    snprintf(source, n, "default: GPT-2's tanh approximation; %s",
-             mi->config_path ? "config.json names no activation_function" : "no config.json");
-    return G2F_GELU_TANH;
 }
 
 /* A progress line on stderr, only when it is a terminal. */
@@ -319,7 +247,7 @@ static int open_inputs(const char *cmd, const char *checkpoint, const char *conf
     if (layers) {
         char msg[256];
         o->select = calloc(n ? n : 1, 1);
-        if (!o->select || !parse_layers(layers, n, o->select, msg, sizeof msg)) {
+        if (!o->select || !g2f_opt_layers(layers, n, o->select, msg, sizeof msg)) {
             bad("%s: %s", cmd, o->select ? msg : "out of memory");
             return 1;
         }
@@ -335,27 +263,6 @@ static const opt_spec verify_opts[] = {{"--gelu", "FORM"},     {"--layers", "LIS
                                        {"--accept", "CODES"},  {"--n-head", "N"}};
 enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_ACCEPT, V_NHEAD, V_COUNT };
 
-/* "tanh", "erf", "sigmoid", "mlx_approx", "f16_table" */
-static int gelu_ok(const char *s) {
-    g2f_gelu g;
-    return g2f_gelu_from_name(s, &g);
-}
-
-/* --accept weights_f16_rounded,weights_bf16_rounded,weights_quantized */
-static int parse_accept(const char *spec, g2f_diag_set *out) {
-    char buf[256];
-    *out = 0;
-    if (strlen(spec) >= sizeof buf || !*spec) return 0;
-    strcpy(buf, spec);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(tok, "weights_f16_rounded")) *out |= G2F_ACCEPT_F16;
-        else if (!strcmp(tok, "weights_bf16_rounded")) *out |= G2F_ACCEPT_BF16;
-        else if (!strcmp(tok, "weights_quantized")) *out |= G2F_ACCEPT_QUANTIZED;
-        else if (!strcmp(tok, "f16_matmul")) *out |= G2F_ACCEPT_F16_MATMUL;
-        else return 0;
-    }
-    return 1;
-}
 _Static_assert(sizeof verify_opts / sizeof verify_opts[0] == V_COUNT, "one spec per option");
 
 static const char usage_verify[] =
@@ -413,21 +320,11 @@ static const char usage_verify[] =
     "  gpt2ffn verify model.safetensors ref.safetensors --layers 0-3 --json report.json\n";
 
 static int run_verify(const char **pos, const char **v) {
-    double rtol = 0, atol = 0;
-    size_t threads = 0;
-    if (v[V_GELU] && !gelu_ok(v[V_GELU]))
-        return bad("verify: --gelu '%s': expected tanh, erf, sigmoid, mlx_approx or f16_table", v[V_GELU]);
-    g2f_diag_set accept = 0;
-    if (v[V_ACCEPT] && !parse_accept(v[V_ACCEPT], &accept))
-        return bad("verify: --accept '%.60s': expected weights_f16_rounded, weights_bf16_rounded, weights_quantized or "
-                   "f16_matmul, comma-separated", v[V_ACCEPT]);
-    if (v[V_RTOL] && !parse_double(v[V_RTOL], &rtol)) return bad("verify: --rtol '%s': expected a non-negative number", v[V_RTOL]);
-    if (v[V_ATOL] && !parse_double(v[V_ATOL], &atol)) return bad("verify: --atol '%s': expected a non-negative number", v[V_ATOL]);
-    if (v[V_THREADS] && (!parse_size(v[V_THREADS], 1024, &threads) || threads == 0))
-        return bad("verify: --threads '%s': expected 1 to 1024", v[V_THREADS]);
-    size_t n_head = 0;
-    if (v[V_NHEAD] && (!parse_size(v[V_NHEAD], 1 << 20, &n_head) || n_head == 0))
-        return bad("verify: --n-head '%s': expected a positive integer", v[V_NHEAD]);
+    char msg[4096];
+    g2f_verify_opts vo = {v[V_GELU], v[V_ACCEPT], v[V_RTOL], v[V_ATOL], v[V_THREADS], v[V_NHEAD]};
+    g2f_verify_values vv;
+    if (!g2f_opt_verify(&vo, &vv, msg, sizeof msg)) return bad("%s", msg);
+    size_t n_head = vv.n_head;
 
     g2f_error err = {0};
     g2f_verify_result res = {0};
@@ -445,13 +342,13 @@ static int run_verify(const char **pos, const char **v) {
     const g2f_model_info *mi = g2f_model_get_info(model);
     char gelu_source[256];
     g2f_verify_params p = {0};
-    p.gelu = choose_gelu(v[V_GELU], mi, gelu_source, sizeof gelu_source);
+    p.gelu = g2f_opt_choose_gelu(v[V_GELU], mi, gelu_source, sizeof gelu_source);
     p.gelu_source = gelu_source;
     p.select = select;
-    p.tol = (g2f_tol_params){v[V_RTOL] || v[V_ATOL], rtol, atol, G2F_TOL_LAMBDA};
-    p.accept = accept;
+    p.tol = (g2f_tol_params){vv.tol_given, vv.rtol, vv.atol, G2F_TOL_LAMBDA};
+    p.accept = vv.accept;
     p.n_head = n_head;
-    p.n_threads = (int)threads;
+    p.n_threads = (int)vv.threads;
     progress pg = {now_seconds()};
     if (!v[V_QUIET] && isatty(STDERR_FILENO)) {
         p.progress = show_progress;
@@ -706,11 +603,11 @@ static int run_run(const char **pos, const char **v) {
     if (!v[R_OUT]) return bad("run: -o OUT is required (see gpt2ffn run --help)");
     if (!pos[1] && !v[R_IDS]) return bad("run: give INPUTS or --ids (see gpt2ffn run --help)");
     if (pos[1] && v[R_IDS]) return bad("run: give INPUTS or --ids, not both");
-    if (v[R_GELU] && !gelu_ok(v[R_GELU]))
+    if (v[R_GELU] && !g2f_opt_gelu_ok(v[R_GELU]))
         return bad("run: --gelu '%s': expected tanh, erf, sigmoid, mlx_approx or f16_table", v[R_GELU]);
-    if (v[R_THREADS] && (!parse_size(v[R_THREADS], 1024, &threads) || threads == 0))
+    if (v[R_THREADS] && (!g2f_opt_size(v[R_THREADS], 1024, &threads) || threads == 0))
         return bad("run: --threads '%s': expected 1 to 1024", v[R_THREADS]);
-    if (v[R_NHEAD] && (!parse_size(v[R_NHEAD], 1 << 20, &n_head) || n_head == 0))
+    if (v[R_NHEAD] && (!g2f_opt_size(v[R_NHEAD], 1 << 20, &n_head) || n_head == 0))
         return bad("run: --n-head '%s': expected a positive integer", v[R_NHEAD]);
     if (v[R_NAMES] && strcmp(v[R_NAMES], "hf") && strcmp(v[R_NAMES], "tl"))
         return bad("run: --names '%s': expected hf or tl", v[R_NAMES]);
@@ -780,7 +677,7 @@ static int run_run(const char **pos, const char **v) {
     }
     char gelu_source[256];
     g2f_run_params p = {0};
-    p.gelu = choose_gelu(v[R_GELU], mi, gelu_source, sizeof gelu_source);
+    p.gelu = g2f_opt_choose_gelu(v[R_GELU], mi, gelu_source, sizeof gelu_source);
     p.gelu_source = gelu_source;
     p.select = o.select;
     p.save_pre = save_pre;

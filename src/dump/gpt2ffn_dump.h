@@ -2,7 +2,8 @@
  * names, for `gpt2ffn verify CHECKPOINT DUMP`. One header, C11 and the C
  * library only (plus POSIX mkdir / opendir for the folder form): copy it
  * into the port, or include it from an installed gpt2ffn (it is installed
- * beside the library's headers, but needs nothing of the library).
+ * beside the library's headers, but needs nothing of the library). It
+ * compiles as C++11 too, for ggml and llama.cpp ports (tests/test_dump_cxx).
  * docs/dump.md says how to use it and what verify then says.
  *
  *     g2f_dump *d = g2f_dump_open("dump.safetensors", G2F_DUMP_AUTO, B);
@@ -163,7 +164,7 @@ static inline int g2f_dump__mul(uint64_t a, uint64_t b, uint64_t *out) {
 
 static inline char *g2f_dump__strcat3(const char *a, const char *b, const char *c) {
     size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
-    char *s = malloc(na + nb + nc + 1);
+    char *s = (char *)malloc(na + nb + nc + 1);
     if (s) memcpy(s, a, na), memcpy(s + na, b, nb), memcpy(s + na + nb, c, nc + 1);
     return s;
 }
@@ -171,7 +172,7 @@ static inline char *g2f_dump__strcat3(const char *a, const char *b, const char *
 /* n 32-bit values from src (floats or ints, host order) to f, little-endian. */
 static inline int g2f_dump__write32(FILE *f, const void *src, uint64_t n) {
     unsigned char buf[4096];
-    const unsigned char *s = src;
+    const unsigned char *s = (const unsigned char *)src;
     for (uint64_t i = 0; i < n;) {
         size_t k = n - i < sizeof buf / 4 ? (size_t)(n - i) : sizeof buf / 4;
         for (size_t j = 0; j < k; j++) {
@@ -192,7 +193,7 @@ static inline char *g2f_dump__temp(g2f_dump *d, const char *tag, int dir, FILE *
     for (int n = 0; n < 100; n++) {
         snprintf(suffix, sizeof suffix, ".%s-dump-%d", tag, n);
         char *p = g2f_dump__strcat3(d->path, suffix, "");
-        if (!p) return g2f_dump__fail(d, G2F_DUMP_ERR_NOMEM, "%s: out of memory", d->path), NULL;
+        if (!p) return g2f_dump__fail(d, G2F_DUMP_ERR_NOMEM, "%s: out of memory", d->path), (char *)NULL;
         int made = dir ? mkdir(p, 0777) == 0 : (*f = fopen(p, "w+bx")) != NULL;
         if (made) return p;
         int e = errno;
@@ -227,7 +228,7 @@ static inline void g2f_dump__check_folder(g2f_dump *d) {
  * to path. NULL only when out of memory; any other failure is kept in the
  * dump and reported by g2f_dump_close. */
 static inline g2f_dump *g2f_dump_open(const char *path, g2f_dump_format format, size_t batch) {
-    g2f_dump *d = calloc(1, sizeof *d);
+    g2f_dump *d = (g2f_dump *)calloc(1, sizeof *d);
     if (!d) return NULL;
     d->batch = batch;
     d->path = g2f_dump__strcat3(path ? path : "", "", "");
@@ -276,7 +277,7 @@ static inline g2f_dump_status g2f_dump__put(g2f_dump *d, const char *name, int i
             return g2f_dump__fail(d, G2F_DUMP_ERR_USAGE, "%s: tensor '%s' written twice", d->path, name);
     if (d->n == d->cap) {
         size_t cap = d->cap ? 2 * d->cap : 64;
-        g2f_dump_entry *e = cap <= SIZE_MAX / sizeof *e ? realloc(d->entries, cap * sizeof *e) : NULL;
+        g2f_dump_entry *e = cap <= SIZE_MAX / sizeof *e ? (g2f_dump_entry *)realloc(d->entries, cap * sizeof *e) : NULL;
         if (!e) return g2f_dump__fail(d, G2F_DUMP_ERR_NOMEM, "%s: out of memory", d->path);
         d->entries = e, d->cap = cap;
     }
@@ -437,7 +438,7 @@ static inline void g2f_dump__cleanup(g2f_dump *d) {
 /* The safetensors file: header, then the spilled data, into PATH.tmp-dump-N. */
 static inline void g2f_dump__safetensors(g2f_dump *d) {
     size_t cap = 128 + d->n * (G2F_DUMP_NAME_MAX + 4 * 21 + 2 * 21 + 64), len = 0;
-    char *h = malloc(cap);
+    char *h = (char *)malloc(cap);
     if (!h) {
         g2f_dump__fail(d, G2F_DUMP_ERR_NOMEM, "%s: out of memory", d->path);
         return;

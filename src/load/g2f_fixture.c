@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_model.h"
 #include "g2f_names.h"
 #include "g2f_source.h"
 
@@ -19,7 +20,8 @@ static int is_head_act(int a) {
 
 struct g2f_fixture {
     const g2f_tensor *top[G2F_ACT_COUNT]; /* the model-level activations */
-    g2f_source *src;
+    g2f_source *src;                      /* NULL for a caller's table (g2f_fixture_from_table) */
+    const g2f_table *table;               /* src's, or the caller's */
     char *path;
     size_t n_slots;                       /* max layer index + 1 */
     const g2f_tensor *(*slots)[G2F_ACT_COUNT]; /* per layer, by activation */
@@ -93,8 +95,47 @@ const g2f_fixture_alias *g2f_fixture_alias_at(const g2f_fixture *f, size_t i) {
     return i < f->n_aliases ? &f->aliases[i] : NULL;
 }
 
+/* Maps f->table's tensors to activations: the model's, each layer's slots,
+ * aliases and unknown names. */
+static g2f_status map_tensors(g2f_fixture *f, g2f_error *err) {
+    const g2f_table *t = f->table;
+    const char *path = f->path;
+    size_t layer;
+    if (!(f->aliases = g2f_alloc_array(t->count ? t->count : 1, sizeof *f->aliases)))
+        return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < t->count; i++) {
+        int tl, k = g2f_act_match(t->tensors[i].name, &layer, &tl);
+        if (k == -2)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': layer index is %d or more", path,
+                                 t->tensors[i].name, MAX_LAYERS);
+        int per = k >= 0 && g2f_act_per_layer((g2f_act)k);
+        if (per && layer + 1 > f->n_slots) f->n_slots = layer + 1;
+        if (k >= 0 && !per && f->top[k]) f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->top[k], &t->tensors[i]};
+        else if (k >= 0 && !per) f->top[k] = &t->tensors[i];
+        if (k == -1) note_unknown(f, t->tensors[i].name);
+    }
+    if (f->n_slots == 0 && !g2f_fixture_has_model(f))
+        return g2f_error_set(err, G2F_ERR_FORMAT,
+                             "%s: no fixture tensors (h.N.mlp.in / h.N.mlp.out, or TransformerLens "
+                             "blocks.N.ln2.hook_normalized / blocks.N.hook_mlp_out, or input_ids) among its %zu tensors",
+                             path, t->count);
+    f->slots = calloc(f->n_slots ? f->n_slots : 1, sizeof *f->slots);
+    if (!f->slots) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < t->count; i++) {
+        int tl, k = g2f_act_match(t->tensors[i].name, &layer, &tl);
+        if (k < 0 || !g2f_act_per_layer((g2f_act)k)) continue;
+        if (f->slots[layer][k]) /* another name of the same stage: checked by verify to hold the same values */
+            f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->slots[layer][k], &t->tensors[i]};
+        else
+            f->slots[layer][k] = &t->tensors[i];
+    }
+    return G2F_OK;
+}
 
-g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err) {
+/* A fixture named path (a copy kept), its tensors read from the file path
+ * (with hints, may be NULL) when table is NULL, else table's (borrowed). */
+static g2f_status fixture_new(const char *path, const g2f_table *table, const g2f_source_hints *hints,
+                              g2f_fixture **out, g2f_error *err) {
     *out = NULL;
     g2f_fixture *f = calloc(1, sizeof *f);
     g2f_status s;
@@ -106,52 +147,37 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
         goto fail;
     }
     memcpy(f->path, path, n);
-    if ((s = g2f_source_open_as(path, G2F_SOURCE_FIXTURE, &f->src, err)) != G2F_OK) goto fail;
-    const g2f_table *t = g2f_source_table(f->src);
-    size_t layer;
-    if (!(f->aliases = g2f_alloc_array(t->count ? t->count : 1, sizeof *f->aliases))) {
-        s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < t->count; i++) {
-        int tl, k = g2f_act_match(t->tensors[i].name, &layer, &tl);
-        if (k == -2) {
-            s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': layer index is %d or more", path,
-                              t->tensors[i].name, MAX_LAYERS);
-            goto fail;
-        }
-        int per = k >= 0 && g2f_act_per_layer((g2f_act)k);
-        if (per && layer + 1 > f->n_slots) f->n_slots = layer + 1;
-        if (k >= 0 && !per && f->top[k]) f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->top[k], &t->tensors[i]};
-        else if (k >= 0 && !per) f->top[k] = &t->tensors[i];
-        if (k == -1) note_unknown(f, t->tensors[i].name);
-    }
-    if (f->n_slots == 0 && !g2f_fixture_has_model(f)) {
-        s = g2f_error_set(err, G2F_ERR_FORMAT,
-                          "%s: no fixture tensors (h.N.mlp.in / h.N.mlp.out, or TransformerLens "
-                          "blocks.N.ln2.hook_normalized / blocks.N.hook_mlp_out, or input_ids) among its %zu tensors",
-                          path, t->count);
-        goto fail;
-    }
-    f->slots = calloc(f->n_slots ? f->n_slots : 1, sizeof *f->slots);
-    if (!f->slots) {
-        s = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-        goto fail;
-    }
-    for (size_t i = 0; i < t->count; i++) {
-        int tl, k = g2f_act_match(t->tensors[i].name, &layer, &tl);
-        if (k < 0 || !g2f_act_per_layer((g2f_act)k)) continue;
-        if (f->slots[layer][k]) /* another name of the same stage: checked by verify to hold the same values */
-            f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->slots[layer][k], &t->tensors[i]};
-        else
-            f->slots[layer][k] = &t->tensors[i];
-    }
+    if (!table && (s = g2f_source_open_hinted(path, G2F_SOURCE_FIXTURE, hints, &f->src, err)) != G2F_OK) goto fail;
+    f->table = table ? table : g2f_source_table(f->src);
+    if ((s = map_tensors(f, err)) != G2F_OK) goto fail;
     *out = f;
     return G2F_OK;
 fail:
     g2f_fixture_close(f);
     return s;
 }
+
+g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err) {
+    return fixture_new(path, NULL, NULL, out, err);
+}
+
+g2f_status g2f_fixture_open_for(const char *path, const g2f_model *m, g2f_fixture **out, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    g2f_llmc_state_dims dims;
+    g2f_error ignored = {0};
+    g2f_source_hints hints = {NULL};
+    /* without a vocabulary (an FFN-only file) the state's reader says what it misses */
+    if (mi->vocab && g2f_llmc_state_dims_for_model(mi->vocab, mi->n_positions, mi->n_layer, mi->n_embd, &dims,
+                                                   &ignored) == G2F_OK)
+        hints.llmc_state = &dims;
+    return fixture_new(path, NULL, &hints, out, err);
+}
+
+g2f_status g2f_fixture_from_table(const g2f_table *table, const char *label, g2f_fixture **out, g2f_error *err) {
+    return fixture_new(label, table, NULL, out, err);
+}
+
+const g2f_tensor *g2f_fixture_named(const g2f_fixture *f, const char *name) { return g2f_table_find(f->table, name); }
 
 static uint64_t tokens_of(const g2f_tensor *t) {
     return t->ndim && t->shape[t->ndim - 1] ? t->numel / t->shape[t->ndim - 1] : 0;
@@ -207,7 +233,7 @@ int g2f_fixture_has_layer(const g2f_fixture *f, size_t layer) {
 }
 
 const char *g2f_fixture_gelu_claim(const g2f_fixture *f) {
-    return g2f_table_meta(g2f_source_table(f->src), "gelu");
+    return g2f_table_meta(f->table, "gelu");
 }
 
 g2f_dtype g2f_fixture_dtype(const g2f_fixture *f) {
@@ -313,7 +339,7 @@ void g2f_fixture_close(g2f_fixture *f) {
 }
 
 g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error *err) {
-    return g2f_source_files(f->src, out, err);
+    return f->src ? g2f_source_files(f->src, out, err) : G2F_OK; /* a caller's table: no file */
 }
 
 const g2f_tensor *g2f_fixture_act(const g2f_fixture *f, size_t layer, g2f_act a) {
@@ -414,7 +440,7 @@ void g2f_fixture_block_shape(const g2f_fixture *f, size_t layer, size_t *n_seq, 
 }
 
 const char *g2f_fixture_meta(const g2f_fixture *f, const char *key) {
-    return g2f_table_meta(g2f_source_table(f->src), key);
+    return g2f_table_meta(f->table, key);
 }
 
 /* ---- the model's ends ---------------------------------------------------- */

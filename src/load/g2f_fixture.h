@@ -26,6 +26,7 @@
 
 #include "g2f_error.h"
 #include "g2f_file.h"
+#include "g2f_model.h"
 #include "g2f_stage.h"
 #include "g2f_tensor.h"
 
@@ -45,6 +46,18 @@ typedef struct g2f_fixture_layer {
 } g2f_fixture_layer;
 
 g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err);
+/* g2f_fixture_open with what the file cannot say about itself taken from
+ * the checkpoint it is verified against: llm.c's debug state stores its
+ * logits and gradients without V, Vp or the parameter count, which come
+ * from m's sizes with llm.c's padding (g2f_llmc_state_dims_for_model). */
+g2f_status g2f_fixture_open_for(const char *path, const g2f_model *m, g2f_fixture **out, g2f_error *err);
+/* A fixture over a table the caller holds (a binding's arrays in memory,
+ * g2f_bind.h): the table, its names and the bytes its data pointers point
+ * to are borrowed and must outlive the fixture; the caller has checked
+ * every tensor as a reader would (shape, numel and nbytes consistent).
+ * label stands for the file in messages and reports (g2f_fixture_path);
+ * g2f_fixture_files adds nothing. */
+g2f_status g2f_fixture_from_table(const g2f_table *table, const char *label, g2f_fixture **out, g2f_error *err);
 /* Checks every fixture tensor against the model's sizes (layers < n_layer,
  * last dimensions, token counts) so that errors surface before any work. */
 g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd, size_t n_inner,
@@ -142,6 +155,11 @@ typedef struct g2f_fixture_unknown {
 } g2f_fixture_unknown;
 size_t g2f_fixture_n_unknown(const g2f_fixture *f, size_t *total);
 const g2f_fixture_unknown *g2f_fixture_unknown_at(const g2f_fixture *f, size_t i);
+
+/* A tensor of the fixture by its exact name, or NULL: for tensors outside
+ * the stage table (llm.c's debug state's "targets" and "loss", read by
+ * the loss stage, g2f_loss_stage.h). Borrowed. */
+const g2f_tensor *g2f_fixture_named(const g2f_fixture *f, const char *name);
 
 /* NULL is a no-op. */
 void g2f_fixture_close(g2f_fixture *f);

@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_decode.h"
+#include "cli_msg.h"
 #include "cli_sigbus.h"
 #include "g2f_diff.h"
 #include "g2f_fixture.h"
@@ -26,8 +28,6 @@
 #include "g2f_text.h"
 #include "g2f_verify.h"
 
-#define EXIT_MISMATCH 1
-#define EXIT_BAD 2
 
 typedef struct opt_spec {
     const char *name; /* "--gelu" */
@@ -44,18 +44,8 @@ typedef struct command {
     int (*run)(const char **pos, const char **vals);
 } command;
 
-/* One line on stderr. Messages quote paths and names from files and the
- * command line: everything is escaped for the terminal (g2f_text.h). */
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...) {
-    char raw[4096], line[4 * sizeof raw];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "gpt2ffn: %s\n", g2f_escape(raw, line, sizeof line));
-    return EXIT_BAD;
-}
+/* One line on stderr (cli_msg.h). */
+#define bad cli_bad
 
 /* farther than 3 edits is no suggestion */
 static const char *closest(const char *word, const char *const *names, size_t stride, size_t n) {
@@ -331,8 +321,9 @@ static int open_inputs(const char *cmd, const char *checkpoint, const char *conf
 static const opt_spec verify_opts[] = {{"--gelu", "FORM"},     {"--layers", "LIST"}, {"--rtol", "R"},
                                        {"--atol", "A"},        {"--threads", "N"},   {"--json", "FILE|-"},
                                        {"--config", "FILE"},   {"--html", "FILE"},   {"--quiet", NULL},
-                                       {"--accept", "CODES"},  {"--n-head", "N"}};
-enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_ACCEPT, V_NHEAD, V_COUNT };
+                                       {"--accept", "CODES"},  {"--n-head", "N"},    {"--tokenizer", "DIR|FILE"}};
+enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_ACCEPT, V_NHEAD, V_TOKENIZER,
+       V_COUNT };
 
 /* "tanh", "erf", "sigmoid", "mlx_approx", "f16_table" */
 static int gelu_ok(const char *s) {
@@ -397,6 +388,8 @@ static const char usage_verify[] =
     "  --threads N       OpenMP threads (default: all cores); results do not depend on it\n"
     "  --json FILE|-     also write the JSON report (to stdout with '-', then no text report)\n"
     "  --html FILE       also write a self-contained HTML report (charts, diagnosis)\n"
+    "  --tokenizer DIR|FILE  shows the tokens where the top-1 differs as text (default: the\n"
+    "                    tokenizer beside CHECKPOINT, if any)\n"
     "  --quiet           no progress line on stderr (there is none unless stderr is a terminal)\n"
     "  -h, --help        this help\n"
     "\n"
@@ -465,12 +458,14 @@ static int run_verify(const char **pos, const char **v) {
     int rc = EXIT_BAD;
     opened o;
     hash_job hash = {0};
+    g2f_tokenizer *tok = NULL;
     if (open_inputs("verify", pos[0], v[V_CONFIG], pos[1], v[V_LAYERS], &o) != 0) goto done;
     const char *outs[] = {v[V_JSON], v[V_HTML]};
     if (check_outputs(outs, 2, o.model, NULL, o.fx) != 0) goto done;
     g2f_model *model = o.model;
     g2f_fixture *fx = o.fx;
     unsigned char *select = o.select;
+    if (cli_open_tokenizer("verify", v[V_TOKENIZER], pos[0], model, 0, &tok) != 0) goto done;
     const g2f_model_info *mi = g2f_model_get_info(model);
     char gelu_source[256];
     g2f_verify_params p = {0};
@@ -513,13 +508,14 @@ static int run_verify(const char **pos, const char **v) {
         shown.n_head_source = "given with --n-head";
     }
     g2f_report_ctx ctx = {pos[0], pos[1], &shown, gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx), &p.tol, &res,
-                          use_color(stdout), fx_sha, fx_sha ? ck_sha : NULL};
+                          use_color(stdout), fx_sha, fx_sha ? ck_sha : NULL, tok};
     if (v[V_JSON] && emit_json(v[V_JSON], g2f_report_json(&ctx)) != 0) goto done;
     if (v[V_HTML] && emit_file(v[V_HTML], g2f_report_html(&ctx)) != 0) goto done;
     if (!v[V_JSON] || strcmp(v[V_JSON], "-") != 0) g2f_report_text(stdout, &ctx);
     rc = res.pass ? 0 : EXIT_MISMATCH;
 done:
     hash_finish(&hash); /* before the model closes */
+    g2f_tokenizer_close(tok);
     g2f_verify_result_free(&res);
     opened_close(&o);
     return rc;
@@ -637,13 +633,15 @@ done:
 
 static const opt_spec run_opts[] = {{"-o", "OUT"},       {"--gelu", "FORM"},    {"--layers", "LIST"},
                                     {"--save", "STAGES"}, {"--threads", "N"},    {"--config", "FILE"},
-                                    {"--ids", "LIST"},    {"--names", "hf|tl"},  {"--n-head", "N"}};
-enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_IDS, R_NAMES, R_NHEAD, R_COUNT };
+                                    {"--ids", "LIST"},    {"--names", "hf|tl"},  {"--n-head", "N"},
+                                    {"--prompt", "TEXT"}, {"--tokenizer", "DIR|FILE"}};
+enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_IDS, R_NAMES, R_NHEAD, R_PROMPT, R_TOKENIZER, R_COUNT };
 _Static_assert(sizeof run_opts / sizeof run_opts[0] == R_COUNT, "one spec per option");
 
 static const char usage_run[] =
     "usage: gpt2ffn run CHECKPOINT INPUTS -o OUT [options]\n"
     "       gpt2ffn run CHECKPOINT --ids 464,3290,... -o OUT [options]\n"
+    "       gpt2ffn run CHECKPOINT --prompt TEXT -o OUT [options]\n"
     "\n"
     "Reproduces reference activations without Python, written as safetensors, or .npz\n"
     "when OUT ends in .npz; the metadata records the GELU form, the checkpoint and its\n"
@@ -661,6 +659,9 @@ static const char usage_run[] =
     "  -o OUT            the file to write (atomically: no partial file on failure)\n"
     "  --ids LIST        token ids instead of INPUTS: 464,3290,... (one sequence), or\n"
     "                    sequences of the same length separated by ';'\n"
+    "  --prompt TEXT     text instead of --ids, encoded by GPT-2's tokenizer (one sequence)\n"
+    "  --tokenizer DIR|FILE  the tokenizer for --prompt (default: the one beside CHECKPOINT:\n"
+    "                    tokenizer.json, vocab.json + merges.txt or encoder.json + vocab.bpe)\n"
     "  --save STAGES     the whole model: also write these stages, comma-separated, or\n"
     "                    all: embed, in, ln_1.out, attn.qkv, attn.probs, attn.merged,\n"
     "                    attn.out, mid, mlp.in, mlp.pre, mlp.act, mlp.out, out, ln_f.out;\n"
@@ -731,8 +732,9 @@ static int run_run(const char **pos, const char **v) {
     size_t threads = 0, n_head = 0;
     int save_pre = 0, save_act = 0;
     if (!v[R_OUT]) return bad("run: -o OUT is required (see gpt2ffn run --help)");
-    if (!pos[1] && !v[R_IDS]) return bad("run: give INPUTS or --ids (see gpt2ffn run --help)");
-    if (pos[1] && v[R_IDS]) return bad("run: give INPUTS or --ids, not both");
+    if (!pos[1] && !v[R_IDS] && !v[R_PROMPT]) return bad("run: give INPUTS, --ids or --prompt (see gpt2ffn run --help)");
+    if (!!pos[1] + !!v[R_IDS] + !!v[R_PROMPT] > 1) return bad("run: give one of INPUTS, --ids and --prompt");
+    if (v[R_TOKENIZER] && !v[R_PROMPT]) return bad("run: --tokenizer is for --prompt");
     if (v[R_GELU] && !gelu_ok(v[R_GELU]))
         return bad("run: --gelu '%s': expected tanh, erf, sigmoid, mlx_approx or f16_table", v[R_GELU]);
     if (v[R_THREADS] && (!parse_size(v[R_THREADS], 1024, &threads) || threads == 0))
@@ -758,6 +760,17 @@ static int run_run(const char **pos, const char **v) {
             bad("%s", err.msg);
             goto done;
         }
+    } else if (v[R_PROMPT]) {
+        g2f_tokenizer *tok = NULL;
+        if (g2f_model_open(pos[0], v[R_CONFIG], &o.model, &err) != G2F_OK) {
+            bad("%s", err.msg);
+            goto done;
+        }
+        int trc = cli_open_tokenizer("run", v[R_TOKENIZER], pos[0], o.model, 1, &tok);
+        if (trc == 0) trc = cli_prompt_ids("run", tok, o.model, v[R_PROMPT], &ids, &T);
+        g2f_tokenizer_close(tok);
+        if (trc != 0) goto done;
+        n_seq = 1;
     } else if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], &o) != 0) {
         goto done;
     }

@@ -661,7 +661,7 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
     if (a->computed) {
         fprintf(fp, "logits agreement: top-1 token the same at %zu of %zu positions, largest KL(reference || ours) "
                     "%.3g nats (position %zu)", a->top1_agree, a->positions, a->max_kl, a->max_kl_position);
-        if (a->n_differing) {
+        if (a->n_differing && !c->tokenizer) {
             fprintf(fp, "; top-1 differs at");
             for (size_t i = 0; i < a->n_differing && i < 16; i++)
                 fprintf(fp, " %zu:%zu", a->differing[i] / (mr->T ? mr->T : 1), a->differing[i] % (mr->T ? mr->T : 1));
@@ -669,6 +669,14 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
             fprintf(fp, " (sequence:token)");
         }
         fprintf(fp, "\n");
+        for (size_t i = 0; c->tokenizer && i < a->n_differing && i < 16; i++) { /* the tokens, as text */
+            char ref[80], ours[80];
+            g2f_tokenizer_token_text(c->tokenizer, (int64_t)a->ref_top1[i], ref, sizeof ref);
+            g2f_tokenizer_token_text(c->tokenizer, (int64_t)a->our_top1[i], ours, sizeof ours);
+            fprintf(fp, "  position %zu:%zu: reference %s, ours %s\n", a->differing[i] / (mr->T ? mr->T : 1),
+                    a->differing[i] % (mr->T ? mr->T : 1), ref, ours);
+        }
+        if (c->tokenizer && a->n_differing > 16) fprintf(fp, "  ... (%zu positions in all)\n", a->n_differing);
     }
 }
 
@@ -988,7 +996,7 @@ static cJSON *mstage_json(jb *b, const g2f_stage_result *r, size_t width) {
 }
 
 /* The whole forward ("forward": README, JSON report). */
-static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
+static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d, const g2f_tokenizer *tkz) {
     cJSON *o = j_check(b, cJSON_CreateObject());
     j_str(b, o, "status", mr->skipped ? "not_checked" : mr->pass ? "pass" : "fail");
     set_json(b, o, "accepted", mr->accepted);
@@ -1060,6 +1068,14 @@ static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
             cJSON *pos = j_check(b, cJSON_CreateObject());
             j_num(b, pos, "sequence", (double)(a->differing[i] / (mr->T ? mr->T : 1)));
             j_num(b, pos, "token", (double)(a->differing[i] % (mr->T ? mr->T : 1)));
+            for (int side = 0; tkz && side < 2; side++) { /* with a tokenizer: the two top-1 tokens, id and text */
+                char text[80];
+                size_t id = side ? a->our_top1[i] : a->ref_top1[i];
+                cJSON *t = j_obj(b, pos, side ? "ours" : "reference");
+                g2f_tokenizer_token_text(tkz, (int64_t)id, text, sizeof text);
+                j_num(b, t, "id", (double)id);
+                j_str(b, t, "text", text);
+            }
             j_add(b, dp, NULL, pos);
         }
     }
@@ -1133,7 +1149,7 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     else j_null(&b, root, "first_stage");
     cJSON *layers = j_arr(&b, root, "layers");
     for (size_t i = 0; !b.failed && i < res->n_layers; i++) j_add(&b, layers, NULL, layer_json(&b, c, &res->layers[i]));
-    if (res->model.present) j_add(&b, root, "forward", forward_json(&b, &res->model, c->model->n_embd));
+    if (res->model.present) j_add(&b, root, "forward", forward_json(&b, &res->model, c->model->n_embd, c->tokenizer));
     else j_null(&b, root, "forward");
     return j_finish(&b, root);
 }

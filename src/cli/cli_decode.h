@@ -1,0 +1,27 @@
+/* cli_decode: the CLI's text and generation side (docs/decode.md): the
+ * tokenizer a command uses, --prompt, run --generate and verify of a
+ * generation fixture. Prints and chooses exit codes like cli.c. */
+#ifndef CLI_DECODE_H
+#define CLI_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "g2f_model.h"
+#include "g2f_tokenizer.h"
+
+/* The tokenizer for cmd: the one at path (--tokenizer DIR|FILE) when not
+ * NULL, else the one beside checkpoint (g2f_tokenizer_open_beside); *out
+ * NULL when there is none and need is 0. A tokenizer with more tokens than
+ * the checkpoint's vocabulary is not this model's: refused. Returns 0, or
+ * EXIT_BAD after printing one line (need and none found: what to give). */
+int cli_open_tokenizer(const char *cmd, const char *path, const char *checkpoint, const g2f_model *m, int need,
+                       g2f_tokenizer **out);
+
+/* --prompt TEXT encoded: *ids (malloc'd, the caller frees) and *T of them;
+ * prints "prompt: N tokens: ..." on stdout. 0, or EXIT_BAD after printing
+ * (an empty encoding, an id outside the checkpoint's vocabulary). */
+int cli_prompt_ids(const char *cmd, const g2f_tokenizer *tok, const g2f_model *m, const char *text, int64_t **ids,
+                   size_t *T);
+
+#endif

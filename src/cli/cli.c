@@ -634,8 +634,9 @@ done:
 static const opt_spec run_opts[] = {{"-o", "OUT"},       {"--gelu", "FORM"},    {"--layers", "LIST"},
                                     {"--save", "STAGES"}, {"--threads", "N"},    {"--config", "FILE"},
                                     {"--ids", "LIST"},    {"--names", "hf|tl"},  {"--n-head", "N"},
-                                    {"--prompt", "TEXT"}, {"--tokenizer", "DIR|FILE"}};
-enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_IDS, R_NAMES, R_NHEAD, R_PROMPT, R_TOKENIZER, R_COUNT };
+                                    {"--prompt", "TEXT"}, {"--tokenizer", "DIR|FILE"}, {"--generate", "N"}};
+enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_IDS, R_NAMES, R_NHEAD, R_PROMPT, R_TOKENIZER, R_GENERATE,
+       R_COUNT };
 _Static_assert(sizeof run_opts / sizeof run_opts[0] == R_COUNT, "one spec per option");
 
 static const char usage_run[] =
@@ -666,6 +667,10 @@ static const char usage_run[] =
     "                    all: embed, in, ln_1.out, attn.qkv, attn.probs, attn.merged,\n"
     "                    attn.out, mid, mlp.in, mlp.pre, mlp.act, mlp.out, out, ln_f.out;\n"
     "                    the FFN alone: pre, act or pre,act\n"
+    "  --generate N      greedy generation of N tokens after each sequence of --ids or\n"
+    "                    --prompt, one token a step with every layer's keys and values\n"
+    "                    cached; writes prompt_ids, step_logits and generated_ids (with\n"
+    "                    --save also each step's stages as a fixture of the tokens stepped)\n"
     "  --names hf|tl     the whole model's tensor names: HF fixture names (h.L.attn.out,\n"
     "                    ...; default) or TransformerLens' (blocks.L.hook_attn_out, ...)\n"
     "  --gelu FORM       GELU form: tanh, erf, sigmoid, mlx_approx, f16_table (default:\n"
@@ -681,6 +686,7 @@ static const char usage_run[] =
     "\n"
     "examples:\n"
     "  gpt2ffn run fixtures/tiny --ids 5,17,3,42 -o out.safetensors --save all\n"
+    "  gpt2ffn run fixtures/decode/tok --prompt 'The cat' --generate 20 -o gen.safetensors\n"
     "  gpt2ffn run fixtures/tiny fixtures/tiny_tanh.safetensors -o out.safetensors --save pre,act\n";
 
 /* --ids: "a,b,c" or "a,b;c,d" into a malloc'd array; 0 and a message when
@@ -734,7 +740,7 @@ static int run_run(const char **pos, const char **v) {
     if (!v[R_OUT]) return bad("run: -o OUT is required (see gpt2ffn run --help)");
     if (!pos[1] && !v[R_IDS] && !v[R_PROMPT]) return bad("run: give INPUTS, --ids or --prompt (see gpt2ffn run --help)");
     if (!!pos[1] + !!v[R_IDS] + !!v[R_PROMPT] > 1) return bad("run: give one of INPUTS, --ids and --prompt");
-    if (v[R_TOKENIZER] && !v[R_PROMPT]) return bad("run: --tokenizer is for --prompt");
+    if (v[R_TOKENIZER] && !v[R_PROMPT] && !v[R_GENERATE]) return bad("run: --tokenizer is for --prompt and --generate");
     if (v[R_GELU] && !gelu_ok(v[R_GELU]))
         return bad("run: --gelu '%s': expected tanh, erf, sigmoid, mlx_approx or f16_table", v[R_GELU]);
     if (v[R_THREADS] && (!parse_size(v[R_THREADS], 1024, &threads) || threads == 0))
@@ -827,6 +833,15 @@ static int run_run(const char **pos, const char **v) {
     p.checkpoint_sha256 = sha;
     p.n_threads = (int)threads;
     g2f_run_result r;
+    if (whole && v[R_GENERATE]) {
+        rc = cli_run_generate(model, pos[0], ids, lead, lead_ndim, T, v[R_OUT], &p, n_head, save, v[R_GENERATE],
+                              v[R_TOKENIZER], v[R_NAMES] && !strcmp(v[R_NAMES], "tl"));
+        goto done;
+    }
+    if (v[R_GENERATE]) {
+        bad("run: --generate needs token ids: --ids, --prompt or INPUTS holding input_ids");
+        goto done;
+    }
     if (whole) {
         g2f_run_model_params mp = {&p, n_head, save, v[R_NAMES] && !strcmp(v[R_NAMES], "tl")};
         if (g2f_model_sha256(model, sha, &err) != G2F_OK ||

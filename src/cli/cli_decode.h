@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "g2f_model.h"
+#include "g2f_run.h"
 #include "g2f_tokenizer.h"
 
 /* The tokenizer for cmd: the one at path (--tokenizer DIR|FILE) when not
@@ -23,5 +24,14 @@ int cli_open_tokenizer(const char *cmd, const char *path, const char *checkpoint
  * (an empty encoding, an id outside the checkpoint's vocabulary). */
 int cli_prompt_ids(const char *cmd, const g2f_tokenizer *tok, const g2f_model *m, const char *text, int64_t **ids,
                    size_t *T);
+
+/* run --generate N: the sequences' prompts ids (n_seq = product of lead,
+ * T0 each) generated greedily by g2f_run_generate into out (the checkpoint
+ * hashed first), then a line per sequence with the ids generated and, when
+ * a tokenizer is known (tok_path, else beside checkpoint), their text.
+ * spec is --generate's value. Returns the exit code (after printing). */
+int cli_run_generate(const g2f_model *m, const char *checkpoint, const int64_t *ids, const uint64_t *lead,
+                     size_t lead_ndim, size_t T0, const char *out, const g2f_run_params *p, size_t n_head,
+                     unsigned save, const char *spec, const char *tok_path, int tl_names);
 
 #endif

@@ -1,0 +1,126 @@
+/* End-to-end: run --generate (greedy generation with the KV cache) and
+ * verify of a generation fixture. The file run writes is a generation
+ * fixture (its step logits' argmax is each generated token) and, with
+ * --save, a fixture of the tokens stepped that verify passes against the
+ * full recompute; hostile sizes are refused with one line. argv[1] is the
+ * fixtures folder, argv[2] the CLI. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "check.h"
+#include "g2f_decode.h"
+#include "g2f_fixture.h"
+#include "test_util.h"
+
+static const char *fixtures, *cli;
+static char dir[256];
+static char out_text[1 << 16], err_text[1 << 12];
+
+static void slurp(const char *path, char *buf, size_t n) {
+    FILE *fp = fopen(path, "rb");
+    size_t got = fp ? fread(buf, 1, n - 1, fp) : 0;
+    buf[got] = '\0';
+    if (fp) fclose(fp);
+}
+
+/* Runs the CLI with args (a shell-quoted string); returns its exit code. */
+static int run(const char *args) {
+    char cmd[2048], p[400];
+    snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out.txt' 2> '%s/err.txt'", cli, args, dir, dir);
+    int st = system(cmd);
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    slurp(p, out_text, sizeof out_text);
+    snprintf(p, sizeof p, "%s/err.txt", dir);
+    slurp(p, err_text, sizeof err_text);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The file's generated ids are the argmax of its step logits, and what run printed. */
+static void generation_file_should_hold_together(const char *path, size_t n_seq, size_t N, size_t V) {
+    g2f_fixture *f = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_fixture_open(path, &f, &err) == G2F_OK);
+    if (!f) return;
+    const g2f_tensor *g = g2f_fixture_act(f, 0, G2F_ACT_GENERATED_IDS), *z = g2f_fixture_act(f, 0, G2F_ACT_STEP_LOGITS);
+    CHECK(g && z && g->numel == n_seq * N && z->numel == n_seq * N * V);
+    CHECK(g2f_fixture_act(f, 0, G2F_ACT_PROMPT_IDS) != NULL);
+    if (g && z && g->numel == n_seq * N && z->numel == n_seq * N * V) {
+        int64_t *ids = malloc(n_seq * N * sizeof *ids);
+        float *row = malloc(V * sizeof *row);
+        g2f_fixture_read_ids(g, 0, n_seq * N, ids);
+        for (size_t k = 0; k < n_seq * N; k++) {
+            g2f_tensor_read_f32(z, k * V, V, row);
+            CHECK(ids[k] == (int64_t)g2f_argmax(row, V));
+        }
+        for (size_t s = 0; s < n_seq; s++) {
+            char line[128];
+            snprintf(line, sizeof line, "sequence %zu: generated %zu tokens: %lld", s, N, (long long)ids[s * N]);
+            CHECK_CONTAINS(out_text, line);
+        }
+        free(ids);
+        free(row);
+    }
+    g2f_fixture_close(f);
+}
+
+static void run_generate_should_write_a_generation_and_its_steps(void) {
+    char args[1024], out[400];
+    snprintf(out, sizeof out, "%s/g.safetensors", dir);
+    snprintf(args, sizeof args, "run '%s/tiny' --ids '5,17,3;1,2,3' --generate 9 -o '%s' --save all", fixtures, out);
+    CHECK(run(args) == 0);
+    generation_file_should_hold_together(out, 2, 9, 96);
+    /* the steps' stages against the full recompute of the tokens stepped */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s' --json -", fixtures, out);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"status\":\t\"pass\"");
+    /* from text, its text shown */
+    snprintf(args, sizeof args, "run '%s/decode/tok' --prompt 'The cat sat on' --generate 12 -o '%s'", fixtures, out);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "sequence 0: text: \"");
+    generation_file_should_hold_together(out, 1, 12, 2257);
+    /* .npz too, and one token of prompt up to the last position (32) */
+    snprintf(out, sizeof out, "%s/g.npz", dir);
+    snprintf(args, sizeof args, "run '%s/tiny' --ids 7 --generate 32 -o '%s'", fixtures, out);
+    CHECK(run(args) == 0);
+    generation_file_should_hold_together(out, 1, 32, 96);
+}
+
+static void run_generate_should_refuse_what_does_not_fit(void) {
+    char args[1024], out[400];
+    snprintf(out, sizeof out, "%s/bad.safetensors", dir);
+    const char *cases[][2] = {
+        {"--ids 5,17,3 --generate 31", "exceed the 32 positions"},
+        {"--ids 5,17,3 --generate 0", "expected the number of tokens to generate"},
+        {"--ids 5,17,3 --generate 3x", "expected the number of tokens to generate"},
+        {"--ids 5,17,3 --generate 99999999999999999999", "expected the number of tokens to generate"},
+        {"--ids 5,17,3 --generate 2 --names tl", "HF names"},
+        {"--ids 5,96 --generate 2", "outside the vocabulary"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "run '%s/tiny' %s -o '%s'", fixtures, cases[i][0], out);
+        CHECK(run(args) == 2);
+        CHECK_CONTAINS(err_text, cases[i][1]);
+        CHECK(strchr(err_text, '\n') == err_text + strlen(err_text) - 1); /* one line */
+    }
+    snprintf(args, sizeof args, "run '%s/tiny' '%s/tiny_tanh.safetensors' --generate 2 -o '%s'", fixtures, fixtures, out);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "--generate needs token ids");
+    char p[400];
+    snprintf(p, sizeof p, "%s/bad.safetensors", dir);
+    CHECK(access(p, F_OK) != 0); /* nothing written */
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s FIXTURES CLI\n", argv[0]);
+        return 2;
+    }
+    fixtures = argv[1];
+    cli = argv[2];
+    if (make_tmpdir(dir, sizeof dir, "generate") != 0) return 1;
+    RUN(run_generate_should_write_a_generation_and_its_steps);
+    RUN(run_generate_should_refuse_what_does_not_fit);
+    remove_tmpdir(dir);
+    CHECK_EXIT();
+}

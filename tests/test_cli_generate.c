@@ -111,6 +111,105 @@ static void run_generate_should_refuse_what_does_not_fit(void) {
     CHECK(access(p, F_OK) != 0); /* nothing written */
 }
 
+/* The reports of a verify of fixture (on checkpoint ck): exit code, and the text, JSON and HTML saying the same. */
+static void reports_should_agree(const char *ck, const char *fx, int want_rc, const char *code) {
+    char args[1024], html[400];
+    snprintf(html, sizeof html, "%s/r.html", dir);
+    snprintf(args, sizeof args, "verify '%s/%s' '%s/decode/gen/%s.safetensors'", fixtures, ck, fixtures, fx);
+    CHECK(run(args) == want_rc);
+    char text[sizeof out_text];
+    memcpy(text, out_text, sizeof text);
+    CHECK_CONTAINS(text, code);
+    CHECK_CONTAINS(text, want_rc ? "result: FAIL" : "result: PASS");
+    snprintf(args, sizeof args, "verify '%s/%s' '%s/decode/gen/%s.safetensors' --json - --html '%s'", fixtures, ck,
+             fixtures, fx, html);
+    CHECK(run(args) == want_rc);
+    CHECK_CONTAINS(out_text, want_rc ? "\"status\":\t\"fail\"" : "\"status\":\t\"pass\"");
+    CHECK_CONTAINS(out_text, code);
+    char *h = read_whole_file(html, NULL);
+    CHECK_CONTAINS(h, code);
+    CHECK_CONTAINS(h, want_rc ? "<strong>FAIL</strong>" : "<strong>PASS</strong>");
+    /* the verdict sentence: the text's is the JSON's */
+    const char *v = strstr(out_text, "\"verdict\":\t\"");
+    if (v) {
+        char sentence[600];
+        v += strlen("\"verdict\":\t\"");
+        size_t n = strcspn(v, "\"");
+        snprintf(sentence, sizeof sentence, "%.*s", (int)(n < 200 ? n : 200), v);
+        CHECK_CONTAINS(text, sentence);
+    }
+    CHECK(v != NULL);
+    free(h);
+}
+
+static void verify_should_judge_generations_in_every_report(void) {
+    reports_should_agree("tiny", "clean", 0, "greedy one: the same token at 24 of 24 compared steps");
+    reports_should_agree("tiny", "padded", 0, "greedy one: the same token at 20 of 20 compared steps");
+    reports_should_agree("tiny", "cache_position_reset", 1, "cache_position_reset");
+    reports_should_agree("tiny", "cache_offset_m1", 1, "cache_offset:-1");
+    reports_should_agree("tiny", "padding_positions", 1, "padding_positions");
+    reports_should_agree("tiny", "unexplained", 1, "unexplained");
+    reports_should_agree("decode/near_tie", "tie_flip", 0, "tie_flip");
+    char args[1024];
+    snprintf(args, sizeof args, "verify '%s/decode/near_tie' '%s/decode/gen/tie_flip.safetensors' --json -", fixtures,
+             fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"tie_flip_count\":\t3");
+    /* the tolerance options of a teacher-forced verify are not a generation's */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/decode/gen/clean.safetensors' --rtol 0.1", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "holds a generation");
+    /* another checkpoint's generation: refused by its vocabulary */
+    snprintf(args, sizeof args, "verify '%s/small' '%s/decode/gen/clean.safetensors'", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "expected [B, 12, 32]");
+}
+
+/* A port's generation on the tokenizer's model with one token changed: the tokens shown as text. */
+static void verify_should_show_the_diverging_tokens_as_text(void) {
+    char args[1024], out[400], port[400];
+    snprintf(out, sizeof out, "%s/tokgen.safetensors", dir);
+    snprintf(port, sizeof port, "%s/tokport.safetensors", dir);
+    snprintf(args, sizeof args, "run '%s/decode/tok' --prompt 'The cat sat on' --generate 6 -o '%s'", fixtures, out);
+    CHECK(run(args) == 0);
+    g2f_fixture *f = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_fixture_open(out, &f, &err) == G2F_OK);
+    if (!f) return;
+    static int64_t prompt[64], gen[6];
+    const g2f_tensor *tp = g2f_fixture_act(f, 0, G2F_ACT_PROMPT_IDS);
+    size_t T0 = (size_t)tp->numel;
+    g2f_fixture_read_ids(tp, 0, T0, prompt);
+    g2f_fixture_read_ids(g2f_fixture_act(f, 0, G2F_ACT_GENERATED_IDS), 0, 6, gen);
+    g2f_fixture_close(f);
+    gen[3] = 262; /* ' the' */
+    st_entry e[2] = {{"prompt_ids", "I64", 1, {T0}, prompt, T0 * 8}, {"generated_ids", "I64", 1, {6}, gen, sizeof gen}};
+    CHECK(st_write(port, NULL, e, 2, 1) == 0);
+    snprintf(args, sizeof args, "verify '%s/decode/tok' '%s'", fixtures, port);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "first divergence at sequence 0, step 3: reference '");
+    CHECK_CONTAINS(out_text, "port ' the' (262)");
+    snprintf(args, sizeof args, "verify '%s/decode/tok' '%s' --json -", fixtures, port);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "\"text\":\t\"' the'\"");
+}
+
+/* run --generate --save: one file, both checks, both pass. */
+static void verify_should_check_both_sides_of_a_saved_generation(void) {
+    char args[1024], out[400];
+    snprintf(out, sizeof out, "%s/both.safetensors", dir);
+    snprintf(args, sizeof args, "run '%s/tiny' --ids 5,17,3,42 --generate 7 -o '%s' --save in,attn.probs,out,ln_f.out",
+             fixtures, out);
+    CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s'", fixtures, out);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "teacher-forced stages pass");
+    CHECK_CONTAINS(out_text, "provenance");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s' --json -", fixtures, out);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "\"teacher_forced\":\t{");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s FIXTURES CLI\n", argv[0]);
@@ -121,6 +220,9 @@ int main(int argc, char **argv) {
     if (make_tmpdir(dir, sizeof dir, "generate") != 0) return 1;
     RUN(run_generate_should_write_a_generation_and_its_steps);
     RUN(run_generate_should_refuse_what_does_not_fit);
+    RUN(verify_should_judge_generations_in_every_report);
+    RUN(verify_should_show_the_diverging_tokens_as_text);
+    RUN(verify_should_check_both_sides_of_a_saved_generation);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -19,6 +19,7 @@
 #include "cli_sigbus.h"
 #include "g2f_diff.h"
 #include "g2f_fixture.h"
+#include "g2f_genverify.h"
 #include "g2f_html.h"
 #include "g2f_inspect.h"
 #include "g2f_model.h"
@@ -484,6 +485,14 @@ static int run_verify(const char **pos, const char **v) {
     /* provenance: a fixture that records its checkpoint's digest (gpt2ffn
      * run writes it) is checked against this checkpoint's, which costs one
      * read of the checkpoint */
+    if (g2f_genverify_present(fx)) { /* a generation (docs/decode.md) */
+        if (v[V_RTOL] || v[V_ATOL] || v[V_ACCEPT] || v[V_LAYERS]) {
+            bad("verify: %s holds a generation: --rtol, --atol, --accept and --layers are not for it", pos[1]);
+            goto done;
+        }
+        rc = cli_verify_generation(model, fx, pos[0], pos[1], &p, tok, v[V_JSON], v[V_HTML]);
+        goto done;
+    }
     const char *fx_sha = g2f_fixture_meta(fx, "checkpoint_sha256");
     if (fx_sha) hash_start(&hash, model);
     if (g2f_verify_run(model, fx, &p, &res, &err) != G2F_OK) {

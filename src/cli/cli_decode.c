@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "cli_msg.h"
+#include "g2f_genreport.h"
 #include "g2f_genrun.h"
+#include "g2f_genverify.h"
 #include "g2f_text.h"
 
 int cli_open_tokenizer(const char *cmd, const char *path, const char *checkpoint, const g2f_model *m, int need,
@@ -106,5 +108,68 @@ int cli_run_generate(const g2f_model *m, const char *checkpoint, const int64_t *
     }
     g2f_genrun_result_free(&r);
     g2f_tokenizer_close(tok);
+    return rc;
+}
+
+/* ---- verify of a generation ------------------------------------------------------ */
+
+/* The report text (taken) to path, "-" meaning stdout; 0, or EXIT_BAD after printing. */
+static int emit(const char *path, char *text, const char *what) {
+    g2f_error err = {0};
+    int rc = 0;
+    if (!text) return cli_bad("out of memory writing the %s report", what);
+    if (!strcmp(path, "-")) {
+        if (what[0] == 'H') rc = cli_bad("--html needs a file name");
+        else puts(text);
+    } else if (g2f_write_file_atomic(path, text, &err) != G2F_OK) {
+        rc = cli_bad("%s", err.msg);
+    }
+    free(text);
+    return rc;
+}
+
+/* The file holds a teacher-forced fixture beside the generation. */
+static int has_forward(const g2f_fixture *fx) {
+    for (int k = 0; k <= G2F_ACT_FORWARD_LAST; k++)
+        if (!g2f_act_per_layer((g2f_act)k) && g2f_fixture_act(fx, 0, (g2f_act)k)) return 1;
+    return g2f_fixture_n_slots(fx) > 0;
+}
+
+/* The teacher-forced verify of fx into res and its report context (provenance checked when fx records it). */
+static int verify_teacher(const g2f_model *m, const g2f_fixture *fx, const g2f_verify_params *vp, g2f_verify_result *res,
+                          char ck_sha[65], g2f_error *err) {
+    if (g2f_verify_run(m, fx, vp, res, err) != G2F_OK) return cli_bad("%s", err->msg);
+    if (g2f_fixture_meta(fx, "checkpoint_sha256") && g2f_model_sha256(m, ck_sha, err) != G2F_OK)
+        return cli_bad("%s", err->msg);
+    return 0;
+}
+
+int cli_verify_generation(const g2f_model *m, const g2f_fixture *fx, const char *ck_arg, const char *fx_arg,
+                          const g2f_verify_params *vp, const g2f_tokenizer *tok, const char *json, const char *html) {
+    g2f_error err = {0};
+    if (g2f_genverify_check(m, fx, &err) != G2F_OK) return cli_bad("%s", err.msg);
+    g2f_model_info shown = *g2f_model_get_info(m); /* the reports say which n_head was used */
+    if (vp->n_head) shown.n_head = vp->n_head, shown.n_head_source = "given with --n-head";
+    g2f_verify_result res = {0};
+    g2f_gen_result gr = {0};
+    char ck_sha[65] = "";
+    int teacher = has_forward(fx), rc = EXIT_BAD;
+    const char *fx_sha = g2f_fixture_meta(fx, "checkpoint_sha256");
+    g2f_report_ctx tctx = {ck_arg, fx_arg, &shown, vp->gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx),
+                           &vp->tol, &res, 0, fx_sha, fx_sha ? ck_sha : NULL, tok};
+    double lambda = vp->tol.lambda > 0 ? vp->tol.lambda : G2F_TOL_LAMBDA;
+    g2f_genverify_params gp = {vp->n_head, vp->gelu, vp->n_threads, lambda, 1};
+    if (teacher && verify_teacher(m, fx, vp, &res, ck_sha, &err) != 0) goto done;
+    if (g2f_genverify_run(m, fx, &gp, &gr, &err) != G2F_OK) {
+        cli_bad("%s", err.msg);
+        goto done;
+    }
+    g2f_genreport_ctx gc = {ck_arg, fx_arg, &shown, vp->gelu, vp->gelu_source, lambda, &gr, tok, teacher ? &tctx : NULL};
+    if (json && emit(json, g2f_genreport_json(&gc), "JSON") != 0) goto done;
+    if (html && emit(html, g2f_genreport_html(&gc), "HTML") != 0) goto done;
+    if (!json || strcmp(json, "-") != 0) g2f_genreport_text(stdout, &gc);
+    rc = g2f_genreport_pass(&gc) ? 0 : EXIT_MISMATCH;
+done:
+    g2f_verify_result_free(&res);
     return rc;
 }

@@ -9,6 +9,7 @@
 
 #include "g2f_model.h"
 #include "g2f_run.h"
+#include "g2f_verify.h"
 #include "g2f_tokenizer.h"
 
 /* The tokenizer for cmd: the one at path (--tokenizer DIR|FILE) when not
@@ -33,5 +34,14 @@ int cli_prompt_ids(const char *cmd, const g2f_tokenizer *tok, const g2f_model *m
 int cli_run_generate(const g2f_model *m, const char *checkpoint, const int64_t *ids, const uint64_t *lead,
                      size_t lead_ndim, size_t T0, const char *out, const g2f_run_params *p, size_t n_head,
                      unsigned save, const char *spec, const char *tok_path, int tl_names);
+
+/* verify CHECKPOINT FIXTURE when the fixture holds a generation
+ * (g2f_genverify_present): its tensors checked, the generation verified
+ * (and, when the file also holds a teacher-forced fixture, that too, with
+ * vp), the reports written (json / html: paths, "-" for stdout, or NULL)
+ * and the text report printed unless JSON goes to stdout. tok may be NULL.
+ * Returns the exit code (after printing). */
+int cli_verify_generation(const g2f_model *m, const g2f_fixture *fx, const char *ck_arg, const char *fx_arg,
+                          const g2f_verify_params *vp, const g2f_tokenizer *tok, const char *json, const char *html);
 
 #endif

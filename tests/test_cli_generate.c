@@ -210,6 +210,36 @@ static void verify_should_check_both_sides_of_a_saved_generation(void) {
     CHECK_CONTAINS(out_text, "\"teacher_forced\":\t{");
 }
 
+/* A teacher-forced fixture with an attention_mask: all ones masks nothing; a 0 is refused, never judged. */
+static void verify_should_refuse_a_padded_teacher_forced_fixture(void) {
+    char path[400], fx[400], args[1024];
+    snprintf(path, sizeof path, "%s/model/clean.safetensors", fixtures);
+    g2f_fixture *f = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_fixture_open(path, &f, &err) == G2F_OK);
+    if (!f) return;
+    static int64_t ids[12], mask[12];
+    static float z[12 * 96];
+    g2f_fixture_read_ids(g2f_fixture_act(f, 0, G2F_ACT_IDS), 0, 12, ids);
+    g2f_tensor_read_f32(g2f_fixture_act(f, 0, G2F_ACT_LOGITS), 0, 12 * 96, z);
+    g2f_fixture_close(f);
+    for (int i = 0; i < 12; i++) mask[i] = 1;
+    st_entry e[3] = {{"input_ids", "I64", 2, {2, 6}, ids, sizeof ids},
+                     {"logits", "F32", 3, {2, 6, 96}, z, sizeof z},
+                     {"attention_mask", "I64", 2, {2, 6}, mask, sizeof mask}};
+    snprintf(fx, sizeof fx, "%s/masked.safetensors", dir);
+    CHECK(st_write(fx, NULL, e, 3, 1) == 0);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s'", fixtures, fx);
+    CHECK(run(args) == 0);
+    mask[6] = 0; /* row 1 left-padded by one */
+    CHECK(st_write(fx, NULL, e, 3, 1) == 0);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "holds 0 at element 6: a padded batch's padded positions are not GPT-2's");
+    snprintf(args, sizeof args, "run '%s/tiny' '%s' -o '%s/o.safetensors'", fixtures, fx, dir);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "attention_mask");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s FIXTURES CLI\n", argv[0]);
@@ -223,6 +253,7 @@ int main(int argc, char **argv) {
     RUN(verify_should_judge_generations_in_every_report);
     RUN(verify_should_show_the_diverging_tokens_as_text);
     RUN(verify_should_check_both_sides_of_a_saved_generation);
+    RUN(verify_should_refuse_a_padded_teacher_forced_fixture);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -493,6 +493,7 @@ static int run_verify(const char **pos, const char **v) {
         rc = cli_verify_generation(model, fx, pos[0], pos[1], &p, tok, v[V_JSON], v[V_HTML]);
         goto done;
     }
+    if (cli_check_teacher_mask("verify", fx) != 0) goto done;
     const char *fx_sha = g2f_fixture_meta(fx, "checkpoint_sha256");
     if (fx_sha) hash_start(&hash, model);
     if (g2f_verify_run(model, fx, &p, &res, &err) != G2F_OK) {
@@ -789,6 +790,7 @@ static int run_run(const char **pos, const char **v) {
     } else if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], &o) != 0) {
         goto done;
     }
+    if (o.fx && cli_check_teacher_mask("run", o.fx) != 0) goto done;
     const g2f_tensor *tids = o.fx ? g2f_fixture_act(o.fx, 0, G2F_ACT_IDS) : NULL;
     int whole = ids || tids;
     if (check_outputs(&v[R_OUT], 1, o.model, NULL, o.fx) != 0) goto done;

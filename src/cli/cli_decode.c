@@ -173,3 +173,26 @@ done:
     g2f_verify_result_free(&res);
     return rc;
 }
+
+int cli_check_teacher_mask(const char *cmd, const g2f_fixture *fx) {
+    const g2f_tensor *t = g2f_fixture_act(fx, 0, G2F_ACT_ATTENTION_MASK);
+    if (!t || g2f_genverify_present(fx)) return 0;
+    size_t es = g2f_dtype_size(t->dtype);
+    int ints = t->dtype == G2F_DTYPE_I64 || t->dtype == G2F_DTYPE_I32 || t->dtype == G2F_DTYPE_U8 ||
+               t->dtype == G2F_DTYPE_I8 || t->dtype == G2F_DTYPE_BOOL;
+    if (!ints || t->nbytes < t->numel * es)
+        return cli_bad("%s: %s: tensor '%s': dtype %s, expected integers or booleans (0 or 1)", cmd,
+                       g2f_fixture_path(fx), t->name, g2f_tensor_type_name(t));
+    for (uint64_t i = 0; i < t->numel; i++) {
+        int64_t v = 0;
+        if (es == 8) memcpy(&v, t->data + i * 8, 8);
+        else if (es == 4) { int32_t w; memcpy(&w, t->data + i * 4, 4); v = w; }
+        else v = t->dtype == G2F_DTYPE_I8 ? (int8_t)t->data[i] : t->data[i];
+        if (v == 1) continue;
+        return cli_bad("%s: %s: tensor '%s' holds %lld at element %llu: a padded batch's padded positions are "
+                       "not GPT-2's; export each row without padding, or check the batch as a generation "
+                       "(prompt_ids, generated_ids, attention_mask: docs/decode.md)", cmd, g2f_fixture_path(fx),
+                       t->name, (long long)v, (unsigned long long)i);
+    }
+    return 0;
+}

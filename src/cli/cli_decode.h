@@ -44,4 +44,10 @@ int cli_run_generate(const g2f_model *m, const char *checkpoint, const int64_t *
 int cli_verify_generation(const g2f_model *m, const g2f_fixture *fx, const char *ck_arg, const char *fx_arg,
                           const g2f_verify_params *vp, const g2f_tokenizer *tok, const char *json, const char *html);
 
+/* A teacher-forced fixture's attention_mask (no generation): every value 1
+ * masks nothing and is fine; a 0 (padding) is refused, since the padded
+ * positions are what HF computed for padding, not GPT-2 (verify checks a
+ * padded batch as a generation). 0, or EXIT_BAD after printing. */
+int cli_check_teacher_mask(const char *cmd, const g2f_fixture *fx);
+
 #endif

@@ -26,6 +26,7 @@ struct g2f_decoder {
     g2f_embed e;
     g2f_block *blocks;           /* n_layer, every one loaded */
     size_t n_layer, d, H, h, V;
+    int th;                      /* the threads of a step's kernels (see g2f_decoder_new) */
     float *kc, *vc;              /* (n_layer, max_tokens, d) each */
     float *b0;                   /* the buffers' one allocation */
     float *buf[B_COUNT];         /* in it (B_X and B_OUT trade places after each layer) */
@@ -97,6 +98,13 @@ static g2f_status alloc_buffers(g2f_decoder *dc, g2f_error *err) {
     return G2F_OK;
 }
 
+int g2f_decode_threads(const g2f_model *m, int n_threads) {
+    /* a layer of fewer than 2^20 weights (n_embd < 296) is microseconds of work a product: a fork and
+     * join of threads costs as much, and on a loaded machine far more; the same bits either way */
+    size_t d = g2f_model_get_info(m)->n_embd;
+    return n_threads <= 0 && 12 * d * d < ((size_t)1 << 20) ? 1 : n_threads;
+}
+
 g2f_status g2f_decoder_new(const g2f_model *m, const g2f_decode_params *p, g2f_decoder **out, g2f_error *err) {
     *out = NULL;
     if (!p->max_tokens || !p->max_step || p->max_step > p->max_tokens)
@@ -108,6 +116,7 @@ g2f_status g2f_decoder_new(const g2f_model *m, const g2f_decode_params *p, g2f_d
     dc->p = *p;
     g2f_status st = load_weights(dc, err);
     if (st == G2F_OK) st = alloc_buffers(dc, err);
+    dc->th = g2f_decode_threads(m, p->n_threads);
     if (st != G2F_OK) {
         g2f_decoder_free(dc);
         return st;
@@ -202,7 +211,7 @@ static g2f_status attention(g2f_decoder *dc, size_t L, size_t n, int store, g2f_
     float *a = dc->buf[B_A], *qkv = dc->buf[B_QKV];
     int nb = dc->how->kv_unbiased && store; /* the product stored before its bias */
     g2f_matmul(a, n, d, b->attn_w, b->layout_attn == G2F_LAYOUT_LINEAR, 3 * d, nb ? NULL : b->attn_b, qkv,
-               dc->p.n_threads, &dc->ws);
+               dc->th, &dc->ws);
     double scale = 1.0 / sqrt((double)dh);
     if (store) store_kv(dc, L, qkv, n, scale);
     if (nb && b->attn_b)
@@ -210,10 +219,10 @@ static g2f_status attention(g2f_decoder *dc, size_t L, size_t n, int store, g2f_
             for (size_t j = 0; j < 3 * d; j++) qkv[i * 3 * d + j] += b->attn_b[j];
     dc->keys = dc->past + n;
     if (dc->past == 0)
-        return g2f_attn_forward(qkv, n, d, dc->H, NULL, dc->buf[B_MERGED], dc->probs, dc->p.n_threads, &dc->aws, err);
+        return g2f_attn_forward(qkv, n, d, dc->H, NULL, dc->buf[B_MERGED], dc->probs, dc->th, &dc->aws, err);
     size_t base = L * dc->p.max_tokens * d;
     g2f_kvattn_args ka = {qkv, n, dc->kc + base, dc->vc + base, dc->past, d, d, dc->H, scale};
-    return g2f_kvattn_forward(&ka, dc->buf[B_MERGED], dc->probs, dc->p.n_threads, err);
+    return g2f_kvattn_forward(&ka, dc->buf[B_MERGED], dc->probs, dc->th, err);
 }
 
 static void add_rows(const float *a, const float *b, size_t n, float *c) {
@@ -225,7 +234,7 @@ static g2f_status layer(g2f_decoder *dc, size_t L, size_t n, int store, g2f_erro
     const g2f_block *b = &dc->blocks[L];
     size_t d = dc->d;
     float **B = dc->buf;
-    int th = dc->p.n_threads;
+    int th = dc->th;
     g2f_block_ln_var(B[B_X], NULL, n, d, &b->ln_1, b->ln_1.eps, 0, 0, B[B_A], NULL, dc->rstd, th);
     g2f_status st = attention(dc, L, n, store, err);
     if (st != G2F_OK) return st;
@@ -244,8 +253,8 @@ static void logits(g2f_decoder *dc, size_t n, float *z) {
     size_t d = dc->d, r0 = dc->p.all_logits ? 0 : n - 1, rows = n - r0;
     const g2f_embed *e = &dc->e;
     g2f_block_ln_var(dc->buf[B_X], NULL, n, d, &e->ln_f, e->ln_f.eps, 0, 0, dc->buf[B_Y], NULL, dc->rstd,
-                     dc->p.n_threads);
-    g2f_matmul(dc->buf[B_Y] + r0 * d, rows, d, e->head, !e->head_dv, dc->V, e->head_b, z, dc->p.n_threads, &dc->ws);
+                     dc->th);
+    g2f_matmul(dc->buf[B_Y] + r0 * d, rows, d, e->head, !e->head_dv, dc->V, e->head_b, z, dc->th, &dc->ws);
 }
 
 g2f_status g2f_decoder_step(g2f_decoder *dc, const int64_t *ids, size_t n, float *z, g2f_error *err) {

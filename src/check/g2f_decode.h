@@ -32,7 +32,9 @@
  * checked against the machine's memory (g2f_alloc_work, naming it).
  *
  * Threads: the kernels' (bitwise the same for any thread count); the rest
- * in a fixed order. Not to be shared by concurrent calls.
+ * in a fixed order; by default a model whose layers hold fewer than 2^20
+ * weights runs on one thread (each product is microseconds: a fork and
+ * join would cost as much). Not to be shared by concurrent calls.
  *
  *     g2f_decoder *dc;
  *     g2f_decode_params p = {0, G2F_GELU_TANH, 0, T0 + N - 1, T0, 0, 0};
@@ -70,7 +72,7 @@ typedef struct g2f_decode_how {
 typedef struct g2f_decode_params {
     size_t n_head;      /* 0: the model's */
     g2f_gelu gelu;
-    int n_threads;
+    int n_threads;      /* <= 0: the default (g2f_decode_threads) */
     size_t max_tokens;  /* the most tokens one sequence holds (prompt + decode steps): the cache's rows */
     size_t max_step;    /* the most tokens one step takes (the prompt's length) */
     int all_logits;     /* every token's logits from a step (n rows), else the last token's */
@@ -78,6 +80,11 @@ typedef struct g2f_decode_params {
 } g2f_decode_params;
 
 typedef struct g2f_decoder g2f_decoder;
+
+/* The threads a step of m runs on for n_threads asked: n_threads when it
+ * is above 0, else (the default) 1 when its layers hold fewer than 2^20
+ * weights (see Threads above) and OpenMP's default otherwise. */
+int g2f_decode_threads(const g2f_model *m, int n_threads);
 
 /* After each layer of a step (values of that layer by g2f_decoder_values)
  * and after ln_f (embed, ln_f.out); a non-OK status stops the step. */

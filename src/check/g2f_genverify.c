@@ -294,7 +294,7 @@ static g2f_status ref_logits(void *u, size_t row0, size_t n, const float *z, con
 
 /* The forward's parameters for the verify's threads and GELU. */
 static g2f_forward_params fwd_params(const gv *v, const g2f_tol_params *tol) {
-    g2f_forward_params fp = {v->p->n_head, tol, v->p->gelu, v->p->n_threads, 1, 0};
+    g2f_forward_params fp = {v->p->n_head, tol, v->p->gelu, g2f_decode_threads(v->m, v->p->n_threads), 1, 0};
     return fp;
 }
 
@@ -379,7 +379,6 @@ typedef struct hyp_ctx {
     gv *v;
     size_t b;
     fit_t *ft;
-    float *z;
 } hyp_ctx;
 
 static g2f_status hyp_logits(void *u, size_t row0, size_t n, const float *z, const float *vz, g2f_error *err) {
@@ -415,7 +414,7 @@ static g2f_status try_hyp(gv *v, g2f_decoder *dc, const hyp *h, float *z, fit_t 
         g2f_error e2 = {0};
         g2f_status st;
         if (h->forward) {
-            hyp_ctx c = {v, b, ft, z};
+            hyp_ctx c = {v, b, ft};
             g2f_forward_hooks hk = {&c, NULL, NULL, NULL, NULL, hyp_logits};
             st = g2f_forward_run(v->m, &v->e, v->rows[b].seq, 1, v->rows[b].L + v->rows[b].N - 1, &fp, &h->mh, NULL,
                                  &hk, NULL, &e2);

@@ -1048,7 +1048,19 @@ static int cmd_floor(size_t d, size_t T, int threads) {
     return 0;
 }
 
+/* The read bandwidth alone (for the decode section's bound): a streaming sum over 1 GiB on THREADS
+ * threads (default all), best of 5. */
+static int cmd_bandwidth(int threads) {
+    if (threads <= 0) threads = omp_get_max_threads();
+    float *buf = bw_buffer(threads);
+    bandwidth bw = measure_bandwidth(buf, threads, 5, 0);
+    printf("read_gbs=%.3f threads=%d\n", bw.read_gbs, threads);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "bandwidth")) return cmd_bandwidth(argc >= 3 ? atoi(argv[2]) : 0);
     if (argc >= 5 && !strcmp(argv[1], "write")) return cmd_write(argv[2], atoi(argv[3]), (size_t)atol(argv[4]));
     if (argc >= 4 && !strcmp(argv[1], "open")) return cmd_open(argv[2], atoi(argv[3]));
     if (argc >= 2 && !strcmp(argv[1], "ffn")) return cmd_ffn(argc - 2, argv + 2);
@@ -1062,6 +1074,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench_ffn write FILE LAYERS D | e2e-data DIR LAYERS D TOKENS | time CMD ARGS... | "
                     "f16-copy CHECKPOINT OUT.safetensors | "
                     "open FILE REPS | ffn [--torch FILE] [--open-s S --cat-s S --file-bytes N] [--quick] [--only D] | "
-                    "attn [T] | floor D T [THREADS]\n");
+                    "attn [T] | floor D T [THREADS] | bandwidth [THREADS]\n");
     return 2;
 }

@@ -57,6 +57,8 @@ elseif(FUZZER STREQUAL "bpe")
   set(globs ${F}/tokenizer/small_hf/* ${F}/tokenizer/small_json/* ${F}/tokenizer/small_pairs/*)
 elseif(FUZZER STREQUAL "tokenizer")
   set(globs "") # only the hand-made seeds: texts and byte strings
+elseif(FUZZER STREQUAL "genverify")
+  set(globs ${F}/decode/gen/*.safetensors)
 elseif(FUZZER STREQUAL "fixture_names")
   set(globs "") # only the hand-made seeds: this target's input is a list of names
 else()

@@ -12,6 +12,7 @@
 #include "../fuzz/fuzz_bpe.c"
 #include "../fuzz/fuzz_config.c"
 #include "../fuzz/fuzz_fixture_names.c"
+#include "../fuzz/fuzz_genverify.c"
 #include "../fuzz/fuzz_gguf.c"
 #include "../fuzz/fuzz_llmc.c"
 #include "../fuzz/fuzz_llmc_state.c"
@@ -36,6 +37,7 @@ static const struct {
     {"gguf", g2f_fuzz_gguf},               {"llmc", g2f_fuzz_llmc},
     {"fixture_names", g2f_fuzz_fixture_names}, {"bpe", g2f_fuzz_bpe},
     {"tokenizer", g2f_fuzz_tokenizer},     {"llmc_state", g2f_fuzz_llmc_state},
+    {"genverify", g2f_fuzz_genverify},
 };
 
 static size_t replayed = 0;

@@ -165,7 +165,7 @@ static void reports_should_agree_when_a_margin_is_nan(void) {
     g2f_verify_result res = {.gelu = G2F_GELU_TANH, .n_layers = 2, .layers = layers, .compared = 2, .failed = 2, .pass = 0, .first_fail = 0, .first_stage = -1};
     g2f_model_info mi = tiny_info();
     g2f_tol_params tol = {0, 0, 0, 0}; /* lambda 0: the default, as the CLI passes it */
-    g2f_report_ctx ctx = {"ck", "fx", &mi, "test", NULL, G2F_DTYPE_F32, &tol, &res, 0, NULL, NULL, 0};
+    g2f_report_ctx ctx = {"ck", "fx", &mi, "test", NULL, G2F_DTYPE_F32, &tol, &res, 0, NULL, NULL, 0, NULL};
     g2f_layer_totals t0 = g2f_layer_result_totals(&layers[0]), t1 = g2f_layer_result_totals(&layers[1]);
     CHECK(isnan(t0.margin) && t0.mismatched == 3 && t0.total == 108);
     CHECK(t1.margin == 7.5 && t1.mismatched == 4 && t1.total == 108);
@@ -204,7 +204,7 @@ static void reports_should_agree_on_the_nonfinite_and_pre_act_fixtures(void) {
         CHECK(verify_fixture(names[i], NULL, &m, &f, &res));
         if (res.n_layers) {
             g2f_report_ctx ctx = {"ck", names[i], g2f_model_get_info(m), "test", g2f_fixture_gelu_claim(f),
-                                  g2f_fixture_dtype(f), &tol, &res, 0, NULL, NULL, 0};
+                                  g2f_fixture_dtype(f), &tol, &res, 0, NULL, NULL, 0, NULL};
             check_reports_agree(&ctx);
         }
         g2f_verify_result_free(&res);
@@ -326,7 +326,7 @@ static void json_builders_should_return_complete_json_or_null(void) {
     unsigned char select[4] = {1, 1, 0, 1}; /* a skipped layer too */
     CHECK(verify_fixture("diag/erf_fc_bias_missing.safetensors", select, &m, &f, &res));
     if (m && res.n_layers) {
-        g2f_report_ctx ctx = {"ck\x1b", "fx", g2f_model_get_info(m), "test", "tanh\n", g2f_fixture_dtype(f), &tol, &res, 0, NULL, NULL, 0};
+        g2f_report_ctx ctx = {"ck\x1b", "fx", g2f_model_get_info(m), "test", "tanh\n", g2f_fixture_dtype(f), &tol, &res, 0, NULL, NULL, 0, NULL};
         check_complete_or_null("verify", build_verify, &ctx);
         g2f_inspect_result ir = {0};
         CHECK(g2f_inspect_run(m, &ir, &err) == G2F_OK);

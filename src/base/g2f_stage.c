@@ -43,7 +43,14 @@ static const g2f_act_info acts[G2F_ACT_COUNT] = {
     [G2F_ACT_OUT] = {"out", NULL, "hook_resid_post", G2F_STAGE_OUT, G2F_WIDTH_D, "out", NULL},
     [G2F_ACT_LN_F] = {"ln_f.out", NULL, "ln_final.hook_normalized", G2F_STAGE_LN_F, G2F_WIDTH_D, "ln_f.out", NULL},
     [G2F_ACT_LOGITS] = {"logits", NULL, "logits", G2F_STAGE_LOGITS, G2F_WIDTH_VOCAB, NULL, NULL},
+    [G2F_ACT_PROMPT_IDS] = {"prompt_ids", NULL, NULL, G2F_STAGE_EMBED, G2F_WIDTH_IDS, NULL, NULL},
+    [G2F_ACT_GENERATED_IDS] = {"generated_ids", NULL, NULL, G2F_STAGE_LOGITS, G2F_WIDTH_IDS, NULL, NULL},
+    [G2F_ACT_STEP_LOGITS] = {"step_logits", NULL, NULL, G2F_STAGE_LOGITS, G2F_WIDTH_VOCAB, NULL, NULL},
+    [G2F_ACT_ATTENTION_MASK] = {"attention_mask", NULL, NULL, G2F_STAGE_EMBED, G2F_WIDTH_IDS, NULL, NULL},
+    [G2F_ACT_EOS_ID] = {"eos_token_id", NULL, NULL, G2F_STAGE_LOGITS, G2F_WIDTH_SCALAR, NULL, NULL},
 };
+
+int g2f_act_is_generation(g2f_act a) { return a > G2F_ACT_FORWARD_LAST && a < G2F_ACT_COUNT; }
 
 const g2f_act_info *g2f_act_info_of(g2f_act a) { return (unsigned)a < G2F_ACT_COUNT ? &acts[a] : NULL; }
 

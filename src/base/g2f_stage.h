@@ -71,8 +71,18 @@ typedef enum g2f_act {
     G2F_ACT_OUT,
     G2F_ACT_LN_F,
     G2F_ACT_LOGITS,     /* [..., T, vocab] */
+    /* a generation (docs/decode.md): the prompt, the tokens generated after it and each step's logits */
+    G2F_ACT_PROMPT_IDS,     /* prompt_ids [B, T0] or [T0], I64 or I32 */
+    G2F_ACT_GENERATED_IDS,  /* generated_ids [B, N] or [N] */
+    G2F_ACT_STEP_LOGITS,    /* step_logits [B, N, vocab] or [N, vocab]: the logits step k chose token k from */
+    G2F_ACT_ATTENTION_MASK, /* attention_mask [B, T0]: 1 where the prompt holds a token, 0 at padding */
+    G2F_ACT_EOS_ID,         /* eos_token_id [] or [1]: a row's tokens after its first one are not compared */
     G2F_ACT_COUNT
 } g2f_act;
+/* The activations of one forward end at logits; after it, a generation's tensors. */
+#define G2F_ACT_FORWARD_LAST G2F_ACT_LOGITS
+/* One of a generation's tensors (prompt_ids .. eos_token_id). */
+int g2f_act_is_generation(g2f_act a);
 
 /* The last dimensions of an activation, in the model's sizes. */
 typedef enum g2f_act_width {
@@ -82,7 +92,8 @@ typedef enum g2f_act_width {
     G2F_WIDTH_INNER,    /* [..., T, n_inner] */
     G2F_WIDTH_HEADS,    /* [..., T, n_head, d_head] */
     G2F_WIDTH_PROBS,    /* [..., n_head, T, T] */
-    G2F_WIDTH_VOCAB     /* [..., T, vocab] */
+    G2F_WIDTH_VOCAB,    /* [..., T, vocab] */
+    G2F_WIDTH_SCALAR    /* [] or [1] */
 } g2f_act_width;
 
 typedef struct g2f_act_info {

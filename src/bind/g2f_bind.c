@@ -199,7 +199,7 @@ static int run_and_report(opened *b, const g2f_verify_values *vv, const g2f_bind
         shown.n_head_source = "given with --n-head";
     }
     g2f_report_ctx ctx = {checkpoint, label, &shown, gelu_source, g2f_fixture_gelu_claim(b->fx),
-                          g2f_fixture_dtype(b->fx), &p.tol, &b->res, 0, fx_sha, fx_sha ? hex : NULL};
+                          g2f_fixture_dtype(b->fx), &p.tol, &b->res, 0, fx_sha, fx_sha ? hex : NULL, 0, NULL};
     if (json && !(*json = g2f_report_json(&ctx))) return bad(msg, msglen, "out of memory writing the JSON report");
     if (text && !(*text = text_of(verify_text, &ctx))) {
         free(json ? *json : NULL);

@@ -86,6 +86,22 @@ static const code_entry code_table[G2F_DIAG_COUNT] = {
                                              "%s weights with a %s block %llu (elements [%llu, %llu)) ggml's "
                                              "reference quantizer cannot write",
                                              P_QUANT, 0},
+    [G2F_DIAG_TIE_FLIP] = {"tie_flip", "a near-tie: the two tokens' logits within their tolerance (expected)",
+                           P_NONE, 0},
+    [G2F_DIAG_CACHE_POSITION_RESET] = {"cache_position_reset", "positions restarted at 0 for each decode step",
+                                       P_NONE, 0},
+    [G2F_DIAG_CACHE_NOT_APPENDED] = {"cache_not_appended",
+                                     "a decode step's keys and values not appended to the cache", P_NONE, 0},
+    [G2F_DIAG_CACHE_OFFSET] = {"cache_offset", "the cache's past length (and the positions) off by %ld", P_OFFSET,
+                               0},
+    [G2F_DIAG_CACHE_K_SCALED] = {"cache_k_scaled",
+                                 "keys cached after the attention scale (a cached key scaled twice)", P_NONE, 0},
+    [G2F_DIAG_CACHE_KV_BEFORE_BIAS] = {"cache_kv_before_bias", "keys and values cached before c_attn's bias",
+                                       P_NONE, 0},
+    [G2F_DIAG_CACHE_KV_SWAPPED] = {"cache_kv_swapped", "the cached keys and values swapped", P_NONE, 0},
+    [G2F_DIAG_PADDING_POSITIONS] = {"padding_positions",
+                                    "positions counted through the left padding, not from the attention mask",
+                                    P_NONE, 0},
     [G2F_DIAG_NONFINITE] = {"nonfinite", "non-finite values", P_NONE, 0},
     [G2F_DIAG_UNEXPLAINED] = {"unexplained", "no known cause", P_NONE, 0},
 };
@@ -167,6 +183,7 @@ static int put_words(const g2f_cause *c, int d, char *buf, size_t n) {
     case G2F_DIAG_LAYOUT_MISREAD:
         return snprintf(buf, n, w, c->misread == 3 ? "c_fc and c_proj" : misread_names[c->misread & 3]);
     case G2F_DIAG_WEIGHTS_QUANTIZED: return snprintf(buf, n, w, g2f_dtype_name(c->quant));
+    case G2F_DIAG_CACHE_OFFSET: return snprintf(buf, n, w, c->offset);
     case G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT: {
         const g2f_quant_info *qi = g2f_quant_info_of(c->quant);
         unsigned long long b = (unsigned long long)c->quant_block, B = qi ? qi->block : 0;

@@ -66,6 +66,17 @@ typedef enum g2f_diag {
     G2F_DIAG_WEIGHTS_QUANT_INCONSISTENT, /* "weights_quant_inconsistent:Q8_0": the checkpoint's quantized
                                     blocks are not ones ggml's reference quantizer writes (g2f_quant_consistent),
                                     so their error bound is not used; never accepted */
+    /* a generation (g2f_genverify) */
+    G2F_DIAG_TIE_FLIP,            /* the port chose another token where the reference's two are within the
+                                     logits' tolerance: expected, not a failure (reported with the gap) */
+    G2F_DIAG_CACHE_POSITION_RESET, /* positions restarted at 0 for each decode step */
+    G2F_DIAG_CACHE_NOT_APPENDED,  /* a decode step's keys and values never stored in the cache */
+    G2F_DIAG_CACHE_OFFSET,        /* "cache_offset:K": the past length off by K (positions and cache rows) */
+    G2F_DIAG_CACHE_K_SCALED,      /* keys cached after the attention scale (a cached key scaled twice) */
+    G2F_DIAG_CACHE_KV_BEFORE_BIAS, /* keys and values cached before c_attn's bias is added */
+    G2F_DIAG_CACHE_KV_SWAPPED,    /* the key cache holds the values, the value cache the keys */
+    G2F_DIAG_PADDING_POSITIONS,   /* positions counted through a batch's left padding (not from the
+                                     attention mask's cumulative sum) */
     G2F_DIAG_NONFINITE,           /* NaN or Inf in the reference or the computation */
     G2F_DIAG_UNEXPLAINED,         /* none of the hypotheses reproduces the reference */
     G2F_DIAG_COUNT
@@ -92,7 +103,7 @@ typedef struct g2f_cause {
     int which;            /* attn_bias_missing / layout_misread of attention: 1 c_attn, 2 c_proj;
                              residual_missing: 1 mid, 2 out; ln_*: 1 ln_1, 2 ln_2 */
     long from_layer;      /* WEIGHTS_FROM_LAYER */
-    long offset;          /* WPE_OFFSET */
+    long offset;          /* WPE_OFFSET, CACHE_OFFSET */
     double eps;           /* LN_EPS */
     double scale;         /* ATTN_SCALE: the scores' multiplier used */
     int scale_name;       /* ATTN_SCALE: 1 1/sqrt(n_embd), 2 1/d_head, 0 a fitted value (shown as a number) */

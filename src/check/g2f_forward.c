@@ -85,9 +85,10 @@ static g2f_status run_layer(const layer_run *lr, size_t L, float *x, float *vx, 
     return st;
 }
 
-g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
-                           const g2f_forward_params *p, const g2f_model_how *how, const g2f_fixture *f,
-                           const g2f_forward_hooks *hooks, g2f_chain_verdict *verdicts, g2f_error *err) {
+static g2f_status forward_run(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
+                              const g2f_forward_params *p, const g2f_model_how *how, const g2f_fixture *f,
+                              const g2f_forward_hooks *hooks, g2f_chain_verdict *verdicts, int force_var,
+                              g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
     static const g2f_forward_hooks none = {0};
     if (!hooks) hooks = &none;
@@ -100,7 +101,7 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
     if (e->wpe && T > e->n_pos)
         return g2f_error_set(err, G2F_ERR_FORMAT, "sequences of %zu tokens but the checkpoint has %zu positions", T,
                              e->n_pos);
-    int var = f != NULL; /* nothing compared: no variance computed, none allocated */
+    int var = f != NULL || force_var; /* nothing compared: no variance computed, none allocated */
     g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0, !var, !var && p->no_probs,
                            how ? how->uw : 0.0, how ? how->gemm_in : G2F_ROUND_NONE, 0};
     g2f_block_chain *c = NULL;
@@ -156,6 +157,18 @@ done:
     free(x);
     g2f_block_chain_free(c);
     return st;
+}
+
+g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
+                           const g2f_forward_params *p, const g2f_model_how *how, const g2f_fixture *f,
+                           const g2f_forward_hooks *hooks, g2f_chain_verdict *verdicts, g2f_error *err) {
+    return forward_run(m, e, ids, n_seq, T, p, how, f, hooks, verdicts, 0, err);
+}
+
+g2f_status g2f_forward_run_var(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
+                               const g2f_forward_params *p, const g2f_model_how *how, const g2f_forward_hooks *hooks,
+                               g2f_error *err) {
+    return forward_run(m, e, ids, n_seq, T, p, how, NULL, hooks, NULL, 1, err);
 }
 
 /* ---- comparisons ------------------------------------------------------------ */
@@ -229,8 +242,12 @@ static void cmp_rows(chk *k, int s, size_t row0, size_t n, size_t w, const float
                 size_t pos = row0 + r + i;
                 if (!(kl <= a->max_kl) || a->positions == 0) a->max_kl = kl, a->max_kl_position = pos; /* NaN sticks */
                 a->positions++;
-                if (te == tc) a->top1_agree++;
-                else a->differing[a->n_differing++] = pos;
+                if (te == tc) {
+                    a->top1_agree++;
+                } else {
+                    a->ref_top1[a->n_differing] = te, a->our_top1[a->n_differing] = tc;
+                    a->differing[a->n_differing++] = pos;
+                }
             }
         }
         r += m;
@@ -778,7 +795,7 @@ static g2f_status work_alloc(chk *k, iso_buf *ib, const g2f_tensor *tids, int64_
     k->tol = k->ebuf ? g2f_alloc_work(rows, 7 * w, sizeof(float), "verify: the model's work rows", err) : NULL;
     ib->rstd = k->tol ? g2f_alloc_work(rows, 1, sizeof(double), "verify: ln_f's statistics", err) : NULL;
     *ids = ib->rstd && tids ? g2f_alloc_work(k->N, 1, sizeof(int64_t), "verify: input_ids", err) : NULL;
-    *differing = *ids ? g2f_alloc_work(k->N, 1, sizeof(size_t), "verify: the logits' positions", err) : NULL;
+    *differing = *ids ? g2f_alloc_work(k->N, 3, sizeof(size_t), "verify: the logits' positions", err) : NULL;
     if (!ib->rstd || (tids && !*differing)) return err ? err->status : G2F_ERR_NOMEM;
     k->ebuf2 = k->ebuf + rows * w;
     ib->a = k->tol + rows * w, ib->va = ib->a + rows * w, ib->b = ib->va + rows * w, ib->vb = ib->b + rows * w;
@@ -824,6 +841,7 @@ g2f_status g2f_forward_check(const g2f_model *m, const g2f_fixture *f, const g2f
     iso_buf ib;
     memset(&ib, 0, sizeof ib);
     if ((st = work_alloc(&k, &ib, tids, &ids, &out->agree.differing, err)) != G2F_OK) goto done;
+    if (out->agree.differing) out->agree.ref_top1 = out->agree.differing + k.N, out->agree.our_top1 = out->agree.ref_top1 + k.N;
     if (tids) g2f_fixture_read_ids(tids, 0, k.N, ids);
     out->has_ids = tids != NULL;
     /* chained, from input_ids: it needs every block's attention */

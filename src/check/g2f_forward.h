@@ -126,6 +126,13 @@ g2f_status g2f_forward_run(const g2f_model *m, const g2f_embed *e, const int64_t
                            const g2f_forward_params *p, const g2f_model_how *how, const g2f_fixture *f,
                            const g2f_forward_hooks *hooks, g2f_chain_verdict *verdicts, g2f_error *err);
 
+/* The same without a fixture but with every value's variance (the hooks
+ * get them): the tolerance of a computation compared elsewhere (a
+ * generation's logits, g2f_genverify). */
+g2f_status g2f_forward_run_var(const g2f_model *m, const g2f_embed *e, const int64_t *ids, size_t n_seq, size_t T,
+                               const g2f_forward_params *p, const g2f_model_how *how, const g2f_forward_hooks *hooks,
+                               g2f_error *err);
+
 /* ---- the check ------------------------------------------------------------ */
 
 /* The model-level stages are the stage table's embed, ln_f and logits
@@ -143,6 +150,8 @@ typedef struct g2f_logit_agreement {
     size_t max_kl_position;
     size_t *differing;            /* flat positions (seq * T + t) whose top-1 differs, owned */
     size_t n_differing;
+    size_t *ref_top1, *our_top1;  /* at those positions, the reference's top-1 token and ours (in the same
+                                     allocation as differing) */
 } g2f_logit_agreement;
 
 typedef struct g2f_model_result {

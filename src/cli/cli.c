@@ -13,11 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_decode.h"
+#include "cli_msg.h"
 #include "cli_sigbus.h"
 #include "g2f_cpu.h"
 #include "g2f_diff.h"
 #include "g2f_digest_cache.h"
 #include "g2f_fixture.h"
+#include "g2f_genverify.h"
 #include "g2f_html.h"
 #include "g2f_inspect.h"
 #include "g2f_model.h"
@@ -28,8 +31,6 @@
 #include "g2f_text.h"
 #include "g2f_verify.h"
 
-#define EXIT_MISMATCH 1
-#define EXIT_BAD 2
 
 typedef struct opt_spec {
     const char *name; /* "--gelu" */
@@ -46,18 +47,8 @@ typedef struct command {
     int (*run)(const char **pos, const char **vals);
 } command;
 
-/* One line on stderr. Messages quote paths and names from files and the
- * command line: everything is escaped for the terminal (g2f_text.h). */
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...) {
-    char raw[4096], line[4 * sizeof raw];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "gpt2ffn: %s\n", g2f_escape(raw, line, sizeof line));
-    return EXIT_BAD;
-}
+/* One line on stderr (cli_msg.h). */
+#define bad cli_bad
 
 /* farther than 3 edits is no suggestion */
 static const char *closest(const char *word, const char *const *names, size_t stride, size_t n) {
@@ -260,8 +251,9 @@ static int open_inputs(const char *cmd, const char *checkpoint, const char *conf
 static const opt_spec verify_opts[] = {{"--gelu", "FORM"},     {"--layers", "LIST"}, {"--rtol", "R"},
                                        {"--atol", "A"},        {"--threads", "N"},   {"--json", "FILE|-"},
                                        {"--config", "FILE"},   {"--html", "FILE"},   {"--quiet", NULL},
-                                       {"--accept", "CODES"},  {"--n-head", "N"}};
-enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_ACCEPT, V_NHEAD, V_COUNT };
+                                       {"--accept", "CODES"},  {"--n-head", "N"},    {"--tokenizer", "DIR|FILE"}};
+enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_ACCEPT, V_NHEAD, V_TOKENIZER,
+       V_COUNT };
 
 _Static_assert(sizeof verify_opts / sizeof verify_opts[0] == V_COUNT, "one spec per option");
 
@@ -308,6 +300,8 @@ static const char usage_verify[] =
     "  --threads N       OpenMP threads (default: all cores); results do not depend on it\n"
     "  --json FILE|-     also write the JSON report (to stdout with '-', then no text report)\n"
     "  --html FILE       also write a self-contained HTML report (charts, diagnosis)\n"
+    "  --tokenizer DIR|FILE  shows the tokens where the top-1 differs as text (default: the\n"
+    "                    tokenizer beside CHECKPOINT, if any)\n"
     "  --quiet           no progress line on stderr (there is none unless stderr is a terminal)\n"
     "  -h, --help        this help\n"
     "\n"
@@ -333,12 +327,14 @@ static int run_verify(const char **pos, const char **v) {
     g2f_digest_job hash = {0};
     g2f_digest_cache cache;
     g2f_digest_cache_from_env(&cache);
+    g2f_tokenizer *tok = NULL;
     if (open_inputs("verify", pos[0], v[V_CONFIG], pos[1], v[V_LAYERS], &o) != 0) goto done;
     const char *outs[] = {v[V_JSON], v[V_HTML]};
     if (check_outputs(outs, 2, o.model, NULL, o.fx) != 0) goto done;
     g2f_model *model = o.model;
     g2f_fixture *fx = o.fx;
     unsigned char *select = o.select;
+    if (cli_open_tokenizer("verify", v[V_TOKENIZER], pos[0], model, 0, &tok) != 0) goto done;
     const g2f_model_info *mi = g2f_model_get_info(model);
     char gelu_source[256];
     g2f_verify_params p = {0};
@@ -358,6 +354,15 @@ static int run_verify(const char **pos, const char **v) {
      * run writes it) is checked against this checkpoint's, which costs one
      * read of the checkpoint (none when the digest cache has it), on a
      * thread of its own beside the comparison */
+    if (g2f_genverify_present(fx)) { /* a generation (docs/decode.md) */
+        if (v[V_RTOL] || v[V_ATOL] || v[V_ACCEPT] || v[V_LAYERS]) {
+            bad("verify: %s holds a generation: --rtol, --atol, --accept and --layers are not for it", pos[1]);
+            goto done;
+        }
+        rc = cli_verify_generation(model, fx, pos[0], pos[1], &p, tok, v[V_JSON], v[V_HTML]);
+        goto done;
+    }
+    if (cli_check_teacher_mask("verify", fx) != 0) goto done;
     const char *fx_sha = g2f_fixture_meta(fx, "checkpoint_sha256");
     if (fx_sha) g2f_digest_job_start(&hash, model, &cache);
     if (g2f_verify_run(model, fx, &p, &res, &err) != G2F_OK) {
@@ -382,13 +387,14 @@ static int run_verify(const char **pos, const char **v) {
         shown.n_head_source = "given with --n-head";
     }
     g2f_report_ctx ctx = {pos[0], pos[1], &shown, gelu_source, g2f_fixture_gelu_claim(fx), g2f_fixture_dtype(fx), &p.tol, &res,
-                          use_color(stdout), fx_sha, fx_sha ? ck_sha : NULL, hash.from_cache};
+                          use_color(stdout), fx_sha, fx_sha ? ck_sha : NULL, hash.from_cache, tok};
     if (v[V_JSON] && emit_json(v[V_JSON], g2f_report_json(&ctx)) != 0) goto done;
     if (v[V_HTML] && emit_file(v[V_HTML], g2f_report_html(&ctx)) != 0) goto done;
     if (!v[V_JSON] || strcmp(v[V_JSON], "-") != 0) g2f_report_text(stdout, &ctx);
     rc = res.pass ? 0 : EXIT_MISMATCH;
 done:
     g2f_digest_job_finish(&hash); /* before the model closes */
+    g2f_tokenizer_close(tok);
     g2f_verify_result_free(&res);
     opened_close(&o);
     return rc;
@@ -507,13 +513,16 @@ done:
 
 static const opt_spec run_opts[] = {{"-o", "OUT"},       {"--gelu", "FORM"},    {"--layers", "LIST"},
                                     {"--save", "STAGES"}, {"--threads", "N"},    {"--config", "FILE"},
-                                    {"--ids", "LIST"},    {"--names", "hf|tl"},  {"--n-head", "N"}};
-enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_IDS, R_NAMES, R_NHEAD, R_COUNT };
+                                    {"--ids", "LIST"},    {"--names", "hf|tl"},  {"--n-head", "N"},
+                                    {"--prompt", "TEXT"}, {"--tokenizer", "DIR|FILE"}, {"--generate", "N"}};
+enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_IDS, R_NAMES, R_NHEAD, R_PROMPT, R_TOKENIZER, R_GENERATE,
+       R_COUNT };
 _Static_assert(sizeof run_opts / sizeof run_opts[0] == R_COUNT, "one spec per option");
 
 static const char usage_run[] =
     "usage: gpt2ffn run CHECKPOINT INPUTS -o OUT [options]\n"
     "       gpt2ffn run CHECKPOINT --ids 464,3290,... -o OUT [options]\n"
+    "       gpt2ffn run CHECKPOINT --prompt TEXT -o OUT [options]\n"
     "\n"
     "Reproduces reference activations without Python, written as safetensors, or .npz\n"
     "when OUT ends in .npz; the metadata records the GELU form, the checkpoint and its\n"
@@ -531,10 +540,17 @@ static const char usage_run[] =
     "  -o OUT            the file to write (atomically: no partial file on failure)\n"
     "  --ids LIST        token ids instead of INPUTS: 464,3290,... (one sequence), or\n"
     "                    sequences of the same length separated by ';'\n"
+    "  --prompt TEXT     text instead of --ids, encoded by GPT-2's tokenizer (one sequence)\n"
+    "  --tokenizer DIR|FILE  the tokenizer for --prompt (default: the one beside CHECKPOINT:\n"
+    "                    tokenizer.json, vocab.json + merges.txt or encoder.json + vocab.bpe)\n"
     "  --save STAGES     the whole model: also write these stages, comma-separated, or\n"
     "                    all: embed, in, ln_1.out, attn.qkv, attn.probs, attn.merged,\n"
     "                    attn.out, mid, mlp.in, mlp.pre, mlp.act, mlp.out, out, ln_f.out;\n"
     "                    the FFN alone: pre, act or pre,act\n"
+    "  --generate N      greedy generation of N tokens after each sequence of --ids or\n"
+    "                    --prompt, one token a step with every layer's keys and values\n"
+    "                    cached; writes prompt_ids, step_logits and generated_ids (with\n"
+    "                    --save also each step's stages as a fixture of the tokens stepped)\n"
     "  --names hf|tl     the whole model's tensor names: HF fixture names (h.L.attn.out,\n"
     "                    ...; default) or TransformerLens' (blocks.L.hook_attn_out, ...)\n"
     "  --gelu FORM       GELU form: tanh, erf, sigmoid, mlx_approx, f16_table (default:\n"
@@ -550,6 +566,7 @@ static const char usage_run[] =
     "\n"
     "examples:\n"
     "  gpt2ffn run fixtures/tiny --ids 5,17,3,42 -o out.safetensors --save all\n"
+    "  gpt2ffn run fixtures/decode/tok --prompt 'The cat' --generate 20 -o gen.safetensors\n"
     "  gpt2ffn run fixtures/tiny fixtures/tiny_tanh.safetensors -o out.safetensors --save pre,act\n";
 
 /* --ids: "a,b,c" or "a,b;c,d" into a malloc'd array; 0 and a message when
@@ -601,8 +618,9 @@ static int run_run(const char **pos, const char **v) {
     size_t threads = 0, n_head = 0;
     int save_pre = 0, save_act = 0;
     if (!v[R_OUT]) return bad("run: -o OUT is required (see gpt2ffn run --help)");
-    if (!pos[1] && !v[R_IDS]) return bad("run: give INPUTS or --ids (see gpt2ffn run --help)");
-    if (pos[1] && v[R_IDS]) return bad("run: give INPUTS or --ids, not both");
+    if (!pos[1] && !v[R_IDS] && !v[R_PROMPT]) return bad("run: give INPUTS, --ids or --prompt (see gpt2ffn run --help)");
+    if (!!pos[1] + !!v[R_IDS] + !!v[R_PROMPT] > 1) return bad("run: give one of INPUTS, --ids and --prompt");
+    if (v[R_TOKENIZER] && !v[R_PROMPT] && !v[R_GENERATE]) return bad("run: --tokenizer is for --prompt and --generate");
     if (v[R_GELU] && !g2f_opt_gelu_ok(v[R_GELU]))
         return bad("run: --gelu '%s': expected tanh, erf, sigmoid, mlx_approx or f16_table", v[R_GELU]);
     if (v[R_THREADS] && (!g2f_opt_size(v[R_THREADS], 1024, &threads) || threads == 0))
@@ -631,9 +649,21 @@ static int run_run(const char **pos, const char **v) {
             bad("%s", err.msg);
             goto done;
         }
+    } else if (v[R_PROMPT]) {
+        g2f_tokenizer *tok = NULL;
+        if (g2f_model_open(pos[0], v[R_CONFIG], &o.model, &err) != G2F_OK) {
+            bad("%s", err.msg);
+            goto done;
+        }
+        int trc = cli_open_tokenizer("run", v[R_TOKENIZER], pos[0], o.model, 1, &tok);
+        if (trc == 0) trc = cli_prompt_ids("run", tok, o.model, v[R_PROMPT], &ids, &T);
+        g2f_tokenizer_close(tok);
+        if (trc != 0) goto done;
+        n_seq = 1;
     } else if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], &o) != 0) {
         goto done;
     }
+    if (o.fx && cli_check_teacher_mask("run", o.fx) != 0) goto done;
     const g2f_tensor *tids = o.fx ? g2f_fixture_act(o.fx, 0, G2F_ACT_IDS) : NULL;
     int whole = ids || tids;
     if (check_outputs(&v[R_OUT], 1, o.model, NULL, o.fx) != 0) goto done;
@@ -688,6 +718,15 @@ static int run_run(const char **pos, const char **v) {
     p.n_threads = (int)threads;
     g2f_run_result r;
     const char *cached = " (from the digest cache)";
+    if (whole && v[R_GENERATE]) {
+        rc = cli_run_generate(model, pos[0], ids, lead, lead_ndim, T, v[R_OUT], &p, n_head, save, v[R_GENERATE],
+                              v[R_TOKENIZER], v[R_NAMES] && !strcmp(v[R_NAMES], "tl"));
+        goto done;
+    }
+    if (v[R_GENERATE]) {
+        bad("run: --generate needs token ids: --ids, --prompt or INPUTS holding input_ids");
+        goto done;
+    }
     if (whole) {
         g2f_run_model_params mp = {&p, n_head, save, v[R_NAMES] && !strcmp(v[R_NAMES], "tl")};
         g2f_digest_job_start(&hash, model, &cache);

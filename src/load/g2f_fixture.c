@@ -520,7 +520,7 @@ g2f_status g2f_fixture_check_model(const g2f_fixture *f, size_t d, size_t vocab,
             }
         }
     }
-    for (int k = G2F_ACT_EMBED; k < G2F_ACT_COUNT; k++) {
+    for (int k = G2F_ACT_EMBED; k <= G2F_ACT_FORWARD_LAST; k++) { /* a generation's tensors: g2f_genverify */
         const g2f_tensor *t = f->top[k];
         if (!t) continue;
         size_t w = k == G2F_ACT_LOGITS ? vocab : d;

@@ -6,10 +6,12 @@
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "g2f_bpe.h"
+#include "g2f_file.h"
 #include "g2f_tensor.h"
 #include "g2f_text.h"
 
@@ -70,6 +72,66 @@ const unsigned char *g2f_tokenizer_token_bytes(const g2f_tokenizer *tok, int64_t
         return NULL;
     }
     return g2f_bpe_token(tok->bpe, (uint32_t)id, len);
+}
+
+g2f_status g2f_tokenizer_open_beside(const char *checkpoint, g2f_tokenizer **out, g2f_error *err) {
+    static const char *const names[] = {"tokenizer.json", "vocab.json", "merges.txt", "encoder.json", "vocab.bpe"};
+    *out = NULL;
+    char *dir = g2f_path_is_dir(checkpoint) ? g2f_strdup(checkpoint) : g2f_path_dir(checkpoint);
+    if (!dir) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    int any = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !any; i++) {
+        char *p = g2f_path_join(dir, names[i]);
+        any = p && g2f_path_exists(p);
+        free(p);
+    }
+    g2f_status st = any ? g2f_tokenizer_open(dir, out, err) : G2F_OK;
+    free(dir);
+    return st;
+}
+
+/* A character a terminal must not receive as it is (g2f_text.h): C1
+ * controls and the bidirectional controls, k bytes of valid UTF-8 at c. */
+static int unsafe_char(const unsigned char *c, size_t k) {
+    if (k == 2) return (c[0] == 0xc2 && c[1] < 0xa0) || (c[0] == 0xd8 && c[1] == 0x9c);
+    if (k != 3 || c[0] != 0xe2) return 0;
+    return (c[1] == 0x80 && (c[2] == 0x8e || c[2] == 0x8f || (c[2] >= 0xaa && c[2] <= 0xae))) ||
+           (c[1] == 0x81 && c[2] >= 0xa6 && c[2] <= 0xa9);
+}
+
+size_t g2f_tokenizer_token_text(const g2f_tokenizer *tok, int64_t id, char *buf, size_t n) {
+    size_t len, used = 0;
+    const unsigned char *b = tok ? g2f_tokenizer_token_bytes(tok, id, &len) : NULL;
+    if (n == 0) return 0;
+    buf[0] = '\0';
+    if (!b) return (size_t)snprintf(buf, n, "<%lld>", (long long)id);
+    /* a byte string of at most G2F_BPE_MAX_TOKEN_BYTES: copied into a NUL-terminated buffer so that a
+     * UTF-8 sequence is never read past the token's end */
+    unsigned char tmp[G2F_BPE_MAX_TOKEN_BYTES + 1];
+    memcpy(tmp, b, len);
+    tmp[len] = 0;
+    used += (size_t)snprintf(buf + used, n - used, "'");
+    for (size_t i = 0; i < len && used + 16 < n;) { /* room for the longest escape, 12 bytes */
+        unsigned char c = tmp[i];
+        size_t k = c ? g2f_utf8_len(tmp + i) : 0;
+        if (c == '\'' || c == '\\') {
+            used += (size_t)snprintf(buf + used, n - used, "\\%c", c);
+        } else if (c == '\n' || c == '\t' || c == '\r') {
+            used += (size_t)snprintf(buf + used, n - used, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+        } else if (k == 0 || c < 0x20 || c == 0x7f || unsafe_char(tmp + i, k)) {
+            for (size_t j = 0; j < (k ? k : 1); j++)
+                used += (size_t)snprintf(buf + used, n - used, "\\x%02x", tmp[i + j]);
+        } else {
+            memcpy(buf + used, tmp + i, k);
+            used += k;
+            buf[used] = '\0';
+            i += k;
+            continue;
+        }
+        i += k ? k : 1;
+    }
+    if (used + 1 < n) used += (size_t)snprintf(buf + used, n - used, "'");
+    return used;
 }
 
 /* ---- BPE on one piece -------------------------------------------------------- */

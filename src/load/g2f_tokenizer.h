@@ -103,4 +103,21 @@ g2f_status g2f_tokenizer_decode(const g2f_tokenizer *tok, const int64_t *ids, si
  * *len 0 when id is outside [0, vocab_size). */
 const unsigned char *g2f_tokenizer_token_bytes(const g2f_tokenizer *tok, int64_t id, size_t *len);
 
+/* The tokenizer beside a checkpoint (`run --prompt`, the reports' token
+ * text): the folder checkpoint names, or the folder holding the file, opened
+ * as g2f_tokenizer_open opens a folder when it holds any of tokenizer.json,
+ * vocab.json, merges.txt, encoder.json, vocab.bpe (a malformed one is its
+ * error); G2F_OK with *out NULL when it holds none of them. */
+g2f_status g2f_tokenizer_open_beside(const char *checkpoint, g2f_tokenizer **out, g2f_error *err);
+
+/* Token id as text for reports, into buf (n bytes, always NUL-terminated;
+ * the length returned): its bytes in single quotes, valid UTF-8 kept, a
+ * quote or backslash escaped by a backslash, newline, tab and CR as \n,
+ * \t, \r, other control bytes (C0, DEL, C1) and bytes that are not UTF-8
+ * as \xHH: one line of plain UTF-8 (" the" -> "' the'"). An id the
+ * tokenizer does not hold (or tok NULL) is "<id>". A token too long for n
+ * is cut at a character's end (then closed by the quote when there is
+ * room); 64 bytes hold almost every GPT-2 token. */
+size_t g2f_tokenizer_token_text(const g2f_tokenizer *tok, int64_t id, char *buf, size_t n);
+
 #endif

@@ -747,8 +747,18 @@ static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
         buf_printf(b, " nats (position %zu)", a->max_kl_position);
         if (a->n_differing) {
             buf_put(b, "; top-1 differs at (sequence:token)");
-            for (size_t i = 0; i < a->n_differing && i < 32; i++)
+            for (size_t i = 0; i < a->n_differing && i < 32; i++) {
                 buf_printf(b, " %zu:%zu", a->differing[i] / (mr->T ? mr->T : 1), a->differing[i] % (mr->T ? mr->T : 1));
+                if (!c->tokenizer) continue;
+                char ref[80], ours[80]; /* the tokens, as text */
+                g2f_tokenizer_token_text(c->tokenizer, (int64_t)a->ref_top1[i], ref, sizeof ref);
+                g2f_tokenizer_token_text(c->tokenizer, (int64_t)a->our_top1[i], ours, sizeof ours);
+                buf_put(b, " (reference <code>");
+                esc(b, ref);
+                buf_put(b, "</code>, ours <code>");
+                esc(b, ours);
+                buf_put(b, "</code>)");
+            }
             if (a->n_differing > 32) buf_printf(b, " &hellip; (%zu in all)", a->n_differing);
         }
         buf_put(b, ".</p>\n");

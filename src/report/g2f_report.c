@@ -664,7 +664,7 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
     if (a->computed) {
         fprintf(fp, "logits agreement: top-1 token the same at %zu of %zu positions, largest KL(reference || ours) "
                     "%.3g nats (position %zu)", a->top1_agree, a->positions, a->max_kl, a->max_kl_position);
-        if (a->n_differing) {
+        if (a->n_differing && !c->tokenizer) {
             fprintf(fp, "; top-1 differs at");
             for (size_t i = 0; i < a->n_differing && i < 16; i++)
                 fprintf(fp, " %zu:%zu", a->differing[i] / (mr->T ? mr->T : 1), a->differing[i] % (mr->T ? mr->T : 1));
@@ -672,6 +672,14 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
             fprintf(fp, " (sequence:token)");
         }
         fprintf(fp, "\n");
+        for (size_t i = 0; c->tokenizer && i < a->n_differing && i < 16; i++) { /* the tokens, as text */
+            char ref[80], ours[80];
+            g2f_tokenizer_token_text(c->tokenizer, (int64_t)a->ref_top1[i], ref, sizeof ref);
+            g2f_tokenizer_token_text(c->tokenizer, (int64_t)a->our_top1[i], ours, sizeof ours);
+            fprintf(fp, "  position %zu:%zu: reference %s, ours %s\n", a->differing[i] / (mr->T ? mr->T : 1),
+                    a->differing[i] % (mr->T ? mr->T : 1), ref, ours);
+        }
+        if (c->tokenizer && a->n_differing > 16) fprintf(fp, "  ... (%zu positions in all)\n", a->n_differing);
     }
 }
 
@@ -1018,8 +1026,66 @@ static cJSON *mstage_json(jb *b, const g2f_stage_result *r, size_t width) {
     return o;
 }
 
+/* The chained layers of the forward ("forward.layers"). */
+static void chain_layers_json(jb *b, cJSON *o, const g2f_model_result *mr) {
+    cJSON *layers = j_arr(b, o, "layers");
+    for (size_t L = 0; layers && L < mr->n_layers; L++) {
+        const g2f_chain_verdict *v = &mr->layers[L];
+        cJSON *l = j_check(b, cJSON_CreateObject());
+        j_num(b, l, "layer", (double)L);
+        j_bool(b, l, "diverged", v->diverged);
+        if (v->diverged) {
+            j_str(b, l, "first_stage", g2f_stage_name(v->first_stage));
+            j_str(b, l, "tensor", v->first_tensor ? v->first_tensor : "");
+            j_num(b, l, "margin", v->first_margin);
+        } else {
+            j_null(b, l, "first_stage");
+        }
+        cJSON *m = j_obj(b, l, "margins");
+        for (int k = G2F_BLOCK_FIRST; m && k <= G2F_BLOCK_LAST; k++)
+            if (v->stage[k].checked) j_num(b, m, g2f_stage_name((g2f_stage)k), v->stage[k].margin);
+        char cell[32], what[96], diag[300];
+        g2f_report_chain_layer(mr, L, cell, sizeof cell, what, sizeof what, diag, sizeof diag);
+        cJSON *codes = j_arr(b, l, "diagnosis"); /* the same words as the text row's */
+        for (char *save = NULL, *tok = strtok_r(diag, " |", &save); codes && tok && strcmp(diag, "-");
+             tok = strtok_r(NULL, " |", &save))
+            j_add(b, codes, NULL, cJSON_CreateString(tok));
+        j_add(b, layers, NULL, l);
+    }
+}
+
+/* The logits' top-1 agreement ("forward.logits_agreement"), with the
+ * tokens as text where a tokenizer is known. */
+static void agreement_json(jb *b, cJSON *o, const g2f_model_result *mr, const g2f_tokenizer *tkz) {
+    const g2f_logit_agreement *a = &mr->agree;
+    if (!a->computed) {
+        j_null(b, o, "logits_agreement");
+    } else {
+        cJSON *ag = j_obj(b, o, "logits_agreement");
+        j_num(b, ag, "top1_agree", (double)a->top1_agree);
+        j_num(b, ag, "positions", (double)a->positions);
+        j_num(b, ag, "max_kl", a->max_kl);
+        j_num(b, ag, "max_kl_position", (double)a->max_kl_position);
+        cJSON *dp = j_arr(b, ag, "differing_positions");
+        for (size_t i = 0; dp && i < a->n_differing; i++) {
+            cJSON *pos = j_check(b, cJSON_CreateObject());
+            j_num(b, pos, "sequence", (double)(a->differing[i] / (mr->T ? mr->T : 1)));
+            j_num(b, pos, "token", (double)(a->differing[i] % (mr->T ? mr->T : 1)));
+            for (int side = 0; tkz && side < 2; side++) { /* with a tokenizer: the two top-1 tokens, id and text */
+                char text[80];
+                size_t id = side ? a->our_top1[i] : a->ref_top1[i];
+                cJSON *t = j_obj(b, pos, side ? "ours" : "reference");
+                g2f_tokenizer_token_text(tkz, (int64_t)id, text, sizeof text);
+                j_num(b, t, "id", (double)id);
+                j_str(b, t, "text", text);
+            }
+            j_add(b, dp, NULL, pos);
+        }
+    }
+}
+
 /* The whole forward ("forward": docs/json.md). */
-static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
+static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d, const g2f_tokenizer *tkz) {
     cJSON *o = j_check(b, cJSON_CreateObject());
     j_str(b, o, "status", mr->skipped ? "not_checked" : mr->pass ? "pass" : "fail");
     set_json(b, o, "accepted", mr->accepted);
@@ -1053,47 +1119,8 @@ static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d) {
         j_add(b, ch, g2f_stage_name((g2f_stage)s), mstage_json(b, &mr->chain[s], w[s]));
         j_add(b, iso, g2f_stage_name((g2f_stage)s), mstage_json(b, &mr->iso[s], w[s]));
     }
-    cJSON *layers = j_arr(b, o, "layers");
-    for (size_t L = 0; layers && L < mr->n_layers; L++) {
-        const g2f_chain_verdict *v = &mr->layers[L];
-        cJSON *l = j_check(b, cJSON_CreateObject());
-        j_num(b, l, "layer", (double)L);
-        j_bool(b, l, "diverged", v->diverged);
-        if (v->diverged) {
-            j_str(b, l, "first_stage", g2f_stage_name(v->first_stage));
-            j_str(b, l, "tensor", v->first_tensor ? v->first_tensor : "");
-            j_num(b, l, "margin", v->first_margin);
-        } else {
-            j_null(b, l, "first_stage");
-        }
-        cJSON *m = j_obj(b, l, "margins");
-        for (int k = G2F_BLOCK_FIRST; m && k <= G2F_BLOCK_LAST; k++)
-            if (v->stage[k].checked) j_num(b, m, g2f_stage_name((g2f_stage)k), v->stage[k].margin);
-        char cell[32], what[96], diag[300];
-        g2f_report_chain_layer(mr, L, cell, sizeof cell, what, sizeof what, diag, sizeof diag);
-        cJSON *codes = j_arr(b, l, "diagnosis"); /* the same words as the text row's */
-        for (char *save = NULL, *tok = strtok_r(diag, " |", &save); codes && tok && strcmp(diag, "-");
-             tok = strtok_r(NULL, " |", &save))
-            j_add(b, codes, NULL, cJSON_CreateString(tok));
-        j_add(b, layers, NULL, l);
-    }
-    const g2f_logit_agreement *a = &mr->agree;
-    if (!a->computed) {
-        j_null(b, o, "logits_agreement");
-    } else {
-        cJSON *ag = j_obj(b, o, "logits_agreement");
-        j_num(b, ag, "top1_agree", (double)a->top1_agree);
-        j_num(b, ag, "positions", (double)a->positions);
-        j_num(b, ag, "max_kl", a->max_kl);
-        j_num(b, ag, "max_kl_position", (double)a->max_kl_position);
-        cJSON *dp = j_arr(b, ag, "differing_positions");
-        for (size_t i = 0; dp && i < a->n_differing; i++) {
-            cJSON *pos = j_check(b, cJSON_CreateObject());
-            j_num(b, pos, "sequence", (double)(a->differing[i] / (mr->T ? mr->T : 1)));
-            j_num(b, pos, "token", (double)(a->differing[i] % (mr->T ? mr->T : 1)));
-            j_add(b, dp, NULL, pos);
-        }
-    }
+    chain_layers_json(b, o, mr);
+    agreement_json(b, o, mr, tkz);
     return o;
 }
 
@@ -1166,7 +1193,7 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     else j_null(&b, root, "first_stage");
     cJSON *layers = j_arr(&b, root, "layers");
     for (size_t i = 0; !b.failed && i < res->n_layers; i++) j_add(&b, layers, NULL, layer_json(&b, c, &res->layers[i]));
-    if (res->model.present) j_add(&b, root, "forward", forward_json(&b, &res->model, c->model->n_embd));
+    if (res->model.present) j_add(&b, root, "forward", forward_json(&b, &res->model, c->model->n_embd, c->tokenizer));
     else j_null(&b, root, "forward");
     return j_finish(&b, root);
 }

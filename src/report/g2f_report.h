@@ -13,6 +13,7 @@
 #include "g2f_model.h"
 #include "g2f_diff.h"
 #include "g2f_inspect.h"
+#include "g2f_tokenizer.h"
 #include "g2f_verify.h"
 
 typedef struct g2f_report_ctx {
@@ -31,6 +32,9 @@ typedef struct g2f_report_ctx {
     const char *fixture_sha256;
     const char *checkpoint_sha256;
     int checkpoint_sha256_cached; /* 1: that digest came from the digest cache (g2f_digest_cache) */
+    /* the checkpoint's tokenizer (--tokenizer, or found beside it), or NULL:
+     * where the top-1 tokens differ, the reports show them as text */
+    const g2f_tokenizer *tokenizer;
 } g2f_report_ctx;
 
 /* The sentences every verify report (text, JSON, HTML) shares, written

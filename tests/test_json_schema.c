@@ -342,7 +342,7 @@ static const field diff_fields[] = {
               "attn_mask_missing|attn_scale_missing|attn_scale_layer_idx|heads_interleaved|ln_bias_missing|" \
               "ln_weight_missing|attn_bias_missing:c_attn|attn_bias_missing:attn.c_proj|layout_misread:c_attn|" \
               "layout_misread:attn.c_proj|residual_missing:mid|residual_missing:out|wpe_missing|ln_f_missing|" \
-              "lm_head_untied"
+              "lm_head_untied|embed_scaled"
 #define STAGE_TENSORS "ln_1.out|attn.qkv|attn.hook_q|attn.hook_k|attn.hook_v|attn.probs|attn.merged|attn.hook_z|" \
                       "attn.out|mid|ln_2.out|mlp.pre|mlp.act|mlp.out|out"
 #define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different|shape_differs|" \
@@ -600,6 +600,7 @@ static void reports_should_follow_the_documented_schema(void) {
     }
     /* the whole model: each code, clean F32 (tied and untied heads), TransformerLens names with int32 ids */
     static const char *const mx[][2] = {{"tiny", "wpe_offset_1"}, {"tiny", "wpe_missing"}, {"tiny", "ln_f_missing"},
+                                        {"tiny", "embed_scaled"},
                                         {"tiny", "attn_scale_missing_layer2"}, {"tiny", "clean"},
                                         {"tiny", "clean_tl_i32"}, {"small", "small_clean"},
                                         {"small", "lm_head_untied"}};

@@ -67,8 +67,8 @@ static g2f_status shape_error(const g2f_model *m, const g2f_tensor *x, const cha
 
 /* The shapes of the ends found in x against n_embd, wte and config.json:
  * *rows wte's stored rows (0 without wte), *vocab, *n_pos, *head_dv. */
-static g2f_status ends_shapes(const g2f_model *m, const g2f_tensor *const x[G2F_EMB_COUNT], uint64_t *rows, size_t *vocab,
-                              size_t *n_pos, int *head_dv, g2f_error *err) {
+static g2f_status ends_shapes(const g2f_model *m, const g2f_tensor *const x[G2F_EMB_COUNT], uint64_t *rows,
+                              size_t *vocab, size_t *n_pos, int *head_dv, g2f_error *err) {
     const g2f_model_info *in = &m->info;
     size_t d = in->n_embd;
     char want[128];
@@ -122,7 +122,8 @@ g2f_status g2f_model_end_tensors(const g2f_model *m, g2f_model_ends *out, g2f_er
             st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): %s, expected %zu floats", m->path,
                                lnf[k]->name, k ? "LayerNorm bias" : "LayerNorm gain", g2f_tensor_type_name(lnf[k]),
                                m->info.n_embd);
-    const g2f_tensor *t[G2F_END_TENSORS] = {x[G2F_EMB_WTE], x[G2F_EMB_WPE], lnf[0], lnf[1], x[G2F_EMB_HEAD], x[G2F_EMB_HEAD_B]};
+    const g2f_tensor *t[G2F_END_TENSORS] = {x[G2F_EMB_WTE], x[G2F_EMB_WPE], lnf[0],
+                                            lnf[1], x[G2F_EMB_HEAD], x[G2F_EMB_HEAD_B]};
     for (int k = 0; st == G2F_OK && k < G2F_END_TENSORS; k++) {
         if (t[k] && !g2f_dtype_is_convertible(t[k]->dtype))
             st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): dtype %s is not a float or quantized type",

@@ -16,29 +16,47 @@ static const char *const end_role_names[G2F_END_TENSORS] = {"wte", "wpe", "ln_f.
 
 const char *g2f_model_end_role(int k) { return (unsigned)k < G2F_END_TENSORS ? end_role_names[k] : "?"; }
 
+/* Designated fields: a scheme without TransformerLens' split attention
+ * leaves split_attn NULL, TransformerLens leaves attn NULL. */
 const g2f_scheme g2f_schemes[G2F_SCHEME_COUNT] = {
-    [G2F_SCHEME_HF] = {"HF GPT-2 (h.N.mlp.c_fc)", "h", "mlp.", {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"},
-                       "ln_2.weight", {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}},
-                       {"ln_f.weight", "ln_f.bias"},
-                       {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias"}, {NULL},
-                       {{"wte.weight", NULL}, {"wpe.weight", NULL}, {"lm_head.weight", NULL}, {NULL}}},
-    [G2F_SCHEME_MINGPT] = {"minGPT (blocks.N.mlp.c_fc)", "blocks", "mlp.",
-                           {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"}, "ln_2.weight",
-                           {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}}, {"ln_f.weight", "ln_f.bias"},
-                           {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias"}, {NULL},
-                           {{"wte.weight", "tok_emb.weight", NULL}, {"wpe.weight", "pos_emb", NULL},
-                            {"lm_head.weight", "head.weight", NULL}, {NULL}}},
-    [G2F_SCHEME_TLENS] = {"TransformerLens (blocks.N.mlp.W_in)", "blocks", "mlp.", {"W_in", "b_in", "W_out", "b_out"},
-                          "ln2.w", {{"ln1.w", "ln1.b"}, {"ln2.w", "ln2.b"}}, {"ln_final.w", "ln_final.b"},
-                          {NULL, NULL, NULL, NULL},
-                          {"attn.W_Q", "attn.W_K", "attn.W_V", "attn.b_Q", "attn.b_K", "attn.b_V", "attn.W_O", "attn.b_O"},
-                          {{"embed.W_E", NULL}, {"pos_embed.W_pos", NULL}, {"unembed.W_U", NULL}, {"unembed.b_U", NULL}}},
-    [G2F_SCHEME_GGUF] = {"GGUF (blk.N.ffn_up)", "blk", "", {"ffn_up.weight", "ffn_up.bias", "ffn_down.weight", "ffn_down.bias"},
-                         "ffn_norm.weight", {{"attn_norm.weight", "attn_norm.bias"}, {"ffn_norm.weight", "ffn_norm.bias"}},
-                         {"output_norm.weight", "output_norm.bias"},
-                         {"attn_qkv.weight", "attn_qkv.bias", "attn_output.weight", "attn_output.bias"}, {NULL},
-                         {{"token_embd.weight", NULL}, {"position_embd.weight", NULL}, {"output.weight", NULL},
-                          {"output.bias", NULL}}},
+    [G2F_SCHEME_HF] = {
+        .name = "HF GPT-2 (h.N.mlp.c_fc)", .block = "h", .middle = "mlp.",
+        .suffix = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"},
+        .ln2 = "ln_2.weight",
+        .ln = {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}},
+        .ln_f = {"ln_f.weight", "ln_f.bias"},
+        .attn = {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias"},
+        .ends = {{"wte.weight", NULL}, {"wpe.weight", NULL}, {"lm_head.weight", NULL}, {NULL}},
+    },
+    [G2F_SCHEME_MINGPT] = {
+        .name = "minGPT (blocks.N.mlp.c_fc)", .block = "blocks", .middle = "mlp.",
+        .suffix = {"c_fc.weight", "c_fc.bias", "c_proj.weight", "c_proj.bias"},
+        .ln2 = "ln_2.weight",
+        .ln = {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}},
+        .ln_f = {"ln_f.weight", "ln_f.bias"},
+        .attn = {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias"},
+        .ends = {{"wte.weight", "tok_emb.weight", NULL}, {"wpe.weight", "pos_emb", NULL},
+                 {"lm_head.weight", "head.weight", NULL}, {NULL}},
+    },
+    [G2F_SCHEME_TLENS] = {
+        .name = "TransformerLens (blocks.N.mlp.W_in)", .block = "blocks", .middle = "mlp.",
+        .suffix = {"W_in", "b_in", "W_out", "b_out"},
+        .ln2 = "ln2.w",
+        .ln = {{"ln1.w", "ln1.b"}, {"ln2.w", "ln2.b"}},
+        .ln_f = {"ln_final.w", "ln_final.b"},
+        .split_attn = {"attn.W_Q", "attn.W_K", "attn.W_V", "attn.b_Q", "attn.b_K", "attn.b_V", "attn.W_O", "attn.b_O"},
+        .ends = {{"embed.W_E", NULL}, {"pos_embed.W_pos", NULL}, {"unembed.W_U", NULL}, {"unembed.b_U", NULL}},
+    },
+    [G2F_SCHEME_GGUF] = {
+        .name = "GGUF (blk.N.ffn_up)", .block = "blk", .middle = "",
+        .suffix = {"ffn_up.weight", "ffn_up.bias", "ffn_down.weight", "ffn_down.bias"},
+        .ln2 = "ffn_norm.weight",
+        .ln = {{"attn_norm.weight", "attn_norm.bias"}, {"ffn_norm.weight", "ffn_norm.bias"}},
+        .ln_f = {"output_norm.weight", "output_norm.bias"},
+        .attn = {"attn_qkv.weight", "attn_qkv.bias", "attn_output.weight", "attn_output.bias"},
+        .ends = {{"token_embd.weight", NULL}, {"position_embd.weight", NULL}, {"output.weight", NULL},
+                 {"output.bias", NULL}},
+    },
 };
 
 static const char *const containers[] = {"model.", "model_state.", "state_dict.", "module.", "_orig_mod.",
@@ -109,7 +127,8 @@ const char *g2f_naming_training_container(const char *prefix) {
 }
 
 g2f_layout g2f_naming_conventional_layout(g2f_format f, int scheme, const char *prefix, const char **why) {
-    if (f == G2F_FORMAT_GGUF) return *why = "the GGUF convention (ffn_up is row-major [n_inner, n_embd])", G2F_LAYOUT_LINEAR;
+    if (f == G2F_FORMAT_GGUF)
+        return *why = "the GGUF convention (ffn_up is row-major [n_inner, n_embd])", G2F_LAYOUT_LINEAR;
     if (f == G2F_FORMAT_LLMC) return *why = "the llm.c convention (Linear [out, in])", G2F_LAYOUT_LINEAR;
     if (scheme == G2F_SCHEME_TLENS)
         return *why = "the TransformerLens convention (W_in is [d_model, d_mlp])", G2F_LAYOUT_CONV1D;

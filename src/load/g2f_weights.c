@@ -212,7 +212,8 @@ static g2f_status check_role(const g2f_model *m, const g2f_tensor *x, int k, uin
         g2f_shape_format(x, sh, sizeof sh);
         if (cols)
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): shape %s, expected [%llu, %llu]", m->path,
-                                 x->name, g2f_model_tensor_role(k), sh, (unsigned long long)rows, (unsigned long long)cols);
+                                 x->name, g2f_model_tensor_role(k), sh, (unsigned long long)rows,
+                                 (unsigned long long)cols);
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s' (%s): shape %s, expected %llu values", m->path,
                              x->name, g2f_model_tensor_role(k), sh, (unsigned long long)rows);
     }

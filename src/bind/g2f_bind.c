@@ -40,7 +40,8 @@ static g2f_status tensor_of(const g2f_bind_tensor *b, size_t i, const char *labe
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor %zu: a name of 1 to 1023 bytes is needed", label, i);
     if (!b->dtype || !g2f_dtype_from_name(b->dtype, &dt) ||
         !(g2f_dtype_is_float(dt) || dt == G2F_DTYPE_I32 || dt == G2F_DTYPE_I64))
-        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': dtype '%.16s' is not F32, F16, BF16, F64, I32 or I64",
+        return g2f_error_set(err, G2F_ERR_FORMAT,
+                             "%s: tensor '%s': dtype '%.16s' is not F32, F16, BF16, F64, I32 or I64",
                              label, b->name, b->dtype ? b->dtype : "(none)");
     if (b->ndim > G2F_MAX_DIMS || (b->ndim && !b->shape))
         return g2f_error_set(err, G2F_ERR_FORMAT, "%s: tensor '%s': %zu dimensions (at most %d)", label, b->name,
@@ -152,7 +153,7 @@ static int open_all(const char *checkpoint, const char *fixture_path, const g2f_
     if (!checkpoint) return bad(msg, msglen, "verify: no checkpoint given");
     if (fixture_path && (n || n_meta)) return bad(msg, msglen, "verify: give a fixture file or tensors, not both");
     if (g2f_model_open(checkpoint, o->config, &b->model, &err) != G2F_OK) return bad(msg, msglen, err.msg);
-    g2f_status st = fixture_path ? g2f_fixture_open(fixture_path, &b->fx, &err)
+    g2f_status st = fixture_path ? g2f_fixture_open_for(fixture_path, b->model, &b->fx, &err)
                                  : table_of(t, n, meta, n_meta, label, &b->table, &err);
     if (st == G2F_OK && !fixture_path) st = g2f_fixture_from_table(&b->table, label, &b->fx, &err);
     if (st != G2F_OK) return bad(msg, msglen, err.msg);
@@ -187,7 +188,8 @@ static int run_and_report(opened *b, const g2f_verify_values *vv, const g2f_bind
     /* provenance: a recorded checkpoint digest is checked, as the CLI does */
     const char *fx_sha = g2f_fixture_meta(b->fx, "checkpoint_sha256");
     if (fx_sha && g2f_model_sha256(b->model, hex, &err) != G2F_OK) return bad(msg, msglen, err.msg);
-    if (b->res.compared == 0 && !b->res.model.compared) { /* a verdict on nothing compared would be false */
+    /* a verdict on nothing compared would be false */
+    if (b->res.compared == 0 && !b->res.model.compared && !b->res.loss.checked) {
         char why[1024];
         g2f_verify_nothing_compared(b->fx, why, sizeof why);
         snprintf(msg, msglen, "verify: nothing was compared%s: %s", o->layers ? " in the selected layers" : "", why);

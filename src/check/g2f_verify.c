@@ -650,9 +650,14 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
         return st;
     }
     model_codes(out);
+    if (!out->model.skipped && (st = g2f_loss_stage_check(m, f, &fp, &out->loss, err)) != G2F_OK) {
+        g2f_verify_result_free(out);
+        return st;
+    }
     /* a verdict on nothing compared is no PASS */
-    out->pass = (out->compared > 0 || out->model.compared > 0) && out->failed == 0 &&
-                (!out->model.present || out->model.skipped || out->model.pass) && out->aliases_differ == 0;
+    out->pass = (out->compared > 0 || out->model.compared > 0 || out->loss.checked) && out->failed == 0 &&
+                (!out->model.present || out->model.skipped || out->model.pass) && out->aliases_differ == 0 &&
+                (!out->loss.checked || out->loss.pass);
     return G2F_OK;
 }
 

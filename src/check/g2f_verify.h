@@ -24,6 +24,7 @@
 #include "g2f_ffn_eval.h"
 #include "g2f_forward.h"
 #include "g2f_fixture.h"
+#include "g2f_loss_stage.h"
 #include "g2f_model.h"
 #include "g2f_tol.h"
 
@@ -114,6 +115,8 @@ typedef struct g2f_verify_result {
     g2f_model_result model;      /* the whole forward from input_ids (g2f_forward), present 0 without
                                     model-level tensors; its first divergence's codes filled from the
                                     layer's isolated stage check when it lies in a block */
+    g2f_loss_stage loss;         /* the recorded loss (targets and loss: llm.c's debug state), present 0
+                                    without; a checked loss that does not match fails the run */
     g2f_alias_check *aliases;    /* n_aliases entries, owned: the fixture's names for one stage */
     size_t n_aliases, aliases_differ; /* aliases_differ > 0: the capture is inconsistent, no PASS */
     /* the fixture's tensors under names that look like stages' but are not

@@ -230,7 +230,7 @@ static int open_inputs(const char *cmd, const char *checkpoint, const char *conf
         if (err.status != G2F_ERR_FORMAT || !explain_swapped(cmd, checkpoint, fixture, 1)) bad("%s", err.msg);
         return 1;
     }
-    if (g2f_fixture_open(fixture, &o->fx, &err) != G2F_OK) {
+    if (g2f_fixture_open_for(fixture, o->model, &o->fx, &err) != G2F_OK) {
         if (err.status != G2F_ERR_FORMAT || !explain_swapped(cmd, checkpoint, fixture, 0)) bad("%s", err.msg);
         return 1;
     }
@@ -374,7 +374,8 @@ static int run_verify(const char **pos, const char **v) {
         goto done;
     }
     const char *ck_sha = hash.hex;
-    if (res.compared == 0 && !res.model.compared) { /* a verdict on nothing compared would be false */
+    /* a verdict on nothing compared would be false */
+    if (res.compared == 0 && !res.model.compared && !res.loss.checked) {
         char why[1024];
         g2f_verify_nothing_compared(fx, why, sizeof why);
         bad("verify: nothing was compared%s: %s", v[V_LAYERS] ? " in the selected layers" : "", why);

@@ -738,7 +738,23 @@ static void put_model(g2f_html_buf *b, const g2f_report_ctx *c) {
             buf_put(b, "</td></tr>\n");
         }
     }
+    char lc[32], li[32], ld[300], line[700];
+    int loss = g2f_report_loss(c, lc, li, sizeof lc, ld, sizeof ld, line, sizeof line);
+    if (loss) {
+        const g2f_loss_stage *l = &c->result->loss;
+        buf_printf(b, "<tr><td class=\"l\">loss</td><td class=\"%s\">%s</td><td class=\"%s\">%s</td>",
+                   !l->chained.checked ? "sg-none" : l->chained.pass ? "sg-pass" : "sg-fail", lc,
+                   !l->isolated.checked ? "sg-none" : l->isolated.pass ? "sg-pass" : "sg-fail", li);
+        buf_put(b, "<td class=\"l mono\">loss</td><td class=\"l mono\">");
+        esc(b, ld);
+        buf_put(b, "</td></tr>\n");
+    }
     buf_put(b, "</tbody>\n</table></div>\n");
+    if (loss) {
+        buf_put(b, "<p id=\"loss\">Loss: ");
+        esc(b, line);
+        buf_put(b, ".</p>\n");
+    }
     const g2f_logit_agreement *a = &mr->agree;
     if (a->computed) {
         buf_printf(b, "<p id=\"agreement\">Logits: the top-1 token is the same at <strong>%zu of %zu</strong> positions; "

@@ -242,6 +242,15 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
                      res->layers[res->first_fail].explanation);
         return 1;
     }
+    if (res->loss.checked && !res->loss.pass) { /* everything before it matches */
+        const g2f_loss_stage *l = &res->loss;
+        const g2f_loss_side *sd = l->isolated.checked && !l->isolated.pass ? &l->isolated : &l->chained;
+        snprintf(buf, n, "first divergence: loss: the mean cross-entropy of %s against the targets is %.9g, but the "
+                 "reference records %.9g (loss margin %.3g; bound %.3g)",
+                 sd == &l->isolated ? "the reference's own logits" : "the logits computed from input_ids", sd->r.loss,
+                 l->reference, sd->margin, sd->r.bound);
+        return 1;
+    }
     if (res->aliases_differ && res->failed == 0 && (!mr->present || mr->pass)) {
         const g2f_alias_check *a = res->aliases;
         while (a->same) a++;
@@ -251,9 +260,9 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
         return 1;
     }
     if (mr->present && mr->chained && res->pass) {
-        snprintf(buf, n, "the whole forward from input_ids matches the reference (%zu layers%s; top-1 token agrees at "
-                 "%zu of %zu positions)", res->n_layers, mr->chain[G2F_STAGE_LOGITS].checked ? ", logits" : "",
-                 mr->agree.top1_agree, mr->agree.positions);
+        snprintf(buf, n, "the whole forward from input_ids matches the reference (%zu layers%s%s; top-1 token agrees "
+                 "at %zu of %zu positions)", res->n_layers, mr->chain[G2F_STAGE_LOGITS].checked ? ", logits" : "",
+                 res->loss.checked ? ", loss" : "", mr->agree.top1_agree, mr->agree.positions);
         return 1;
     }
     if (mr->present && !mr->compared && !res->compared) {
@@ -281,6 +290,8 @@ void g2f_report_counts(const g2f_report_ctx *c, char *buf, size_t n) {
     if (used > 0 && (size_t)used < n && mr->present && !mr->skipped)
         used += snprintf(buf + used, n - (size_t)used, "; whole model: %zu stage%s compared, %zu failed", mr->compared,
                          mr->compared == 1 ? "" : "s", mr->failed);
+    if (used > 0 && (size_t)used < n && res->loss.checked)
+        used += snprintf(buf + used, n - (size_t)used, "; loss: %s", res->loss.pass ? "matches" : "does not match");
     if (used > 0 && (size_t)used < n && res->aliases_differ)
         snprintf(buf + used, n - (size_t)used, "; capture: %zu pair%s of names disagree%s", res->aliases_differ,
                  res->aliases_differ == 1 ? "" : "s", res->aliases_differ == 1 ? "s" : "");
@@ -402,12 +413,57 @@ int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char 
         return 1;
     }
     i -= r->n_unknown;
-    if (i == 0 && r->n_unknown_total > r->n_unknown) {
+    if (r->n_unknown_total > r->n_unknown && i-- == 0) {
         *label = "note";
         snprintf(buf, n, "and %zu more tensors under names gpt2ffn does not know", r->n_unknown_total - r->n_unknown);
         return 1;
     }
+    if (r->loss.gradients && i == 0) {
+        *label = "note";
+        snprintf(buf, n, "the file holds %llu parameter gradients: not checked (gradients are out of scope: verify "
+                 "checks the forward, the logits and the loss)", (unsigned long long)r->loss.gradients);
+        return 1;
+    }
     return 0;
+}
+
+static void loss_cell(const g2f_loss_side *s, char *buf, size_t n) {
+    if (!s->checked) snprintf(buf, n, "-");
+    else snprintf(buf, n, "%.3g%s", s->margin, s->pass ? "" : "!");
+}
+
+/* "SEP WHAT: X (bound B, margin M)" appended to buf (used of n); the new length. */
+static size_t loss_part(const g2f_loss_side *s, const char *sep, const char *what, char *buf, size_t n, size_t used) {
+    if (!s->checked || used >= n) return used;
+    int k = snprintf(buf + used, n - used, "%s%s: %.9g (bound %.3g, margin %.3g)", sep, what, s->r.loss, s->r.bound,
+                     s->margin);
+    return k > 0 ? used + (size_t)k : used;
+}
+
+int g2f_report_loss(const g2f_report_ctx *c, char *chained, char *isolated, size_t cn, char *diag, size_t dn,
+                    char *line, size_t ln) {
+    const g2f_loss_stage *l = &c->result->loss;
+    const g2f_model_result *mr = &c->result->model;
+    if (!l->present) return 0;
+    loss_cell(&l->chained, chained, cn);
+    loss_cell(&l->isolated, isolated, cn);
+    if (!l->checked) {
+        snprintf(diag, dn, "not checked: %s", l->why ? l->why : "-");
+        snprintf(line, ln, "loss not checked: %s", l->why ? l->why : "-");
+        return 1;
+    }
+    if (l->pass) snprintf(diag, dn, "-");
+    else if (l->isolated.checked && !l->isolated.pass) snprintf(diag, dn, "unexplained");
+    else if (mr->diverged && mr->first_layer >= 0)
+        snprintf(diag, dn, "propagated:h.%ld.%s", mr->first_layer, g2f_stage_name(mr->first_stage));
+    else if (mr->diverged) snprintf(diag, dn, "propagated:%s", g2f_stage_name(mr->first_stage));
+    else snprintf(diag, dn, "unexplained");
+    int k = snprintf(line, ln, "the reference records %.9g (the mean over %zu positions); the cross-entropy against "
+                     "the targets", l->reference, l->rows);
+    size_t used = k > 0 ? (size_t)k : 0;
+    used = loss_part(&l->isolated, " of ", "its logits", line, ln, used);
+    loss_part(&l->chained, l->isolated.checked ? "; of " : " of ", "the logits computed from input_ids", line, ln, used);
+    return 1;
 }
 
 /* Lower-case hex of at most 64 digits, for comparing digests. */
@@ -659,6 +715,11 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
                 fprintf(fp, "%-8s %10s %10s  %-24s %s\n", name, cell, "", what, diag);
             }
         }
+    }
+    char lc[32], li[32], ld[300], line[700];
+    if (g2f_report_loss(c, lc, li, sizeof lc, ld, sizeof ld, line, sizeof line)) {
+        fprintf(fp, "%-8s %10s %10s  %-24s %s\n", "loss", lc, li, "loss", ld);
+        fprintf(fp, "loss: %s\n", line);
     }
     const g2f_logit_agreement *a = &mr->agree;
     if (a->computed) {
@@ -1026,6 +1087,35 @@ static cJSON *mstage_json(jb *b, const g2f_stage_result *r, size_t width) {
     return o;
 }
 
+/* The loss stage ("forward"."loss", only when the fixture records one). */
+static cJSON *loss_side_json(jb *b, const g2f_loss_side *sd) {
+    if (!sd->checked) return j_check(b, cJSON_CreateNull());
+    cJSON *o = j_check(b, cJSON_CreateObject());
+    j_str(b, o, "status", sd->pass ? "pass" : "fail");
+    j_num(b, o, "loss", sd->r.loss);
+    j_num(b, o, "bound", sd->r.bound);
+    j_num(b, o, "margin", sd->margin);
+    return o;
+}
+
+static cJSON *loss_json(jb *b, const g2f_report_ctx *c) {
+    const g2f_loss_stage *l = &c->result->loss;
+    cJSON *o = j_check(b, cJSON_CreateObject());
+    char lc[32], li[32], ld[300], line[700];
+    g2f_report_loss(c, lc, li, sizeof lc, ld, sizeof ld, line, sizeof line);
+    j_str(b, o, "status", !l->checked ? "not_checked" : l->pass ? "pass" : "fail");
+    if (l->why) j_str(b, o, "why", l->why);
+    else j_null(b, o, "why");
+    j_num(b, o, "reference", l->reference);
+    j_num(b, o, "positions", (double)l->rows);
+    j_add(b, o, "chained", loss_side_json(b, &l->chained));
+    j_add(b, o, "isolated", loss_side_json(b, &l->isolated));
+    cJSON *codes = j_arr(b, o, "diagnosis"); /* the text row's words */
+    if (codes && l->checked && !l->pass) j_add(b, codes, NULL, cJSON_CreateString(ld));
+    j_num(b, o, "gradients_not_checked", (double)l->gradients);
+    return o;
+}
+
 /* The chained layers of the forward ("forward.layers"). */
 static void chain_layers_json(jb *b, cJSON *o, const g2f_model_result *mr) {
     cJSON *layers = j_arr(b, o, "layers");
@@ -1085,7 +1175,8 @@ static void agreement_json(jb *b, cJSON *o, const g2f_model_result *mr, const g2
 }
 
 /* The whole forward ("forward": docs/json.md). */
-static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d, const g2f_tokenizer *tkz) {
+static cJSON *forward_json(jb *b, const g2f_report_ctx *c, size_t d) {
+    const g2f_model_result *mr = &c->result->model;
     cJSON *o = j_check(b, cJSON_CreateObject());
     j_str(b, o, "status", mr->skipped ? "not_checked" : mr->pass ? "pass" : "fail");
     set_json(b, o, "accepted", mr->accepted);
@@ -1120,7 +1211,8 @@ static cJSON *forward_json(jb *b, const g2f_model_result *mr, size_t d, const g2
         j_add(b, iso, g2f_stage_name((g2f_stage)s), mstage_json(b, &mr->iso[s], w[s]));
     }
     chain_layers_json(b, o, mr);
-    agreement_json(b, o, mr, tkz);
+    agreement_json(b, o, mr, c->tokenizer);
+    if (c->result->loss.present) j_add(b, o, "loss", loss_json(b, c));
     return o;
 }
 
@@ -1193,7 +1285,7 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     else j_null(&b, root, "first_stage");
     cJSON *layers = j_arr(&b, root, "layers");
     for (size_t i = 0; !b.failed && i < res->n_layers; i++) j_add(&b, layers, NULL, layer_json(&b, c, &res->layers[i]));
-    if (res->model.present) j_add(&b, root, "forward", forward_json(&b, &res->model, c->model->n_embd, c->tokenizer));
+    if (res->model.present) j_add(&b, root, "forward", forward_json(&b, c, c->model->n_embd));
     else j_null(&b, root, "forward");
     return j_finish(&b, root);
 }

@@ -74,6 +74,16 @@ void g2f_report_counts(const g2f_report_ctx *c, char *buf, size_t n);
  * *label gets a static word for the text report's margin. */
 int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char *buf, size_t n);
 
+/* The loss stage (g2f_loss_stage.h) as every report shows it; 0 when the
+ * fixture records none. Its row of the whole-model table: the chained and
+ * isolated margin cells as the other stages' ("0.031", "1.2e+03!", "-"),
+ * the diagnosis ("-"; "propagated:h.0.mlp" when an earlier stage diverged;
+ * "unexplained"; "not checked: <why>"); and one sentence with the values:
+ * what the reference records, the cross-entropy of its logits and of ours,
+ * each with its bound and margin. */
+int g2f_report_loss(const g2f_report_ctx *c, char *chained, char *isolated, size_t cn, char *diag, size_t dn,
+                    char *line, size_t ln);
+
 /* 1 when both digests are known and equal (case-insensitive hex), 0 when
  * they differ, -1 when the fixture records none. */
 int g2f_report_sha256_match(const g2f_report_ctx *c);

@@ -33,6 +33,7 @@ CASES = [
     (TINY, fx("block", "clean.safetensors"), {"layers": [1, 3], "n_head": 4}),
     (fx("small"), fx("model", "lm_head_untied.safetensors"), {}),
     (fx("torch", "nobias_ckpt.pt"), fx("torch", "nobias_ref.safetensors"), {}),
+    (fx("formats2", "tiny_llmc.bin"), fx("llmc", "tiny_debug_state.bin"), {}),  # llm.c's debug state: the loss
 ]
 
 
@@ -48,10 +49,13 @@ for ck, f, opts in CASES:
     got = gpt2ffn.verify(ck, f, **opts)
     check(got.exit_code == rc, "%s %s: exit %d, CLI %d" % (f, opts, got.exit_code, rc))
     check(dict(got) == want, "%s %s: the JSON differs from the CLI's" % (f, opts))
+    text_rc, text, _ = cli("verify", ck, f, *cli_args(opts))
+    check(got.text == text, "%s: the text report differs from the CLI's" % f)
+    if f.endswith(".bin"):
+        continue  # gpt2ffn.load reads the fixture formats a capture writes, not llm.c's state
     mem = gpt2ffn.verify(ck, gpt2ffn.load(f), label=f, **opts)
     check(mem.exit_code == rc and dict(mem) == want, "%s %s: in memory, the JSON differs from the CLI's" % (f, opts))
-    text_rc, text, _ = cli("verify", ck, f, *cli_args(opts))
-    check(mem.text == text, "%s: the text report differs from the CLI's" % f)
+    check(mem.text == text, "%s: in memory, the text report differs from the CLI's" % f)
     check(got.passed == (rc == 0), "passed")
 
 # ---- refusals: the CLI's messages ------------------------------------------------------------
@@ -79,6 +83,25 @@ out = np.array(a["h.1.mlp.out"])
 out[0, 0, 0] = np.nan
 a["h.1.mlp.out"] = out
 check(gpt2ffn.verify(TINY, a).exit_code == 1, "a NaN in memory fails")
+
+# ---- the loss as a stage, in memory: llm.c's state as arrays -------------------------------------
+raw = open(fx("llmc", "tiny_debug_state.bin"), "rb").read()
+B, T, V = int(np.frombuffer(raw, np.int32, 1, 8)[0]), int(np.frombuffer(raw, np.int32, 1, 12)[0]), 96
+state = {"input_ids": np.frombuffer(raw, np.int32, B * T, 1024).reshape(B, T),
+         "targets": np.frombuffer(raw, np.int32, B * T, 1024 + 4 * B * T).reshape(B, T),
+         "logits": np.frombuffer(raw, np.float32, B * T * V, 1024 + 8 * B * T).reshape(B, T, V),
+         "loss": np.frombuffer(raw, np.float32, 1, 1024 + 8 * B * T + 4 * B * T * V).reshape(())}
+r = gpt2ffn.verify(TINY, state)
+check(r.passed and r["forward"]["loss"]["status"] == "pass", "the state's arrays pass: %s" % r.get("verdict"))
+check(r["forward"]["loss"]["gradients_not_checked"] == 0, "no gradients in memory")
+moved = dict(state, loss=state["loss"] + np.float32(1e-4))
+r = gpt2ffn.verify(TINY, moved)
+check(r.exit_code == 1 and r["forward"]["loss"]["status"] == "fail" and r["verdict"].startswith(
+    "first divergence: loss"), "a moved loss fails at the loss: %s" % r.get("verdict"))
+raises(gpt2ffn.GPT2FFNError, gpt2ffn.verify, TINY, dict(state, targets=state["targets"][:, :3]),
+       contains="tensor 'targets': shape [4, 3], but input_ids' is [4, 16]")
+raises(gpt2ffn.GPT2FFNError, gpt2ffn.verify, TINY, dict(state, targets=state["targets"] + 90),
+       contains="targets: token id")
 
 # ---- hostile tensors through the C entry point itself ------------------------------------------
 lib = _lib._load()

@@ -317,22 +317,57 @@ __attribute__((target("avx2,fma"), noinline)) static float fma_loop(long iters, 
     return out[0];
 }
 
+/* The same with 16-wide (AVX-512) FMAs, 32 flops each: the peak of the
+ * kernel's AVX-512 path, against which its share is stated. */
+__attribute__((target("avx512f"), noinline)) static float fma_loop512(long iters, float seed) {
+    __m512 c0 = _mm512_set1_ps(seed), c1 = _mm512_set1_ps(seed + 1), c2 = _mm512_set1_ps(seed + 2);
+    __m512 c3 = _mm512_set1_ps(seed + 3), c4 = _mm512_set1_ps(seed + 4), c5 = _mm512_set1_ps(seed + 5);
+    __m512 c6 = _mm512_set1_ps(seed + 6), c7 = _mm512_set1_ps(seed + 7), c8 = _mm512_set1_ps(seed + 8);
+    __m512 c9 = _mm512_set1_ps(seed + 9), c10 = _mm512_set1_ps(seed + 10), c11 = _mm512_set1_ps(seed + 11);
+    const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
+    for (long it = 0; it < iters; it++) {
+        c0 = _mm512_fmadd_ps(c0, m, a);
+        c1 = _mm512_fmadd_ps(c1, m, a);
+        c2 = _mm512_fmadd_ps(c2, m, a);
+        c3 = _mm512_fmadd_ps(c3, m, a);
+        c4 = _mm512_fmadd_ps(c4, m, a);
+        c5 = _mm512_fmadd_ps(c5, m, a);
+        c6 = _mm512_fmadd_ps(c6, m, a);
+        c7 = _mm512_fmadd_ps(c7, m, a);
+        c8 = _mm512_fmadd_ps(c8, m, a);
+        c9 = _mm512_fmadd_ps(c9, m, a);
+        c10 = _mm512_fmadd_ps(c10, m, a);
+        c11 = _mm512_fmadd_ps(c11, m, a);
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
+                             _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11)));
+    float out[16];
+    _mm512_storeu_ps(out, s);
+    return out[0];
+}
+
 static volatile float sink_f;
 static volatile double sink_d;
 
-/* GFLOP/s of FMA_CHAINS independent 8-wide FMA chains on each of threads
- * threads (16 flops per FMA instruction); best of 5 runs of ~0.25 s. */
+/* The FMA width of the peak: 16 lanes when gpt2ffn's kernels run the
+ * AVX-512 path (g2f_ffn_isa), else 8; set once by cmd_ffn. */
+static int peak_lanes = 8;
+
+/* GFLOP/s of FMA_CHAINS independent peak_lanes-wide FMA chains on each of
+ * threads threads (2 peak_lanes flops per FMA instruction); best of trials. */
 static double fma_peak_n(int threads, long iters, int trials) {
     double best = 0;
     for (int trial = 0; trial < trials; trial++) {
         double t0 = now();
 #pragma omp parallel num_threads(threads)
         {
-            float r = fma_loop(iters, (float)omp_get_thread_num());
+            float r = peak_lanes == 16 ? fma_loop512(iters, (float)omp_get_thread_num())
+                                       : fma_loop(iters, (float)omp_get_thread_num());
             if (r == 12345.0f) sink_f = r;
         }
         double dt = now() - t0;
-        double g = (double)threads * (double)iters * FMA_CHAINS * 16.0 / dt * 1e-9;
+        double g = (double)threads * (double)iters * FMA_CHAINS * 2.0 * peak_lanes / dt * 1e-9;
         if (g > best) best = g;
     }
     return best;
@@ -509,6 +544,7 @@ static int cmd_ffn(int argc, char **argv) {
         }
     }
     const int max_threads = 2;
+    peak_lanes = strcmp(g2f_ffn_isa(), "avx512") ? 8 : 16;
     cpu_snap snap0 = cpu_snapshot();
     fprintf(stderr, "bench_ffn: FMA peak and memory bandwidth...\n");
     double peak[3] = {0, 0, 0}, peak_dist = 0, bw_dist = 0;
@@ -620,12 +656,12 @@ static int cmd_ffn(int argc, char **argv) {
            wall, 100.0 * other / (wall * ncpu), ncpu, 100.0 * (snap1.steal - snap0.steal) / (wall * ncpu),
            100.0 * QUIET, n_disturbed,
            n_disturbed ? " (marked *: other processes' CPU share while it ran in brackets; treat with care)" : "");
-    printf("Machine: FMA peak %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on 2 threads "
-           "(%d independent 8-wide FMA chains per thread, 16 flops per FMA, best of 5); "
+    printf("Machine: gpt2ffn's kernel path %s (g2f_ffn_isa); FMA peak %.1f GFLOP/s on 1 thread, %.1f GFLOP/s on 2 threads "
+           "(%d independent %d-wide FMA chains per thread, %d flops per FMA, best of 5: the width of that path); "
            "memory bandwidth on 2 threads, 1 GiB buffer, best of 5: read (streaming sum) %.1f GB/s, "
            "copy (memcpy, read + write bytes) %.1f GB/s.%s%s\n\n",
-           peak[1], peak[2], FMA_CHAINS, bw.read_gbs, bw.copy_gbs, peak_dist >= QUIET ? " *peak disturbed" : "",
-           bw_dist >= QUIET ? " *bandwidth disturbed" : "");
+           g2f_ffn_isa(), peak[1], peak[2], FMA_CHAINS, peak_lanes, 2 * peak_lanes, bw.read_gbs, bw.copy_gbs,
+           peak_dist >= QUIET ? " *peak disturbed" : "", bw_dist >= QUIET ? " *bandwidth disturbed" : "");
     printf("OpenBLAS %s, core %s.\n\n", openblas_get_config(), openblas_get_corename());
     printf("FFN = c_fc GEMM + bias + tanh GELU + c_proj GEMM + bias, 16 d^2 flops per token; "
            "median seconds per call after a warm-up, gpt2ffn and OpenBLAS timed in 4 alternating blocks each, so "

@@ -10,7 +10,14 @@ after a warm-up. Prints one line per case:
 
   torch d=768 tokens=1024 threads=2 sec=0.0123 gflops=123.4 disturbed=0.00
 
-(16 d^2 tokens flops per FFN). Usage: bench_torch.py [--quick]
+(16 d^2 tokens flops per FFN), after a line with the plain matmul's speed
+and the BLAS library the process loaded, so that a reader can check the peer
+is OpenBLAS (Debian's python3-torch falls back to the reference BLAS, about
+2 GFLOP/s, without libopenblas0-pthread):
+
+  torch matmul m=1024 k=768 n=3072 threads=2 gflops=123.4 blas=libopenblasp-r0.3.21.so
+
+Usage: bench_torch.py [--quick]
 """
 import math
 import os
@@ -109,11 +116,42 @@ def time_ffn(layers, x, budget):
     return statistics.median(v)
 
 
+def blas_library():
+    """The BLAS shared library mapped into this process (after a matmul), or "unknown"."""
+    names = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if len(line.split()) >= 6 else ""
+            base = os.path.basename(path)
+            if "blas" in base or "mkl" in base:
+                names.add(base)
+    return ",".join(sorted(names)) or "unknown"
+
+
+def matmul_gflops(threads, gen):
+    """Median GFLOP/s of (1024 x 768) @ (768 x 3072), GPT-2 small's c_fc at 1024 tokens."""
+    torch.set_num_threads(threads)
+    a = torch.randn(1024, 768, generator=gen)
+    b = torch.randn(768, 3072, generator=gen)
+    torch.mm(a, b)
+    v = []
+    for _ in range(9):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        v.append(time.perf_counter() - t0)
+    return 2.0 * 1024 * 768 * 3072 / statistics.median(v) * 1e-9
+
+
 def main():
     budget = 0.15 if "--quick" in sys.argv[1:] else 0.6
     gen = torch.Generator().manual_seed(0)
     print("torch version=%s threads=%d mkldnn=%s" % (torch.__version__, torch.get_num_threads(),
                                                        torch.backends.mkldnn.is_available()), flush=True)
+    with torch.inference_mode():
+        for threads in range(MAX_THREADS, 0, -1):
+            g = matmul_gflops(threads, gen)
+            print("torch matmul m=1024 k=768 n=3072 threads=%d gflops=%.1f blas=%s" % (threads, g, blas_library()),
+                  flush=True)
     with torch.inference_mode():
         for d in SHAPES:
             layers = make_layers(d, gen)

@@ -2,8 +2,10 @@
 #include "g2f_cpu.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -52,6 +54,41 @@ void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
 }
 #endif
 
+/* The size of the level-`level` data or unified cache from sysfs (cpu0), 0 if none. */
+static size_t sysfs_cache(int level) {
+    for (int i = 0; i < 8; i++) {
+        char path[96], type[32] = "";
+        int lv = 0;
+        unsigned long kib = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f) return 0;
+        int ok = fscanf(f, "%d", &lv) == 1;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if (ok && (f = fopen(path, "r"))) {
+            ok = fscanf(f, "%31s", type) == 1;
+            fclose(f);
+        }
+        if (!ok || lv != level || !strcmp(type, "Instruction")) continue;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((f = fopen(path, "r"))) {
+            ok = fscanf(f, "%luK", &kib) == 1;
+            fclose(f);
+            if (ok) return (size_t)kib << 10;
+        }
+    }
+    return 0;
+}
+
+static size_t cache_size(int level) {
+    long v = 0;
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+    v = sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+#endif
+    return v > 0 ? (size_t)v : sysfs_cache(level);
+}
+
 /* GPT2FFN_ISA: at most that ISA for the kernels (see g2f_cpu.h). */
 static void cap_isa(g2f_cpu *c) {
     const char *isa = getenv("GPT2FFN_ISA");
@@ -67,6 +104,9 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void init(void) {
     detect(&features);
     cap_isa(&features);
+    features.l1d = cache_size(1);
+    features.l2 = cache_size(2);
+    features.l3 = cache_size(3);
 }
 
 const g2f_cpu *g2f_cpu_features(void) {

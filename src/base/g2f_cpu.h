@@ -16,11 +16,16 @@ typedef struct g2f_cpu {
     int avx2_fma; /* AVX2 and FMA3: the FFN's micro-kernels */
     int f16c;     /* F16C: half -> float conversion */
     int sha;      /* SHA-NI and SSE4.1: SHA-256 */
-    int avx512f;  /* AVX-512 F, with the OS saving the ZMM registers */
+    int avx512f;  /* AVX-512 F, with the OS saving the ZMM registers: the FFN's 12 x 32 tile */
     /* GPT2FFN_ISA as read (NULL when unset) and whether it is one of the
      * words below; a bad value changes nothing (the CLI refuses it) */
     const char *isa_env;
     int isa_env_ok;
+    /* cache sizes in bytes, 0 where unknown: the L1 data cache and the L2 of
+     * one core, the L3 as the system reports it (shared by several cores,
+     * and in a VM maybe by other guests); for the kernels' blocking. From
+     * sysconf (_SC_LEVEL*_CACHE_SIZE), else /sys/devices/system/cpu/cpu0/cache. */
+    size_t l1d, l2, l3;
 } g2f_cpu;
 
 /* The features of this CPU; all 0 where the build has no x86 kernels.

@@ -1,29 +1,31 @@
 /* g2f_ffn: FFN kernels.
  *
- * The fast matmul packs blocks of A and B and runs a 6 x 16 register-tiled
- * micro-kernel over them (AVX2 + FMA when the CPU has them, selected at run
- * time; a portable C tile otherwise), in Goto's loop order: for each block of
- * columns and KC depth the threads pack B together once, then take MC-row
- * blocks of A each. k is never split between threads and the blocking does
- * not depend on the thread count, so every output element is summed in the
- * same order whatever the number of threads: bitwise identical results.
+ * The fast matmul packs blocks of A and B and runs a register-tiled
+ * micro-kernel over them, chosen at run time (kern_of): 12 x 32 with
+ * AVX-512 (g2f_simd_avx512.c), 6 x 16 with AVX2 + FMA, a portable C 6 x 16
+ * tile otherwise; GPT2FFN_ISA caps the choice. Goto's loop order: for each
+ * block of columns the threads pack B together once, then take row blocks
+ * of A each. k is never split between threads and the depth blocking is
+ * the same on every machine, so every output element is summed in the same
+ * order whatever the number of threads, the tile shape or the caches:
+ * bitwise identical results (the AVX-512 and AVX2 tiles too: one FMA per
+ * term in k order; test_ffn_bits pins the bits).
  *
- * Blocking, for current x86-64 cores (32-48 KiB L1d, 512 KiB-2 MiB L2,
- * a shared L3 of several MiB):
- *   KC = 256:  a B micro-panel (KC x 16 floats, 16 KiB) plus an A micro-panel
- *              (KC x 6, 6 KiB) stay in L1 while a tile's 12 accumulators
- *              live in registers;
- *   MC = 96:   a thread's packed A block (96 x 256, 96 KiB) stays in L2
- *              while it walks all the B micro-panels of its columns;
+ * Blocking:
+ *   KC = 256:  a B micro-panel (KC x 16 or 32 floats, 16 or 32 KiB) stays in
+ *              L1 while a tile's accumulators live in registers; fixed,
+ *              since it is where each sum is cut (C += one depth block's sum);
+ *   mc:        a thread's packed A block (mc x 256) in a quarter of the L2
+ *              read at run time (g2f_cpu_features), between 48 and 192 rows
+ *              (96 KiB to 192 KiB on today's 512 KiB - 2 MiB L2s);
  *   NC:        the shared packed B column block is k x NC floats, packed at
  *              once so that a column block costs two barriers, with NC as
- *              wide as fits in 16 MiB (between 512 and 2048 columns, the
- *              blocks of a matrix made equal): 1536 for GPT-2 small's c_fc,
- *              544 for XL's c_proj (k 6400). Every column block repacks A,
- *              so wider blocks pack A less often; measured against a fixed
- *              NC of 512, calls alternating in one process, 4-7% faster on
- *              2 threads (1024 tokens) and 5-12% at 64 tokens. Each depth
- *              step reads KC x NC of it from L2/L3.
+ *              wide as fits in half the L3 (between 2 and 16 MiB; 512 to
+ *              2048 columns, the blocks of a matrix made equal). Every
+ *              column block repacks A, so wider blocks pack A less often;
+ *              measured against a fixed NC of 512, calls alternating in one
+ *              process, 4-7% faster on 2 threads (1024 tokens) and 5-12% at
+ *              64 tokens. Each depth step reads KC x NC of it from L2/L3.
  * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
  * ahead (the weights come from memory, once per call); A and Linear B are
  * transposed 8 x 8 in registers (g2f_simd_pack_cols).
@@ -41,6 +43,9 @@
 #include "g2f_ffn.h"
 
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,17 +58,51 @@
 #define KC 256
 #define NC_MIN 512
 #define NC_MAX 2048
-#define NC_BYTES ((size_t)16 << 20)
-#define MC 96
 #define PREFETCH_ROWS 4
 #define MB 96
 #define NB 128
-#define MR G2F_MR
-#define NR G2F_NR
+#define A_SLACK 16 /* floats past a packed A block that a 12-row panel's packing may write (pack_a) */
 
 static int simd_ok(void) { return g2f_cpu_features()->avx2_fma; }
 
-const char *g2f_ffn_isa(void) { return simd_ok() ? "avx2" : "portable"; }
+enum { ISA_PORTABLE, ISA_AVX2, ISA_AVX512 };
+
+/* The kernel path and its blocking, from the CPU (g2f_cpu_features, fixed
+ * for the process): the tile of the instruction set, the rows of a
+ * thread's packed A block and the bytes of the shared packed B column
+ * block from the caches. Only KC never changes: it is where a sum is cut
+ * into depth blocks (C += one block's sum), so it fixes the bits, which
+ * must be the same on every machine; the rest only decides who computes
+ * which whole sum when. */
+typedef struct kern {
+    int isa;
+    size_t mr, nr;   /* the tile */
+    size_t mc;       /* rows of a thread's A block */
+    size_t nc_bytes; /* the shared B column block */
+} kern;
+
+static kern kern_of(const g2f_cpu *c) {
+    kern k = {ISA_PORTABLE, G2F_MR, G2F_NR, 96, (size_t)16 << 20};
+    if (c->avx2_fma) k.isa = ISA_AVX2;
+    if (c->avx2_fma && c->avx512f) k.isa = ISA_AVX512, k.mr = G2F_MR512, k.nr = G2F_NR512;
+    /* A block (mc x KC) in a quarter of the L2, the rest for the B panels
+     * streaming through and C; at most 192 rows, so that 1024 tokens still
+     * make 6 row blocks to share out (a wider row block splits the columns
+     * instead, and each part packs its A again) */
+    size_t l2 = c->l2 ? c->l2 : (size_t)512 << 10, mc = l2 / 4 / (KC * sizeof(float));
+    mc = mc < 48 ? 48 : mc > 192 ? 192 : mc;
+    k.mc = mc / 24 * 24; /* whole 6-, 8- and 12-row panels */
+    /* the B column block in half the L3 (shared with the other cores and
+     * the A blocks), between 2 and 16 MiB */
+    size_t l3 = c->l3 ? c->l3 : (size_t)32 << 20, nb = l3 / 2;
+    k.nc_bytes = nb < ((size_t)2 << 20) ? (size_t)2 << 20 : nb > ((size_t)16 << 20) ? (size_t)16 << 20 : nb;
+    return k;
+}
+
+const char *g2f_ffn_isa(void) {
+    static const char *const names[] = {"portable", "avx2", "avx512"};
+    return names[kern_of(g2f_cpu_features()).isa];
+}
 
 static const char *const gelu_names[] = {"tanh", "erf", "sigmoid", "mlx_approx", "f16_table"};
 _Static_assert(sizeof gelu_names / sizeof gelu_names[0] == G2F_GELU_COUNT, "one name per GELU form");
@@ -220,8 +259,9 @@ static void gelu_span(g2f_gelu g, const float *in, float *out, size_t n) {
 
 /* Packs B[k0 : k0+kc, j0 : j0+nb] as ceil(nb/NR) micro-panels of (kc x NR),
  * zero-filling columns past n. */
-static void pack_b(int simd, const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kc, size_t j0,
+static void pack_b(const kern *kn, const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kc, size_t j0,
                    size_t nb, float *restrict buf) {
+    const size_t NR = kn->nr;
     size_t panels = (nb + NR - 1) / NR;
     if (!b_trans) { /* row by row: each row of B is read once, front to back */
         for (size_t kk = 0; kk < kc; kk++) {
@@ -229,8 +269,12 @@ static void pack_b(int simd, const float *b, int b_trans, size_t k, size_t n, si
             if (kk + PREFETCH_ROWS < kc) /* the weights come from memory: ask early, a few rows ahead */
                 for (size_t j = 0; j < nb; j += 16) __builtin_prefetch(row + PREFETCH_ROWS * n + j, 0, 0);
             size_t full = nb / NR;
-            for (size_t s = 0; s < full; s++) /* a constant size: inlined as vector moves */
-                memcpy(buf + s * KC * NR + kk * NR, row + s * NR, NR * sizeof(float));
+            if (NR == G2F_NR)
+                for (size_t s = 0; s < full; s++) /* a constant size: inlined as vector moves */
+                    memcpy(buf + s * KC * G2F_NR + kk * G2F_NR, row + s * G2F_NR, G2F_NR * sizeof(float));
+            else
+                for (size_t s = 0; s < full; s++)
+                    memcpy(buf + s * KC * G2F_NR512 + kk * G2F_NR512, row + s * G2F_NR512, G2F_NR512 * sizeof(float));
             if (full < panels) {
                 float *dst = buf + full * KC * NR + kk * NR;
                 size_t w = nb - full * NR;
@@ -242,7 +286,7 @@ static void pack_b(int simd, const float *b, int b_trans, size_t k, size_t n, si
     }
     for (size_t s = 0; s < panels; s++) { /* Linear: column j of B is row j of the buffer */
         float *panel = buf + s * KC * NR;
-        if (simd) { /* two 8-row halves, 8 x 8 register transposes */
+        if (kn->isa != ISA_PORTABLE) { /* 8-row pieces, 8 x 8 register transposes */
             for (size_t h = 0; h < NR; h += 8) {
                 size_t j = s * NR + h, rows = j >= nb ? 0 : nb - j < 8 ? nb - j : 8;
                 g2f_simd_pack_cols(b + (j0 + (rows ? j : 0)) * k + k0, k, rows, kc, NR, panel + h);
@@ -261,15 +305,21 @@ static void pack_b(int simd, const float *b, int b_trans, size_t k, size_t n, si
     }
 }
 
-/* Packs A[i0 : i0+mb, k0 : k0+kc] as ceil(mb/MR) micro-panels of (kc x MR). */
-static void pack_a(int simd, const float *a, size_t k, size_t i0, size_t mb, size_t k0, size_t kc,
+/* Packs A[i0 : i0+mb, k0 : k0+kc] as ceil(mb/MR) micro-panels of (kc x MR).
+ * A 12-row panel is packed as rows 8-11, then rows 0-7: the first part's
+ * 8-lane stores spill into the next column's rows 0-3, which the second
+ * part then writes, and past the last column by 4 floats (the next panel's,
+ * packed after it, or the A_SLACK after the block). */
+static void pack_a(const kern *kn, const float *a, size_t k, size_t i0, size_t mb, size_t k0, size_t kc,
                    float *restrict buf) {
+    const size_t MR = kn->mr;
     for (size_t p = 0; p * MR < mb; p++) {
         float *panel = buf + p * KC * MR;
         size_t rows = mb - p * MR < MR ? mb - p * MR : MR;
         const float *src = a + (i0 + p * MR) * k + k0;
-        if (simd) { /* 8 x 8 register transposes */
-            g2f_simd_pack_cols(src, k, rows, kc, MR, panel);
+        if (kn->isa != ISA_PORTABLE) { /* 8 x 8 register transposes */
+            if (MR > 8) g2f_simd_pack_cols(rows > 8 ? src + 8 * k : src, k, rows > 8 ? rows - 8 : 0, kc, MR, panel + 8);
+            g2f_simd_pack_cols(src, k, rows < 8 ? rows : 8, kc, MR, panel);
             continue;
         }
         for (size_t kk = 0; kk < kc; kk++)
@@ -280,6 +330,7 @@ static void pack_a(int simd, const float *a, size_t k, size_t i0, size_t mb, siz
 /* The portable micro-kernel: the same tile, multiply then add. */
 static void tile_c(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                    int first) {
+    enum { MR = G2F_MR, NR = G2F_NR };
     float acc[MR][NR] = {{0}};
     for (size_t kk = 0; kk < kc; kk++)
         for (size_t r = 0; r < MR; r++) {
@@ -357,25 +408,27 @@ static int gemv(const float *a, size_t k, const float *b, int b_trans, size_t n,
     return 1;
 }
 
-static void tile(int simd, const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
-                 int first) {
-    if (simd) g2f_simd_tile(ap, bp, kc, c, ldc, mr, nr, first, NULL);
+static void tile(const kern *kn, const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr,
+                 size_t nr, int first) {
+    if (kn->isa == ISA_AVX512) g2f_simd512_tile(ap, bp, kc, c, ldc, mr, nr, first, NULL);
+    else if (kn->isa == ISA_AVX2) g2f_simd_tile(ap, bp, kc, c, ldc, mr, nr, first, NULL);
     else tile_c(ap, bp, kc, c, ldc, mr, nr, first);
 }
 
 /* The tile at C[i, j] of a depth step; the last one (last) also applies the
  * epilogue, to the SIMD tile while in registers, else to its stored rows
  * while in L1: the same float operations in the same order either way. */
-static void tile_last(int simd, const float *ap, const float *bp, size_t kc, float *c, size_t n, size_t i,
+static void tile_last(const kern *kn, const float *ap, const float *bp, size_t kc, float *c, size_t n, size_t i,
                       size_t j, size_t mr, size_t nr, int first, int last, const epilogue *ep) {
     float *ct = c + i * n + j;
     if (!last) {
-        tile(simd, ap, bp, kc, ct, n, mr, nr, first);
+        tile(kn, ap, bp, kc, ct, n, mr, nr, first);
         return;
     }
-    if (simd) {
+    if (kn->isa != ISA_PORTABLE) {
         g2f_simd_epilogue e = {ep->bias ? ep->bias + j : NULL, ep->gelu, ep->gelu ? ep->act + i * n + j : NULL, n};
-        g2f_simd_tile(ap, bp, kc, ct, n, mr, nr, first, &e);
+        if (kn->isa == ISA_AVX512) g2f_simd512_tile(ap, bp, kc, ct, n, mr, nr, first, &e);
+        else g2f_simd_tile(ap, bp, kc, ct, n, mr, nr, first, &e);
         return;
     }
     tile_c(ap, bp, kc, ct, n, mr, nr, first);
@@ -402,14 +455,6 @@ static float *ws_take(g2f_ffn_ws *ws, size_t n) {
     return ws->buf;
 }
 
-/* The main path (Goto's loop order): for each block of ncb columns the threads
- * first pack all of B's rows for it together (k x ncb, in KC-deep micro-panel
- * blocks), then split the rows in MC blocks (and the columns too when there
- * are few rows), each packing its own A block per depth step. Two barriers
- * per column block: a thread that the OS puts aside costs the others little.
- * B is packed once, A n/ncb times. Returns 0 when the shared B buffer cannot
- * be allocated (the caller then uses matmul_tasks, which gives bitwise the
- * same results: the same tiles sum the same terms in the same order). */
 /* The optional second product of a call: C2 = A2 (B o B), in the same pass
  * over B (its squares packed beside it). A2 is a2, or A o A when a2 is NULL
  * (squared as it is packed). c2 NULL: no second product. */
@@ -424,37 +469,111 @@ static void square_into(const float *src, float *restrict dst, size_t n) {
 }
 
 /* A2's block for the second product: packed from a2, or A's packed block squared. */
-static void pack_a2(int simd, const second *sc, const float *ap, size_t k, size_t i0, size_t mb, size_t k0, size_t kc,
-                    float *restrict buf) {
-    if (sc->a2) pack_a(simd, sc->a2, k, i0, mb, k0, kc, buf);
-    else square_into(ap, buf, (mb + MR - 1) / MR * KC * MR);
+static void pack_a2(const kern *kn, const second *sc, const float *ap, size_t k, size_t i0, size_t mb, size_t k0,
+                    size_t kc, float *restrict buf) {
+    if (sc->a2) pack_a(kn, sc->a2, k, i0, mb, k0, kc, buf);
+    else square_into(ap, buf, (mb + kn->mr - 1) / kn->mr * KC * kn->mr);
 }
 
-static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
-                       const epilogue *ep, const second *sc, int simd, int n_threads, g2f_ffn_ws *ws) {
-    size_t ncb = NC_BYTES / (k * sizeof(float)) / NR * NR; /* k > 0 here */
+/* The column block: as wide as fits in nc_bytes (between NC_MIN and
+ * NC_MAX columns), the blocks of the matrix made equal, whole panels. */
+static size_t column_block(const kern *kn, size_t k, size_t n) {
+    size_t NR = kn->nr, ncb = kn->nc_bytes / (k * sizeof(float)) / NR * NR; /* k > 0 here */
     ncb = ncb < NC_MIN ? NC_MIN : ncb > NC_MAX ? NC_MAX : ncb;
     size_t col_blocks = (n + ncb - 1) / ncb;
-    ncb = ((n + col_blocks - 1) / col_blocks + NR - 1) / NR * NR; /* equal blocks, whole panels */
-    size_t ncap = n < ncb ? n : ncb, max_panels = (ncap + NR - 1) / NR, depth_blocks = (k + KC - 1) / KC;
-    size_t block_floats = max_panels * KC * NR; /* one depth block of the column block */
-    int two = sc && sc->c2;
-    float *bp = ws_take(ws, (two ? 2 : 1) * depth_blocks * block_floats);
+    return ((n + col_blocks - 1) / col_blocks + NR - 1) / NR * NR;
+}
+
+/* The operands of one product as matmul_goto shares them with its threads. */
+typedef struct gemm {
+    const float *a, *b;
+    size_t m, k, n;
+    int b_trans;
+    float *c;
+    const epilogue *ep;
+    const second *sc;
+    const kern *kn;
+} gemm;
+
+/* Packs the depth blocks of B's column block [jc, jc + nc) (and its
+ * squares) into bp (bp2), in pieces of 8 panels shared out statically. */
+static void pack_column_block(const gemm *g, size_t jc, size_t nc, size_t block_floats, float *bp, float *bp2) {
+    size_t NR = g->kn->nr, depth_blocks = (g->k + KC - 1) / KC;
+    long panels = (long)((nc + NR - 1) / NR), groups8 = (panels + 7) / 8;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+    for (long q = 0; q < (long)depth_blocks * groups8; q++) {
+        size_t pb = (size_t)q / (size_t)groups8, gi = (size_t)q % (size_t)groups8;
+        size_t pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
+        size_t j = gi * 8 * NR, w = nc - j < 8 * NR ? nc - j : 8 * NR;
+        size_t off = pb * block_floats + gi * 8 * KC * NR;
+        pack_b(g->kn, g->b, g->b_trans, g->k, g->n, pc, kc, jc + j, w, bp + off);
+        if (bp2) /* while the panels are in cache */
+            for (size_t p = 0; p * NR < w; p++) square_into(bp + off + p * KC * NR, bp2 + off + p * KC * NR, kc * NR);
+    }
+    /* the loop's implicit barrier: B is packed before anyone uses it */
+}
+
+/* One task of a column block: rows [i0, i0 + mc) against panels [s0, s1),
+ * every depth block, its A block packed into ap (ap2) per depth step. */
+static void row_task(const gemm *g, size_t jc, size_t nc, size_t i0, size_t mc, long s0, long s1,
+                     size_t block_floats, const float *bp, const float *bp2, float *ap, float *ap2) {
+    size_t MR = g->kn->mr, NR = g->kn->nr, depth_blocks = (g->k + KC - 1) / KC;
+    for (size_t pb = 0; pb < depth_blocks; pb++) {
+        size_t pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
+        const float *bblock = bp + pb * block_floats;
+        pack_a(g->kn, g->a, g->k, i0, mc, pc, kc, ap);
+        if (bp2) pack_a2(g->kn, g->sc, ap, g->k, i0, mc, pc, kc, ap2);
+        for (long s = s0; s < s1; s++) { /* a B micro-panel stays in L1 across the A panels */
+            size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
+            for (size_t p = 0; p * MR < mc; p++) {
+                size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
+                tile_last(g->kn, ap + p * KC * MR, bblock + (size_t)s * KC * NR, kc, g->c, g->n, i0 + p * MR,
+                          jc + j, mr, nr, pc == 0, pb + 1 == depth_blocks, g->ep);
+                if (bp2)
+                    tile(g->kn, ap2 + p * KC * MR, bp2 + pb * block_floats + (size_t)s * KC * NR, kc,
+                         g->sc->c2 + (i0 + p * MR) * g->n + jc + j, g->n, mr, nr, pc == 0);
+            }
+        }
+    }
+}
+
+/* The main path (Goto's loop order): for each block of ncb columns the threads
+ * first pack all of B's rows for it together (k x ncb, in KC-deep micro-panel
+ * blocks), then split the rows in mc blocks (and the columns too when there
+ * are few rows), each packing its own A block per depth step. Two barriers
+ * per column block: a thread that the OS puts aside costs the others little.
+ * B is packed once, A n/ncb times. The shared B buffer and each thread's A
+ * blocks come from ws. Returns 0 when they cannot be allocated (the caller
+ * then uses matmul_tasks, which gives bitwise the same results: the same
+ * tiles sum the same terms in the same order). */
+static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
+    const kern *kn = g->kn;
+    size_t NR = kn->nr, MR = kn->mr, MC = kn->mc, ncb = column_block(kn, g->k, g->n);
+    size_t ncap = g->n < ncb ? g->n : ncb, depth_blocks = (g->k + KC - 1) / KC;
+    size_t block_floats = (ncap + NR - 1) / NR * KC * NR; /* one depth block of the column block */
+    size_t a_floats = ((MC + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16; /* a thread's A block, 64-byte multiple */
+    int two = g->sc && g->sc->c2, threads = g2f_threads(n_threads);
+    size_t b_total = (two ? 2 : 1) * depth_blocks * block_floats;
+    float *bp = ws_take(ws, b_total + (size_t)threads * (two ? 2 : 1) * a_floats);
     if (!bp) return 0;
     float *bp2 = two ? bp + depth_blocks * block_floats : NULL; /* B's squares, same layout */
-    long row_blocks = (long)((m + MC - 1) / MC);
-    int threads = g2f_threads(n_threads);
+    long row_blocks = (long)((g->m + MC - 1) / MC);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
-#else
-    (void)threads;
 #endif
     {
-        _Alignas(64) float ap[KC * ((MC + MR - 1) / MR) * MR]; /* per-thread A block, 66 KiB */
-        _Alignas(64) float ap2[KC * ((MC + MR - 1) / MR) * MR]; /* and A2's (unused without a second product) */
-        for (size_t jc = 0; jc < n; jc += ncb) {
-            size_t nc = n - jc < ncb ? n - jc : ncb;
-            long panels = (long)((nc + NR - 1) / NR), groups8 = (panels + 7) / 8;
+#ifdef _OPENMP
+        int me = omp_get_thread_num();
+#else
+        int me = 0;
+#endif
+        float *ap = bp + b_total + (size_t)me * (two ? 2 : 1) * a_floats, *ap2 = two ? ap + a_floats : NULL;
+        for (size_t jc = 0; jc < g->n; jc += ncb) {
+            size_t nc = g->n - jc < ncb ? g->n - jc : ncb;
+            long panels = (long)((nc + NR - 1) / NR);
+            pack_column_block(g, jc, nc, block_floats, bp, bp2);
             /* At least 8 tasks per thread, taken dynamically, so that uneven
              * blocks still balance; with few rows (few tokens) the columns are
              * split too. Which thread does what never changes a sum. */
@@ -462,42 +581,12 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
             if (groups > panels) groups = panels;
             long per_group = (panels + groups - 1) / groups;
 #ifdef _OPENMP
-#pragma omp for schedule(static)
-#endif
-            for (long q = 0; q < (long)depth_blocks * groups8; q++) {
-                size_t pb = (size_t)q / (size_t)groups8, g = (size_t)q % (size_t)groups8;
-                size_t pc = pb * KC, kc = k - pc < KC ? k - pc : KC;
-                size_t j = g * 8 * NR, w = nc - j < 8 * NR ? nc - j : 8 * NR;
-                size_t off = pb * block_floats + g * 8 * KC * NR;
-                pack_b(simd, b, b_trans, k, n, pc, kc, jc + j, w, bp + off);
-                if (two) /* while the panels are in cache */
-                    for (size_t p = 0; p * NR < w; p++) square_into(bp + off + p * KC * NR, bp2 + off + p * KC * NR, kc * NR);
-            }
-            /* the loop's implicit barrier: B is packed before anyone uses it */
-#ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
             for (long t = 0; t < row_blocks * groups; t++) {
                 long ib = t / groups, s0 = t % groups * per_group, s1 = s0 + per_group < panels ? s0 + per_group : panels;
-                size_t i0 = (size_t)ib * MC, mc = m - i0 < MC ? m - i0 : MC;
-                if (s0 >= s1) continue;
-                for (size_t pb = 0; pb < depth_blocks; pb++) {
-                    size_t pc = pb * KC, kc = k - pc < KC ? k - pc : KC;
-                    const float *bblock = bp + pb * block_floats;
-                    pack_a(simd, a, k, i0, mc, pc, kc, ap);
-                    if (two) pack_a2(simd, sc, ap, k, i0, mc, pc, kc, ap2);
-                    for (long s = s0; s < s1; s++) { /* a B micro-panel stays in L1 across the A panels */
-                        size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
-                        for (size_t p = 0; p * MR < mc; p++) {
-                            size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
-                            tile_last(simd, ap + p * KC * MR, bblock + (size_t)s * KC * NR, kc, c, n, i0 + p * MR,
-                                      jc + j, mr, nr, pc == 0, pb + 1 == depth_blocks, ep);
-                            if (two)
-                                tile(simd, ap2 + p * KC * MR, bp2 + pb * block_floats + (size_t)s * KC * NR, kc,
-                                     sc->c2 + (i0 + p * MR) * n + jc + j, n, mr, nr, pc == 0);
-                        }
-                    }
-                }
+                size_t i0 = (size_t)ib * MC, mc = g->m - i0 < MC ? g->m - i0 : MC;
+                if (s0 < s1) row_task(g, jc, nc, i0, mc, s0, s1, block_floats, bp, bp2, ap, ap2);
             }
             /* and this loop's barrier keeps the next column block's packing
              * from overwriting B while it is still in use */
@@ -508,8 +597,10 @@ static int matmul_goto(const float *a, size_t m, size_t k, const float *b, int b
 }
 
 /* The fallback: independent (MB x NB) tasks, each packing its own blocks. */
-static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
-                         const epilogue *ep, const second *sc, int simd, int n_threads) {
+static void matmul_tasks(const gemm *g, int n_threads) {
+    const kern *kn = g->kn;
+    const second *sc = g->sc;
+    size_t MR = kn->mr, NR = kn->nr, m = g->m, k = g->k, n = g->n;
     int two = sc && sc->c2;
     size_t row_blocks = (m + MB - 1) / MB, col_blocks = (n + NB - 1) / NB;
     long tasks = (long)(row_blocks * col_blocks);
@@ -521,9 +612,9 @@ static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int
     {
         /* per-thread packing buffers, sized by the blocks (224 KiB of stack) */
         _Alignas(64) float bp[KC * NB];
-        _Alignas(64) float ap[KC * MB];
+        _Alignas(64) float ap[KC * MB + A_SLACK];
         _Alignas(64) float bp2[KC * NB]; /* the second product's (unused without one) */
-        _Alignas(64) float ap2[KC * MB];
+        _Alignas(64) float ap2[KC * MB + A_SLACK];
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -532,30 +623,30 @@ static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int
             size_t mb = m - i0 < MB ? m - i0 : MB, nb = n - j0 < NB ? n - j0 : NB;
             if (k == 0)
                 for (size_t i = 0; i < mb; i++) {
-                    memset(c + (i0 + i) * n + j0, 0, nb * sizeof(float));
+                    memset(g->c + (i0 + i) * n + j0, 0, nb * sizeof(float));
                     if (two) memset(sc->c2 + (i0 + i) * n + j0, 0, nb * sizeof(float));
                 }
             for (size_t k0 = 0; k0 < k; k0 += KC) {
                 size_t kc = k - k0 < KC ? k - k0 : KC;
-                pack_b(simd, b, b_trans, k, n, k0, kc, j0, nb, bp);
-                pack_a(simd, a, k, i0, mb, k0, kc, ap);
+                pack_b(kn, g->b, g->b_trans, k, n, k0, kc, j0, nb, bp);
+                pack_a(kn, g->a, k, i0, mb, k0, kc, ap);
                 if (two) {
                     for (size_t s = 0; s * NR < nb; s++) square_into(bp + s * KC * NR, bp2 + s * KC * NR, kc * NR);
-                    pack_a2(simd, sc, ap, k, i0, mb, k0, kc, ap2);
+                    pack_a2(kn, sc, ap, k, i0, mb, k0, kc, ap2);
                 }
                 for (size_t s = 0; s * NR < nb; s++) { /* a B micro-panel stays in L1 across the A panels */
                     size_t nr = nb - s * NR < NR ? nb - s * NR : NR;
                     for (size_t p = 0; p * MR < mb; p++) {
                         size_t mr = mb - p * MR < MR ? mb - p * MR : MR;
-                        tile(simd, ap + p * KC * MR, bp + s * KC * NR, kc, c + (i0 + p * MR) * n + j0 + s * NR, n,
+                        tile(kn, ap + p * KC * MR, bp + s * KC * NR, kc, g->c + (i0 + p * MR) * n + j0 + s * NR, n,
                              mr, nr, k0 == 0);
                         if (two)
-                            tile(simd, ap2 + p * KC * MR, bp2 + s * KC * NR, kc,
+                            tile(kn, ap2 + p * KC * MR, bp2 + s * KC * NR, kc,
                                  sc->c2 + (i0 + p * MR) * n + j0 + s * NR, n, mr, nr, k0 == 0);
                     }
                 }
             }
-            finish_block(c, n, i0, mb, j0, nb, ep);
+            finish_block(g->c, n, i0, mb, j0, nb, g->ep);
         }
     }
 }
@@ -566,13 +657,13 @@ static void matmul_tasks(const float *a, size_t m, size_t k, const float *b, int
 static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c,
                       const epilogue *ep, const second *sc, int n_threads, g2f_ffn_ws *ws) {
     if (m == 0 || n == 0) return;
-    int simd = simd_ok();
-    if (!sc && m == 1 && simd && k > 0 && gemv(a, k, b, b_trans, n, c, n_threads)) {
+    kern kn = kern_of(g2f_cpu_features());
+    if (!sc && m == 1 && kn.isa != ISA_PORTABLE && k > 0 && gemv(a, k, b, b_trans, n, c, n_threads)) {
         finish_block(c, n, 0, 1, 0, n, ep);
         return;
     }
-    if (k == 0 || !matmul_goto(a, m, k, b, b_trans, n, c, ep, sc, simd, n_threads, ws))
-        matmul_tasks(a, m, k, b, b_trans, n, c, ep, sc, simd, n_threads);
+    gemm g = {a, b, m, k, n, b_trans, c, ep, sc, &kn};
+    if (k == 0 || !matmul_goto(&g, n_threads, ws)) matmul_tasks(&g, n_threads);
 }
 
 void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans, size_t n, const float *bias,

@@ -13,11 +13,12 @@
  *   G2F_LAYOUT_LINEAR  nn.Linear [out, in]:  W_fc (n_inner, n_embd), W_proj (n_embd, n_inner)
  *
  * Kernels come in pairs: g2f_ffn_forward (float32, OpenMP, packed and
- * blocked, AVX2 + FMA when the CPU has them) and g2f_ffn_forward_ref (plain
- * loops, double accumulation, the oracle in tests). Every output element of
- * the fast kernel is accumulated by one thread in a fixed k order, so results
- * are bitwise identical for any thread count (on a given CPU: with FMA the
- * roundings differ from the portable kernel's).
+ * blocked, AVX-512 or AVX2 + FMA when the CPU has them) and
+ * g2f_ffn_forward_ref (plain loops, double accumulation, the oracle in
+ * tests). Every output element of the fast kernel is accumulated by one
+ * thread in a fixed k order, so results are bitwise identical for any thread
+ * count, and the AVX-512 and AVX2 paths give the same bits (the portable
+ * kernel, without FMA, rounds differently).
  */
 #ifndef G2F_FFN_H
 #define G2F_FFN_H
@@ -100,10 +101,10 @@ typedef struct g2f_ffn_ws {
 } g2f_ffn_ws;
 void g2f_ffn_ws_free(g2f_ffn_ws *ws);
 
-/* The path the matmuls take on this CPU: "avx2" (AVX2 + FMA, one fused
- * multiply-add per term) or "portable" (C, multiply then add: other
- * roundings), chosen at run time; GPT2FFN_ISA=portable|avx2|avx512 caps it
- * (g2f_cpu.h), for tests and benchmarks. */
+/* The path the matmuls take on this CPU: "avx512" or "avx2" (one fused
+ * multiply-add per term: the same bits) or "portable" (C, multiply then
+ * add: other roundings), chosen at run time; GPT2FFN_ISA=portable|avx2|avx512
+ * caps it (g2f_cpu.h), for tests and benchmarks. */
 const char *g2f_ffn_isa(void);
 
 /* C (m, n) = A (m, k) B + bias, where B is (k, n) when b_trans is 0 and

@@ -1,13 +1,16 @@
 /* g2f_simd: the x86-64 AVX2 + FMA kernels, in their own translation unit
  * compiled with -mavx2 -mfma (the rest of the build stays baseline x86-64)
- * and called only when the CPU has both (g2f_cpu_features()->avx2_fma).
+ * and called only when the CPU has both (g2f_cpu_features()->avx2_fma),
+ * and the AVX-512 tile (g2f_simd_avx512.c, -mavx512f, only when
+ * g2f_cpu_features()->avx512f too).
  * Internal to the kernels layer (not installed). In a build without the x86
  * kernels (GPT2FFN_SIMD=OFF, or another architecture) the declarations
  * below are stubs that are never called.
  *
- * Packed layouts (made by g2f_ffn.c):
- *   A panel: kc x G2F_MR floats, a[kk * MR + r] = A[row r, col kk]
- *   B panel: kc x G2F_NR floats, b[kk * NR + j] = B[row kk, col j]
+ * Packed layouts (made by g2f_ffn.c), MR x NR = G2F_MR x G2F_NR or
+ * G2F_MR512 x G2F_NR512:
+ *   A panel: kc x MR floats, a[kk * MR + r] = A[row r, col kk]
+ *   B panel: kc x NR floats, b[kk * NR + j] = B[row kk, col j]
  */
 #ifndef G2F_SIMD_H
 #define G2F_SIMD_H
@@ -16,6 +19,9 @@
 
 #define G2F_MR 6
 #define G2F_NR 16
+/* the AVX-512 tile (g2f_simd_avx512.c), on panels of these widths */
+#define G2F_MR512 12
+#define G2F_NR512 32
 
 
 /* What the last depth step of a tile does to it before it leaves the
@@ -33,6 +39,11 @@ typedef struct g2f_simd_epilogue {
  * of bias adds and g2f_simd_gelu over the stored tile. */
 void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                    int first, const g2f_simd_epilogue *ep);
+
+/* The same for a G2F_MR512 x G2F_NR512 tile, with AVX-512 (only when
+ * g2f_cpu_features()->avx512f): bitwise g2f_simd_tile's sums and epilogue. */
+void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                      int first, const g2f_simd_epilogue *ep);
 
 /* Packs up to 8 rows of A (row r at a + r * lda, rows >= `rows` read as zero)
  * column by column: dst[kk * width + r] = A[r, kk] for kk < kc, r < 8, where

@@ -121,6 +121,8 @@ def _report(rc, jp, tp, msg):
     j, t = _take(jp), _take(tp)
     if rc not in (0, 1):
         raise GPT2FFNError(msg.value.decode("utf-8", "replace"))
+    if j is None:
+        raise GPT2FFNError("the library returned no report (out of memory)")
     return Report(json.loads(j), rc, t)
 
 

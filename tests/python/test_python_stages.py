@@ -16,7 +16,7 @@ class ActInfo(ctypes.Structure):
                 ("save_alias", ctypes.c_char_p)]
 
 
-WIDTHS = ["ids", "d", "3d", "inner", "heads", "probs", "vocab"]  # g2f_act_width's order
+WIDTHS = ["ids", "d", "3d", "inner", "heads", "probs", "vocab", "scalar"]  # g2f_act_width's order
 
 lib = ctypes.CDLL(gpt2ffn.library_path())
 lib.g2f_act_info_of.restype = ctypes.POINTER(ActInfo)
@@ -32,6 +32,11 @@ while lib.g2f_act_info_of(a):
     acts.append((a, dec(i.hf), dec(i.hf_alias), dec(i.tl), WIDTHS[i.width], bool(lib.g2f_act_per_layer(a))))
     a += 1
 check(len(acts) > 20, "the table has %d activations" % len(acts))
+# the forward's activations end with the logits (G2F_ACT_FORWARD_LAST); the entries after them are a
+# generation fixture's tensors (prompt_ids, step_logits, ...: docs/decode.md), which no capture writes
+last = [k for k, hf, _, _, _, per in acts if hf == "logits" and not per]
+check(len(last) == 1, "the table has one logits entry")
+acts = acts[:last[0] + 1] if last else acts
 
 # the table's entries, in model order, against the package's
 c_model = [(hf, tl, w) for _, hf, _, tl, w, per in acts if not per and hf]
@@ -49,7 +54,7 @@ check(c_tl_layer == list(_stages.TL_ONLY_LAYER), "TransformerLens-only layer nam
 def c_match(name):
     layer, tl = ctypes.c_size_t(), ctypes.c_int()
     k = lib.g2f_act_match(name.encode(), ctypes.byref(layer), ctypes.byref(tl))
-    if k < 0:
+    if k < 0 or k >= len(acts):
         return None
     _, hf, _, tln, w, per = acts[k]
     return (layer.value if per else None), w, bool(tl.value)

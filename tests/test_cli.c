@@ -784,7 +784,7 @@ static void run_should_refuse_bad_ids_with_exit_2(void) {
         {"--ids '1,2;3'", "sequence 1 has 1 tokens but the first has 2"},
         {"--ids 1,2 --save embed,bogus", "unknown stage 'bogus'"},
         {"--ids 1,2 --names xl", "--names 'xl': expected hf or tl"},
-        {"", "give INPUTS, --ids or --prompt"},
+        {"", "give INPUTS or --ids, or --prompt"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         snprintf(args, sizeof args, "run '%s/tiny' %s -o '%s/bad.safetensors'", fixtures, cases[i].opts, dir);

@@ -619,7 +619,7 @@ static int run_run(const char **pos, const char **v) {
     size_t threads = 0, n_head = 0;
     int save_pre = 0, save_act = 0;
     if (!v[R_OUT]) return bad("run: -o OUT is required (see gpt2ffn run --help)");
-    if (!pos[1] && !v[R_IDS] && !v[R_PROMPT]) return bad("run: give INPUTS, --ids or --prompt (see gpt2ffn run --help)");
+    if (!pos[1] && !v[R_IDS] && !v[R_PROMPT]) return bad("run: give INPUTS or --ids, or --prompt (see gpt2ffn run --help)");
     if (!!pos[1] + !!v[R_IDS] + !!v[R_PROMPT] > 1) return bad("run: give one of INPUTS, --ids and --prompt");
     if (v[R_TOKENIZER] && !v[R_PROMPT] && !v[R_GENERATE]) return bad("run: --tokenizer is for --prompt and --generate");
     if (v[R_GELU] && !g2f_opt_gelu_ok(v[R_GELU]))

@@ -19,24 +19,9 @@ static const char *fixtures, *cli;
 static char dir[256];
 static char out_text[1 << 16], err_text[1 << 12];
 
-static void slurp(const char *path, char *buf, size_t n) {
-    FILE *fp = fopen(path, "rb");
-    size_t got = fp ? fread(buf, 1, n - 1, fp) : 0;
-    buf[got] = '\0';
-    if (fp) fclose(fp);
-}
-
 /* Runs the CLI with args (a shell-quoted string); returns its exit code. */
 static int run(const char *args) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out.txt' 2> '%s/err.txt'", cli, args, dir, dir);
-    int st = system(cmd);
-    char p[400];
-    snprintf(p, sizeof p, "%s/out.txt", dir);
-    slurp(p, out_text, sizeof out_text);
-    snprintf(p, sizeof p, "%s/err.txt", dir);
-    slurp(p, err_text, sizeof err_text);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_cli_in("", cli, args, dir, out_text, sizeof out_text, err_text, sizeof err_text);
 }
 
 static size_t count(const char *hay, const char *needle) {
@@ -70,7 +55,7 @@ static void verify_should_flag_gelu_erf_on_every_layer_of_the_erf_fixture(void) 
     CHECK(run(args) == 1);
     CHECK_CONTAINS(out_text, "first divergence at layer 0: layer 0 matches exact erf GELU");
     char rep[1 << 16];
-    slurp(json, rep, sizeof rep);
+    slurp_text(json, rep, sizeof rep);
     CHECK(count(rep, "\"diagnosis\":\t[\"gelu_erf\"]") == 4);
     CHECK(count(rep, "\"best_gelu\":\t\"erf\"") == 4);
     CHECK_CONTAINS(rep, "\"status\":\t\"fail\"");
@@ -236,7 +221,7 @@ static int run_tty(const char *env, const char *args) {
     int st = system(cmd);
     char p[400];
     snprintf(p, sizeof p, "%s/out.txt", dir);
-    slurp(p, out_text, sizeof out_text);
+    slurp_text(p, out_text, sizeof out_text);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -324,7 +309,7 @@ static void commands_should_exit_2_when_stdout_cannot_be_written(void) {
         snprintf(cmd, sizeof cmd, "'%.500s' %.1200s > /dev/full 2> '%.300s/err.txt'", cli, cases[i], dir);
         int st = system(cmd);
         snprintf(p, sizeof p, "%s/err.txt", dir);
-        slurp(p, err_text, sizeof err_text);
+        slurp_text(p, err_text, sizeof err_text);
         int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
         if (rc != 2) fprintf(stderr, "exit %d for %s > /dev/full\n", rc, cases[i]);
         CHECK(rc == 2);
@@ -761,7 +746,7 @@ static void run_should_compute_the_whole_model_for_any_prompt(void) {
     CHECK(run(args) == 0);
     static char json[1 << 16];
     snprintf(path, sizeof path, "%s/again.json", dir);
-    slurp(path, json, sizeof json);
+    slurp_text(path, json, sizeof json);
     cJSON *root = cJSON_Parse(json), *fwd = cJSON_GetObjectItemCaseSensitive(root, "forward");
     cJSON *lg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fwd, "chained_stages"), "logits");
     cJSON *mg = cJSON_GetObjectItemCaseSensitive(lg, "margin");

@@ -15,23 +15,9 @@ static const char *fixtures, *cli;
 static char dir[256];
 static char out_text[1 << 16], err_text[1 << 12];
 
-static void slurp(const char *path, char *buf, size_t n) {
-    FILE *fp = fopen(path, "rb");
-    size_t got = fp ? fread(buf, 1, n - 1, fp) : 0;
-    buf[got] = '\0';
-    if (fp) fclose(fp);
-}
-
 /* Runs the CLI with args (a shell-quoted string); returns its exit code. */
 static int run(const char *args) {
-    char cmd[2048], p[400];
-    snprintf(cmd, sizeof cmd, "'%s' %s > '%s/out.txt' 2> '%s/err.txt'", cli, args, dir, dir);
-    int st = system(cmd);
-    snprintf(p, sizeof p, "%s/out.txt", dir);
-    slurp(p, out_text, sizeof out_text);
-    snprintf(p, sizeof p, "%s/err.txt", dir);
-    slurp(p, err_text, sizeof err_text);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_cli_in("", cli, args, dir, out_text, sizeof out_text, err_text, sizeof err_text);
 }
 
 /* The ids run wrote into path's input_ids equal the tokenizer's encoding of text. */

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -104,6 +105,33 @@ static inline void remove_tmpdir(const char *dir) {
 static inline float rnd_unit(uint64_t *s) {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
     return (float)((double)(*s >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+
+/* Reads up to n - 1 bytes of path into buf, NUL-terminated ("" when it
+ * cannot be read). */
+static inline void slurp_text(const char *path, char *buf, size_t n) {
+    FILE *fp = fopen(path, "rb");
+    size_t got = fp ? fread(buf, 1, n - 1, fp) : 0;
+    buf[got] = '\0';
+    if (fp) fclose(fp);
+}
+
+/* Runs "PREFIX 'cli' args" through the shell (args shell-quoted, prefix
+ * e.g. "NO_COLOR=1" or ""), its stdout into out and stderr into err (via
+ * dir/out.txt, dir/err.txt); returns its exit code, -1 when it did not
+ * exit or the command does not fit. */
+static inline int run_cli_in(const char *prefix, const char *cli, const char *args, const char *dir, char *out,
+                             size_t out_n, char *err, size_t err_n) {
+    char cmd[4096], p[400];
+    int w = snprintf(cmd, sizeof cmd, "%s '%s' %s > '%s/out.txt' 2> '%s/err.txt'", prefix, cli, args, dir, dir);
+    if (w < 0 || (size_t)w >= sizeof cmd) return -1; /* a command that does not fit is never run cut short */
+    int st = system(cmd);
+    snprintf(p, sizeof p, "%s/out.txt", dir);
+    slurp_text(p, out, out_n);
+    snprintf(p, sizeof p, "%s/err.txt", dir);
+    slurp_text(p, err, err_n);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 #endif

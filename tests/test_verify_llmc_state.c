@@ -25,23 +25,9 @@
 static const char *fixtures, *cli;
 static char dir[256], out_text[1 << 20], err_text[8192];
 
-static void slurp(const char *path, char *buf, size_t n) {
-    FILE *fp = fopen(path, "rb");
-    size_t got = fp ? fread(buf, 1, n - 1, fp) : 0;
-    buf[got] = '\0';
-    if (fp) fclose(fp);
-}
-
 /* The CLI with args; its exit code, stdout in out_text, stderr in err_text. */
 static int run(const char *args) {
-    char cmd[4096], p[400];
-    snprintf(cmd, sizeof cmd, "NO_COLOR=1 '%s' %s > '%s/out.txt' 2> '%s/err.txt'", cli, args, dir, dir);
-    int st = system(cmd);
-    snprintf(p, sizeof p, "%s/out.txt", dir);
-    slurp(p, out_text, sizeof out_text);
-    snprintf(p, sizeof p, "%s/err.txt", dir);
-    slurp(p, err_text, sizeof err_text);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return run_cli_in("NO_COLOR=1", cli, args, dir, out_text, sizeof out_text, err_text, sizeof err_text);
 }
 
 /* verify CK STATE --json -: the exit code and the parsed report (the caller deletes it). */
@@ -119,7 +105,7 @@ static void clean_passes(const char *llmc, const char *st) {
     CHECK_CONTAINS(out_text, "loss: matches)");
     char p[512], html[1 << 16];
     snprintf(p, sizeof p, "%s/r.html", dir);
-    slurp(p, html, sizeof html);
+    slurp_text(p, html, sizeof html);
     CHECK_CONTAINS(html, "<td class=\"l\">loss</td><td class=\"sg-pass\">");
     CHECK_CONTAINS(html, "<p id=\"loss\">Loss: the reference records 5.31694937");
     CHECK_CONTAINS(html, "210304 parameter gradients");

@@ -42,10 +42,11 @@ static g2f_status read_targets(const g2f_fixture *f, const g2f_tensor *tg, size_
     g2f_fixture_read_ids(tg, 0, N, t);
     for (size_t i = 0; i < N; i++)
         if (t[i] < 0 || (uint64_t)t[i] >= V) {
+            long long bad = (long long)t[i];
             free(t);
             return g2f_error_set(err, G2F_ERR_FORMAT,
                                  "%s: targets: token id %lld at position %zu (sequence %zu, token %zu) is outside the "
-                                 "vocabulary 0..%zu", g2f_fixture_path(f), (long long)t[i], i, i / T, i % T, V - 1);
+                                 "vocabulary 0..%zu", g2f_fixture_path(f), bad, i, i / T, i % T, V - 1);
         }
     *out = t;
     return G2F_OK;

@@ -16,7 +16,7 @@
 
 #define CASE_TIMEOUT_S 120
 
-static char *slurp_text(const char *path) {
+static char *slurp_alloc(const char *path) {
     FILE *fp = fopen(path, "rb");
     if (!fp) return NULL;
     size_t cap = 1 << 16, len = 0, r;
@@ -61,7 +61,7 @@ static void corrupt_files_should_exit_2_with_one_line(void) {
     char corrupt[4096], manifest[4200], tmp[256], out[300], err[300];
     snprintf(corrupt, sizeof corrupt, "%s/../tests/corrupt", fixtures);
     snprintf(manifest, sizeof manifest, "%s/MANIFEST", corrupt);
-    char *text = slurp_text(manifest);
+    char *text = slurp_alloc(manifest);
     CHECK(text != NULL);
     if (!text) return;
     CHECK(make_tmpdir(tmp, sizeof tmp, "corrupt") == 0);
@@ -91,7 +91,7 @@ static void corrupt_files_should_exit_2_with_one_line(void) {
         char *argv_ck[] = {(char *)cli, "inspect", path, NULL};
         char *argv_fx[] = {(char *)cli, "verify", tiny, path, NULL};
         int rc = run_cli(is_fixture ? argv_fx : argv_ck, out, err);
-        char *so = slurp_text(out), *se = slurp_text(err);
+        char *so = slurp_alloc(out), *se = slurp_alloc(err);
         size_t nl = 0;
         for (const char *c = se; c && *c; c++) nl += *c == '\n';
         /* the expected text must be in the message, not in the path */

@@ -566,6 +566,8 @@ TL_MODEL = {
     "ln_f.out": [("ln_final.hook_normalized", "ln_f.out")],
     "logits": [("logits", "logits")],
 }
+# --names tl3: TransformerLens 3 records hook_normalized before the gain and bias
+TL3_NORM = {"ln_1.out": "ln_1.norm", "mlp.in": "ln_2.norm", "ln_f.out": "ln_f.norm"}
 STAGES_HELP = """\
 Stages (--stages, comma-separated, default all; "all,-mlp.pre,-mlp.act" removes some):
   name (HF, per layer L)   shape                       TransformerLens (--names tl)
@@ -632,8 +634,9 @@ def name_tensors(stages, per_layer, top, names, prefix, ln2_name, lead):
         for s in stages:
             if s not in BLOCK_STAGES:
                 continue
-            if names == "tl":
+            if names in ("tl", "tl3"):
                 for tl, src in TL_BLOCK[s]:
+                    src = TL3_NORM.get(src, src) if names == "tl3" else src
                     out["blocks.%d.%s" % (L, tl)] = shaped(st[src])
             else:
                 n = ln2_name if s == "mlp.in" else s
@@ -641,8 +644,9 @@ def name_tensors(stages, per_layer, top, names, prefix, ln2_name, lead):
     for s in stages:
         if s not in MODEL_STAGES or not top:
             continue
-        if names == "tl":
+        if names in ("tl", "tl3"):
             for tl, src in TL_MODEL[s]:
+                src = TL3_NORM.get(src, src) if names == "tl3" else src
                 out[tl] = shaped(top[src])
         else:
             n = s if s in ("input_ids", "logits") else prefix + s
@@ -1164,8 +1168,10 @@ def main(argv=None):
                        help="storage dtype of the float tensors (the computation is float32)")
         p.add_argument("--layers", help="layers whose stages are stored, e.g. 0-1 (default all)")
         p.add_argument("--stages", metavar="LIST", help="stages to store (default all; below)")
-        p.add_argument("--names", choices=["hf", "tl"], default="hf",
-                       help="HF names h.L.* (default) or TransformerLens blocks.L.hook_*")
+        p.add_argument("--names", choices=["hf", "tl", "tl3"], default="hf",
+                       help="HF names h.L.* (default) or TransformerLens blocks.L.hook_* "
+                            "(tl: *.hook_normalized after the LayerNorm's gain and bias, as "
+                            "TransformerLens 2 records it; tl3: before them, as TransformerLens 3)")
         p.add_argument("--prefix", choices=["", "transformer."], default="",
                        help="HF names under transformer. (default none)")
         p.add_argument("--ln2-name", choices=["mlp.in", "ln_2.out"], default="mlp.in",

@@ -416,11 +416,14 @@ def block(ar, x, weights, L, n_head, eps, gelu, has):
     for q in has.get("residual_missing", []):
         res |= {"mid", "out"} if q is None else {q}
 
+    st = {"in": x}
+
     def ln(name, t):
+        # before gain and bias: TransformerLens 3's hook_normalized
+        st[name + ".norm"] = layer_norm(ar, t, None, None, eps)
         return layer_norm(ar, t, None if name in now else W[name + ".weight"],
                           None if name in nob else W[name + ".bias"], eps)
 
-    st = {"in": x}
     a = ln("ln_1", x)
     st["ln_1.out"] = a
     attn = attention(ar, a, W, n_head, L, has, st)
@@ -492,6 +495,7 @@ def model(ar, ids, weights, n_head, eps, gelu, plan, mhas, n_layer):
         nob = _ln_sel(mhas.get("ln_bias_missing", []))
         now = _ln_sel(mhas.get("ln_weight_missing", []))
         y = layer_norm(ar, x, None if "ln_f" in now else lnf_w, None if "ln_f" in nob else lnf_b, e)
+        st["ln_f.norm"] = layer_norm(ar, x, None, None, e)
     st["ln_f.out"] = y
     if "lm_head_untied" in mhas:
         if head is None:

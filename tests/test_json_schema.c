@@ -233,6 +233,10 @@ static const field alias_fields[] = {
 static const field unknown_fields[] = {
     {"name", S, 1, NULL, NULL, 0, NULL}, {"did_you_mean", S | Z, 1, NULL, NULL, 0, NULL}, END};
 
+static const field norm_fields[] = {
+    {"tensor", S, 1, NULL, NULL, 0, NULL}, {"reading", S, 1, "after|before|same|undecided", NULL, 0, NULL},
+    {"forced", B, 1, NULL, NULL, 0, NULL}, END};
+
 static const field verify_fields[] = {
     {"checkpoint", S, 1, NULL, NULL, 0, NULL},
     {"fixtures", S, 1, NULL, NULL, 0, NULL},
@@ -252,6 +256,7 @@ static const field verify_fields[] = {
     {"aliases", A, 1, NULL, alias_fields, O, NULL},
     {"unknown_tensors", A, 1, NULL, unknown_fields, O, NULL},
     {"unknown_tensors_total", I, 1, NULL, NULL, 0, NULL},
+    {"tl_normalized", A, 1, NULL, norm_fields, O, NULL},
     {"first_divergence", I | Z, 1, NULL, NULL, 0, NULL},
     {"first_stage", S | Z, 1, "ln_1|attn|mid|ln_2|mlp|out", NULL, 0, NULL},
     {"layers", A, 1, NULL, layer_fields, O, NULL},
@@ -591,7 +596,7 @@ static void reports_should_follow_the_documented_schema(void) {
              fixtures);
     check_report(K_VERIFY, args);
     /* the block's stages: clean, F16, TransformerLens names, each code, FFN-less layers */
-    static const char *const bx[] = {"clean", "clean_f16", "clean_tl", "partial", "attn_mask_missing",
+    static const char *const bx[] = {"clean", "clean_f16", "clean_tl", "clean_tl3", "ln_eps_1e-12_tl3", "partial", "attn_mask_missing",
                                      "attn_scale_missing", "qkv_order_kqv", "ln_eps_1e-12", "residual_missing_out",
                                      "weights_from_layer_0"};
     for (size_t i = 0; i < sizeof bx / sizeof bx[0]; i++) {
@@ -602,7 +607,7 @@ static void reports_should_follow_the_documented_schema(void) {
     static const char *const mx[][2] = {{"tiny", "wpe_offset_1"}, {"tiny", "wpe_missing"}, {"tiny", "ln_f_missing"},
                                         {"tiny", "embed_scaled"},
                                         {"tiny", "attn_scale_missing_layer2"}, {"tiny", "clean"},
-                                        {"tiny", "clean_tl_i32"}, {"small", "small_clean"},
+                                        {"tiny", "clean_tl_i32"}, {"tiny", "clean_tl3"}, {"small", "small_clean"},
                                         {"small", "lm_head_untied"}};
     for (size_t i = 0; i < sizeof mx / sizeof mx[0]; i++) {
         snprintf(args, sizeof args, "verify '%s/%s' '%s/model/%s.safetensors'", fixtures, mx[i][0], fixtures, mx[i][1]);

@@ -43,7 +43,7 @@ class _Tensor(ctypes.Structure):
 
 class _VerifyOpts(ctypes.Structure):
     _fields_ = [(k, ctypes.c_char_p) for k in ("config", "gelu", "layers", "accept", "rtol", "atol", "threads",
-                                               "n_head")]
+                                               "n_head", "tl_normalized")]
 
 
 class _RunOpts(ctypes.Structure):
@@ -140,7 +140,7 @@ def _tensors(acts):
     return arr, len(names), keep
 
 
-_VERIFY_KEYS = ("config", "gelu", "layers", "accept", "rtol", "atol", "threads", "n_head")
+_VERIFY_KEYS = ("config", "gelu", "layers", "accept", "rtol", "atol", "threads", "n_head", "tl_normalized")
 
 
 def verify(checkpoint, activations, label=None, **options):
@@ -151,7 +151,7 @@ def verify(checkpoint, activations, label=None, **options):
     label names in-memory activations in the report ("fixtures").
     options, as the CLI's: gelu="erf", layers="0,2-5" or [0, 2], accept=
     "weights_f16_rounded" or a list, rtol=, atol=, threads=, n_head=,
-    config="config.json". Raises GPT2FFNError for what the CLI refuses
+    config="config.json", tl_normalized="after" | "before" | "auto". Raises GPT2FFNError for what the CLI refuses
     (exit 2), TypeError for an unknown option."""
     bad = set(options) - set(_VERIFY_KEYS)
     if bad:

@@ -152,10 +152,16 @@ static int open_all(const char *checkpoint, const char *fixture_path, const g2f_
     g2f_error err = {0};
     if (!checkpoint) return bad(msg, msglen, "verify: no checkpoint given");
     if (fixture_path && (n || n_meta)) return bad(msg, msglen, "verify: give a fixture file or tensors, not both");
+    g2f_norm_mode mode = G2F_NORM_MODE_AUTO;
+    if (o->tl_normalized && !g2f_norm_mode_parse(o->tl_normalized, &mode)) {
+        snprintf(msg, msglen, "verify: --tl-normalized is auto, after or before, not '%s'", o->tl_normalized);
+        return BAD;
+    }
     if (g2f_model_open(checkpoint, o->config, &b->model, &err) != G2F_OK) return bad(msg, msglen, err.msg);
-    g2f_status st = fixture_path ? g2f_fixture_open_for(fixture_path, b->model, &b->fx, &err)
+    g2f_status st = fixture_path ? g2f_fixture_open_for(fixture_path, b->model, mode, &b->fx, &err)
                                  : table_of(t, n, meta, n_meta, label, &b->table, &err);
     if (st == G2F_OK && !fixture_path) st = g2f_fixture_from_table(&b->table, label, &b->fx, &err);
+    if (st == G2F_OK && !fixture_path) st = g2f_fixture_read_norms(b->fx, b->model, mode, &err);
     if (st != G2F_OK) return bad(msg, msglen, err.msg);
     size_t layers = g2f_model_get_info(b->model)->n_layer;
     if (o->layers) {

@@ -44,6 +44,7 @@ typedef struct g2f_bind_verify_opts {
     const char *layers;  /* --layers LIST */
     const char *accept;  /* --accept CODES */
     const char *rtol, *atol, *threads, *n_head;
+    const char *tl_normalized; /* --tl-normalized auto|after|before */
 } g2f_bind_verify_opts;
 
 /* gpt2ffn verify CHECKPOINT FIXTURES: the activations from the file

@@ -617,6 +617,11 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
     out->gelu = p->gelu;
     out->n_unknown = g2f_fixture_n_unknown(f, &out->n_unknown_total);
     for (size_t i = 0; i < out->n_unknown; i++) out->unknown[i] = *g2f_fixture_unknown_at(f, i);
+    if ((out->n_norms = g2f_fixture_n_norms(f)) && !(out->norms = g2f_alloc_array(out->n_norms, sizeof *out->norms))) {
+        g2f_verify_result_free(out);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < out->n_norms; i++) out->norms[i] = *g2f_fixture_norm_at(f, i);
     if ((st = check_aliases(f, out, err)) != G2F_OK) {
         g2f_verify_result_free(out);
         return st;
@@ -669,6 +674,7 @@ void g2f_verify_result_free(g2f_verify_result *r) {
         free(r->aliases[i].other);
     }
     free(r->aliases);
+    free(r->norms);
     g2f_model_result_free(&r->model);
     memset(r, 0, sizeof *r);
 }

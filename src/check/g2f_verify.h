@@ -123,6 +123,10 @@ typedef struct g2f_verify_result {
      * (not compared; g2f_fixture_unknown) */
     g2f_fixture_unknown unknown[G2F_FIXTURE_UNKNOWN_MAX];
     size_t n_unknown, n_unknown_total;
+    /* the fixture's TransformerLens hook_normalized captures and how each
+     * was read (g2f_fixture_read_norms), n_norms entries, owned */
+    g2f_fixture_norm *norms;
+    size_t n_norms;
 } g2f_verify_result;
 
 /* Why a fixture compared nothing (no layer and no model-level stage had its

@@ -223,14 +223,19 @@ static int explain_swapped(const char *cmd, const char *checkpoint, const char *
 }
 
 static int open_inputs(const char *cmd, const char *checkpoint, const char *config, const char *fixture,
-                       const char *layers, opened *o) {
+                       const char *layers, const char *tl_normalized, opened *o) {
     g2f_error err = {0};
     memset(o, 0, sizeof *o);
+    g2f_norm_mode mode = G2F_NORM_MODE_AUTO;
+    if (tl_normalized && !g2f_norm_mode_parse(tl_normalized, &mode)) {
+        bad("%s: --tl-normalized is auto, after or before, not '%s'", cmd, tl_normalized);
+        return 1;
+    }
     if (g2f_model_open(checkpoint, config, &o->model, &err) != G2F_OK) {
         if (err.status != G2F_ERR_FORMAT || !explain_swapped(cmd, checkpoint, fixture, 1)) bad("%s", err.msg);
         return 1;
     }
-    if (g2f_fixture_open_for(fixture, o->model, &o->fx, &err) != G2F_OK) {
+    if (g2f_fixture_open_for(fixture, o->model, mode, &o->fx, &err) != G2F_OK) {
         if (err.status != G2F_ERR_FORMAT || !explain_swapped(cmd, checkpoint, fixture, 0)) bad("%s", err.msg);
         return 1;
     }
@@ -251,9 +256,10 @@ static int open_inputs(const char *cmd, const char *checkpoint, const char *conf
 static const opt_spec verify_opts[] = {{"--gelu", "FORM"},     {"--layers", "LIST"}, {"--rtol", "R"},
                                        {"--atol", "A"},        {"--threads", "N"},   {"--json", "FILE|-"},
                                        {"--config", "FILE"},   {"--html", "FILE"},   {"--quiet", NULL},
-                                       {"--accept", "CODES"},  {"--n-head", "N"},    {"--tokenizer", "DIR|FILE"}};
+                                       {"--accept", "CODES"},  {"--n-head", "N"},    {"--tokenizer", "DIR|FILE"},
+                                       {"--tl-normalized", "WHEN"}};
 enum { V_GELU, V_LAYERS, V_RTOL, V_ATOL, V_THREADS, V_JSON, V_CONFIG, V_HTML, V_QUIET, V_ACCEPT, V_NHEAD, V_TOKENIZER,
-       V_COUNT };
+       V_TLNORM, V_COUNT };
 
 _Static_assert(sizeof verify_opts / sizeof verify_opts[0] == V_COUNT, "one spec per option");
 
@@ -302,6 +308,9 @@ static const char usage_verify[] =
     "  --html FILE       also write a self-contained HTML report (charts, diagnosis)\n"
     "  --tokenizer DIR|FILE  shows the tokens where the top-1 differs as text (default: the\n"
     "                    tokenizer beside CHECKPOINT, if any)\n"
+    "  --tl-normalized WHEN  TransformerLens' *.hook_normalized: after the LayerNorm's gain\n"
+    "                    and bias (TransformerLens 2), before them (3), or auto: told apart\n"
+    "                    by their values with the checkpoint's gain and bias (default)\n"
     "  --quiet           no progress line on stderr (there is none unless stderr is a terminal)\n"
     "  -h, --help        this help\n"
     "\n"
@@ -328,7 +337,7 @@ static int run_verify(const char **pos, const char **v) {
     g2f_digest_cache cache;
     g2f_digest_cache_from_env(&cache);
     g2f_tokenizer *tok = NULL;
-    if (open_inputs("verify", pos[0], v[V_CONFIG], pos[1], v[V_LAYERS], &o) != 0) goto done;
+    if (open_inputs("verify", pos[0], v[V_CONFIG], pos[1], v[V_LAYERS], v[V_TLNORM], &o) != 0) goto done;
     const char *outs[] = {v[V_JSON], v[V_HTML]};
     if (check_outputs(outs, 2, o.model, NULL, o.fx) != 0) goto done;
     g2f_model *model = o.model;
@@ -515,9 +524,10 @@ done:
 static const opt_spec run_opts[] = {{"-o", "OUT"},       {"--gelu", "FORM"},    {"--layers", "LIST"},
                                     {"--save", "STAGES"}, {"--threads", "N"},    {"--config", "FILE"},
                                     {"--ids", "LIST"},    {"--names", "hf|tl"},  {"--n-head", "N"},
-                                    {"--prompt", "TEXT"}, {"--tokenizer", "DIR|FILE"}, {"--generate", "N"}};
+                                    {"--prompt", "TEXT"}, {"--tokenizer", "DIR|FILE"}, {"--generate", "N"},
+                                    {"--tl-normalized", "WHEN"}};
 enum { R_OUT, R_GELU, R_LAYERS, R_SAVE, R_THREADS, R_CONFIG, R_IDS, R_NAMES, R_NHEAD, R_PROMPT, R_TOKENIZER, R_GENERATE,
-       R_COUNT };
+       R_TLNORM, R_COUNT };
 _Static_assert(sizeof run_opts / sizeof run_opts[0] == R_COUNT, "one spec per option");
 
 static const char usage_run[] =
@@ -553,7 +563,10 @@ static const char usage_run[] =
     "                    cached; writes prompt_ids, step_logits and generated_ids (with\n"
     "                    --save also each step's stages as a fixture of the tokens stepped)\n"
     "  --names hf|tl     the whole model's tensor names: HF fixture names (h.L.attn.out,\n"
-    "                    ...; default) or TransformerLens' (blocks.L.hook_attn_out, ...)\n"
+    "                    ...; default) or TransformerLens' (blocks.L.hook_attn_out, ...;\n"
+    "                    *.hook_normalized holds the LayerNorm's output, as in TransformerLens 2)\n"
+    "  --tl-normalized WHEN  INPUTS' blocks.N.ln2.hook_normalized: after the gain and bias,\n"
+    "                    before them, or auto (default; as verify's)\n"
     "  --gelu FORM       GELU form: tanh, erf, sigmoid, mlx_approx, f16_table (default:\n"
     "                    config.json's activation_function, else erf for a nanoGPT\n"
     "                    training checkpoint, else tanh)\n"
@@ -661,7 +674,7 @@ static int run_run(const char **pos, const char **v) {
         g2f_tokenizer_close(tok);
         if (trc != 0) goto done;
         n_seq = 1;
-    } else if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], &o) != 0) {
+    } else if (open_inputs("run", pos[0], v[R_CONFIG], pos[1], v[R_LAYERS], v[R_TLNORM], &o) != 0) {
         goto done;
     }
     if (o.fx && cli_check_teacher_mask("run", o.fx) != 0) goto done;

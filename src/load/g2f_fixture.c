@@ -7,6 +7,7 @@
 
 #include "g2f_model.h"
 #include "g2f_names.h"
+#include "g2f_normread.h"
 #include "g2f_source.h"
 
 #define MAX_LAYERS G2F_STAGE_MAX_LAYERS
@@ -29,6 +30,11 @@ struct g2f_fixture {
     size_t n_aliases;
     g2f_fixture_unknown unknown[G2F_FIXTURE_UNKNOWN_MAX];
     size_t n_unknown, n_unknown_total;
+    g2f_fixture_norm *norms;              /* the hook_normalized captures (g2f_fixture_read_norms) */
+    const g2f_tensor **norm_orig;         /* each one's tensor as read from the file */
+    g2f_tensor *norm_conv;                /* each one's LayerNorm output when read before gain and bias */
+    void **norm_data;                     /* their data, owned */
+    size_t n_norms;
 };
 
 /* Edits allowed for a suggestion: a third of the word, 1 to 3. */
@@ -161,7 +167,8 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
     return fixture_new(path, NULL, NULL, out, err);
 }
 
-g2f_status g2f_fixture_open_for(const char *path, const g2f_model *m, g2f_fixture **out, g2f_error *err) {
+g2f_status g2f_fixture_open_for(const char *path, const g2f_model *m, g2f_norm_mode mode, g2f_fixture **out,
+                                g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
     g2f_llmc_state_dims dims;
     g2f_error ignored = {0};
@@ -170,7 +177,12 @@ g2f_status g2f_fixture_open_for(const char *path, const g2f_model *m, g2f_fixtur
     if (mi->vocab && g2f_llmc_state_dims_for_model(mi->vocab, mi->n_positions, mi->n_layer, mi->n_embd, &dims,
                                                    &ignored) == G2F_OK)
         hints.llmc_state = &dims;
-    return fixture_new(path, NULL, &hints, out, err);
+    g2f_status st = fixture_new(path, NULL, &hints, out, err);
+    if (st == G2F_OK && (st = g2f_fixture_read_norms(*out, m, mode, err)) != G2F_OK) {
+        g2f_fixture_close(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 g2f_status g2f_fixture_from_table(const g2f_table *table, const char *label, g2f_fixture **out, g2f_error *err) {
@@ -197,9 +209,14 @@ g2f_status g2f_fixture_check(const g2f_fixture *f, size_t n_layer, size_t n_embd
         for (int i = 0; i < 2; i++) { /* a block fixture may record mlp.out without mlp.in (TransformerLens) */
             g2f_act k = g2f_ffn_act(i);
             if (!sl[k] && (k == G2F_ACT_MLP_OUT || !any_block)) {
-                char want[64], hint[300];
+                char want[64], hint[480];
                 g2f_act_name(k, (long)L, 0, want, sizeof want);
                 unknown_hint(f, want, hint, sizeof hint);
+                const g2f_fixture_norm *nr = g2f_fixture_norm_of(f, L, k);
+                if (nr && nr->reading == G2F_NORM_UNDECIDED)
+                    snprintf(hint, sizeof hint, "; '%s' is not compared: its values do not tell whether it was "
+                             "recorded before the LayerNorm's gain and bias (TransformerLens 3) or after them "
+                             "(TransformerLens 2); say which with --tl-normalized before|after", nr->name);
                 return g2f_error_set(err, G2F_ERR_FORMAT, "%s: layer %zu has no '%s' tensor%s", f->path, L, want, hint);
             }
         }
@@ -331,6 +348,11 @@ void g2f_fixture_name_for(const g2f_fixture *f, size_t layer, g2f_act kind, char
 
 void g2f_fixture_close(g2f_fixture *f) {
     if (!f) return;
+    for (size_t i = 0; i < f->n_norms; i++) free(f->norm_data[i]);
+    free(f->norms);
+    free(f->norm_orig);
+    free(f->norm_conv);
+    free(f->norm_data);
     g2f_source_close(f->src);
     free(f->aliases);
     free(f->slots);
@@ -558,3 +580,98 @@ g2f_status g2f_fixture_check_model(const g2f_fixture *f, size_t d, size_t vocab,
     return G2F_OK;
 }
 
+
+/* ---- hook_normalized: before or after the gain and bias (g2f_normread.h) ---- */
+
+static int is_norm_act(int a) { return a == G2F_ACT_LN1 || a == G2F_ACT_MLP_IN || a == G2F_ACT_LN_F; }
+
+static const g2f_tensor **slot_of(g2f_fixture *f, g2f_act a, size_t L) {
+    return g2f_act_per_layer(a) ? &f->slots[L][a] : &f->top[a];
+}
+
+/* The TransformerLens hook_normalized tensors of the table, as read. */
+static g2f_status collect_norms(g2f_fixture *f, g2f_error *err) {
+    const g2f_table *t = f->table;
+    size_t n = 0, layer;
+    int tl;
+    for (size_t i = 0; i < t->count; i++) n += is_norm_act(g2f_act_match(t->tensors[i].name, &layer, &tl)) && tl;
+    f->norms = calloc(n ? n : 1, sizeof *f->norms);
+    f->norm_orig = calloc(n ? n : 1, sizeof *f->norm_orig);
+    f->norm_conv = calloc(n ? n : 1, sizeof *f->norm_conv);
+    f->norm_data = calloc(n ? n : 1, sizeof *f->norm_data);
+    if (!f->norms || !f->norm_orig || !f->norm_conv || !f->norm_data)
+        return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < t->count; i++) {
+        int k = g2f_act_match(t->tensors[i].name, &layer, &tl);
+        if (!is_norm_act(k) || !tl) continue;
+        g2f_fixture_norm *nr = &f->norms[f->n_norms];
+        snprintf(nr->name, sizeof nr->name, "%s", t->tensors[i].name);
+        nr->act = (g2f_act)k;
+        nr->layer = g2f_act_per_layer((g2f_act)k) ? layer : 0;
+        nr->reading = G2F_NORM_AFTER;
+        f->norm_orig[f->n_norms++] = &t->tensors[i];
+    }
+    return G2F_OK;
+}
+
+/* Every use of from (the stage's slot, alias pairs) becomes to; to NULL
+ * takes the tensor out: an alias under another name then holds the stage. */
+static void repoint(g2f_fixture *f, const g2f_tensor *from, const g2f_tensor *to, g2f_act a, size_t L) {
+    const g2f_tensor **s = slot_of(f, a, L);
+    size_t kept = 0;
+    for (size_t i = 0; i < f->n_aliases; i++) {
+        g2f_fixture_alias al = f->aliases[i];
+        if (al.kept == from) al.kept = to;
+        if (al.other == from) al.other = to;
+        if (!to && *s == from && al.kept == NULL) *s = al.other, from = NULL; /* the other name holds the stage */
+        if (al.kept && al.other) f->aliases[kept++] = al;
+    }
+    f->n_aliases = kept;
+    if (from && *s == from) *s = to;
+}
+
+/* Decides (or takes from mode) one capture's reading and applies it. */
+static g2f_status read_norm(g2f_fixture *f, const g2f_model *m, g2f_norm_mode mode, size_t i, g2f_error *err) {
+    g2f_fixture_norm *nr = &f->norms[i];
+    const g2f_tensor *t = f->norm_orig[i];
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    if (!g2f_dtype_is_float(t->dtype) || !t->ndim || t->shape[t->ndim - 1] != mi->n_embd || !mi->n_embd ||
+        (g2f_act_per_layer(nr->act) && nr->layer >= mi->n_layer))
+        return G2F_OK; /* left as read: the shape checks name what is wrong */
+    g2f_ln ln;
+    int which = nr->act == G2F_ACT_LN1 ? 1 : nr->act == G2F_ACT_MLP_IN ? 2 : 0;
+    g2f_status st = g2f_model_ln_load(m, which, nr->layer, &ln, err);
+    if (st != G2F_OK) return st;
+    g2f_norm_decision dc = {0};
+    if (mode == G2F_NORM_MODE_AUTO) st = g2f_norm_decide(t, &ln, &dc, err);
+    else dc.reading = mode == G2F_NORM_MODE_AFTER ? G2F_NORM_AFTER : G2F_NORM_BEFORE, nr->forced = 1;
+    nr->reading = dc.reading;
+    if (st == G2F_OK && dc.reading == G2F_NORM_BEFORE && !ln.w)
+        st = g2f_error_set(err, G2F_ERR_USAGE, "%s: tensor '%s': --tl-normalized before needs the checkpoint's "
+                           "LayerNorm gain and bias, which it does not hold", f->path, t->name);
+    if (st == G2F_OK && dc.reading == G2F_NORM_BEFORE &&
+        (st = g2f_norm_apply(t, &ln, &f->norm_conv[i], &f->norm_data[i], err)) == G2F_OK)
+        repoint(f, t, &f->norm_conv[i], nr->act, nr->layer);
+    if (st == G2F_OK && dc.reading == G2F_NORM_UNDECIDED) repoint(f, t, NULL, nr->act, nr->layer);
+    g2f_ln_free(&ln);
+    return st;
+}
+
+g2f_status g2f_fixture_read_norms(g2f_fixture *f, const g2f_model *m, g2f_norm_mode mode, g2f_error *err) {
+    if (f->norms) return g2f_error_set(err, G2F_ERR_USAGE, "g2f_fixture_read_norms: called twice");
+    g2f_status st = collect_norms(f, err);
+    for (size_t i = 0; i < f->n_norms && st == G2F_OK; i++) st = read_norm(f, m, mode, i, err);
+    return st;
+}
+
+size_t g2f_fixture_n_norms(const g2f_fixture *f) { return f->n_norms; }
+
+const g2f_fixture_norm *g2f_fixture_norm_at(const g2f_fixture *f, size_t i) {
+    return i < f->n_norms ? &f->norms[i] : NULL;
+}
+
+const g2f_fixture_norm *g2f_fixture_norm_of(const g2f_fixture *f, size_t layer, g2f_act a) {
+    for (size_t i = 0; i < f->n_norms; i++)
+        if (f->norms[i].act == a && (!g2f_act_per_layer(a) || f->norms[i].layer == layer)) return &f->norms[i];
+    return NULL;
+}

@@ -27,6 +27,7 @@
 #include "g2f_error.h"
 #include "g2f_file.h"
 #include "g2f_model.h"
+#include "g2f_normread.h"
 #include "g2f_stage.h"
 #include "g2f_tensor.h"
 
@@ -50,7 +51,10 @@ g2f_status g2f_fixture_open(const char *path, g2f_fixture **out, g2f_error *err)
  * the checkpoint it is verified against: llm.c's debug state stores its
  * logits and gradients without V, Vp or the parameter count, which come
  * from m's sizes with llm.c's padding (g2f_llmc_state_dims_for_model). */
-g2f_status g2f_fixture_open_for(const char *path, const g2f_model *m, g2f_fixture **out, g2f_error *err);
+/* It also reads TransformerLens' hook_normalized captures as mode says
+ * (g2f_fixture_read_norms). */
+g2f_status g2f_fixture_open_for(const char *path, const g2f_model *m, g2f_norm_mode mode, g2f_fixture **out,
+                                g2f_error *err);
 /* A fixture over a table the caller holds (a binding's arrays in memory,
  * g2f_bind.h): the table, its names and the bytes its data pointers point
  * to are borrowed and must outlive the fixture; the caller has checked
@@ -160,6 +164,29 @@ const g2f_fixture_unknown *g2f_fixture_unknown_at(const g2f_fixture *f, size_t i
  * the stage table (llm.c's debug state's "targets" and "loss", read by
  * the loss stage, g2f_loss_stage.h). Borrowed. */
 const g2f_tensor *g2f_fixture_named(const g2f_fixture *f, const char *name);
+
+/* TransformerLens' blocks.L.ln1 / ln2.hook_normalized and
+ * ln_final.hook_normalized: after the gain and bias in TransformerLens 2,
+ * before them in 3 (g2f_normread.h). Once per fixture, with the checkpoint
+ * it is verified against: each such capture is read as mode says, or
+ * (G2F_NORM_MODE_AUTO) as its values and m's gain and bias decide. Read
+ * before: the stage's tensor becomes the LayerNorm's output computed from
+ * it; undecided: the capture is taken out (not compared; its other name's
+ * tensor, when the fixture has one, holds the stage). g2f_fixture_open and
+ * _from_table read them as recorded until this is called;
+ * g2f_fixture_open_for calls it. */
+typedef struct g2f_fixture_norm {
+    char name[128];           /* the capture's name, a copy */
+    g2f_act act;              /* G2F_ACT_LN1, G2F_ACT_MLP_IN or G2F_ACT_LN_F */
+    size_t layer;             /* 0 for ln_final */
+    g2f_norm_reading reading;
+    int forced;               /* taken from the mode, not decided */
+} g2f_fixture_norm;
+g2f_status g2f_fixture_read_norms(g2f_fixture *f, const g2f_model *m, g2f_norm_mode mode, g2f_error *err);
+size_t g2f_fixture_n_norms(const g2f_fixture *f);
+const g2f_fixture_norm *g2f_fixture_norm_at(const g2f_fixture *f, size_t i);
+/* The capture of activation a (layer's; ln_final: layer ignored), or NULL. */
+const g2f_fixture_norm *g2f_fixture_norm_of(const g2f_fixture *f, size_t layer, g2f_act a);
 
 /* NULL is a no-op. */
 void g2f_fixture_close(g2f_fixture *f);

@@ -377,6 +377,33 @@ int g2f_report_hint(const g2f_report_ctx *c, char *buf, size_t n) {
     return 1;
 }
 
+/* One note on the hook_normalized captures read as r says (0 when none):
+ * how many, the first's name, and why. */
+static int norm_note(const g2f_verify_result *res, g2f_norm_reading r, char *buf, size_t n) {
+    size_t count = 0, forced = 0;
+    const char *first = NULL;
+    for (size_t i = 0; i < res->n_norms; i++)
+        if (res->norms[i].reading == r) {
+            if (!count++) first = res->norms[i].name;
+            forced += res->norms[i].forced;
+        }
+    if (!count) return 0;
+    const char *how = forced ? "as --tl-normalized says" : "as their values say";
+    if (r == G2F_NORM_UNDECIDED)
+        snprintf(buf, n, "%zu TransformerLens hook_normalized capture%s ('%s'%s) not compared: %s values do not tell "
+                 "whether %s recorded before the LayerNorm's gain and bias (TransformerLens 3) or after them "
+                 "(TransformerLens 2); say which with --tl-normalized before|after", count, count == 1 ? "" : "s",
+                 first, count > 1 ? ", ..." : "", count == 1 ? "its" : "their", count == 1 ? "it was" : "they were");
+    else if (r == G2F_NORM_SAME)
+        snprintf(buf, n, "%zu TransformerLens hook_normalized capture%s ('%s'%s): the checkpoint's gain is 1 and its "
+                 "bias 0, so before and after them are the same values", count, count == 1 ? "" : "s", first,
+                 count > 1 ? ", ..." : "");
+    else
+        snprintf(buf, n, "%zu TransformerLens hook_normalized capture%s ('%s'%s) read %s, %s", count,
+                 count == 1 ? "" : "s", first, count > 1 ? ", ..." : "", g2f_norm_reading_phrase(r), how);
+    return 1;
+}
+
 /* The i-th note on the fixture's names (see g2f_report_note). */
 int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char *buf, size_t n) {
     const g2f_verify_result *r = c->result;
@@ -418,6 +445,11 @@ int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char 
         snprintf(buf, n, "and %zu more tensors under names gpt2ffn does not know", r->n_unknown_total - r->n_unknown);
         return 1;
     }
+    for (int k = G2F_NORM_AFTER; k <= G2F_NORM_UNDECIDED; k++)
+        if (norm_note(r, (g2f_norm_reading)k, buf, n) && i-- == 0) {
+            *label = "reading";
+            return 1;
+        }
     if (r->loss.gradients && i == 0) {
         *label = "note";
         snprintf(buf, n, "the file holds %llu parameter gradients: not checked (gradients are out of scope: verify "
@@ -1216,6 +1248,42 @@ static cJSON *forward_json(jb *b, const g2f_report_ctx *c, size_t d) {
     return o;
 }
 
+/* What the reports say about the fixture's names: aliases, unknown names,
+ * how TransformerLens' hook_normalized captures were read. */
+static void names_json(jb *bp, cJSON *root, const g2f_verify_result *res) {
+    cJSON *al = j_arr(bp, root, "aliases");
+    for (size_t i = 0; al && i < res->n_aliases; i++) {
+        const g2f_alias_check *a = &res->aliases[i];
+        cJSON *o = j_check(bp, cJSON_CreateObject());
+        j_str(bp, o, "kept", a->kept);
+        j_str(bp, o, "other", a->other);
+        j_bool(bp, o, "same", a->same);
+        j_bool(bp, o, "shapes_differ", a->shapes_differ);
+        j_num(bp, o, "differing", (double)a->differing);
+        j_num(bp, o, "total", (double)a->total);
+        j_num(bp, o, "max_abs_diff", a->max_abs);
+        j_add(bp, al, NULL, o);
+    }
+    cJSON *uk = j_arr(bp, root, "unknown_tensors");
+    for (size_t i = 0; uk && i < res->n_unknown; i++) {
+        cJSON *o = j_check(bp, cJSON_CreateObject());
+        j_str(bp, o, "name", res->unknown[i].name);
+        if (res->unknown[i].suggestion[0]) j_str(bp, o, "did_you_mean", res->unknown[i].suggestion);
+        else j_null(bp, o, "did_you_mean");
+        j_add(bp, uk, NULL, o);
+    }
+    j_num(bp, root, "unknown_tensors_total", (double)res->n_unknown_total);
+    static const char *const readings[] = {"after", "before", "same", "undecided"};
+    cJSON *nr = j_arr(bp, root, "tl_normalized");
+    for (size_t i = 0; nr && i < res->n_norms; i++) {
+        cJSON *o = j_check(bp, cJSON_CreateObject());
+        j_str(bp, o, "tensor", res->norms[i].name);
+        j_str(bp, o, "reading", readings[res->norms[i].reading]);
+        j_bool(bp, o, "forced", res->norms[i].forced);
+        j_add(bp, nr, NULL, o);
+    }
+}
+
 char *g2f_report_json(const g2f_report_ctx *c) {
     const g2f_verify_result *res = c->result;
     jb b = {0};
@@ -1256,28 +1324,7 @@ char *g2f_report_json(const g2f_report_ctx *c) {
     j_str(&b, root, "fixture_dtype", g2f_dtype_name(c->fixture_dtype));
     if (c->fixture_claim) j_str(&b, root, "fixture_gelu_claim", c->fixture_claim);
     else j_null(&b, root, "fixture_gelu_claim");
-    cJSON *al = j_arr(&b, root, "aliases");
-    for (size_t i = 0; al && i < res->n_aliases; i++) {
-        const g2f_alias_check *a = &res->aliases[i];
-        cJSON *o = j_check(&b, cJSON_CreateObject());
-        j_str(&b, o, "kept", a->kept);
-        j_str(&b, o, "other", a->other);
-        j_bool(&b, o, "same", a->same);
-        j_bool(&b, o, "shapes_differ", a->shapes_differ);
-        j_num(&b, o, "differing", (double)a->differing);
-        j_num(&b, o, "total", (double)a->total);
-        j_num(&b, o, "max_abs_diff", a->max_abs);
-        j_add(&b, al, NULL, o);
-    }
-    cJSON *uk = j_arr(&b, root, "unknown_tensors");
-    for (size_t i = 0; uk && i < res->n_unknown; i++) {
-        cJSON *o = j_check(&b, cJSON_CreateObject());
-        j_str(&b, o, "name", res->unknown[i].name);
-        if (res->unknown[i].suggestion[0]) j_str(&b, o, "did_you_mean", res->unknown[i].suggestion);
-        else j_null(&b, o, "did_you_mean");
-        j_add(&b, uk, NULL, o);
-    }
-    j_num(&b, root, "unknown_tensors_total", (double)res->n_unknown_total);
+    names_json(&b, root, res);
     if (res->first_fail >= 0) j_num(&b, root, "first_divergence", (double)res->first_fail);
     else j_null(&b, root, "first_divergence");
     if (res->first_fail >= 0 && res->first_stage != G2F_STAGE_NONE)

@@ -29,6 +29,8 @@ CASES = [
     (TINY, fx("model", "clean.safetensors"), {}),
     (TINY, fx("model", "attn_scale_missing_layer2.safetensors"), {"threads": 1}),
     (TINY, fx("model", "clean_tl_i32.safetensors"), {}),
+    (TINY, fx("model", "clean_tl3.safetensors"), {}),  # hook_normalized before gain and bias: told by the values
+    (TINY, fx("block", "clean_tl3.safetensors"), {"tl_normalized": "after"}),  # ... or as told: a FAIL
     (TINY, fx("model", "weights_f16_rounded.safetensors"), {"accept": ["weights_f16_rounded"]}),
     (TINY, fx("block", "clean.safetensors"), {"layers": [1, 3], "n_head": 4}),
     (fx("small"), fx("model", "lm_head_untied.safetensors"), {}),
@@ -43,6 +45,11 @@ def cli_args(opts):
         out += ["--" + k.replace("_", "-"), ",".join(map(str, v)) if isinstance(v, list) else str(v)]
     return out
 
+
+r = gpt2ffn.verify(TINY, fx("model", "clean_tl3.safetensors"))
+check(r.passed and {x["reading"] for x in r["tl_normalized"]} == {"before"}, "TransformerLens 3 captures read before")
+check(raises(gpt2ffn.GPT2FFNError, lambda: gpt2ffn.verify(TINY, fx("model", "clean_tl3.safetensors"),
+                                                            tl_normalized="3")), "a bad tl_normalized is refused")
 
 for ck, f, opts in CASES:
     rc, want, err = cli_json("verify", ck, f, *cli_args(opts))

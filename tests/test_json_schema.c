@@ -190,8 +190,24 @@ static const field forward_layer_fields[] = {
     {"margins", O, 1, NULL, stage_margin_fields, 0, NULL},
     {"diagnosis", A, 1, NULL, NULL, S, "<code>"},
     END};
+static const field token_fields[] = {
+    {"id", I, 1, NULL, NULL, 0, NULL}, {"text", S, 1, NULL, NULL, 0, NULL}, END};
 static const field position_fields[] = {
-    {"sequence", I, 1, NULL, NULL, 0, NULL}, {"token", I, 1, NULL, NULL, 0, NULL}, END};
+    {"sequence", I, 1, NULL, NULL, 0, NULL}, {"token", I, 1, NULL, NULL, 0, NULL},
+    {"reference", O, 0, NULL, token_fields, 0, NULL}, {"ours", O, 0, NULL, token_fields, 0, NULL}, END};
+static const field loss_side_fields[] = {
+    {"status", S, 1, "pass|fail", NULL, 0, NULL}, {"loss", N, 1, NULL, NULL, 0, NULL},
+    {"bound", N, 1, NULL, NULL, 0, NULL},         {"margin", N | Z, 1, NULL, NULL, 0, NULL}, END};
+static const field loss_fields[] = {
+    {"status", S, 1, "pass|fail|not_checked", NULL, 0, NULL},
+    {"why", S | Z, 1, NULL, NULL, 0, NULL},
+    {"reference", N, 1, NULL, NULL, 0, NULL},
+    {"positions", I, 1, NULL, NULL, 0, NULL},
+    {"chained", O | Z, 1, NULL, loss_side_fields, 0, NULL},
+    {"isolated", O | Z, 1, NULL, loss_side_fields, 0, NULL},
+    {"diagnosis", A, 1, NULL, NULL, S, NULL},
+    {"gradients_not_checked", I, 1, NULL, NULL, 0, NULL},
+    END};
 static const field agreement_fields[] = {
     {"top1_agree", I, 1, NULL, NULL, 0, NULL},
     {"positions", I, 1, NULL, NULL, 0, NULL},
@@ -215,6 +231,7 @@ static const field forward_fields[] = {
     {"isolated_stages", O, 1, NULL, mstages_fields, 0, NULL},
     {"layers", A, 1, NULL, forward_layer_fields, O, NULL},
     {"logits_agreement", O | Z, 1, NULL, agreement_fields, 0, NULL},
+    {"loss", O, 0, NULL, loss_fields, 0, NULL},
     END};
 
 static const field tolerance_fields[] = {
@@ -616,6 +633,11 @@ static void reports_should_follow_the_documented_schema(void) {
     /* the GELU from a nanoGPT checkpoint; a fixture that records its
      * checkpoint's digest (gpt2ffn run), against that checkpoint and another */
     snprintf(args, sizeof args, "verify '%s/torch/nanogpt_ckpt.pt' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
+    check_report(K_VERIFY, args);
+    /* the loss of llm.c's debug state; the differing top-1 tokens as text (a tokenizer beside the checkpoint) */
+    snprintf(args, sizeof args, "verify '%s/formats2/tiny_llmc.bin' '%s/llmc/tiny_debug_state.bin'", fixtures, fixtures);
+    check_report(K_VERIFY, args);
+    snprintf(args, sizeof args, "verify '%s/decode/tok' '%s/decode/tok_wpe_missing.safetensors'", fixtures, fixtures);
     check_report(K_VERIFY, args);
     char cmd[2000];
     snprintf(cmd, sizeof cmd, "'%s' run '%s/tiny' '%s/tiny_tanh.safetensors' -o '%s/made.safetensors' > /dev/null", cli,

@@ -18,12 +18,20 @@
 #define MR G2F_MR512
 #define NR G2F_NR512
 
-/* The sums of the tile over kc depth steps, from zero, into acc (MR rows of 2 vectors). */
-static inline void tile_sums(const float *ap, const float *bp, size_t kc, __m512 acc[MR][2]) {
+/* The sums of the tile over kc depth steps, from zero, into acc (MR rows
+ * of 2 vectors), on B rows at bp + kk * ldb (squared first when sq), the
+ * rows of pf (or NULL) fetched into L2 meanwhile. */
+static inline __attribute__((always_inline)) void tile_sums(const float *ap, const float *bp, size_t ldb, int sq,
+                                                            const float *pf, size_t kc, __m512 acc[MR][2]) {
 #pragma GCC unroll 12
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (size_t kk = 0; kk < kc; kk++) {
-        const __m512 b0 = _mm512_load_ps(bp + kk * NR), b1 = _mm512_load_ps(bp + kk * NR + 16);
+        __m512 b0 = _mm512_loadu_ps(bp + kk * ldb), b1 = _mm512_loadu_ps(bp + kk * ldb + 16);
+        if (sq) b0 = _mm512_mul_ps(b0, b0), b1 = _mm512_mul_ps(b1, b1); /* as the packed squares are rounded */
+        if (pf) {
+            _mm_prefetch((const char *)(pf + kk * ldb), _MM_HINT_T1);
+            _mm_prefetch((const char *)(pf + kk * ldb + 16), _MM_HINT_T1);
+        }
         const float *a = ap + kk * MR;
 #pragma GCC unroll 12
         for (int r = 0; r < MR; r++) {
@@ -34,10 +42,9 @@ static inline void tile_sums(const float *ap, const float *bp, size_t kc, __m512
     }
 }
 
-void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
-                      int first, const g2f_simd_epilogue *ep) {
-    __m512 acc[MR][2];
-    tile_sums(ap, bp, kc, acc);
+/* The tile's stores and epilogue, from its sums. */
+static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_t nr, int first,
+                       const g2f_simd_epilogue *ep) {
     if (mr == MR && nr == NR) { /* the common case: straight from the registers */
         __m512 b0 = _mm512_setzero_ps(), b1 = b0;
         if (ep && ep->bias) b0 = _mm512_loadu_ps(ep->bias), b1 = _mm512_loadu_ps(ep->bias + 16);
@@ -64,4 +71,19 @@ void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, siz
             for (size_t j = 0; j < nr; j++) row[j] += ep->bias[j];
         if (ep && ep->gelu) g2f_simd_gelu(ep->gelu == 2, row, ep->act + r * ep->ld_act, nr);
     }
+}
+
+void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                      int first, const g2f_simd_epilogue *ep) {
+    __m512 acc[MR][2];
+    tile_sums(ap, bp, NR, 0, NULL, kc, acc);
+    tile_store(acc, c, ldc, mr, nr, first, ep);
+}
+
+void g2f_simd512_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
+                        size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep) {
+    __m512 acc[MR][2];
+    if (sq) tile_sums(ap, b, ldb, 1, pf, kc, acc);
+    else tile_sums(ap, b, ldb, 0, pf, kc, acc);
+    tile_store(acc, c, ldc, mr, nr, first, ep);
 }

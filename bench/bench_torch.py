@@ -117,15 +117,28 @@ def time_ffn(layers, x, budget):
 
 
 def blas_library():
-    """The BLAS shared library mapped into this process (after a matmul), or "unknown"."""
-    names = set()
+    """The BLAS shared library mapped into this process (after a matmul), with
+    OpenBLAS's core (the kernel it chose for this CPU), or "unknown"."""
+    paths = set()
     with open("/proc/self/maps") as f:
         for line in f:
             path = line.split()[-1] if len(line.split()) >= 6 else ""
             base = os.path.basename(path)
             if "blas" in base or "mkl" in base:
-                names.add(base)
-    return ",".join(sorted(names)) or "unknown"
+                paths.add(path)
+    names = []
+    for path in sorted(paths):
+        name = os.path.basename(path)
+        if "openblas" in name:
+            try:
+                import ctypes
+                lib = ctypes.CDLL(path)
+                lib.openblas_get_corename.restype = ctypes.c_char_p
+                name += "(core " + lib.openblas_get_corename().decode() + ")"
+            except (OSError, AttributeError):
+                pass
+        names.append(name)
+    return ",".join(names) or "unknown"
 
 
 def matmul_gflops(threads, gen):

@@ -26,6 +26,12 @@
  *              measured against a fixed NC of 512, calls alternating in one
  *              process, 4-7% faster on 2 threads (1024 tokens) and 5-12% at
  *              64 tokens. Each depth step reads KC x NC of it from L2/L3.
+ * Few rows (m <= mc, Conv1D B): B is not packed at all but read where it
+ *   lies by the tiles, each panel by the one task that uses it, the next
+ *   panel fetched meanwhile (matmul_direct); A is packed once for all.
+ *   bench-ab against packing B (2 threads, an Intel Xeon with AVX-512 on a
+ *   busy host): 1.6x at d 768 and 2.1x at d 1600 for 64 tokens, 1.7x at d
+ *   1600 for 128; the same bits.
  * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
  * ahead (the weights come from memory, once per call); A and Linear B are
  * transposed 8 x 8 in registers (g2f_simd_pack_cols).
@@ -241,7 +247,8 @@ static void gelu_span(g2f_gelu g, const float *in, float *out, size_t n) {
     switch (g) {
     case G2F_GELU_TANH:
     case G2F_GELU_ERF:
-        if (simd) g2f_simd_gelu(g == G2F_GELU_ERF, in, out, n);
+        if (simd && g2f_cpu_features()->avx512f) g2f_simd512_gelu(g == G2F_GELU_ERF, in, out, n);
+        else if (simd) g2f_simd_gelu(g == G2F_GELU_ERF, in, out, n);
         else
             for (size_t i = 0; i < n; i++) out[i] = g == G2F_GELU_ERF ? g2f_gelu_erf(in[i]) : g2f_gelu_tanh(in[i]);
         return;
@@ -517,48 +524,71 @@ static void pack_column_block(const gemm *g, size_t jc, size_t nc, size_t block_
 
 /* One task of a column block: rows [i0, i0 + mc) against panels [s0, s1),
  * every depth block, its A block packed into ap (ap2) per depth step. */
+/* A packed once for every task (pack_all_a), or NULL: each task packs its own. */
+typedef struct shared_a {
+    const float *a, *a2;
+    size_t block; /* floats per depth block */
+} shared_a;
+
 static void row_task(const gemm *g, size_t jc, size_t nc, size_t i0, size_t mc, long s0, long s1,
-                     size_t block_floats, const float *bp, const float *bp2, float *ap, float *ap2) {
+                     size_t block_floats, const float *bp, const float *bp2, const shared_a *sa, float *ap,
+                     float *ap2) {
     size_t MR = g->kn->mr, NR = g->kn->nr, depth_blocks = (g->k + KC - 1) / KC;
     for (size_t pb = 0; pb < depth_blocks; pb++) {
         size_t pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
-        const float *bblock = bp + pb * block_floats;
-        pack_a(g->kn, g->a, g->k, i0, mc, pc, kc, ap);
-        if (bp2) pack_a2(g->kn, g->sc, ap, g->k, i0, mc, pc, kc, ap2);
-        for (long s = s0; s < s1; s++) { /* a B micro-panel stays in L1 across the A panels */
-            size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
-            for (size_t p = 0; p * MR < mc; p++) {
-                size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
-                tile_last(g->kn, ap + p * KC * MR, bblock + (size_t)s * KC * NR, kc, g->c, g->n, i0 + p * MR,
+        const float *bblock = bp + pb * block_floats, *ab = ap, *ab2 = ap2;
+        if (sa->a) { /* the row block's panels in the shared A (i0 is a multiple of MR) */
+            ab = sa->a + pb * sa->block + i0 / MR * KC * MR;
+            ab2 = bp2 ? sa->a2 + pb * sa->block + i0 / MR * KC * MR : NULL;
+        } else {
+            pack_a(g->kn, g->a, g->k, i0, mc, pc, kc, ap);
+            if (bp2) pack_a2(g->kn, g->sc, ap, g->k, i0, mc, pc, kc, ap2);
+        }
+        for (size_t p = 0; p * MR < mc; p++) { /* an A micro-panel stays in L1 across the B panels */
+            size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
+            for (long s = s0; s < s1; s++) {
+                size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
+                tile_last(g->kn, ab + p * KC * MR, bblock + (size_t)s * KC * NR, kc, g->c, g->n, i0 + p * MR,
                           jc + j, mr, nr, pc == 0, pb + 1 == depth_blocks, g->ep);
                 if (bp2)
-                    tile(g->kn, ap2 + p * KC * MR, bp2 + pb * block_floats + (size_t)s * KC * NR, kc,
+                    tile(g->kn, ab2 + p * KC * MR, bp2 + pb * block_floats + (size_t)s * KC * NR, kc,
                          g->sc->c2 + (i0 + p * MR) * g->n + jc + j, g->n, mr, nr, pc == 0);
             }
         }
     }
 }
 
-/* The main path (Goto's loop order): for each block of ncb columns the threads
- * first pack all of B's rows for it together (k x ncb, in KC-deep micro-panel
- * blocks), then split the rows in mc blocks (and the columns too when there
- * are few rows), each packing its own A block per depth step. Two barriers
- * per column block: a thread that the OS puts aside costs the others little.
- * B is packed once, A n/ncb times. The shared B buffer and each thread's A
- * blocks come from ws. Returns 0 when they cannot be allocated (the caller
- * then uses matmul_tasks, which gives bitwise the same results: the same
- * tiles sum the same terms in the same order). */
+static void pack_all_a(const gemm *g, float *ap, float *ap2, size_t a_block);
+
+/* The main path (Goto's loop order): the threads pack all of A once (when
+ * it takes at most A_SHARED_MAX bytes; else each task packs its own A block
+ * per depth step, as many times as the columns are split); then for each
+ * block of ncb columns they first pack all of B's rows for it together (k x
+ * ncb, in KC-deep micro-panel blocks), then split the rows in mc blocks
+ * (and the columns too when there are few rows). Two barriers per column
+ * block: a thread that the OS puts aside costs the others little. B is
+ * packed once. The shared buffers (and any per-thread A blocks) come from
+ * ws. Returns 0 when they cannot be allocated (the caller then uses
+ * matmul_tasks, which gives bitwise the same results: the same tiles sum
+ * the same terms in the same order). Packing A once instead of once per
+ * column task: 4-5% of a 1024-token call's time on one thread (perf). */
+#define A_SHARED_MAX ((size_t)64 << 20)
 static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     const kern *kn = g->kn;
     size_t NR = kn->nr, MR = kn->mr, MC = kn->mc, ncb = column_block(kn, g->k, g->n);
     size_t ncap = g->n < ncb ? g->n : ncb, depth_blocks = (g->k + KC - 1) / KC;
     size_t block_floats = (ncap + NR - 1) / NR * KC * NR; /* one depth block of the column block */
     size_t a_floats = ((MC + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16; /* a thread's A block, 64-byte multiple */
+    size_t a_block = ((g->m + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16; /* all of A, one depth block */
     int two = g->sc && g->sc->c2, threads = g2f_threads(n_threads);
-    size_t b_total = (two ? 2 : 1) * depth_blocks * block_floats;
-    float *bp = ws_take(ws, b_total + (size_t)threads * (two ? 2 : 1) * a_floats);
+    size_t b_total = (two ? 2 : 1) * depth_blocks * block_floats, a_total = (two ? 2 : 1) * depth_blocks * a_block;
+    int share = a_total <= A_SHARED_MAX / sizeof(float);
+    if (!share) a_total = (size_t)threads * (two ? 2 : 1) * a_floats;
+    float *bp = ws_take(ws, b_total + a_total);
     if (!bp) return 0;
     float *bp2 = two ? bp + depth_blocks * block_floats : NULL; /* B's squares, same layout */
+    float *all = bp + b_total;
+    shared_a sa = {share ? all : NULL, share && two ? all + depth_blocks * a_block : NULL, a_block};
     long row_blocks = (long)((g->m + MC - 1) / MC);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -569,7 +599,8 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
 #else
         int me = 0;
 #endif
-        float *ap = bp + b_total + (size_t)me * (two ? 2 : 1) * a_floats, *ap2 = two ? ap + a_floats : NULL;
+        float *ap = share ? NULL : all + (size_t)me * (two ? 2 : 1) * a_floats, *ap2 = two && ap ? ap + a_floats : NULL;
+        if (share) pack_all_a(g, all, two ? all + depth_blocks * a_block : NULL, a_block);
         for (size_t jc = 0; jc < g->n; jc += ncb) {
             size_t nc = g->n - jc < ncb ? g->n - jc : ncb;
             long panels = (long)((nc + NR - 1) / NR);
@@ -586,13 +617,111 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
             for (long t = 0; t < row_blocks * groups; t++) {
                 long ib = t / groups, s0 = t % groups * per_group, s1 = s0 + per_group < panels ? s0 + per_group : panels;
                 size_t i0 = (size_t)ib * MC, mc = g->m - i0 < MC ? g->m - i0 : MC;
-                if (s0 < s1) row_task(g, jc, nc, i0, mc, s0, s1, block_floats, bp, bp2, ap, ap2);
+                if (s0 < s1) row_task(g, jc, nc, i0, mc, s0, s1, block_floats, bp, bp2, &sa, ap, ap2);
             }
             /* and this loop's barrier keeps the next column block's packing
              * from overwriting B while it is still in use */
         }
     }
     if (!ws) free(bp);
+    return 1;
+}
+
+/* A tile on B where it lies (Conv1D rows, ldb n) or on a panel packed
+ * (ldb NR), squared when sq; the epilogue on the last depth block. */
+static void tile_b(const kern *kn, const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc,
+                   float *c, size_t n, size_t i, size_t j, size_t mr, size_t nr, int first, const epilogue *ep) {
+    g2f_simd_epilogue e = {ep && ep->bias ? ep->bias + j : NULL, ep ? ep->gelu : 0,
+                           ep && ep->gelu ? ep->act + i * n + j : NULL, n};
+    if (kn->isa == ISA_AVX512) g2f_simd512_tile_b(ap, b, ldb, sq, pf, kc, c + i * n + j, n, mr, nr, first, ep ? &e : NULL);
+    else g2f_simd_tile_b(ap, b, ldb, sq, pf, kc, c + i * n + j, n, mr, nr, first, ep ? &e : NULL);
+}
+
+/* Packs every depth block of A (and A2) once, shared: for few rows, where
+ * every column task would otherwise pack the same A again. */
+static void pack_all_a(const gemm *g, float *ap, float *ap2, size_t a_block) {
+    size_t depth_blocks = (g->k + KC - 1) / KC;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+    for (long pb = 0; pb < (long)depth_blocks; pb++) {
+        size_t pc = (size_t)pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
+        pack_a(g->kn, g->a, g->k, 0, g->m, pc, kc, ap + (size_t)pb * a_block);
+        if (ap2) pack_a2(g->kn, g->sc, ap + (size_t)pb * a_block, g->k, 0, g->m, pc, kc, ap2 + (size_t)pb * a_block);
+    }
+    /* the loop's barrier: A is packed before anyone uses it */
+}
+
+/* One column task of matmul_direct: panels [s0, s1) of every depth block,
+ * B read in place with the next panel fetched meanwhile; a last partial
+ * panel is packed into edge (KC x NR), zero-filled. */
+static void direct_task(const gemm *g, long s0, long s1, const float *ap, const float *ap2, size_t a_block,
+                        float *edge) {
+    const kern *kn = g->kn;
+    size_t MR = kn->mr, NR = kn->nr, n = g->n, depth_blocks = (g->k + KC - 1) / KC;
+    int two = ap2 != NULL;
+    for (size_t pb = 0; pb < depth_blocks; pb++) {
+        size_t pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
+        for (long s = s0; s < s1; s++) {
+            size_t j = (size_t)s * NR, nr = n - j < NR ? n - j : NR, ldb = n;
+            const float *bs = g->b + pc * n + j, *pf = NULL;
+            if (nr < NR) {
+                pack_b(kn, g->b, 0, g->k, n, pc, kc, j, nr, edge);
+                bs = edge, ldb = NR;
+            }
+            size_t jn = j + NR; /* the next panel: this depth block's, or the next one's first */
+            if (s + 1 < s1 && jn + NR <= n) pf = g->b + pc * n + jn;
+            else if (s + 1 == s1 && pb + 1 < depth_blocks && (size_t)s0 * NR + NR <= n)
+                pf = g->b + (pc + KC) * n + (size_t)s0 * NR;
+            const float *ab = ap + pb * a_block, *ab2 = two ? ap2 + pb * a_block : NULL;
+            for (size_t p = 0; p * MR < g->m; p++) {
+                size_t mr = g->m - p * MR < MR ? g->m - p * MR : MR;
+                tile_b(kn, ab + p * KC * MR, bs, ldb, 0, p == 0 ? pf : NULL, kc, g->c, n, p * MR, j, mr, nr, pc == 0,
+                       pb + 1 == depth_blocks ? g->ep : NULL);
+                if (two)
+                    tile_b(kn, ab2 + p * KC * MR, bs, ldb, 1, NULL, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL);
+            }
+        }
+    }
+}
+
+/* Few rows (m <= mc: one row block) and B as Conv1D rows: B is read where it
+ * lies, each panel by the one task that uses it, instead of being copied
+ * into packed panels first (the copy wrote as many bytes as it read, and
+ * waited at a barrier before any FMA; the weights stream from memory either
+ * way). A is packed once for all tasks. The same tiles on the same values
+ * in the same order as matmul_goto: bitwise its results. Returns 0 when the
+ * buffers cannot be allocated. */
+static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
+    const kern *kn = g->kn;
+    size_t MR = kn->mr, NR = kn->nr, depth_blocks = (g->k + KC - 1) / KC;
+    size_t a_block = ((g->m + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16;
+    int two = g->sc && g->sc->c2, threads = g2f_threads(n_threads);
+    size_t a_total = (two ? 2 : 1) * depth_blocks * a_block;
+    float *ap = ws_take(ws, a_total + (size_t)threads * KC * NR);
+    if (!ap) return 0;
+    float *ap2 = two ? ap + depth_blocks * a_block : NULL;
+    long panels = (long)((g->n + NR - 1) / NR), tasks = 8L * threads < panels ? 8L * threads : panels;
+    long per_task = (panels + tasks - 1) / tasks;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+#ifdef _OPENMP
+        int me = omp_get_thread_num();
+#else
+        int me = 0;
+#endif
+        pack_all_a(g, ap, ap2, a_block);
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (long t = 0; t < tasks; t++) {
+            long s0 = t * per_task, s1 = s0 + per_task < panels ? s0 + per_task : panels;
+            if (s0 < s1) direct_task(g, s0, s1, ap, ap2, a_block, ap + a_total + (size_t)me * KC * NR);
+        }
+    }
+    if (!ws) free(ap);
     return 1;
 }
 
@@ -663,6 +792,7 @@ static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_
         return;
     }
     gemm g = {a, b, m, k, n, b_trans, c, ep, sc, &kn};
+    if (k > 0 && !b_trans && m <= kn.mc && kn.isa != ISA_PORTABLE && matmul_direct(&g, n_threads, ws)) return;
     if (k == 0 || !matmul_goto(&g, n_threads, ws)) matmul_tasks(&g, n_threads);
 }
 

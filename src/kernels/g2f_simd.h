@@ -45,6 +45,16 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
 void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                       int first, const g2f_simd_epilogue *ep);
 
+/* g2f_simd_tile / g2f_simd512_tile on B read where it is: row kk of the
+ * panel (NR floats, any alignment) at b + kk * ldb, squared first when sq
+ * (each b * b rounded to float, as the packed squares of a second product
+ * are), and the rows of pf (or NULL: the panel used next) fetched into L2
+ * meanwhile. The same sums, bit for bit, as on the panel packed. */
+void g2f_simd_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
+                     size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep);
+void g2f_simd512_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
+                        size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep);
+
 /* Packs up to 8 rows of A (row r at a + r * lda, rows >= `rows` read as zero)
  * column by column: dst[kk * width + r] = A[r, kk] for kk < kc, r < 8, where
  * width is 6 (lanes 6 and 7 of each column are scratch that the next column
@@ -54,6 +64,10 @@ void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size
 /* out[i] = GELU(in[i]) in double precision (see g2f_gelu_math.h); erf != 0
  * for the exact form. in and out may be the same. */
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
+
+/* g2f_simd_gelu with AVX-512 (only when g2f_cpu_features()->avx512f):
+ * bitwise its results, 16 at a time. */
+void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n);
 
 /* g[i] = GELU'(x[i]) (g2f_gelu_deriv.h), 8 at a time. */
 void g2f_simd_gelu_deriv(const float *x, float *g, size_t n);

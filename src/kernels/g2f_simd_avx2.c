@@ -10,13 +10,20 @@
 
 static inline __m256 gelu8(int erf, __m256 f);
 
-void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
-                   int first, const g2f_simd_epilogue *ep) {
+/* The tile on B rows at bp + kk * ldb, squared first when sq, with the
+ * rows of pf (or NULL) fetched into L2 meanwhile: g2f_simd_tile (ldb NR,
+ * packed) and g2f_simd_tile_b (B in place) are this with constants. */
+static inline __attribute__((always_inline)) void tile_body(const float *ap, const float *bp, size_t ldb, int sq,
+                                                            const float *pf, size_t kc, float *c, size_t ldc,
+                                                            size_t mr, size_t nr, int first,
+                                                            const g2f_simd_epilogue *ep) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
 #pragma GCC unroll 4
     for (size_t kk = 0; kk < kc; kk++) {
-        __m256 b0 = _mm256_load_ps(bp + kk * G2F_NR), b1 = _mm256_load_ps(bp + kk * G2F_NR + 8);
+        __m256 b0 = _mm256_loadu_ps(bp + kk * ldb), b1 = _mm256_loadu_ps(bp + kk * ldb + 8);
+        if (sq) b0 = _mm256_mul_ps(b0, b0), b1 = _mm256_mul_ps(b1, b1); /* as the packed squares are rounded */
+        if (pf) _mm_prefetch((const char *)(pf + kk * ldb), _MM_HINT_T1);
         const float *a = ap + kk * G2F_MR;
         __m256 a0 = _mm256_broadcast_ss(a + 0), a1 = _mm256_broadcast_ss(a + 1);
         c00 = _mm256_fmadd_ps(a0, b0, c00);
@@ -95,6 +102,17 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
             for (size_t j = 0; j < nr; j++) row[j] += ep->bias[j];
         if (ep && ep->gelu) g2f_simd_gelu(ep->gelu == 2, row, ep->act + r * ep->ld_act, nr);
     }
+}
+
+void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                   int first, const g2f_simd_epilogue *ep) {
+    tile_body(ap, bp, G2F_NR, 0, NULL, kc, c, ldc, mr, nr, first, ep);
+}
+
+void g2f_simd_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
+                     size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep) {
+    if (sq) tile_body(ap, b, ldb, 1, pf, kc, c, ldc, mr, nr, first, ep);
+    else tile_body(ap, b, ldb, 0, pf, kc, c, ldc, mr, nr, first, ep);
 }
 
 static inline void transpose8(__m256 r[8]) {

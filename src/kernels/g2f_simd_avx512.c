@@ -8,22 +8,144 @@
  * the two FMA ports stay busy with the load ports half used. Every C element
  * is the same chain of fused multiply-adds, in the same k order from zero,
  * as in the 6 x 16 AVX2 tile (g2f_simd_tile), then the same float adds of
- * C's previous value and the bias, and the same GELU (g2f_simd_gelu on the
- * stored sums): bitwise the AVX2 path's results. */
+ * C's previous value and the bias, and the same GELU (on the stored sums,
+ * g2f_simd512_gelu: g2f_simd_gelu's operations on 8 doubles a vector):
+ * bitwise the AVX2 path's results. */
 #include "g2f_simd.h"
 
 #include <immintrin.h>
 #include <string.h>
 
+#include "g2f_gelu_math.h"
+
 #define MR G2F_MR512
 #define NR G2F_NR512
 
-/* The sums of the tile over kc depth steps, from zero, into acc (MR rows of 2 vectors). */
-static inline void tile_sums(const float *ap, const float *bp, size_t kc, __m512 acc[MR][2]) {
+/* ---- GELU in double, 8 lanes a vector: g2f_simd_avx2.c's gelu_tanh_pd2 and
+ * gelu_erf_pd2 operation for operation (the same roundings, no FMA), on two
+ * vectors of 8 doubles: bitwise g2f_simd_gelu's results, twice as many per
+ * instruction. */
+
+#define LANES2 for (int v = 0; v < 2; v++)
+
+static inline void exp_pd2(__m512d x[2]) {
+    static const double inv_fact[13] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
+                                        1.0 / 40320.0,     1.0 / 5040.0,     1.0 / 720.0,     1.0 / 120.0,
+                                        1.0 / 24.0,        1.0 / 6.0,        0.5,             1.0,
+                                        1.0};
+    __m512d n[2], r[2], p[2];
+    LANES2 {
+        x[v] = _mm512_max_pd(_mm512_set1_pd(-700.0), _mm512_min_pd(_mm512_set1_pd(700.0), x[v]));
+        n[v] = _mm512_roundscale_pd(_mm512_mul_pd(x[v], _mm512_set1_pd(G2F_LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r[v] = _mm512_sub_pd(_mm512_sub_pd(x[v], _mm512_mul_pd(n[v], _mm512_set1_pd(G2F_LN2_HI))),
+                             _mm512_mul_pd(n[v], _mm512_set1_pd(G2F_LN2_LO)));
+        p[v] = _mm512_set1_pd(1.0 / 6227020800.0);
+    }
+    for (int i = 0; i < 13; i++) LANES2 p[v] = _mm512_add_pd(_mm512_mul_pd(p[v], r[v]), _mm512_set1_pd(inv_fact[i]));
+    LANES2 {
+        __m512i e = _mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(n[v]));
+        e = _mm512_slli_epi64(_mm512_add_epi64(e, _mm512_set1_epi64(1023)), 52);
+        x[v] = _mm512_mul_pd(p[v], _mm512_castsi512_pd(e));
+    }
+}
+
+static inline void erfcx_pd2(__m512d z[2]) {
+    const __m512d k = _mm512_set1_pd(G2F_ERFCX_K);
+    __m512d u[2], two_u[2], b1[2], b2[2];
+    LANES2 {
+        __m512d zz = _mm512_min_pd(z[v], _mm512_set1_pd(12.0));
+        __m512d t = _mm512_div_pd(_mm512_sub_pd(zz, k), _mm512_add_pd(zz, k));
+        u[v] = _mm512_div_pd(_mm512_sub_pd(_mm512_mul_pd(_mm512_set1_pd(2.0), t), _mm512_set1_pd(G2F_ERFCX_TSUM)),
+                             _mm512_set1_pd(G2F_ERFCX_TSPAN));
+        two_u[v] = _mm512_mul_pd(_mm512_set1_pd(2.0), u[v]);
+        b1[v] = b2[v] = _mm512_setzero_pd();
+    }
+    for (int i = G2F_ERFCX_N - 1; i >= 1; i--) {
+        LANES2 {
+            __m512d b0 = _mm512_add_pd(_mm512_sub_pd(_mm512_mul_pd(two_u[v], b1[v]), b2[v]),
+                                       _mm512_set1_pd(g2f_erfcx_cheb[i]));
+            b2[v] = b1[v];
+            b1[v] = b0;
+        }
+    }
+    LANES2 z[v] = _mm512_add_pd(_mm512_sub_pd(_mm512_mul_pd(u[v], b1[v]), b2[v]), _mm512_set1_pd(g2f_erfcx_cheb[0]));
+}
+
+static inline void erf_small_pd2(const __m512d z[2], __m512d out[2]) {
+    static const double c[12] = {-1.0 / (39916800.0 * 23), 1.0 / (3628800.0 * 21), -1.0 / (362880.0 * 19),
+                                 1.0 / (40320.0 * 17),     -1.0 / (5040.0 * 15),   1.0 / (720.0 * 13),
+                                 -1.0 / (120.0 * 11),      1.0 / (24.0 * 9),       -1.0 / (6.0 * 7),
+                                 1.0 / (2.0 * 5),          -1.0 / 3.0,             1.0};
+    __m512d z2[2], sm[2];
+    LANES2 {
+        z2[v] = _mm512_mul_pd(z[v], z[v]);
+        sm[v] = _mm512_setzero_pd();
+    }
+    for (int i = 0; i < 12; i++) LANES2 sm[v] = _mm512_add_pd(_mm512_mul_pd(sm[v], z2[v]), _mm512_set1_pd(c[i]));
+    LANES2 out[v] = _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(G2F_TWO_OVER_SQRT_PI), z[v]), sm[v]);
+}
+
+static inline void gelu_tanh_pd2(const __m512d x[2], __m512d y[2]) {
+    __m512d e[2];
+    LANES2 {
+        __m512d x3 = _mm512_mul_pd(_mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(0.044715), x[v]), x[v]), x[v]);
+        __m512d u = _mm512_mul_pd(_mm512_set1_pd(G2F_SQRT_2_OVER_PI), _mm512_add_pd(x[v], x3));
+        e[v] = _mm512_mul_pd(_mm512_set1_pd(-2.0), u);
+    }
+    exp_pd2(e);
+    LANES2 y[v] = _mm512_div_pd(x[v], _mm512_add_pd(_mm512_set1_pd(1.0), e[v]));
+}
+
+static inline void gelu_erf_pd2(const __m512d x[2], __m512d y[2]) {
+    __m512d z[2], tail[2], e[2], small[2];
+    LANES2 {
+        z[v] = _mm512_mul_pd(_mm512_sub_pd(_mm512_setzero_pd(), x[v]), _mm512_set1_pd(G2F_INV_SQRT2));
+        tail[v] = _mm512_max_pd(_mm512_abs_pd(z[v]), _mm512_set1_pd(0.5)); /* |z|: andnot of the sign, as AVX2 */
+        e[v] = _mm512_sub_pd(_mm512_setzero_pd(), _mm512_mul_pd(z[v], z[v]));
+    }
+    erfcx_pd2(tail);
+    exp_pd2(e);
+    erf_small_pd2(z, small);
+    LANES2 {
+        __m512d t = _mm512_mul_pd(tail[v], e[v]);
+        __m512d sm = _mm512_sub_pd(_mm512_set1_pd(1.0), small[v]);
+        __m512d neg = _mm512_sub_pd(_mm512_set1_pd(2.0), t);
+        __m512d erfc = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(z[v], _mm512_set1_pd(0.5), _CMP_GE_OQ), sm, t);
+        erfc = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(z[v], _mm512_set1_pd(-0.5), _CMP_LE_OQ), erfc, neg);
+        y[v] = _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(0.5), x[v]), erfc);
+    }
+}
+
+void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n) {
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256 f0 = _mm256_loadu_ps(in + i), f1 = _mm256_loadu_ps(in + i + 8);
+        __m512d x[2] = {_mm512_cvtps_pd(f0), _mm512_cvtps_pd(f1)}, y[2];
+        if (erf) gelu_erf_pd2(x, y);
+        else gelu_tanh_pd2(x, y);
+        __m256 r0 = _mm512_cvtpd_ps(y[0]), r1 = _mm512_cvtpd_ps(y[1]);
+        /* NaN in, NaN out: the clamps would hide it */
+        _mm256_storeu_ps(out + i, _mm256_blendv_ps(r0, f0, _mm256_cmp_ps(f0, f0, _CMP_UNORD_Q)));
+        _mm256_storeu_ps(out + i + 8, _mm256_blendv_ps(r1, f1, _mm256_cmp_ps(f1, f1, _CMP_UNORD_Q)));
+    }
+    if (i < n) g2f_simd_gelu(erf, in + i, out + i, n - i);
+}
+
+/* The sums of the tile over kc depth steps, from zero, into acc (MR rows
+ * of 2 vectors), on B rows at bp + kk * ldb (squared first when sq), the
+ * rows of pf (or NULL) fetched into L2 meanwhile. */
+static inline __attribute__((always_inline)) void tile_sums(const float *ap, const float *bp, size_t ldb, int sq,
+                                                            const float *pf, size_t kc, __m512 acc[MR][2]) {
 #pragma GCC unroll 12
     for (int r = 0; r < MR; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (size_t kk = 0; kk < kc; kk++) {
-        const __m512 b0 = _mm512_load_ps(bp + kk * NR), b1 = _mm512_load_ps(bp + kk * NR + 16);
+        __m512 b0 = _mm512_loadu_ps(bp + kk * ldb), b1 = _mm512_loadu_ps(bp + kk * ldb + 16);
+        if (sq) b0 = _mm512_mul_ps(b0, b0), b1 = _mm512_mul_ps(b1, b1); /* as the packed squares are rounded */
+        if (pf) {
+            _mm_prefetch((const char *)(pf + kk * ldb), _MM_HINT_T1);
+            _mm_prefetch((const char *)(pf + kk * ldb + 16), _MM_HINT_T1);
+        }
         const float *a = ap + kk * MR;
 #pragma GCC unroll 12
         for (int r = 0; r < MR; r++) {
@@ -34,10 +156,9 @@ static inline void tile_sums(const float *ap, const float *bp, size_t kc, __m512
     }
 }
 
-void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
-                      int first, const g2f_simd_epilogue *ep) {
-    __m512 acc[MR][2];
-    tile_sums(ap, bp, kc, acc);
+/* The tile's stores and epilogue, from its sums. */
+static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_t nr, int first,
+                       const g2f_simd_epilogue *ep) {
     if (mr == MR && nr == NR) { /* the common case: straight from the registers */
         __m512 b0 = _mm512_setzero_ps(), b1 = b0;
         if (ep && ep->bias) b0 = _mm512_loadu_ps(ep->bias), b1 = _mm512_loadu_ps(ep->bias + 16);
@@ -51,7 +172,7 @@ void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, siz
             _mm512_storeu_ps(row + 16, v1);
         }
         if (ep && ep->gelu)
-            for (int r = 0; r < MR; r++) g2f_simd_gelu(ep->gelu == 2, c + (size_t)r * ldc, ep->act + (size_t)r * ep->ld_act, NR);
+            for (int r = 0; r < MR; r++) g2f_simd512_gelu(ep->gelu == 2, c + (size_t)r * ldc, ep->act + (size_t)r * ep->ld_act, NR);
         return;
     }
     for (size_t r = 0; r < mr; r++) { /* an edge tile: the same sums, partly stored */
@@ -62,6 +183,21 @@ void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, siz
         for (size_t j = 0; j < nr; j++) row[j] = first ? tmp[j] : row[j] + tmp[j];
         if (ep && ep->bias)
             for (size_t j = 0; j < nr; j++) row[j] += ep->bias[j];
-        if (ep && ep->gelu) g2f_simd_gelu(ep->gelu == 2, row, ep->act + r * ep->ld_act, nr);
+        if (ep && ep->gelu) g2f_simd512_gelu(ep->gelu == 2, row, ep->act + r * ep->ld_act, nr);
     }
+}
+
+void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                      int first, const g2f_simd_epilogue *ep) {
+    __m512 acc[MR][2];
+    tile_sums(ap, bp, NR, 0, NULL, kc, acc);
+    tile_store(acc, c, ldc, mr, nr, first, ep);
+}
+
+void g2f_simd512_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
+                        size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep) {
+    __m512 acc[MR][2];
+    if (sq) tile_sums(ap, b, ldb, 1, pf, kc, acc);
+    else tile_sums(ap, b, ldb, 0, pf, kc, acc);
+    tile_store(acc, c, ldc, mr, nr, first, ep);
 }

@@ -13,10 +13,21 @@ void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, siz
                       int first, const g2f_simd_epilogue *ep) {
     (void)ap, (void)bp, (void)kc, (void)c, (void)ldc, (void)mr, (void)nr, (void)first, (void)ep;
 }
+void g2f_simd_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
+                     size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep) {
+    (void)ap, (void)b, (void)ldb, (void)sq, (void)pf, (void)kc, (void)c, (void)ldc, (void)mr, (void)nr, (void)first;
+    (void)ep;
+}
+void g2f_simd512_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
+                        size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep) {
+    (void)ap, (void)b, (void)ldb, (void)sq, (void)pf, (void)kc, (void)c, (void)ldc, (void)mr, (void)nr, (void)first;
+    (void)ep;
+}
 void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst) {
     (void)a, (void)lda, (void)rows, (void)kc, (void)width, (void)dst;
 }
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) { (void)erf, (void)in, (void)out, (void)n; }
+void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n) { (void)erf, (void)in, (void)out, (void)n; }
 void g2f_simd_gelu_deriv(const float *x, float *g, size_t n) { (void)x, (void)g, (void)n; }
 void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n) {
     (void)mlx, (void)in, (void)out, (void)n;

@@ -20,6 +20,12 @@ with the C decoder. Each KV-cache bug is injected where a port makes it:
   padding_positions      a left-padded batch whose positions count the
                          padding (HF's are the attention mask's cumsum - 1)
 
+and bugs of every block, which a generation shows only through its tokens:
+
+  gelu_erf               the exact erf GELU (torch's F.gelu) instead of tanh
+  attn_scale_missing     the scores not divided by sqrt(d_head)
+  qkv_order_kqv          c_attn's output split as k, q, v
+
 The clean batch with left padding is HF's generate(): attention_mask, the
 position ids from its cumulative sum (masked_fill(mask == 0, 1)), the mask
 extended by ones per step. The near-tie fixture runs on a small model of
@@ -69,7 +75,9 @@ class Port:
 
     def attend(self, q, k, v, keymask):
         """q (B, H, n, dh) against k, v (B, H, S, dh); keymask (B, n, S) True where seen."""
-        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d // self.H)
+        s = torch.matmul(q, k.transpose(-1, -2))
+        if self.bug != "attn_scale_missing":
+            s = s / math.sqrt(self.d // self.H)
         s = torch.where(keymask[:, None], s, torch.finfo(s.dtype).min)
         z = torch.matmul(torch.softmax(s, dim=-1), v)
         B, _, n, _ = z.shape
@@ -87,6 +95,8 @@ class Port:
             nb = torch.matmul(a, W)
             qkv = nb + b
             q, k, v = (self.heads(t) for t in qkv.split(self.d, dim=2))
+            if self.bug == "qkv_order_kqv":  # k, q, v = qkv.split(d)
+                k, q = q, k
             ks, vs = k, v  # what the cache stores
             if self.bug == "cache_kv_before_bias":
                 _, ks, vs = (self.heads(t) for t in nb.split(self.d, dim=2))
@@ -100,7 +110,8 @@ class Port:
                 cache[L] = [torch.cat([pk, ks], dim=2), torch.cat([pv, vs], dim=2)]
             x = x + torch.addmm(w[p + "attn.c_proj.bias"], z.reshape(-1, self.d),
                                 w[p + "attn.c_proj.weight"]).view_as(x)
-            hdn = gelu_tanh(torch.matmul(self.ln(x, p + "ln_2"), w[p + "mlp.c_fc.weight"]) + w[p + "mlp.c_fc.bias"])
+            gelu = torch.nn.functional.gelu if self.bug == "gelu_erf" else gelu_tanh
+            hdn = gelu(torch.matmul(self.ln(x, p + "ln_2"), w[p + "mlp.c_fc.weight"]) + w[p + "mlp.c_fc.bias"])
             x = x + torch.matmul(hdn, w[p + "mlp.c_proj.weight"]) + w[p + "mlp.c_proj.bias"]
         y = self.ln(x, "ln_f")
         return y if hidden else torch.matmul(y, self.head.t())
@@ -177,7 +188,8 @@ class Port:
                 zz = self.attend(q, buf[L][0][:, :, :S], buf[L][1][:, :, :S], torch.ones(B, 1, S).bool())
                 x = x + torch.addmm(w[p + "attn.c_proj.bias"], zz.reshape(-1, self.d),
                                     w[p + "attn.c_proj.weight"]).view_as(x)
-                hdn = gelu_tanh(torch.matmul(self.ln(x, p + "ln_2"), w[p + "mlp.c_fc.weight"]) + w[p + "mlp.c_fc.bias"])
+                gelu = torch.nn.functional.gelu if self.bug == "gelu_erf" else gelu_tanh
+                hdn = gelu(torch.matmul(self.ln(x, p + "ln_2"), w[p + "mlp.c_fc.weight"]) + w[p + "mlp.c_fc.bias"])
                 x = x + torch.matmul(hdn, w[p + "mlp.c_proj.weight"]) + w[p + "mlp.c_proj.bias"]
             z = torch.matmul(self.ln(x, "ln_f"), self.head.t())[:, -1]
             n_past += 1
@@ -237,6 +249,10 @@ def main():
                 "cache_kv_swapped"]:
         g, zz = Port(tiny, bug).generate(prompt, N)
         write(bug, prompt, g, zz, note=bug)
+    # bugs of every block, which a generation shows only through its tokens and logits
+    for bug in ["gelu_erf", "attn_scale_missing", "qkv_order_kqv"]:
+        g, zz = Port(tiny, bug).generate(prompt, N)
+        write(bug, prompt, g, zz, note=bug + " in every block")
     g, _ = Port(tiny, "cache_position_reset").generate(prompt, N)
     write("cache_position_reset_ids", prompt, g, None, note="cache_position_reset, token ids only")
     for K in [1, -1]:

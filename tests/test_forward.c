@@ -449,7 +449,7 @@ static void a_values_only_chain_should_refuse_variances(void) {
     CHECK(x && g2f_model_block_load(m, 0, 0, &b, &err) == G2F_OK);
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
     for (int vo = 0; x && vo < 2; vo++) {
-        g2f_block_params bp = {0, &tol, G2F_GELU_TANH, 1, 0, vo, 0, 0.0, G2F_ROUND_NONE, 0};
+        g2f_block_params bp = {0, &tol, G2F_GELU_TANH, 1, 0, vo, 0, 0.0, G2F_ROUND_NONE, 0, NULL};
         g2f_block_chain *c = NULL;
         CHECK(g2f_block_chain_new(m, T, &bp, &c, &err) == G2F_OK);
         if (!c) continue;

@@ -83,6 +83,23 @@ static void kv_cache_bugs_should_be_named(void) {
     }
 }
 
+/* A bug of every block shows in a generation from the prompt's step on; it
+ * is named by recomputing the whole forward under it. */
+static void block_bugs_should_be_named_in_a_generation(void) {
+    static const char *cases[][2] = {
+        {"gelu_erf", "gelu_erf"}, {"attn_scale_missing", "attn_scale_missing"}, {"qkv_order_kqv", "qkv_order:kqv"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        g2f_gen_result r;
+        CHECK(verify_gen(cases[i][0], &r) == G2F_OK);
+        char codes[400];
+        g2f_causes_join(r.causes, r.n_causes, codes, sizeof codes);
+        if (strcmp(codes, cases[i][1])) fprintf(stderr, "  %s: named '%s'\n", cases[i][0], codes);
+        CHECK(!r.pass && r.diverged && r.n_causes == 1 && !strcmp(codes, cases[i][1]));
+        CHECK(r.n_causes == 0 || r.causes[0].margin <= 1);
+        CHECK(r.first.step == 0);
+    }
+}
+
 static void a_near_tie_should_be_a_tie_flip_and_pass(void) {
     g2f_gen_result r;
     CHECK(verify_gen("tie_flip", &r) == G2F_OK);
@@ -245,6 +262,7 @@ int main(int argc, char **argv) {
     RUN(clean_generations_should_pass);
     RUN(kv_cache_bugs_should_be_named);
     RUN(a_near_tie_should_be_a_tie_flip_and_pass);
+    RUN(block_bugs_should_be_named_in_a_generation);
     RUN(an_unexplained_divergence_should_fail_unexplained);
     RUN(malformed_generations_should_be_refused);
     RUN(nonfinite_logits_should_not_pass);

@@ -1158,6 +1158,15 @@ void g2f_block_chain_free(g2f_block_chain *c) {
     free(c);
 }
 
+/* A bug of every block (g2f_block_bug) applied to layer L's how. */
+static void chain_bug(const g2f_block_bug *bug, size_t L, how *hw) {
+    if (bug->scale > 0) hw->attn.scale = bug->scale;
+    if (bug->scale_layer_idx) hw->attn.scale /= (double)(L + 1);
+    if (bug->qkv) memcpy(hw->attn.qkv_order, bug->qkv_perm, sizeof bug->qkv_perm);
+    hw->attn.heads_interleaved |= bug->heads_interleaved;
+    if (bug->ln_eps > 0) hw->eps1 = hw->eps2 = bug->ln_eps;
+}
+
 g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L, const g2f_fixture *f, size_t sq,
                                 float *x, float *vx, g2f_error *err) {
     ctx *cx = &c->c;
@@ -1181,6 +1190,7 @@ g2f_status g2f_block_chain_step(g2f_block_chain *c, const g2f_block *b, size_t L
     hw.n_threads = cx->p->n_threads;
     hw.uw = cx->p->weight_roundoff; /* the port's precision, as the block check takes it */
     hw.gemm_in = cx->p->gemm_in;
+    if (cx->p->bug) chain_bug(cx->p->bug, L, &hw);
     memcpy(cx->s.x, x, n * sizeof *x);
     if (vx) memcpy(cx->s.vx, vx, n * sizeof *vx);
     g2f_status st = chain_seq(cx, &hw, &b->mlp.w, sq, c->A);

@@ -68,6 +68,18 @@ typedef struct g2f_block_result {
     char note[160];              /* why, when skipped */
 } g2f_block_result;
 
+/* A port's bug in every block, for the chained pass: the forward computed
+ * under it is a hypothesis about a whole generation (g2f_genverify), where
+ * no stage is recorded to locate it. All 0: GPT-2. */
+typedef struct g2f_block_bug {
+    double scale;                /* attn_scale_missing (1.0) or attn_scale:C, the scores' multiplier; 0: 1/sqrt(d_head) */
+    int scale_layer_idx;         /* attn_scale_layer_idx: the scores also divided by layer + 1 */
+    int qkv;                     /* qkv_order: c_attn's thirds read as qkv_perm (g2f_qkv_perms) */
+    int qkv_perm[3];
+    int heads_interleaved;       /* heads split as [d_head, n_head] */
+    double ln_eps;               /* ln_eps: both LayerNorms' epsilon; 0: the model's */
+} g2f_block_bug;
+
 typedef struct g2f_block_params {
     size_t n_head;               /* 0: the model's */
     const g2f_tol_params *tol;
@@ -84,6 +96,7 @@ typedef struct g2f_block_params {
     g2f_diag_set accept;         /* g2f_block_check: a failing stage whose cause is made of these codes alone
                                     (weights_f16_rounded, weights_bf16_rounded, f16_matmul: --accept) is judged
                                     on that cause's recomputation, and so is the chained pass */
+    const g2f_block_bug *bug;    /* the chained pass computed with this bug in every block, or NULL */
 } g2f_block_params;
 
 /* Checks layer's block stages recorded in f (g2f_fixture_check_block

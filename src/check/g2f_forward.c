@@ -103,7 +103,7 @@ static g2f_status forward_run(const g2f_model *m, const g2f_embed *e, const int6
                              e->n_pos);
     int var = f != NULL || force_var; /* nothing compared: no variance computed, none allocated */
     g2f_block_params bp = {p->n_head, p->tol, p->gelu, p->n_threads, 0, !var, !var && p->no_probs,
-                           how ? how->uw : 0.0, how ? how->gemm_in : G2F_ROUND_NONE, 0};
+                           how ? how->uw : 0.0, how ? how->gemm_in : G2F_ROUND_NONE, 0, how ? how->block : NULL};
     g2f_block_chain *c = NULL;
     g2f_status st = g2f_block_chain_new(m, T, &bp, &c, err);
     if (st != G2F_OK) return st;

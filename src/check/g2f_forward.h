@@ -95,6 +95,7 @@ typedef struct g2f_model_how {
     int block_round;
     g2f_round gemm_in;
     double uw;
+    const g2f_block_bug *block;   /* a bug in every block (a generation's hypotheses), or NULL */
 } g2f_model_how;
 
 /* What the forward hands its caller as it goes (each may be NULL), values

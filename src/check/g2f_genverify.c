@@ -359,6 +359,10 @@ typedef struct hyp {
     g2f_decode_how dh;
     g2f_model_how mh;
     int pad;             /* padding_positions: each row's positions moved by its padding */
+    int block;           /* with forward: bb in every block (mh.block points to it when tried) */
+    g2f_block_bug bb;
+    int gelu_set;        /* with forward: the FFN's GELU form instead of the asked one */
+    g2f_gelu gelu;
 } hyp;
 
 /* How well a recomputation reproduces the port: every compared step fits. */
@@ -410,13 +414,16 @@ static g2f_status try_hyp(gv *v, g2f_decoder *dc, const hyp *h, float *z, fit_t 
     ft->fits = 1, ft->margin = 0;
     g2f_tol_params tol = {0, 0, 0, v->lambda};
     g2f_forward_params fp = fwd_params(v, &tol);
+    g2f_model_how mh = h->mh;
+    if (h->block) mh.block = &h->bb;
+    if (h->gelu_set) fp.gelu = h->gelu;
     for (size_t b = 0; b < v->g.B && ft->fits; b++) {
         g2f_error e2 = {0};
         g2f_status st;
         if (h->forward) {
             hyp_ctx c = {v, b, ft};
             g2f_forward_hooks hk = {&c, NULL, NULL, NULL, NULL, hyp_logits};
-            st = g2f_forward_run(v->m, &v->e, v->rows[b].seq, 1, v->rows[b].L + v->rows[b].N - 1, &fp, &h->mh, NULL,
+            st = g2f_forward_run(v->m, &v->e, v->rows[b].seq, 1, v->rows[b].L + v->rows[b].N - 1, &fp, &mh, NULL,
                                  &hk, NULL, &e2);
         } else {
             st = decode_row(v, dc, h, b, z, ft, &e2);
@@ -427,7 +434,43 @@ static g2f_status try_hyp(gv *v, g2f_decoder *dc, const hyp *h, float *z, fit_t 
     return G2F_OK;
 }
 
-/* The bugs to try: KV-cache ones, the padding's, the model's ends'. */
+/* A bug of every block or another GELU form, recomputed by the forward:
+ * the block's own hypotheses (g2f_block.c tries them stage by stage where
+ * stages are recorded; a generation records none, so they are tried on the
+ * whole model). */
+static size_t block_hypotheses(const gv *v, hyp *hs, size_t max) {
+    const g2f_model_info *mi = g2f_model_get_info(v->m);
+    size_t n = 0, H = v->p->n_head ? v->p->n_head : mi->n_head, d = mi->n_embd;
+    double dh = H ? (double)(d / H) : 1.0;
+#define ADD(code, setup)                                                                                              \
+    do {                                                                                                             \
+        if (n < max) {                                                                                               \
+            memset(&hs[n], 0, sizeof hs[n]);                                                                         \
+            hs[n].c = g2f_cause_of(G2F_DIAG_BIT(code), G2F_STAGE_LOGITS);                                            \
+            hs[n].forward = hs[n].block = 1;                                                                         \
+            setup;                                                                                                   \
+            n++;                                                                                                     \
+        }                                                                                                            \
+    } while (0)
+    for (int g = 0; g < G2F_GELU_COUNT; g++)
+        if ((g2f_gelu)g != v->p->gelu)
+            ADD(g2f_diag_of_gelu((g2f_gelu)g), (hs[n].gelu_set = 1, hs[n].gelu = (g2f_gelu)g, hs[n].c.asked = v->p->gelu));
+    ADD(G2F_DIAG_ATTN_SCALE_MISSING, hs[n].bb.scale = 1.0);
+    ADD(G2F_DIAG_ATTN_SCALE_LAYER_IDX, hs[n].bb.scale_layer_idx = 1);
+    ADD(G2F_DIAG_ATTN_SCALE, (hs[n].bb.scale = hs[n].c.scale = 1.0 / sqrt((double)d), hs[n].c.scale_name = 1));
+    ADD(G2F_DIAG_ATTN_SCALE, (hs[n].bb.scale = hs[n].c.scale = 1.0 / dh, hs[n].c.scale_name = 2));
+    for (int i = 0; i < G2F_QKV_PERMS_N; i++)
+        ADD(G2F_DIAG_QKV_ORDER, (hs[n].bb.qkv = 1, memcpy(hs[n].bb.qkv_perm, g2f_qkv_perms[i], sizeof g2f_qkv_perms[i]),
+                                 memcpy(hs[n].c.qkv_perm, g2f_qkv_perms[i], sizeof g2f_qkv_perms[i])));
+    ADD(G2F_DIAG_HEADS_INTERLEAVED, hs[n].bb.heads_interleaved = 1);
+    for (int i = 0; i < G2F_LN_EPS_GRID_N; i++)
+        if (fabs(g2f_ln_eps_grid[i] - mi->ln_eps) > 1e-3 * mi->ln_eps)
+            ADD(G2F_DIAG_LN_EPS, (hs[n].bb.ln_eps = hs[n].c.eps = g2f_ln_eps_grid[i]));
+#undef ADD
+    return n;
+}
+
+/* The bugs to try: KV-cache ones, the padding's, the model's ends', every block's. */
 static size_t hypotheses(const gv *v, const g2f_gen_result *out, hyp *hs, size_t max) {
     static const long offsets[] = {-2, -1, 1, 2, 3, 4};
     size_t n = 0;
@@ -459,7 +502,7 @@ static size_t hypotheses(const gv *v, const g2f_gen_result *out, hyp *hs, size_t
     ADD(G2F_DIAG_LN_F_MISSING, (hs[n].forward = 1, hs[n].mh.no_ln_f = 1));
     if (e->head_stored && !e->tied) ADD(G2F_DIAG_LM_HEAD_UNTIED, (hs[n].forward = 1, hs[n].mh.wte_head = 1));
 #undef ADD
-    return n;
+    return n + block_hypotheses(v, hs + n, max - n);
 }
 
 static int by_margin(const void *a, const void *b) {
@@ -469,8 +512,8 @@ static int by_margin(const void *a, const void *b) {
 
 /* Every hypothesis recomputed; the ones that reproduce the port are its causes. */
 static g2f_status diagnose(gv *v, g2f_gen_result *out, g2f_error *err) {
-    hyp hs[24];
-    size_t n = hypotheses(v, out, hs, 24), cap = v->max_T + 4;
+    hyp hs[64];
+    size_t n = hypotheses(v, out, hs, 64), cap = v->max_T + 4;
     if (v->e.wpe && cap > v->e.n_pos) cap = v->e.n_pos;
     g2f_decoder *dc = NULL;
     g2f_decode_params dp = {v->p->n_head, v->p->gelu, v->p->n_threads, cap, v->max_L, 0, 0};

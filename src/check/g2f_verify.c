@@ -632,7 +632,7 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
     for (size_t L = 0; L < mi->n_layer; L++)
         todo += (!p->select || p->select[L]) && (g2f_fixture_has_layer(f, L) || g2f_fixture_has_block(f, L));
     g2f_ffn_eval_ws ws = {0}; /* kept from layer to layer: fresh buffers cost page faults */
-    g2f_block_params bp = {n_head, &p->tol, p->gelu, p->n_threads, 1, 0, 0, 0.0, G2F_ROUND_NONE, p->accept};
+    g2f_block_params bp = {n_head, &p->tol, p->gelu, p->n_threads, 1, 0, 0, 0.0, G2F_ROUND_NONE, p->accept, NULL};
     /* --accept of the checkpoint's own rounding: the block's stages are
      * judged with it too (the FFN's accepted cause widens its tolerance so) */
     if ((mi->dtype == G2F_DTYPE_BF16 && (p->accept & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED))) ||

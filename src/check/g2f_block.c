@@ -9,6 +9,7 @@
 
 #include "g2f_attn.h"
 #include "g2f_ffn.h"
+#include "g2f_ffn_eval.h"
 #include "g2f_layernorm.h"
 
 
@@ -24,13 +25,14 @@ typedef struct seq {
     float *qkv, *vqkv;            /* (T, 3d) */
     float *probs;                 /* (H, T, T): only a values-only chain that keeps them (run --save) */
     float *hq, *hk, *hv, *hvq, *hvk, *hvv, *hz, *hk2, *hv2; /* per head (T, dh) */
-    float *a2, *ar;               /* (T, max(3d, n_inner)) scratch: A2 operands, rounded product inputs */
+    float *a2, *ar;               /* scratch: A2 operands (T, 3d), rounded product inputs (T, d) */
     /* one block of G2F_ATTN_QB queries of one head, (QB, T): probabilities,
      * their variance, the scores' products, the recorded rows and the
      * tolerance: memory QB T per sequence, never (n_head, T, T) */
     float *pb, *vpb, *sb, *s2b, *s3b, *tb;
     double *eb;
-    float *pre, *act, *q, *tpre, *tact; /* (T, 4d or n_inner) for the chained FFN */
+    float *pre, *act, *vpre, *vact; /* (T, n_inner): the chained FFN's, with their variances */
+    float *th;                    /* (T, n_inner) scratch: their comparisons' tolerances */
     double *e1, *e2;              /* expected values (T, max width) */
     double *rstd;                 /* (T) */
 } seq;
@@ -58,11 +60,11 @@ static g2f_status seq_alloc(seq *s, size_t layer, size_t T, size_t d, size_t H, 
         {&s->vout, d, 1},   {&s->tmp, d, 1},    {&s->qkv, 3 * d, 0}, {&s->vqkv, 3 * d, 1},
         {&s->probs, H * T, !values_only || no_probs},
         {&s->hq, dh, 1},    {&s->hk, dh, 1},    {&s->hv, dh, 1},    {&s->hvq, dh, 1},       {&s->hvk, dh, 1},
-        {&s->hvv, dh, 1},   {&s->hz, dh, 1},    {&s->hk2, dh, 1},   {&s->hv2, dh, 1},       {&s->a2, w, 1},
-        {&s->ar, w, 1},
+        {&s->hvv, dh, 1},   {&s->hz, dh, 1},    {&s->hk2, dh, 1},   {&s->hv2, dh, 1},       {&s->a2, 3 * d, 1},
+        {&s->ar, d, 1},
         {&s->pb, qb, 1},    {&s->vpb, qb, 1},   {&s->sb, qb, 1},    {&s->s2b, qb, 1},       {&s->s3b, qb, 1},
-        {&s->tb, qb, 1},    {&s->pre, h, 0},    {&s->act, h, 0},    {&s->q, h, 1},          {&s->tpre, h, 1},
-        {&s->tact, h, 1}};
+        {&s->tb, qb, 1},    {&s->pre, h, 0},    {&s->act, h, 0},    {&s->vpre, h, 1},       {&s->vact, h, 1},
+        {&s->th, h, 1}};
     size_t per = 0; /* floats per token (a double counts two) */
     /* a probabilities entry's var flag says it is left out in either mode */
     for (size_t i = 0; i < sizeof dbl / sizeof dbl[0]; i++) per += values_only && dbl[i].var ? 0 : 2 * dbl[i].n;
@@ -328,47 +330,6 @@ static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float 
     return G2F_OK;
 }
 
-/* The FFN from x (T, d) with variance vx: pre, act and out (mo) with their
- * tolerances (tpre, tact as tolerances; vmo as variance); vx NULL: the values
- * alone. */
-static void mlp_stage(const g2f_ffn_weights *w, g2f_gelu g, const g2f_tol_params *tp, double uw, g2f_round rin,
-                      seq *s, const float *x, const float *vx, int n_threads, g2f_ffn_ws *ws) {
-    size_t T = s->T, d = w->n_embd, h = w->n_inner;
-    double lambda = g2f_tol_lambda(tp);
-    if (!vx) { /* the values alone, by the same calls */
-        g2f_matmul_sq(x, NULL, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, s->pre, NULL, n_threads,
-                      ws);
-        g2f_ffn_gelu(g, s->pre, T * h, s->act, n_threads);
-        g2f_ffn_proj_sq(w, s->act, NULL, T, s->mo, NULL, n_threads, ws);
-        return;
-    }
-    const float *xin = x;
-    g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, uw);
-    const double kv = g2f_tol_var_coef(d, &un);
-    if (rin != G2F_ROUND_NONE) { /* ggml's F16 matmul: c_fc's input rounded, a flip's moment its variance */
-        g2f_round_span(rin, x, s->ar, T * d);
-        xin = s->ar;
-        for (size_t i = 0; i < T * d; i++)
-            s->a2[i] = (float)((double)xin[i] * xin[i] + kv * g2f_round_flip_var(rin, x[i], vx[i], lambda));
-    } else {
-        for (size_t i = 0; i < T * d; i++) s->a2[i] = (float)((double)x[i] * x[i] + kv * vx[i]);
-    }
-    g2f_matmul_sq(xin, s->a2, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, w->b_fc, s->pre, s->q, n_threads, ws);
-    g2f_ffn_gelu(g, s->pre, T * h, s->act, n_threads);
-    un.table_in = g == G2F_GELU_F16_TABLE; /* ggml's table rounds pre to float16: a flip near a boundary */
-    un.gemm_act = rin;                     /* and c_proj's input, when the products round theirs */
-    for (size_t i = 0; i < T * h; i++) s->e1[i] = 0; /* no stored rounding here: the comparisons add it */
-    g2f_tol_ffn_hidden(T * h, d, h, s->pre, s->act, s->q, s->e1, s->e1, &un, lambda, s->tpre, s->tact, s->q, n_threads);
-    const float *act_in = s->act;
-    if (rin != G2F_ROUND_NONE) {
-        g2f_round_span(rin, s->act, s->ar, T * h);
-        act_in = s->ar;
-    }
-    g2f_ffn_proj_sq(w, act_in, s->q, T, s->mo, s->vmo, n_threads, ws);
-    g2f_tol_ffn_out(T * d, h, s->mo, s->vmo, s->e1, &un, lambda, s->vmo, n_threads);
-    for (size_t i = 0; i < T * d; i++) s->vmo[i] = (float)((double)s->vmo[i] * s->vmo[i] / (lambda * lambda));
-}
-
 /* ---- comparisons ------------------------------------------------------- */
 
 typedef struct acc {
@@ -379,9 +340,6 @@ typedef struct acc {
     int any;
 } acc;
 
-/* Compares the expected e with c (n values, flat index offset base), the
- * tolerance lambda sqrt(var) (or var itself when is_tol) plus the stored
- * dtype's rounding. */
 /* One comparison's figures into A: the counts add up, the tensor with the
  * largest margin (or the first non-finite one) is the worst. */
 static void acc_take(acc *A, const char *name, const g2f_cmp *r) {
@@ -395,11 +353,13 @@ static void acc_take(acc *A, const char *name, const g2f_cmp *r) {
     A->any = 1;
 }
 
-static void compare(acc *A, const char *name, const double *e, const float *c, const float *var, int is_tol, size_t n,
+/* Compares the expected e with c (n values) into A: the tolerance, formed
+ * here alone, is lambda sqrt(var) plus the stored dtype's rounding (tol:
+ * scratch). */
+static void compare(acc *A, const char *name, const double *e, const float *c, const float *var, size_t n,
                     g2f_dtype dt, double lambda, float *tol) {
     double us = g2f_dtype_store_roundoff(dt);
-    for (size_t i = 0; i < n; i++)
-        tol[i] = (float)((is_tol ? (double)var[i] : lambda * sqrt((double)var[i])) + us * fabs(e[i]));
+    for (size_t i = 0; i < n; i++) tol[i] = (float)(lambda * sqrt((double)var[i]) + us * fabs(e[i]));
     g2f_cmp r;
     g2f_compare(e, c, tol, n, &r);
     acc_take(A, name, &r);
@@ -431,7 +391,7 @@ typedef struct ctx {
     double lambda;
     seq s;
     g2f_attn_ws aws;
-    g2f_ffn_ws ws;
+    g2f_ffn_eval_ws ews; /* the chained FFN's chunk, and every product's packed blocks (ews.ffn) */
     g2f_error *err; /* the chained pass's */
 } ctx;
 
@@ -446,7 +406,7 @@ static void compare_attn(ctx *c, acc *A, size_t sq) {
     const g2f_tensor *t;
     if ((t = stage_t(c, G2F_ACT_QKV))) {
         read_seq(t, sq, T, 3 * d, NULL, s->e1);
-        compare(A, "attn.qkv", s->e1, s->qkv, s->vqkv, 0, T * 3 * d, t->dtype, c->lambda, s->a2);
+        compare(A, "attn.qkv", s->e1, s->qkv, s->vqkv, T * 3 * d, t->dtype, c->lambda, s->a2);
     }
     static const g2f_act split[3] = {G2F_ACT_Q, G2F_ACT_K, G2F_ACT_V};
     static const char *const split_names[3] = {"attn.hook_q", "attn.hook_k", "attn.hook_v"};
@@ -460,17 +420,17 @@ static void compare_attn(ctx *c, acc *A, size_t sq) {
                 s->hz[0] = s->hz[0];
                 s->vx[tk * d + j] = s->vqkv[tk * 3 * d + (size_t)part * d + j];
             }
-        compare(A, split_names[part], s->e1, s->tmp, s->vx, 0, T * d, t->dtype, c->lambda, s->a2);
+        compare(A, split_names[part], s->e1, s->tmp, s->vx, T * d, t->dtype, c->lambda, s->a2);
     }
     /* attn.probs: compared by attn_stage, a block of queries at a time */
     if ((t = stage_t(c, G2F_ACT_MERGED)) || (t = stage_t(c, G2F_ACT_Z))) {
         read_seq(t, sq, T, d, NULL, s->e1);
-        compare(A, t == stage_t(c, G2F_ACT_Z) ? "attn.hook_z" : "attn.merged", s->e1, s->merged, s->vmerged, 0, T * d,
+        compare(A, t == stage_t(c, G2F_ACT_Z) ? "attn.hook_z" : "attn.merged", s->e1, s->merged, s->vmerged, T * d,
                 t->dtype, c->lambda, s->a2);
     }
     if ((t = stage_t(c, G2F_ACT_ATTN_OUT))) {
         read_seq(t, sq, T, d, NULL, s->e1);
-        compare(A, "attn.out", s->e1, s->ao, s->vao, 0, T * d, t->dtype, c->lambda, s->a2);
+        compare(A, "attn.out", s->e1, s->ao, s->vao, T * d, t->dtype, c->lambda, s->a2);
     }
     (void)dh;
 }
@@ -512,7 +472,7 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
                      st == G2F_STAGE_LN1 ? hw->no_w1 : hw->no_w2, st == G2F_STAGE_LN1 ? hw->no_b1 : hw->no_b2, hw->uw,
                      s->a, s->va, s->rstd, hw->n_threads);
             read_seq(t, sq, T, d, NULL, s->e1);
-            compare(A, st == G2F_STAGE_LN1 ? "ln_1.out" : "ln_2.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda,
+            compare(A, st == G2F_STAGE_LN1 ? "ln_1.out" : "ln_2.out", s->e1, s->a, s->va, T * d, t->dtype, c->lambda,
                     s->tmp);
             break;
         }
@@ -521,7 +481,7 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
             read_seq(t, sq, T, d, s->a, NULL);
             g2f_tol_input_var(s->a, T * d, t->dtype, s->va);
             probs_cmp pc = probs_cmp_for(c, sq);
-            g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, &pc, err);
+            g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ews.ffn, &pc, err);
             if (e != G2F_OK) return e;
             compare_attn(c, A, sq);
             probs_take(A, &pc);
@@ -544,7 +504,7 @@ static g2f_status run_stage(ctx *c, g2f_stage st, const how *hw, acc *A, g2f_err
             add_stage(s->x, s->vx, s->a, s->va, T * d, st == G2F_STAGE_MID ? hw->no_res_mid : hw->no_res_out, s->mid,
                       s->vmid);
             read_seq(t, sq, T, d, NULL, s->e1);
-            compare(A, st == G2F_STAGE_MID ? "mid" : "out", s->e1, s->mid, s->vmid, 0, T * d, t->dtype, c->lambda,
+            compare(A, st == G2F_STAGE_MID ? "mid" : "out", s->e1, s->mid, s->vmid, T * d, t->dtype, c->lambda,
                     s->tmp);
             break;
         }
@@ -898,46 +858,49 @@ static g2f_status chain_seq(ctx *c, const how *hw, const g2f_ffn_weights *mlp, s
     ln_stage(s->x, s->vx, T, d, &hw->b->ln_1, hw->eps1, 0, 0, hw->uw, s->a, s->va, s->rstd, hw->n_threads);
     if ((t = stage_t(c, G2F_ACT_LN1))) {
         read_seq(t, sq, T, d, NULL, s->e1);
-        compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, 0, T * d, t->dtype, c->lambda, s->tmp);
+        compare(&A[G2F_STAGE_LN1], "ln_1.out", s->e1, s->a, s->va, T * d, t->dtype, c->lambda, s->tmp);
     }
     probs_cmp pc = probs_cmp_for(c, sq);
-    g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ws, s->va ? &pc : NULL, c->err);
+    g2f_status e = attn_stage(hw, s, s->a, s->va, &c->aws, &c->ews.ffn, s->va ? &pc : NULL, c->err);
     if (e != G2F_OK) return e;
     if (c->f) compare_attn(c, &A[G2F_STAGE_ATTN], sq);
     probs_take(&A[G2F_STAGE_ATTN], &pc);
     add_stage(s->x, s->vx, s->ao, s->vao, T * d, 0, s->mid, s->vmid);
     if ((t = stage_t(c, G2F_ACT_MID))) {
         read_seq(t, sq, T, d, NULL, s->e1);
-        compare(&A[G2F_STAGE_MID], "mid", s->e1, s->mid, s->vmid, 0, T * d, t->dtype, c->lambda, s->tmp);
+        compare(&A[G2F_STAGE_MID], "mid", s->e1, s->mid, s->vmid, T * d, t->dtype, c->lambda, s->tmp);
     }
     ln_stage(s->mid, s->vmid, T, d, &hw->b->ln_2, hw->eps2, 0, 0, hw->uw, s->l2, s->vl2, s->rstd, hw->n_threads);
     if (f && (t = g2f_fixture_input(f, c->L))) {
         read_seq(t, sq, T, d, NULL, s->e1);
-        compare(&A[G2F_STAGE_LN2], "ln_2.out", s->e1, s->l2, s->vl2, 0, T * d, t->dtype, c->lambda, s->tmp);
+        compare(&A[G2F_STAGE_LN2], "ln_2.out", s->e1, s->l2, s->vl2, T * d, t->dtype, c->lambda, s->tmp);
     }
     if (hw->mlp) mlp = hw->mlp; /* rounded weights (a port's precision) */
-    mlp_stage(mlp, c->p->gelu, c->p->tol, hw->uw, s->vl2 ? hw->gemm_in : G2F_ROUND_NONE, s, s->l2, s->vl2,
-              hw->n_threads, &c->ws);
+    g2f_ffn_how fh = {.w = mlp, .gelu = c->p->gelu, .weight_roundoff = hw->uw,
+                      .gemm_in = s->vl2 ? hw->gemm_in : G2F_ROUND_NONE};
+    g2f_ffn_rows fr = {s->pre, s->act, s->mo, s->vpre, s->vact, s->vmo};
+    if ((e = g2f_ffn_eval_rows(&fh, s->l2, s->vl2, T, c->lambda, c->L, hw->n_threads, &c->ews, &fr, c->err)) != G2F_OK)
+        return e;
     size_t h = mlp->n_inner;
     if (have_ffn && fv.t[G2F_ACT_MLP_PRE]) {
         read_seq(fv.t[G2F_ACT_MLP_PRE], sq, T, h, NULL, s->e1);
-        compare(&A[G2F_STAGE_MLP], "mlp.pre", s->e1, s->pre, s->tpre, 1, T * h, fv.t[G2F_ACT_MLP_PRE]->dtype, c->lambda,
-                s->q);
+        compare(&A[G2F_STAGE_MLP], "mlp.pre", s->e1, s->pre, s->vpre, T * h, fv.t[G2F_ACT_MLP_PRE]->dtype, c->lambda,
+                s->th);
     }
     if (have_ffn && fv.t[G2F_ACT_MLP_ACT]) {
         read_seq(fv.t[G2F_ACT_MLP_ACT], sq, T, h, NULL, s->e1);
-        compare(&A[G2F_STAGE_MLP], "mlp.act", s->e1, s->act, s->tact, 1, T * h, fv.t[G2F_ACT_MLP_ACT]->dtype, c->lambda,
-                s->q);
+        compare(&A[G2F_STAGE_MLP], "mlp.act", s->e1, s->act, s->vact, T * h, fv.t[G2F_ACT_MLP_ACT]->dtype, c->lambda,
+                s->th);
     }
     if (have_ffn && fv.t[G2F_ACT_MLP_OUT]) {
         read_seq(fv.t[G2F_ACT_MLP_OUT], sq, T, d, NULL, s->e1);
-        compare(&A[G2F_STAGE_MLP], "mlp.out", s->e1, s->mo, s->vmo, 0, T * d, fv.t[G2F_ACT_MLP_OUT]->dtype, c->lambda,
+        compare(&A[G2F_STAGE_MLP], "mlp.out", s->e1, s->mo, s->vmo, T * d, fv.t[G2F_ACT_MLP_OUT]->dtype, c->lambda,
                 s->tmp);
     }
     add_stage(s->mid, s->vmid, s->mo, s->vmo, T * d, 0, s->out, s->vout);
     if ((t = stage_t(c, G2F_ACT_OUT))) {
         read_seq(t, sq, T, d, NULL, s->e1);
-        compare(&A[G2F_STAGE_OUT], "out", s->e1, s->out, s->vout, 0, T * d, t->dtype, c->lambda, s->tmp);
+        compare(&A[G2F_STAGE_OUT], "out", s->e1, s->out, s->vout, T * d, t->dtype, c->lambda, s->tmp);
     }
     return G2F_OK;
 }
@@ -1109,7 +1072,7 @@ g2f_status g2f_block_check(const g2f_model *m, const g2f_fixture *f, size_t laye
     }
     free(mem);
     g2f_attn_ws_free(&c.aws);
-    g2f_ffn_ws_free(&c.ws);
+    g2f_ffn_eval_ws_free(&c.ews);
     g2f_block_free(&b);
     return st;
 }
@@ -1154,7 +1117,7 @@ void g2f_block_chain_free(g2f_block_chain *c) {
     if (!c) return;
     free(c->mem);
     g2f_attn_ws_free(&c->c.aws);
-    g2f_ffn_ws_free(&c->c.ws);
+    g2f_ffn_eval_ws_free(&c->c.ews);
     free(c);
 }
 

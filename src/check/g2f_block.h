@@ -16,7 +16,9 @@
  * h.L.in alone the whole block is computed and every recorded stage
  * compared, the tolerances composed along the way (each stage's variance
  * carried into the next, the way the FFN's goes through c_fc, the GELU and
- * c_proj); the first stage that does not match is the layer's first
+ * c_proj: the chain's FFN is g2f_ffn_eval_rows, the FFN check's own steps);
+ * the variances travel and a tolerance is formed only where a stage is
+ * compared. The first stage that does not match is the layer's first
  * divergence. Diagnosis runs on the isolated stages.
  *
  * Tolerance (README: Tolerance): each rounding an independent error of at
@@ -37,7 +39,8 @@
  * heads. Memory: one sequence's (T, width) stages and, for attention's
  * variance, one block of G2F_ATTN_QB queries of one head at a time ((QB,
  * T) scores and probabilities, compared with the recorded ones as they are
- * made): linear in T. Only a values-only chain that keeps the
+ * made), and the FFN's chunk of tokens (at most G2F_EVAL_CHUNK_BYTES,
+ * g2f_ffn_eval.h): linear in T. Only a values-only chain that keeps the
  * probabilities (run --save attn.probs) holds (n_head, T, T).
  */
 #ifndef G2F_BLOCK_H

@@ -432,6 +432,43 @@ static double rel_rms_error(const double *e, const float *c, size_t n) {
     return den > 0 ? sqrt(num / den) : (num > 0 ? INFINITY : 0);
 }
 
+/* The layer search's screen: x, its expected out e (T4 rows of the
+ * sample), and buffers for pre, act, out. */
+typedef struct layer_screen {
+    search *s;
+    const float *x;
+    const double *e;
+    float *pre, *act, *out;
+    size_t T4;
+} layer_screen;
+
+/* Layer K's weights on the screen; a candidate is tried in both GELU
+ * forms. Every layer is tried (stop untouched): each that fits is a cause. */
+static g2f_status screen_layer(void *u, size_t K, int *stop, g2f_error *err) {
+    layer_screen *ls = u;
+    search *s = ls->s;
+    ctx *c = s->c;
+    const g2f_diag_input *in = c->in;
+    g2f_layer lk;
+    (void)stop;
+    g2f_status st = g2f_model_layer_load(in->model, K, &lk, err);
+    if (st != G2F_OK) return st;
+    g2f_ffn_forward(&lk.w, ls->x, ls->T4, in->gelu, ls->pre, ls->act, ls->out, in->n_threads, &in->ws->ffn);
+    c->tried++;
+    /* another layer's weights give outputs off by O(1); 5% keeps any
+     * candidate that the exact evaluation could accept */
+    if (rel_rms_error(ls->e, ls->out, ls->T4 * c->d) < 0.05) {
+        variant v = plain;
+        v.from_layer = (long)K;
+        if ((st = try_variant(s, &v, &lk.w, err)) == G2F_OK) {
+            v.gelu = (int)g2f_gelu_other(in->gelu);
+            st = try_variant(s, &v, &lk.w, err);
+        }
+    }
+    g2f_layer_free(&lk);
+    return st;
+}
+
 static g2f_status layer_search(search *s, g2f_error *err) {
     ctx *c = s->c;
     const g2f_diag_input *in = c->in;
@@ -440,7 +477,6 @@ static g2f_status layer_search(search *s, g2f_error *err) {
     /* x, out (T4, d), pre, act (T4, h); expected out (T4, d) */
     float *x = g2f_alloc_work(T4, 2 * d + 2 * h, sizeof(float), "diagnosis: the layer search", err);
     double *e = x ? g2f_alloc_work(T4, d, sizeof(double), "diagnosis: the layer search", err) : NULL;
-    g2f_status st = G2F_OK;
     if (!x || !e) {
         free(x);
         return err ? err->status : G2F_ERR_NOMEM;
@@ -450,24 +486,8 @@ static g2f_status layer_search(search *s, g2f_error *err) {
         g2f_tensor_read_f32(in->fx->t[G2F_ACT_MLP_IN], (uint64_t)c->sample[r] * d, d, x + r * d);
         g2f_tensor_read_f64(in->fx->t[G2F_ACT_MLP_OUT], (uint64_t)c->sample[r] * d, d, e + r * d);
     }
-    for (size_t K = 0; K < n_layer && st == G2F_OK; K++) {
-        if (K == in->layer) continue;
-        g2f_layer lk;
-        if ((st = g2f_model_layer_load(in->model, K, &lk, err)) != G2F_OK) break;
-        g2f_ffn_forward(&lk.w, x, T4, in->gelu, pre, act, out, in->n_threads, &in->ws->ffn);
-        c->tried++;
-        /* another layer's weights give outputs off by O(1); 5% keeps any
-         * candidate that the exact evaluation could accept */
-        if (rel_rms_error(e, out, T4 * d) < 0.05) {
-            variant v = plain;
-            v.from_layer = (long)K;
-            if ((st = try_variant(s, &v, &lk.w, err)) == G2F_OK) {
-                v.gelu = (int)g2f_gelu_other(in->gelu);
-                st = try_variant(s, &v, &lk.w, err);
-            }
-        }
-        g2f_layer_free(&lk);
-    }
+    layer_screen ls = {s, x, e, pre, act, out, T4};
+    g2f_status st = g2f_search_other_layers(n_layer, in->layer, screen_layer, &ls, err);
     free(x);
     free(e);
     return st;

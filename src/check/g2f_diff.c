@@ -35,6 +35,7 @@
 #include <omp.h>
 #endif
 
+#include "g2f_cause.h"
 #include "g2f_diffstat.h"
 #include "g2f_quant.h"
 
@@ -550,7 +551,45 @@ static int rounded_kind(differ *df, const side *A, const side *B, const walk *w,
     return 0;
 }
 
-/* from_layer:K: B's tensor is A's layer K, screened on the leading values. */
+/* One layer K of from_layer's search: screened on B's leading values
+ * (lead, within their bound), then the whole tensor compared. */
+typedef struct layer_probe {
+    differ *df;
+    const role *r;
+    const side *A, *B;
+    shape sh;
+    tol t;
+    const float *lead, *lead_bound;
+    size_t n;
+    int *found;
+    g2f_diff_tensor *o;
+} layer_probe;
+
+static g2f_status probe_layer(void *u, size_t K, int *stop, g2f_error *err) {
+    layer_probe *p = u;
+    differ *df = p->df;
+    int close = 1;
+    for (size_t i = 0; i < SIGNATURE && i < p->n && close; i++) {
+        double dd = fabs((double)df->sig[K][p->r->k][i] - p->lead[i]);
+        close = dd <= p->t.rel * fabs(df->sig[K][p->r->k][i]) + p->t.abs + p->lead_bound[i];
+    }
+    if (!close) return G2F_OK;
+    const g2f_tensor *ts[G2F_LAYER_TENSORS];
+    int split, ok = 0;
+    g2f_status st = g2f_model_layer_tensors_all(df->a, K, ts, &split, err);
+    side other = {ts[p->r->k], p->A->linear};
+    if (st == G2F_OK && other.t) st = within(df, &other, p->B, p->sh, p->t, &ok, err);
+    if (st != G2F_OK) return st;
+    if (ok) {
+        p->o->kind = G2F_DIFF_FROM_LAYER;
+        p->o->from_layer = (long)K;
+        *p->found = *stop = 1;
+    }
+    return G2F_OK;
+}
+
+/* from_layer:K: B's tensor is A's layer K (r->layer >= 0), screened on the
+ * leading values. */
 static g2f_status from_layer(differ *df, const role *r, const side *A, const side *B, shape sh, tol t, int *found,
                              g2f_diff_tensor *o, g2f_error *err) {
     size_t n_layer = g2f_model_get_info(df->a)->n_layer, n = sh.rows * sh.cols;
@@ -561,27 +600,8 @@ static g2f_status from_layer(differ *df, const role *r, const side *A, const sid
         g2f_tensor_read_f32(B->t, e, 1, &lead[i]);
         if (side_quant(B) != G2F_DTYPE_F32) g2f_quant_bounds(B->t->dtype, B->t->data, e, 1, NULL, &lead_bound[i]);
     }
-    for (size_t K = 0; K < n_layer; K++) {
-        if ((long)K == r->layer) continue;
-        int close = 1;
-        for (size_t i = 0; i < SIGNATURE && i < n && close; i++) {
-            double dd = fabs((double)df->sig[K][r->k][i] - lead[i]);
-            close = dd <= t.rel * fabs(df->sig[K][r->k][i]) + t.abs + lead_bound[i];
-        }
-        if (!close) continue;
-        const g2f_tensor *ts[G2F_LAYER_TENSORS];
-        int split, ok = 0;
-        g2f_status st = g2f_model_layer_tensors_all(df->a, K, ts, &split, err);
-        side other = {ts[r->k], A->linear};
-        if (st == G2F_OK && other.t) st = within(df, &other, B, sh, t, &ok, err);
-        if (st != G2F_OK) return st;
-        if (ok) {
-            o->kind = G2F_DIFF_FROM_LAYER;
-            o->from_layer = (long)K;
-            return *found = 1, G2F_OK;
-        }
-    }
-    return G2F_OK;
+    layer_probe p = {df, r, A, B, sh, t, lead, lead_bound, n, found, o};
+    return g2f_search_other_layers(n_layer, (size_t)r->layer, probe_layer, &p, err);
 }
 
 /* The verdicts past the first pass: rounding, layout, another layer, a

@@ -229,8 +229,8 @@ static void act_gelu(const g2f_ffn_how *how, g2f_gelu g, const float *pre, size_
 /* What the part after c_fc needs, the same for every GELU form. */
 typedef struct tail_ctx {
     const g2f_ffn_how *how;
-    const g2f_tol_params *p;
-    const g2f_tensor *tpre, *tact;
+    const g2f_tol_params *p;     /* with user: NULL for the values alone (g2f_ffn_eval_rows without vx) */
+    int has_pre, has_act;        /* their tolerances wanted */
     const float *fc_in;          /* what c_fc multiplied (for the weights' variance) */
     const float *pre_u;          /* c_fc's output before the store's rounding (c.pre when none) */
     size_t d, h;
@@ -251,8 +251,8 @@ static void hidden(const tail_ctx *t, const chunk *c, size_t n, const float *act
     const size_t d = t->d, h = t->h, nh = n * h;
     const double u = ldexp(1.0, -24);
     if (t->user) {
-        if (t->tpre) g2f_tol_user(t->p, c->e_pre, nh, c->tol_pre);
-        if (t->tact) g2f_tol_user(t->p, c->e_act, nh, c->tol_act);
+        if (t->has_pre) g2f_tol_user(t->p, c->e_pre, nh, c->tol_pre);
+        if (t->has_act) g2f_tol_user(t->p, c->e_act, nh, c->tol_act);
         return;
     }
     const double *xp = NULL;
@@ -265,9 +265,9 @@ static void hidden(const tail_ctx *t, const chunk *c, size_t n, const float *act
         xp = c->x_pre;
     }
     g2f_flips fl = {c->fl_pre, c->fl_act1, c->fl_act2}; /* read by the comparisons when t->flips */
-    g2f_tol_ffn_hidden_x(nh, d, h, t->pre_u, c->pre, act_u, act, s, t->tpre ? c->e_pre : NULL,
-                         t->tact ? c->e_act : NULL, un, t->lambda, xp, t->tpre ? c->tol_pre : NULL,
-                         t->tact ? c->tol_act : NULL, q, t->flips ? &fl : NULL, t->n_threads);
+    g2f_tol_ffn_hidden_x(nh, d, h, t->pre_u, c->pre, act_u, act, s, t->has_pre ? c->e_pre : NULL,
+                         t->has_act ? c->e_act : NULL, un, t->lambda, xp, t->has_pre ? c->tol_pre : NULL,
+                         t->has_act ? c->tol_act : NULL, q, t->flips ? &fl : NULL, t->n_threads);
 }
 
 /* c_proj's input: act, or its rounding (TF32 inputs) into dst. */
@@ -292,8 +292,9 @@ static void out_tail(const tail_ctx *t, const chunk *c, size_t n, const float *a
         g2f_round_span(how->out_round, prod, out, nd);
         out_u = prod;
     }
-    if (t->user) g2f_tol_user(t->p, c->e_out, nd, v);
-    else {
+    if (t->user) {
+        if (t->p) g2f_tol_user(t->p, c->e_out, nd, v);
+    } else {
         const double *xo = NULL;
         if (how->wvar_proj) { /* sum_k act_k^2 wvar_proj[k] per token */
             for (size_t r = 0; r < n; r++) {
@@ -327,6 +328,7 @@ typedef struct eval {
     g2f_gelu other;
     double u_in_fixture;
     g2f_tol_units un, form_un[G2F_GELU_COUNT];
+    const float *vx;              /* the chunk's rows of the caller's input variance (g2f_ffn_eval_rows), or NULL */
     tail_ctx t;
     const float *fpre, *fa1, *fa2, *fout; /* the flips the comparisons take off (NULL: none) */
     g2f_cmp_acc a_out, a_pre, a_act, a_act2, a_out2;
@@ -355,12 +357,28 @@ static void read_chunk(eval *ev, chunk *c, size_t i0, size_t n) {
         }
 }
 
+/* c_fc's A2 operand, a2 = xr^2 + k2 var (k2 = g2f_tol_var_coef: sum var
+ * W^2 / u^2 enters V_pre as it is), xr c_fc's input and var the absolute
+ * variance of x; with r, both sides round an uncertain x (ggml's F16
+ * matmul): a flip's second moment (g2f_round_flip_var) in place of var.
+ * a2 may be var. */
+static void input_a2(const float *xr, const float *x, const float *var, g2f_round r, double k2, double lambda,
+                     size_t n, float *a2) {
+    if (r == G2F_ROUND_NONE)
+        for (size_t i = 0; i < n; i++) a2[i] = (float)((double)xr[i] * xr[i] + k2 * var[i]);
+    else
+        for (size_t i = 0; i < n; i++)
+            a2[i] = (float)((double)xr[i] * xr[i] + k2 * g2f_round_flip_var(r, x[i], var[i], lambda));
+}
+
 /* c_fc's input as the port computes it: LayerNorm(x) (its rounding an
- * input variance in c->a2, A2 = x^2 + var k2), rounded (the reference's
- * own rounding: nothing to add). *a2 the A2 operand or NULL. */
+ * input variance in c->a2), rounded (the reference's own rounding: nothing
+ * to add); or x with the caller's variance ev->vx (g2f_ffn_eval_rows). *a2
+ * the A2 operand or NULL. */
 static const float *fc_input(eval *ev, chunk *c, size_t n, const float **a2) {
     const g2f_ffn_how *how = ev->how;
     const size_t d = ev->d, nd = n * d;
+    const double k2 = g2f_tol_var_coef(d, &ev->un);
     const float *xin = c->x;
     *a2 = NULL;
     if (how->ln) {
@@ -369,14 +387,17 @@ static const float *fc_input(eval *ev, chunk *c, size_t n, const float **a2) {
         if (!ev->user) {
             g2f_tol_layernorm_var(c->x, c->xg, n, d, how->ln->w, how->ln->b, how->ln->eps, ev->u_in_fixture, c->a2,
                                   ev->n_threads);
-            const double k2 = g2f_tol_var_coef(d, &ev->un); /* sum var W^2 / u^2 enters V_pre as it is */
-            for (size_t i = 0; i < nd; i++) c->a2[i] = (float)((double)c->xg[i] * c->xg[i] + k2 * c->a2[i]);
+            input_a2(c->xg, c->xg, c->a2, G2F_ROUND_NONE, k2, ev->t.lambda, nd, c->a2);
             *a2 = c->a2;
         }
     }
     if (how->gemm_in != G2F_ROUND_NONE) {
         g2f_round_span(how->gemm_in, xin, c->xg, nd);
         xin = c->xg;
+    }
+    if (ev->vx && !ev->user) {
+        input_a2(xin, c->x, ev->vx, how->gemm_in, k2, ev->t.lambda, nd, c->a2);
+        *a2 = c->a2;
     }
     return xin;
 }
@@ -403,18 +424,25 @@ static void fc_gelu_step(eval *ev, chunk *c, size_t n, const float **pre_u, cons
     *act_u = c->act_u;
 }
 
-/* The hidden tolerances, c_proj with q W_proj^2 beside it, out's tail and
- * the comparisons of out, pre and act (and their profile). */
-static void proj_compare_step(eval *ev, chunk *c, size_t i0, size_t n, const float *act_u) {
+/* The hidden tolerances, c_proj with q W_proj^2 beside it and out's tail:
+ * c->out and c->tol_out. */
+static void proj_step(eval *ev, chunk *c, size_t n, const float *act_u) {
     const g2f_ffn_how *how = ev->how;
-    const size_t d = ev->d, h = ev->h, nh = n * h;
-    const int nt = ev->n_threads;
+    const size_t nh = n * ev->h;
     if (ev->n_forms && !ev->user) memcpy(c->s_fc, c->q, nh * sizeof(float)); /* q is computed in place */
     hidden(&ev->t, c, n, act_u, c->act, c->q, &ev->un, c->q);
     const float *act_in = proj_input(&ev->t, c->act, nh, c->act2);
     float *prod = how->out_round != G2F_ROUND_NONE ? c->out_u : c->out;
-    g2f_ffn_proj_sq(how->w, act_in, ev->user ? NULL : c->q, n, prod, ev->user ? NULL : c->tol_out, nt, ev->fws);
+    g2f_ffn_proj_sq(how->w, act_in, ev->user ? NULL : c->q, n, prod, ev->user ? NULL : c->tol_out, ev->n_threads,
+                    ev->fws);
     out_tail(&ev->t, c, n, act_in, prod, c->out, c->tol_out, &ev->un);
+}
+
+/* proj_step and the comparisons of out, pre and act (and their profile). */
+static void proj_compare_step(eval *ev, chunk *c, size_t i0, size_t n, const float *act_u) {
+    const size_t d = ev->d, h = ev->h;
+    const int nt = ev->n_threads;
+    proj_step(ev, c, n, act_u);
     cmp_rows_f(&ev->a_out, c->e_out, c->out, c->tol_out, ev->fout, NULL, ev->tokens, i0, n, d, nt);
     if (ev->tpre) cmp_rows_f(&ev->a_pre, c->e_pre, c->pre, c->tol_pre, ev->fpre, NULL, ev->tokens, i0, n, h, nt);
     if (ev->tact) cmp_rows_f(&ev->a_act, c->e_act, c->act, c->tol_act, ev->fa1, ev->fa2, ev->tokens, i0, n, h, nt);
@@ -510,12 +538,11 @@ static void forms_step(eval *ev, chunk *c, size_t i0, size_t n) {
 }
 
 /* The units of the computation how describes (its roundings), from the
- * fixture's dtypes. */
-static void eval_units(eval *ev) {
+ * dtypes of its input, out, pre and act. */
+static void eval_units(eval *ev, g2f_dtype din, g2f_dtype dout, g2f_dtype dpre, g2f_dtype dact) {
     const g2f_ffn_how *how = ev->how;
     g2f_tol_units *un = &ev->un;
-    *un = g2f_tol_units_for(ev->tin->dtype, ev->tout->dtype, ev->tpre ? ev->tpre->dtype : G2F_DTYPE_F32,
-                            ev->tact ? ev->tact->dtype : G2F_DTYPE_F32, how->weight_roundoff);
+    *un = g2f_tol_units_for(din, dout, dpre, dact, how->weight_roundoff);
     ev->u_in_fixture = un->u_in;
     if (how->ln) un->u_in = 0; /* folded into the LayerNorm's output variance */
     un->store = how->store;
@@ -544,13 +571,14 @@ static void eval_init(eval *ev, const g2f_ffn_how *how, const g2f_fixture_views 
     ev->plain = !how->clip && how->gemm_in == G2F_ROUND_NONE && how->store == G2F_ROUND_NONE &&
                 how->out_round == G2F_ROUND_NONE && !how->ln;
     ev->other = g2f_gelu_other(how->gelu);
-    eval_units(ev);
+    eval_units(ev, ev->tin->dtype, ev->tout->dtype, ev->tpre ? ev->tpre->dtype : G2F_DTYPE_F32,
+               ev->tact ? ev->tact->dtype : G2F_DTYPE_F32);
     g2f_cmp_acc *accs[5] = {&ev->a_out, &ev->a_pre, &ev->a_act, &ev->a_act2, &ev->a_out2};
     for (int k = 0; k < 5; k++) g2f_cmp_acc_init(accs[k], 1);
     for (int g = 0; g < G2F_GELU_COUNT; g++)
         for (int k = 0; k < 3; k++) g2f_cmp_acc_init(&ev->a_form[g][k], 1);
-    ev->t = (tail_ctx){how, p, ev->tpre, ev->tact, NULL, NULL, ev->d, ev->h, g2f_tol_lambda(p), ev->user, n_threads,
-                       !ev->user, &ws->ffn};
+    ev->t = (tail_ctx){how, p, ev->tpre != NULL, ev->tact != NULL, NULL, NULL, ev->d, ev->h, g2f_tol_lambda(p),
+                       ev->user, n_threads, !ev->user, &ws->ffn};
     if (ev->t.flips) ev->fpre = c->fl_pre, ev->fa1 = c->fl_act1, ev->fa2 = c->fl_act2, ev->fout = c->fl_out;
 }
 
@@ -619,5 +647,66 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
         if (ev.n_forms) forms_step(&ev, &c, i0, n);
     }
     eval_finish(&ev, res);
+    return G2F_OK;
+}
+
+/* ---- the FFN of rows in memory ---------------------------------------- */
+
+/* A computation of rows (g2f_ffn_eval_rows): nothing read or compared, the
+ * inputs and outputs float32 (no fixture rounding), the rounding flips
+ * boxed into the tolerances (one comparison takes them, no flip steps);
+ * var 0: the values alone (no sums of squares, no tolerance). */
+static void rows_init(eval *ev, const g2f_ffn_how *how, int var, double lambda, int n_threads, g2f_ffn_eval_ws *ws) {
+    memset(ev, 0, sizeof *ev);
+    ev->how = how, ev->fws = &ws->ffn, ev->n_threads = n_threads;
+    ev->d = how->w->n_embd, ev->h = how->w->n_inner;
+    ev->user = !var;
+    eval_units(ev, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32);
+    ev->t = (tail_ctx){how, NULL, var, var, NULL, NULL, ev->d, ev->h, lambda, ev->user, n_threads, 0, &ws->ffn};
+}
+
+/* A tolerance of lambda standard deviations as the variance. */
+static void tol_to_var(const float *tol, size_t n, double lambda, float *var) {
+    for (size_t i = 0; i < n; i++) var[i] = (float)((double)tol[i] * tol[i] / (lambda * lambda));
+}
+
+/* A chunk's m rows, from row i0, into the caller's buffers. */
+static void rows_out(const chunk *c, size_t i0, size_t m, size_t d, size_t h, double lambda, int var,
+                     const g2f_ffn_rows *o) {
+    memcpy(o->pre + i0 * h, c->pre, m * h * sizeof(float));
+    memcpy(o->act + i0 * h, c->act, m * h * sizeof(float));
+    memcpy(o->out + i0 * d, c->out, m * d * sizeof(float));
+    if (!var) return;
+    tol_to_var(c->tol_pre, m * h, lambda, o->var_pre + i0 * h);
+    tol_to_var(c->tol_act, m * h, lambda, o->var_act + i0 * h);
+    tol_to_var(c->tol_out, m * d, lambda, o->var_out + i0 * d);
+}
+
+g2f_status g2f_ffn_eval_rows(const g2f_ffn_how *how, const float *x, const float *vx, size_t n, double lambda,
+                             size_t layer, int n_threads, g2f_ffn_eval_ws *ws, const g2f_ffn_rows *out,
+                             g2f_error *err) {
+    const size_t d = how->w->n_embd, h = how->w->n_inner;
+    if (vx && how->ln)
+        return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu: an input variance is c_fc's, not a LayerNorm's input",
+                             layer);
+    chunk c = {0};
+    g2f_status st = chunk_make(ws, layer, n, d, h, 0, &c, err);
+    if (st != G2F_OK) return st;
+    eval ev;
+    rows_init(&ev, how, vx != NULL, lambda, n_threads, ws);
+    /* no stored rounding: the comparison adds it */
+    memset(c.e_out, 0, c.cap * d * sizeof(double));
+    memset(c.e_pre, 0, c.cap * h * sizeof(double));
+    memset(c.e_act, 0, c.cap * h * sizeof(double));
+    for (size_t i0 = 0; i0 < n; i0 += c.cap) {
+        size_t m = n - i0 < c.cap ? n - i0 : c.cap;
+        const float *pre_u, *act_u;
+        memcpy(c.x, x + i0 * d, m * d * sizeof(float));
+        ev.vx = vx ? vx + i0 * d : NULL;
+        fc_gelu_step(&ev, &c, m, &pre_u, &act_u);
+        ev.t.pre_u = pre_u;
+        proj_step(&ev, &c, m, act_u);
+        rows_out(&c, i0, m, d, h, lambda, vx != NULL, out);
+    }
     return G2F_OK;
 }

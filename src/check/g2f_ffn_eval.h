@@ -126,6 +126,26 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
                         g2f_ffn_eval_result *res, g2f_error *err);
 void g2f_ffn_eval_result_free(g2f_ffn_eval_result *r);
 
+/* The FFN of rows in memory (the block's chained pass), by the steps
+ * g2f_ffn_eval takes per chunk: x (n, n_embd) is c_fc's input as `how`
+ * computes it (how->w, gelu, weight_roundoff, gemm_in, store, out_round,
+ * residual; how->ln only without vx), vx its absolute variance per element
+ * or NULL. With how->gemm_in both sides round an uncertain x, a flip's
+ * second moment joining the variance (g2f_round_flip_var, ggml's F16
+ * matmul). Fills out's pre, act (n, n_inner) and out (n, n_embd) and, with
+ * vx, their variances: the derived tolerance over lambda standard
+ * deviations squared, without the stored dtype's rounding (the comparison
+ * adds it); vx NULL: the values alone (var_* not written). Tokens go
+ * through in chunks (ws): any n, the same bits. Fails only on allocation,
+ * with a message naming the layer. */
+typedef struct g2f_ffn_rows {
+    float *pre, *act, *out;             /* (n, n_inner), (n, n_inner), (n, n_embd) */
+    float *var_pre, *var_act, *var_out; /* the same shapes; with vx */
+} g2f_ffn_rows;
+g2f_status g2f_ffn_eval_rows(const g2f_ffn_how *how, const float *x, const float *vx, size_t n, double lambda,
+                             size_t layer, int n_threads, g2f_ffn_eval_ws *ws, const g2f_ffn_rows *out,
+                             g2f_error *err);
+
 /* Every compared tensor within tolerance (out, and pre / act when present). */
 int g2f_ffn_eval_match(const g2f_ffn_eval_result *r);
 /* The largest margin over the compared tensors. */

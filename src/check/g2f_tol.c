@@ -67,13 +67,6 @@ double g2f_tol_var_coef(size_t n_embd, const g2f_tol_units *un) {
     return 1.0 / (((double)n_embd / 2 + uin * uin + uw * uw) * u * u);
 }
 
-void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pre, const float *act,
-                        const float *s, const double *exp_pre, const double *exp_act, const g2f_tol_units *un,
-                        double lambda, float *tol_pre, float *tol_act, float *q, int n_threads) {
-    g2f_tol_ffn_hidden_x(n, n_embd, n_inner, pre, pre, act, act, s, exp_pre, exp_act, un, lambda, NULL, tol_pre,
-                         tol_act, q, NULL, n_threads);
-}
-
 /* g2f_tol_ffn_hidden_x's loop when nothing rounds and no token adds a
  * variance: its expressions term for term (allow_pre and gm are 0 there),
  * so the same bits. */
@@ -254,11 +247,6 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
     }
 }
 
-void g2f_tol_ffn_out(size_t n, size_t n_inner, const float *out, const float *v, const double *exp_out,
-                     const g2f_tol_units *un, double lambda, float *tol_out, int n_threads) {
-    g2f_tol_ffn_out_x(n, n_inner, 1, out, v, exp_out, un, lambda, NULL, tol_out, NULL, n_threads);
-}
-
 void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out, const float *v,
                        const double *exp_out, const g2f_tol_units *un, double lambda, const double *tok_extra,
                        float *tol_out, float *flip_out, int n_threads) { /* out: before its rounding (un->out_round) */
@@ -337,11 +325,11 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
     float *pre2 = buf, *s = pre2 + T * h, *q = s + T * h, *out2 = q + T * h, *v = out2 + T * d;
     /* the products of squares, with their FFN products recomputed beside them (discarded) */
     g2f_matmul_sq(r->x, NULL, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, pre2, s, n_threads, r->ws);
-    g2f_tol_ffn_hidden(T * h, d, h, r->pre, r->act, s, r->exp_pre, r->exp_act, &un, lambda, tol_pre, tol_act, q,
-                       n_threads);
+    g2f_tol_ffn_hidden_x(T * h, d, h, r->pre, r->pre, r->act, r->act, s, r->exp_pre, r->exp_act, &un, lambda, NULL,
+                         tol_pre, tol_act, q, NULL, n_threads);
     g2f_matmul_sq(r->act, q, T, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, NULL, out2, v, n_threads,
                   r->ws);
-    g2f_tol_ffn_out(T * d, h, r->out, v, r->exp_out, &un, lambda, tol_out, n_threads);
+    g2f_tol_ffn_out_x(T * d, h, d, r->out, v, r->exp_out, &un, lambda, NULL, tol_out, NULL, n_threads);
     free(buf);
     return G2F_OK;
 }

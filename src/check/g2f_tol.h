@@ -116,7 +116,7 @@ g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_
 
 /* The weight of an input's variance in c_fc's A2 operand, so that
  * A2 = x^2 + var * g2f_tol_var_coef(d, un) carries exactly sum var W^2 into
- * V_pre: g2f_tol_ffn_hidden weighs s by d/2 + (u_in/u)^2 + (u_w/u)^2, the
+ * V_pre: g2f_tol_ffn_hidden_x weighs s by d/2 + (u_in/u)^2 + (u_w/u)^2, the
  * coefficients of x^2 (a variance multiplied by them would be inflated by
  * (u_w/u)^2 = 2^26 for F16 weights at every layer). */
 double g2f_tol_var_coef(size_t n_embd, const g2f_tol_units *un);
@@ -126,28 +126,23 @@ double g2f_tol_var_coef(size_t n_embd, const g2f_tol_units *un);
  * (each may be NULL; exp_pre / exp_act give the stored values' rounding and
  * may be NULL when the tolerance is not needed) and q, the coefficient of
  * W_proj^2 in V_out (in units of u^2), the A2 operand of c_proj's
- * g2f_matmul_sq. OpenMP over fixed blocks: any thread count, same bits. */
-void g2f_tol_ffn_hidden(size_t n, size_t n_embd, size_t n_inner, const float *pre, const float *act,
-                        const float *s, const double *exp_pre, const double *exp_act, const g2f_tol_units *un,
-                        double lambda, float *tol_pre, float *tol_act, float *q, int n_threads);
-/* The same with a variance per token (units of u^2) added to V_pre or
- * V_out (tok_extra[i / n_inner], tok_extra[i / n_embd]; NULL: none: a
- * ggml-quantized checkpoint's weight uncertainty), and the values before
- * the roundings of un (pre_u, act_u, out_u; equal to pre, act, out when
- * nothing is rounded), whose flips widen the tolerance (g2f_ffn_eval). */
+ * g2f_matmul_sq. tok_extra: a variance per token (units of u^2) added to
+ * V_pre (tok_extra[i / n_inner]; NULL: none: a ggml-quantized checkpoint's
+ * weight uncertainty). pre_u, act_u: the values before the roundings of un
+ * (equal to pre, act when nothing is rounded), whose rounding flips widen
+ * the tolerance, or go to flips (g2f_flips; NULL: into the tolerance).
+ * OpenMP over fixed blocks: any thread count, same bits. */
 void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *pre_u, const float *pre,
                           const float *act_u, const float *act, const float *s, const double *exp_pre,
                           const double *exp_act, const g2f_tol_units *un, double lambda, const double *tok_extra,
                           float *tol_pre, float *tol_act, float *q, g2f_flips *flips, int n_threads);
-/* flip_out (n) or NULL: out's own rounding flip as a discrete step (as above). */
+/* Element-wise part after c_proj, for n = tokens x n_embd elements: from
+ * out_u (out before its rounding, un->out_round) and v = q (W_proj o
+ * W_proj), tol_out (may be v); tok_extra as above (tok_extra[i / n_embd]),
+ * flip_out (n) or NULL: out's own rounding flip as a discrete step. */
 void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out_u, const float *v,
                        const double *exp_out, const g2f_tol_units *un, double lambda, const double *tok_extra,
                        float *tol_out, float *flip_out, int n_threads);
-
-/* Element-wise part after c_proj, for n = tokens x n_embd elements: from out
- * and v = q (W_proj o W_proj), tol_out. */
-void g2f_tol_ffn_out(size_t n, size_t n_inner, const float *out, const float *v, const double *exp_out,
-                     const g2f_tol_units *un, double lambda, float *tol_out, int n_threads);
 
 /* Absolute variance per element of y = LayerNorm(x) (T rows of d) between
  * two float32 implementations, by the same rounding model: the mean and the

@@ -85,6 +85,28 @@ static void clean_fixtures_should_pass(void) {
     }
 }
 
+/* One capture under HF and TransformerLens names (q/k/v split by head, z)
+ * is one computation: the chained pass's margins agree bit for bit at every
+ * stage of every layer (the split q/k/v's comparison once overwrote the
+ * block input's variance, which mid's residual add then read). */
+static void tl_and_hf_names_should_give_the_same_chained_margins(void) {
+    g2f_model_result a, b;
+    g2f_error err = {0};
+    CHECK(check_bundled("tiny", "clean", 1, &a, &err) == G2F_OK);
+    CHECK(check_bundled("tiny", "clean_tl", 1, &b, &err) == G2F_OK);
+    CHECK(a.n_layers == 4 && b.n_layers == 4 && a.pass && b.pass);
+    for (size_t L = 0; L < a.n_layers && L < b.n_layers; L++)
+        for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
+            const g2f_stage_result *x = &a.layers[L].stage[s], *y = &b.layers[L].stage[s];
+            CHECK(x->checked && y->checked && x->margin == y->margin);
+            if (x->margin != y->margin)
+                fprintf(stderr, "  layer %zu %s: HF %.6g, TransformerLens %.6g\n", L, g2f_stage_name((g2f_stage)s),
+                        x->margin, y->margin);
+        }
+    g2f_model_result_free(&a);
+    g2f_model_result_free(&b);
+}
+
 static void each_model_bug_should_be_named(void) {
     static const struct {
         const char *ckpt, *name, *stage, *code;
@@ -498,6 +520,7 @@ int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "forward") != 0) return 2;
     fixtures = argv[1];
     RUN(clean_fixtures_should_pass);
+    RUN(tl_and_hf_names_should_give_the_same_chained_margins);
     RUN(each_model_bug_should_be_named);
     RUN(ids_out_of_range_should_be_refused_naming_the_position);
     RUN(hostile_shapes_should_be_refused);

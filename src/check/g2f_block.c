@@ -402,7 +402,7 @@ static const g2f_tensor *stage_t(const ctx *c, g2f_act k) {
 /* Compares the attention stage's outputs with what the fixture records. */
 static void compare_attn(ctx *c, acc *A, size_t sq) {
     seq *s = &c->s;
-    size_t T = c->T, d = c->d, H = c->H, dh = d / H;
+    size_t T = c->T, d = c->d;
     const g2f_tensor *t;
     if ((t = stage_t(c, G2F_ACT_QKV))) {
         read_seq(t, sq, T, 3 * d, NULL, s->e1);
@@ -410,17 +410,18 @@ static void compare_attn(ctx *c, acc *A, size_t sq) {
     }
     static const g2f_act split[3] = {G2F_ACT_Q, G2F_ACT_K, G2F_ACT_V};
     static const char *const split_names[3] = {"attn.hook_q", "attn.hook_k", "attn.hook_v"};
-    for (int part = 0; part < 3; part++) { /* TransformerLens: [T, H, dh] = the GPT-2 third, in place */
+    /* TransformerLens: [T, H, dh] = the GPT-2 third, in place; its values in
+     * tmp, its variances in vout (written only at the block's end: vx is the
+     * block's input variance, which mid's residual add still reads) */
+    for (int part = 0; part < 3; part++) {
         if (!(t = stage_t(c, split[part]))) continue;
         read_seq(t, sq, T, d, NULL, s->e1);
         for (size_t tk = 0; tk < T; tk++)
             for (size_t j = 0; j < d; j++) {
                 s->tmp[tk * d + j] = s->qkv[tk * 3 * d + (size_t)part * d + j];
-                s->x[0] = s->x[0];
-                s->hz[0] = s->hz[0];
-                s->vx[tk * d + j] = s->vqkv[tk * 3 * d + (size_t)part * d + j];
+                s->vout[tk * d + j] = s->vqkv[tk * 3 * d + (size_t)part * d + j];
             }
-        compare(A, split_names[part], s->e1, s->tmp, s->vx, T * d, t->dtype, c->lambda, s->a2);
+        compare(A, split_names[part], s->e1, s->tmp, s->vout, T * d, t->dtype, c->lambda, s->a2);
     }
     /* attn.probs: compared by attn_stage, a block of queries at a time */
     if ((t = stage_t(c, G2F_ACT_MERGED)) || (t = stage_t(c, G2F_ACT_Z))) {
@@ -432,7 +433,6 @@ static void compare_attn(ctx *c, acc *A, size_t sq) {
         read_seq(t, sq, T, d, NULL, s->e1);
         compare(A, "attn.out", s->e1, s->ao, s->vao, T * d, t->dtype, c->lambda, s->a2);
     }
-    (void)dh;
 }
 
 /* A probs_cmp for sequence sq of c's layer: t NULL when not recorded. */

@@ -16,24 +16,6 @@
 
 #define CASE_TIMEOUT_S 120
 
-static char *slurp_alloc(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    size_t cap = 1 << 16, len = 0, r;
-    char *b = malloc(cap + 1);
-    while (b && (r = fread(b + len, 1, cap - len, fp)) > 0) {
-        len += r;
-        if (len == cap) {
-            char *nb = realloc(b, (cap *= 2) + 1);
-            if (!nb) free(b);
-            b = nb;
-        }
-    }
-    fclose(fp);
-    if (b) b[len] = '\0';
-    return b;
-}
-
 /* Runs argv with stdout/stderr into files; returns the exit status, or
  * 128 + signal, or -1. */
 static int run_cli(char *const argv[], const char *out, const char *err) {
@@ -61,7 +43,7 @@ static void corrupt_files_should_exit_2_with_one_line(void) {
     char corrupt[4096], manifest[4200], tmp[256], out[300], err[300];
     snprintf(corrupt, sizeof corrupt, "%s/../tests/corrupt", fixtures);
     snprintf(manifest, sizeof manifest, "%s/MANIFEST", corrupt);
-    char *text = slurp_alloc(manifest);
+    char *text = read_whole_file(manifest, NULL);
     CHECK(text != NULL);
     if (!text) return;
     CHECK(make_tmpdir(tmp, sizeof tmp, "corrupt") == 0);
@@ -91,7 +73,7 @@ static void corrupt_files_should_exit_2_with_one_line(void) {
         char *argv_ck[] = {(char *)cli, "inspect", path, NULL};
         char *argv_fx[] = {(char *)cli, "verify", tiny, path, NULL};
         int rc = run_cli(is_fixture ? argv_fx : argv_ck, out, err);
-        char *so = slurp_alloc(out), *se = slurp_alloc(err);
+        char *so = read_whole_file(out, NULL), *se = read_whole_file(err, NULL);
         size_t nl = 0;
         for (const char *c = se; c && *c; c++) nl += *c == '\n';
         /* the expected text must be in the message, not in the path */

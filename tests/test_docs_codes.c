@@ -7,21 +7,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_util.h"
 #include "g2f_cause.h"
-
-static char *slurp(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (int c; (c = fgetc(fp)) != EOF;) {
-        if (n + 2 > cap && !(buf = realloc(buf, cap = cap ? 2 * cap : 65536))) break;
-        buf[n++] = (char)c;
-    }
-    fclose(fp);
-    if (buf) buf[n] = '\0';
-    return buf;
-}
 
 /* `name` or `name:... appears in text. */
 static int documented(const char *text, const char *name) {
@@ -34,9 +21,9 @@ static int documented(const char *text, const char *name) {
 static void every_code_should_be_documented(const char *root) {
     char path[1200];
     snprintf(path, sizeof path, "%s/docs/diagnosis.md", root);
-    char *diag = slurp(path);
+    char *diag = read_whole_file(path, NULL);
     snprintf(path, sizeof path, "%s/docs/decode.md", root);
-    char *decode = slurp(path);
+    char *decode = read_whole_file(path, NULL);
     CHECK(diag != NULL && decode != NULL);
     size_t missing = 0;
     for (int d = 0; d < G2F_DIAG_COUNT; d++) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_util.h"
 
 #define MAX_LINES 80
 
@@ -55,20 +56,6 @@ static size_t long_functions(const char *name, const char *text, size_t *n_funcs
     return over;
 }
 
-static char *slurp(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (int c; (c = fgetc(fp)) != EOF;) {
-        if (n + 2 > cap && !(buf = realloc(buf, cap = cap ? 2 * cap : 4096))) break;
-        buf[n++] = (char)c;
-    }
-    fclose(fp);
-    if (buf) buf[n] = '\0';
-    return buf;
-}
-
 static void scan_should_count_and_catch_a_long_function(void) {
     char src[8192];
     size_t used = (size_t)snprintf(src, sizeof src, "static int ok(int a,\n           int b) {\n    return a + b;\n}\n"
@@ -93,7 +80,7 @@ static void layers_should_have_no_function_over_80_lines(const char *root) {
             if (n < 3 || strcmp(e->d_name + n - 2, ".c")) continue;
             char path[1400 + 256];
             snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            char *text = slurp(path);
+            char *text = read_whole_file(path, NULL);
             CHECK(text != NULL);
             if (!text) continue;
             files++;

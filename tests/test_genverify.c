@@ -60,6 +60,16 @@ static void clean_generations_should_pass(void) {
     CHECK(r.has_eos && r.compared == 13 && r.after_eos == 11);
 }
 
+/* The generation fixture diverges and codes alone reproduce it, within its tolerance; *r for more checks. */
+static void named_alone(const char *fixture, const char *codes, g2f_gen_result *r) {
+    CHECK(verify_gen(fixture, r) == G2F_OK);
+    char got[400];
+    g2f_causes_join(r->causes, r->n_causes, got, sizeof got);
+    if (strcmp(got, codes)) fprintf(stderr, "  %s: named '%s'\n", fixture, got);
+    CHECK(!r->pass && r->diverged && r->n_causes == 1 && !strcmp(got, codes));
+    CHECK(r->n_causes == 0 || r->causes[0].margin <= 1);
+}
+
 /* Each bug's fixture: diverged, and the bug is what reproduces it (alone, with step logits). */
 static void kv_cache_bugs_should_be_named(void) {
     static const char *cases[][2] = {
@@ -71,12 +81,7 @@ static void kv_cache_bugs_should_be_named(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         g2f_gen_result r;
-        CHECK(verify_gen(cases[i][0], &r) == G2F_OK);
-        char codes[400];
-        g2f_causes_join(r.causes, r.n_causes, codes, sizeof codes);
-        if (strcmp(codes, cases[i][1])) fprintf(stderr, "  %s: named '%s'\n", cases[i][0], codes);
-        CHECK(!r.pass && r.diverged && r.n_causes == 1 && !strcmp(codes, cases[i][1]));
-        CHECK(r.n_causes == 0 || r.causes[0].margin <= 1);
+        named_alone(cases[i][0], cases[i][1], &r);
         CHECK(r.hypotheses_tried >= 10);
         /* the prompt's step is right: a cache bug shows from the first decode step on */
         CHECK(r.first.step >= 1 || !strcmp(cases[i][0], "padding_positions"));
@@ -90,12 +95,7 @@ static void block_bugs_should_be_named_in_a_generation(void) {
         {"gelu_erf", "gelu_erf"}, {"attn_scale_missing", "attn_scale_missing"}, {"qkv_order_kqv", "qkv_order:kqv"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         g2f_gen_result r;
-        CHECK(verify_gen(cases[i][0], &r) == G2F_OK);
-        char codes[400];
-        g2f_causes_join(r.causes, r.n_causes, codes, sizeof codes);
-        if (strcmp(codes, cases[i][1])) fprintf(stderr, "  %s: named '%s'\n", cases[i][0], codes);
-        CHECK(!r.pass && r.diverged && r.n_causes == 1 && !strcmp(codes, cases[i][1]));
-        CHECK(r.n_causes == 0 || r.causes[0].margin <= 1);
+        named_alone(cases[i][0], cases[i][1], &r);
         CHECK(r.first.step == 0);
     }
 }

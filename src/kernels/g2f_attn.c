@@ -82,8 +82,7 @@ static int thread_num(void) {
 #endif
 }
 
-/* The portable softmax: g2f_simd_softmax's steps with one running sum. */
-static void softmax_row_c(float *s, size_t n, double scale) {
+void g2f_softmax_row_ref(float *s, size_t n, double scale) {
     float m = -INFINITY;
     for (size_t j = 0; j < n; j++) {
         s[j] = (float)((double)s[j] * scale);
@@ -168,7 +167,7 @@ static void block_probs(const float *heads, size_t T, size_t d, size_t n_head, c
         size_t i = i0 + r, len = o->causal ? i + 1 : n;
         float *row = scores + r * n;
         if (simd) g2f_simd_softmax(row, len, o->scale);
-        else softmax_row_c(row, len, o->scale);
+        else g2f_softmax_row_ref(row, len, o->scale);
         memset(row + len, 0, (n - len) * sizeof(float));
     }
 }

@@ -95,6 +95,11 @@ typedef struct g2f_attn_opts {
 /* causal, 1/sqrt(d_head), {0, 1, 2}, heads contiguous. */
 g2f_attn_opts g2f_attn_opts_gpt2(size_t d_head);
 
+/* One row of scores s (n) scaled, then softmax in place, portably: the
+ * row's maximum subtracted, exp in double, one running sum in order, each
+ * divided by it (the vector path's steps; the KV-cache step uses it). */
+void g2f_softmax_row_ref(float *s, size_t n, double scale);
+
 /* Scratch of g2f_attn_forward, owned by the caller; start from {0}. */
 typedef struct g2f_attn_ws {
     float *heads;      /* (3, n_head, T, d_head): q, k, v split by head */

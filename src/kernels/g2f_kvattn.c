@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_attn.h"
 #include "g2f_cpu.h"
-#include "g2f_gelu_math.h"
 #include "g2f_tensor.h"
 
 #ifdef _OPENMP
@@ -52,21 +52,11 @@ static float dot8(const float *q, const float *k, size_t dh) {
 static void attend(const g2f_kvattn_args *a, size_t h, size_t i, float *s, float *merged, float *probs) {
     size_t d = a->d, dh = d / a->n_head, L = a->past + i + 1, off = h * dh;
     const float *q = a->qkv + i * 3 * d + off;
-    float m = -INFINITY;
-    for (size_t j = 0; j < L; j++) {
-        s[j] = (float)((double)dot8(q, key_row(a, j, 0) + off, dh) * a->scale);
-        m = s[j] > m ? s[j] : m;
-    }
-    double sum = 0;
-    for (size_t j = 0; j < L; j++) {
-        s[j] = (float)g2f_exp_d((double)(s[j] - m));
-        sum += s[j];
-    }
-    double inv = 1.0 / sum;
+    for (size_t j = 0; j < L; j++) s[j] = dot8(q, key_row(a, j, 0) + off, dh);
+    g2f_softmax_row_ref(s, L, a->scale);
     float *z = merged + i * d + off;
     memset(z, 0, dh * sizeof *z);
     for (size_t j = 0; j < L; j++) {
-        s[j] = (float)((double)s[j] * inv);
         const float *v = key_row(a, j, 1) + off;
         for (size_t c = 0; c < dh; c++) z[c] += s[j] * v[c];
     }

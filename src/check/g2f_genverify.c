@@ -434,6 +434,17 @@ static g2f_status try_hyp(gv *v, g2f_decoder *dc, const hyp *h, float *z, fit_t 
     return G2F_OK;
 }
 
+/* Appends hypothesis code to hs (at most max) after setup, which sets its fields through hs[n]. */
+#define ADD(code, setup)                                                                                              \
+    do {                                                                                                             \
+        if (n < max) {                                                                                               \
+            memset(&hs[n], 0, sizeof hs[n]);                                                                         \
+            hs[n].c = g2f_cause_of(G2F_DIAG_BIT(code), G2F_STAGE_LOGITS);                                            \
+            setup;                                                                                                   \
+            n++;                                                                                                     \
+        }                                                                                                            \
+    } while (0)
+
 /* A bug of every block or another GELU form, recomputed by the forward:
  * the block's own hypotheses (g2f_block.c tries them stage by stage where
  * stages are recorded; a generation records none, so they are tried on the
@@ -442,47 +453,29 @@ static size_t block_hypotheses(const gv *v, hyp *hs, size_t max) {
     const g2f_model_info *mi = g2f_model_get_info(v->m);
     size_t n = 0, H = v->p->n_head ? v->p->n_head : mi->n_head, d = mi->n_embd;
     double dh = H ? (double)(d / H) : 1.0;
-#define ADD(code, setup)                                                                                              \
-    do {                                                                                                             \
-        if (n < max) {                                                                                               \
-            memset(&hs[n], 0, sizeof hs[n]);                                                                         \
-            hs[n].c = g2f_cause_of(G2F_DIAG_BIT(code), G2F_STAGE_LOGITS);                                            \
-            hs[n].forward = hs[n].block = 1;                                                                         \
-            setup;                                                                                                   \
-            n++;                                                                                                     \
-        }                                                                                                            \
-    } while (0)
+#define ADD_BLOCK(code, setup) ADD(code, (hs[n].forward = hs[n].block = 1, setup))
     for (int g = 0; g < G2F_GELU_COUNT; g++)
         if ((g2f_gelu)g != v->p->gelu)
-            ADD(g2f_diag_of_gelu((g2f_gelu)g), (hs[n].gelu_set = 1, hs[n].gelu = (g2f_gelu)g, hs[n].c.asked = v->p->gelu));
-    ADD(G2F_DIAG_ATTN_SCALE_MISSING, hs[n].bb.scale = 1.0);
-    ADD(G2F_DIAG_ATTN_SCALE_LAYER_IDX, hs[n].bb.scale_layer_idx = 1);
-    ADD(G2F_DIAG_ATTN_SCALE, (hs[n].bb.scale = hs[n].c.scale = 1.0 / sqrt((double)d), hs[n].c.scale_name = 1));
-    ADD(G2F_DIAG_ATTN_SCALE, (hs[n].bb.scale = hs[n].c.scale = 1.0 / dh, hs[n].c.scale_name = 2));
+            ADD_BLOCK(g2f_diag_of_gelu((g2f_gelu)g), (hs[n].gelu_set = 1, hs[n].gelu = (g2f_gelu)g, hs[n].c.asked = v->p->gelu));
+    ADD_BLOCK(G2F_DIAG_ATTN_SCALE_MISSING, hs[n].bb.scale = 1.0);
+    ADD_BLOCK(G2F_DIAG_ATTN_SCALE_LAYER_IDX, hs[n].bb.scale_layer_idx = 1);
+    ADD_BLOCK(G2F_DIAG_ATTN_SCALE, (hs[n].bb.scale = hs[n].c.scale = 1.0 / sqrt((double)d), hs[n].c.scale_name = 1));
+    ADD_BLOCK(G2F_DIAG_ATTN_SCALE, (hs[n].bb.scale = hs[n].c.scale = 1.0 / dh, hs[n].c.scale_name = 2));
     for (int i = 0; i < G2F_QKV_PERMS_N; i++)
-        ADD(G2F_DIAG_QKV_ORDER, (hs[n].bb.qkv = 1, memcpy(hs[n].bb.qkv_perm, g2f_qkv_perms[i], sizeof g2f_qkv_perms[i]),
+        ADD_BLOCK(G2F_DIAG_QKV_ORDER, (hs[n].bb.qkv = 1, memcpy(hs[n].bb.qkv_perm, g2f_qkv_perms[i], sizeof g2f_qkv_perms[i]),
                                  memcpy(hs[n].c.qkv_perm, g2f_qkv_perms[i], sizeof g2f_qkv_perms[i])));
-    ADD(G2F_DIAG_HEADS_INTERLEAVED, hs[n].bb.heads_interleaved = 1);
+    ADD_BLOCK(G2F_DIAG_HEADS_INTERLEAVED, hs[n].bb.heads_interleaved = 1);
     for (int i = 0; i < G2F_LN_EPS_GRID_N; i++)
         if (fabs(g2f_ln_eps_grid[i] - mi->ln_eps) > 1e-3 * mi->ln_eps)
-            ADD(G2F_DIAG_LN_EPS, (hs[n].bb.ln_eps = hs[n].c.eps = g2f_ln_eps_grid[i]));
-#undef ADD
+            ADD_BLOCK(G2F_DIAG_LN_EPS, (hs[n].bb.ln_eps = hs[n].c.eps = g2f_ln_eps_grid[i]));
     return n;
+#undef ADD_BLOCK
 }
 
 /* The bugs to try: KV-cache ones, the padding's, the model's ends', every block's. */
 static size_t hypotheses(const gv *v, const g2f_gen_result *out, hyp *hs, size_t max) {
     static const long offsets[] = {-2, -1, 1, 2, 3, 4};
     size_t n = 0;
-#define ADD(code, setup)                                                                                              \
-    do {                                                                                                             \
-        if (n < max) {                                                                                               \
-            memset(&hs[n], 0, sizeof hs[n]);                                                                         \
-            hs[n].c = g2f_cause_of(G2F_DIAG_BIT(code), G2F_STAGE_LOGITS);                                            \
-            setup;                                                                                                   \
-            n++;                                                                                                     \
-        }                                                                                                            \
-    } while (0)
     ADD(G2F_DIAG_CACHE_POSITION_RESET, hs[n].dh.position_reset = 1);
     ADD(G2F_DIAG_CACHE_NOT_APPENDED, hs[n].dh.not_appended = 1);
     for (size_t i = 0; i < 4; i++) ADD(G2F_DIAG_CACHE_OFFSET, (hs[n].dh.offset = offsets[i], hs[n].c.offset = offsets[i]));
@@ -501,9 +494,9 @@ static size_t hypotheses(const gv *v, const g2f_gen_result *out, hyp *hs, size_t
     }
     ADD(G2F_DIAG_LN_F_MISSING, (hs[n].forward = 1, hs[n].mh.no_ln_f = 1));
     if (e->head_stored && !e->tied) ADD(G2F_DIAG_LM_HEAD_UNTIED, (hs[n].forward = 1, hs[n].mh.wte_head = 1));
-#undef ADD
     return n + block_hypotheses(v, hs + n, max - n);
 }
+#undef ADD
 
 static int by_margin(const void *a, const void *b) {
     double x = ((const g2f_cause *)a)->margin, y = ((const g2f_cause *)b)->margin;

@@ -365,7 +365,7 @@ static g2f_status evaluate(ctx *c, int screen, const variant *v, const g2f_ffn_w
     g2f_status st = build_how(c, v, base, &how, &w, &applies, err);
     if (st != G2F_OK || !applies) return st;
     c->tried++;
-    g2f_ffn_eval_opts opts = {screen ? c->sample : NULL, screen ? c->n_sample : 0, G2F_EVAL_OTHER_NONE, 0, 0};
+    g2f_ffn_eval_opts opts = {screen ? c->sample : NULL, screen ? c->n_sample : 0, G2F_EVAL_OTHER_NONE, 0, 0, 0, NULL};
     g2f_ffn_eval_result r;
     st = g2f_ffn_eval(&how, in->fx, in->layer, in->tol, &opts, in->n_threads, in->ws, &r, err);
     if (st != G2F_OK) return st;
@@ -516,7 +516,7 @@ static g2f_status locate(const ctx *c, char *buf, size_t len, g2f_error *err) {
     memset(&how, 0, sizeof how);
     how.w = in->w;
     how.gelu = in->gelu;
-    g2f_ffn_eval_opts opts = {NULL, 0, G2F_EVAL_OTHER_NONE, 1, 0};
+    g2f_ffn_eval_opts opts = {NULL, 0, G2F_EVAL_OTHER_NONE, 1, 0, 0, NULL};
     g2f_ffn_eval_result r;
     g2f_status st = g2f_ffn_eval(&how, fx, in->layer, in->tol, &opts, in->n_threads, in->ws, &r, err);
     if (st != G2F_OK) return st;

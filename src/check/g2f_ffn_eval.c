@@ -82,14 +82,24 @@ static size_t bytes_per_token(size_t d, size_t h, size_t F) {
     return r;
 }
 
-static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, size_t d, size_t h, size_t F, chunk *c,
-                             g2f_error *err) {
+/* The chunk's buffers for up to want tokens with F other forms; tf forms
+ * more on G2F_EVAL_TRACK rows (opts.tracked_forms: the tracked tokens'
+ * evaluation, when want fits in one chunk; then F + tf forms' areas of
+ * min(cap, G2F_EVAL_TRACK) rows). */
+static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, size_t d, size_t h, size_t F,
+                             size_t tf, chunk *c, g2f_error *err) {
     size_t per = bytes_per_token(d, h, F);
     size_t cap = per == SIZE_MAX ? 16 : G2F_EVAL_CHUNK_BYTES / per;
     if (cap < 16) cap = 16;
+    if (cap < want) tf = 0; /* more than one chunk: no tracked evaluation in the pass */
     if (cap > want) cap = want ? want : 1;
-    size_t bytes;
-    if (per == SIZE_MAX || __builtin_mul_overflow(cap, per, &bytes)) bytes = SIZE_MAX;
+    /* the forms' areas: F forms on cap rows, or F + tf on the tracked rows */
+    size_t fr = tf && !F && cap > G2F_EVAL_TRACK ? G2F_EVAL_TRACK : cap, nf = F + tf;
+    size_t base = bytes_per_token(d, h, 0), one = bytes_per_token(d, h, 1), bytes, a, b, f;
+    int over = base == SIZE_MAX || one == SIZE_MAX || __builtin_mul_overflow(cap, base, &a) ||
+               __builtin_mul_overflow(nf, fr, &b) || __builtin_mul_overflow(b, one - base, &f) ||
+               __builtin_add_overflow(a, f, &bytes);
+    if (over) bytes = SIZE_MAX;
     if (!ws->buf || ws->cap < bytes) {
         free(ws->buf);
         ws->buf = NULL;
@@ -97,9 +107,10 @@ static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, siz
         char what[128];
         snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens at a time", layer, cap);
         /* one block: doubles first, for their alignment */
-        ws->buf = g2f_alloc_work(cap, per == SIZE_MAX ? SIZE_MAX : per, 1, what, err);
+        /* named per token, as cap x bytes a token */
+        ws->buf = g2f_alloc_work(cap, over ? SIZE_MAX : (bytes + cap - 1) / cap, 1, what, err);
         if (!ws->buf) return err ? err->status : G2F_ERR_NOMEM;
-        ws->cap = cap * per;
+        ws->cap = (bytes + cap - 1) / cap * cap;
     }
     double *dp = (double *)(void *)ws->buf;
     c->cap = cap;
@@ -129,9 +140,9 @@ static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, siz
     c->fl_act1 = fp; fp += cap * h;
     c->fl_act2 = fp; fp += cap * h;
     c->fl_out = fp; fp += cap * d;
-    c->f_act = fp; fp += F * cap * h;
-    c->f_q = fp; fp += F * cap * h;
-    c->f_out = fp; fp += F * cap * d;
+    c->f_act = fp; fp += nf * fr * h;
+    c->f_q = fp; fp += nf * fr * h;
+    c->f_out = fp; fp += nf * fr * d;
     c->f_v = fp;
     return G2F_OK;
 }
@@ -314,6 +325,14 @@ static void out_tail(const tail_ctx *t, const chunk *c, size_t n, const float *a
         }
 }
 
+/* How many forms of mask are not g. */
+static size_t count_forms(unsigned mask, g2f_gelu g) {
+    unsigned m = mask & ((1u << G2F_GELU_COUNT) - 1u) & ~(1u << g);
+    size_t n = 0;
+    for (int k = 0; k < G2F_GELU_COUNT; k++) n += (m >> k) & 1u;
+    return n;
+}
+
 /* One evaluation's state, shared by its per-chunk steps. */
 typedef struct eval {
     const g2f_ffn_how *how;
@@ -322,6 +341,7 @@ typedef struct eval {
     const size_t *tokens;
     size_t d, h;
     unsigned forms;               /* the other forms asked for */
+    int keep_s;                   /* c_fc's sums of squares kept in s_fc (opts.tracked_out) */
     size_t n_forms;
     int plain;                    /* bias + GELU fused into c_fc's last tiles */
     int user, n_threads;
@@ -429,7 +449,7 @@ static void fc_gelu_step(eval *ev, chunk *c, size_t n, const float **pre_u, cons
 static void proj_step(eval *ev, chunk *c, size_t n, const float *act_u) {
     const g2f_ffn_how *how = ev->how;
     const size_t nh = n * ev->h;
-    if (ev->n_forms && !ev->user) memcpy(c->s_fc, c->q, nh * sizeof(float)); /* q is computed in place */
+    if ((ev->n_forms || ev->keep_s) && !ev->user) memcpy(c->s_fc, c->q, nh * sizeof(float)); /* q is computed in place */
     hidden(&ev->t, c, n, act_u, c->act, c->q, &ev->un, c->q);
     const float *act_in = proj_input(&ev->t, c->act, nh, c->act2);
     float *prod = how->out_round != G2F_ROUND_NONE ? c->out_u : c->out;
@@ -438,11 +458,10 @@ static void proj_step(eval *ev, chunk *c, size_t n, const float *act_u) {
     out_tail(&ev->t, c, n, act_in, prod, c->out, c->tol_out, &ev->un);
 }
 
-/* proj_step and the comparisons of out, pre and act (and their profile). */
-static void proj_compare_step(eval *ev, chunk *c, size_t i0, size_t n, const float *act_u) {
+/* The comparisons of out, pre and act (and their profile). */
+static void compare_step(eval *ev, chunk *c, size_t i0, size_t n) {
     const size_t d = ev->d, h = ev->h;
     const int nt = ev->n_threads;
-    proj_step(ev, c, n, act_u);
     cmp_rows_f(&ev->a_out, c->e_out, c->out, c->tol_out, ev->fout, NULL, ev->tokens, i0, n, d, nt);
     if (ev->tpre) cmp_rows_f(&ev->a_pre, c->e_pre, c->pre, c->tol_pre, ev->fpre, NULL, ev->tokens, i0, n, h, nt);
     if (ev->tact) cmp_rows_f(&ev->a_act, c->e_act, c->act, c->tol_act, ev->fa1, ev->fa2, ev->tokens, i0, n, h, nt);
@@ -566,7 +585,7 @@ static void eval_init(eval *ev, const g2f_ffn_how *how, const g2f_fixture_views 
     ev->tokens = opts->tokens;
     ev->d = how->w->n_embd, ev->h = how->w->n_inner;
     ev->forms = opts->forms & ((1u << G2F_GELU_COUNT) - 1u) & ~(1u << how->gelu);
-    for (int g = 0; g < G2F_GELU_COUNT; g++) ev->n_forms += (ev->forms >> g) & 1u;
+    ev->n_forms = count_forms(opts->forms, how->gelu);
     ev->user = p->user;
     ev->plain = !how->clip && how->gemm_in == G2F_ROUND_NONE && how->store == G2F_ROUND_NONE &&
                 how->out_round == G2F_ROUND_NONE && !how->ln;
@@ -617,6 +636,61 @@ static g2f_status profile_alloc(g2f_ffn_eval_result *res, size_t d, size_t h, si
     return G2F_OK;
 }
 
+/* Moves rows rows[0..n) (ascending, rows[i] >= i) of a (width wide) to
+ * rows 0..n. */
+static void compact_f(float *a, size_t width, const size_t *rows, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (rows[i] != i) memmove(a + i * width, a + rows[i] * width, width * sizeof(float));
+}
+static void compact_d(double *a, size_t width, const size_t *rows, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (rows[i] != i) memmove(a + i * width, a + rows[i] * width, width * sizeof(double));
+}
+
+/* The chunk's rows of the tracked tokens, moved to its first rows: what
+ * the evaluation of those tokens reads (the fixture's rows) and what it
+ * would compute again (c_fc, the main form's tolerances, c_proj and flips:
+ * rows are independent, so the same bits). */
+static void compact_tracked(const eval *ev, chunk *c, const size_t *rows, size_t n) {
+    const size_t d = ev->d, h = ev->h;
+    float *fd[] = {c->x, c->out, c->tol_out, c->fl_out}, *fh[] = {c->pre, c->act, c->s_fc, c->tol_pre, c->tol_act,
+                                                                  c->fl_pre, c->fl_act1, c->fl_act2};
+    size_t nfd = ev->t.flips ? 4 : 3, nfh = ev->t.flips ? 8 : 5;
+    for (size_t i = 0; i < nfd; i++) compact_f(fd[i], d, rows, n);
+    for (size_t i = 0; i < nfh; i++) compact_f(fh[i], h, rows, n);
+    if (ev->t.fc_in == c->xg) compact_f(c->xg, d, rows, n);
+    if (ev->t.pre_u == c->pre_u) compact_f(c->pre_u, h, rows, n);
+    compact_d(c->e_out, d, rows, n);
+    if (ev->tpre) compact_d(c->e_pre, h, rows, n);
+    if (ev->tact) compact_d(c->e_act, h, rows, n);
+}
+
+/* After a pass over every token in one chunk (ev): the evaluation of the
+ * tracked tokens with the other form's c_proj and the forms (as
+ * g2f_ffn_eval with {tracked, n, G2F_EVAL_OTHER_FULL, 0, forms}) into
+ * *out, from the chunk's rows. */
+static void tracked_step(const eval *ev, chunk *c, const g2f_fixture_views *fx, const g2f_tol_params *p,
+                         g2f_ffn_eval_ws *ws, unsigned forms, g2f_ffn_eval_result *out) {
+    size_t tok[G2F_EVAL_TRACK], n = ev->tr.n;
+    memcpy(tok, ev->tr.tok, n * sizeof(size_t));
+    qsort(tok, n, sizeof(size_t), cmp_size);
+    compact_tracked(ev, c, tok, n);
+    memset(out, 0, sizeof *out);
+    out->tokens = n;
+    out->bad_in = -1;
+    out->has_pre = ev->tpre != NULL;
+    out->has_act = ev->tact != NULL;
+    g2f_ffn_eval_opts o = {tok, n, G2F_EVAL_OTHER_FULL, 0, forms, 0, NULL};
+    eval e;
+    eval_init(&e, ev->how, fx, p, &o, ev->n_threads, ws, c, out);
+    e.t.fc_in = ev->t.fc_in;
+    e.t.pre_u = ev->t.pre_u;
+    compare_step(&e, c, 0, n);
+    other_form_step(&e, c, 0, n);
+    if (e.n_forms) forms_step(&e, c, 0, n);
+    eval_finish(&e, out);
+}
+
 g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t layer, const g2f_tol_params *p,
                         const g2f_ffn_eval_opts *opts, int n_threads, g2f_ffn_eval_ws *ws,
                         g2f_ffn_eval_result *res, g2f_error *err) {
@@ -628,23 +702,32 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
     res->has_pre = fx->t[G2F_ACT_MLP_PRE] != NULL;
     res->has_act = fx->t[G2F_ACT_MLP_ACT] != NULL;
     chunk c = {0};
-    const unsigned forms = opts->forms & ((1u << G2F_GELU_COUNT) - 1u) & ~(1u << how->gelu);
-    size_t n_forms = 0;
-    for (int g = 0; g < G2F_GELU_COUNT; g++) n_forms += (forms >> g) & 1u;
-    g2f_status st = chunk_make(ws, layer, total, d, h, n_forms, &c, err);
+    const size_t n_forms = count_forms(opts->forms, how->gelu);
+    /* the tracked tokens' evaluation in this pass: every token in one chunk */
+    const int want_tracked = opts->tracked_out && opts->other == G2F_EVAL_OTHER_ACT && !opts->tokens &&
+                             !opts->profile && total > 0;
+    const size_t n_tracked_forms = want_tracked ? count_forms(opts->tracked_forms, how->gelu) : 0;
+    g2f_status st = chunk_make(ws, layer, total, d, h, n_forms, n_tracked_forms, &c, err);
+    const int fused = want_tracked && total <= c.cap;
     if (st == G2F_OK && opts->profile) st = profile_alloc(res, d, h, layer, err);
     if (st != G2F_OK) return st;
     eval ev;
     eval_init(&ev, how, fx, p, opts, n_threads, ws, &c, res);
+    ev.keep_s = fused;
     for (size_t i0 = 0; i0 < total; i0 += c.cap) {
         size_t n = total - i0 < c.cap ? total - i0 : c.cap;
         const float *pre_u, *act_u;
         read_chunk(&ev, &c, i0, n);
         fc_gelu_step(&ev, &c, n, &pre_u, &act_u);
         ev.t.pre_u = pre_u;
-        proj_compare_step(&ev, &c, i0, n, act_u);
+        proj_step(&ev, &c, n, act_u);
+        compare_step(&ev, &c, i0, n);
         if (opts->other != G2F_EVAL_OTHER_NONE) other_form_step(&ev, &c, i0, n);
         if (ev.n_forms) forms_step(&ev, &c, i0, n);
+    }
+    if (ev.keep_s && ev.tr.n) {
+        tracked_step(&ev, &c, fx, p, ws, opts->tracked_forms, opts->tracked_out);
+        res->tracked_done = 1;
     }
     eval_finish(&ev, res);
     return G2F_OK;
@@ -690,7 +773,7 @@ g2f_status g2f_ffn_eval_rows(const g2f_ffn_how *how, const float *x, const float
         return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu: an input variance is c_fc's, not a LayerNorm's input",
                              layer);
     chunk c = {0};
-    g2f_status st = chunk_make(ws, layer, n, d, h, 0, &c, err);
+    g2f_status st = chunk_make(ws, layer, n, d, h, 0, 0, &c, err);
     if (st != G2F_OK) return st;
     eval ev;
     rows_init(&ev, how, vx != NULL, lambda, n_threads, ws);

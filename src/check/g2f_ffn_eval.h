@@ -85,6 +85,14 @@ typedef struct g2f_ffn_eval_opts {
      * squares): margins bitwise those of a separate g2f_ffn_eval per form,
      * for half the products. */
     unsigned forms;
+    /* With other = G2F_EVAL_OTHER_ACT and every token (tokens NULL) in one
+     * chunk: also the evaluation of the tracked tokens that verify runs next
+     * ({tracked, n_tracked, G2F_EVAL_OTHER_FULL, 0, tracked_forms}) into
+     * *tracked_out, from this pass's c_fc and main c_proj on those rows
+     * (rows are independent: bitwise that evaluation), and
+     * res->tracked_done = 1. NULL: none. */
+    unsigned tracked_forms;
+    struct g2f_ffn_eval_result *tracked_out;
 } g2f_ffn_eval_opts;
 
 /* Where mismatches are, for a layer that nothing explains. */
@@ -96,6 +104,7 @@ typedef struct g2f_ffn_profile {
 } g2f_ffn_profile;
 
 typedef struct g2f_ffn_eval_result {
+    int tracked_done;             /* opts.tracked_out was filled */
     size_t tokens;                /* evaluated */
     g2f_cmp out, pre, act;        /* pre / act when the fixture has them */
     int has_pre, has_act;

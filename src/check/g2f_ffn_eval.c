@@ -636,15 +636,12 @@ static g2f_status profile_alloc(g2f_ffn_eval_result *res, size_t d, size_t h, si
     return G2F_OK;
 }
 
-/* Moves rows rows[0..n) (ascending, rows[i] >= i) of a (width wide) to
- * rows 0..n. */
-static void compact_f(float *a, size_t width, const size_t *rows, size_t n) {
+/* Moves rows rows[0..n) (ascending, rows[i] >= i) of a, row_bytes each,
+ * to rows 0..n. */
+static void compact(void *a, size_t row_bytes, const size_t *rows, size_t n) {
+    unsigned char *b = a;
     for (size_t i = 0; i < n; i++)
-        if (rows[i] != i) memmove(a + i * width, a + rows[i] * width, width * sizeof(float));
-}
-static void compact_d(double *a, size_t width, const size_t *rows, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (rows[i] != i) memmove(a + i * width, a + rows[i] * width, width * sizeof(double));
+        if (rows[i] != i) memmove(b + i * row_bytes, b + rows[i] * row_bytes, row_bytes);
 }
 
 /* The chunk's rows of the tracked tokens, moved to its first rows: what
@@ -656,13 +653,14 @@ static void compact_tracked(const eval *ev, chunk *c, const size_t *rows, size_t
     float *fd[] = {c->x, c->out, c->tol_out, c->fl_out}, *fh[] = {c->pre, c->act, c->s_fc, c->tol_pre, c->tol_act,
                                                                   c->fl_pre, c->fl_act1, c->fl_act2};
     size_t nfd = ev->t.flips ? 4 : 3, nfh = ev->t.flips ? 8 : 5;
-    for (size_t i = 0; i < nfd; i++) compact_f(fd[i], d, rows, n);
-    for (size_t i = 0; i < nfh; i++) compact_f(fh[i], h, rows, n);
-    if (ev->t.fc_in == c->xg) compact_f(c->xg, d, rows, n);
-    if (ev->t.pre_u == c->pre_u) compact_f(c->pre_u, h, rows, n);
-    compact_d(c->e_out, d, rows, n);
-    if (ev->tpre) compact_d(c->e_pre, h, rows, n);
-    if (ev->tact) compact_d(c->e_act, h, rows, n);
+    const size_t fd_row = d * sizeof(float), fh_row = h * sizeof(float);
+    for (size_t i = 0; i < nfd; i++) compact(fd[i], fd_row, rows, n);
+    for (size_t i = 0; i < nfh; i++) compact(fh[i], fh_row, rows, n);
+    if (ev->t.fc_in == c->xg) compact(c->xg, fd_row, rows, n);
+    if (ev->t.pre_u == c->pre_u) compact(c->pre_u, fh_row, rows, n);
+    compact(c->e_out, d * sizeof(double), rows, n);
+    if (ev->tpre) compact(c->e_pre, h * sizeof(double), rows, n);
+    if (ev->tact) compact(c->e_act, h * sizeof(double), rows, n);
 }
 
 /* After a pass over every token in one chunk (ev): the evaluation of the

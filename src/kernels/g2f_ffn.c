@@ -32,6 +32,15 @@
  *   bench-ab against packing B (2 threads, an Intel Xeon with AVX-512 on a
  *   busy host): 1.6x at d 768 and 2.1x at d 1600 for 64 tokens, 1.7x at d
  *   1600 for 128; the same bits.
+ *   Edge tiles of at most 4 or 8 rows do only their rows' FMAs (64 tokens:
+ *   5 x 12 + 4 rows): bench-ab against faedd0f (2 threads, Intel Xeon with
+ *   AVX-512) 1.04x at d 1600 and 1.05x at d 768 for 64 tokens; `gpt2ffn
+ *   run` of GPT-2 XL's FFN at 64 tokens per layer, 9 interleaved runs in
+ *   each order, 0.98x faedd0f's time (the host's noise is as large). Tried
+ *   and left out: copying a panel into L1 as its first tile reads it, for
+ *   the others, and spreading the next panel's fetches over all its tiles
+ *   (bench-ab on malloc'd weights 1.12x; the real process on page-cache
+ *   weights 3-9% slower).
  * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
  * ahead (the weights come from memory, once per call); A and Linear B are
  * transposed 8 x 8 in registers (g2f_simd_pack_cols).
@@ -627,14 +636,15 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     return 1;
 }
 
-/* A tile on B where it lies (Conv1D rows, ldb n) or on a panel packed
- * (ldb NR), squared when sq; the epilogue on the last depth block. */
-static void tile_b(const kern *kn, const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc,
-                   float *c, size_t n, size_t i, size_t j, size_t mr, size_t nr, int first, const epilogue *ep) {
+/* A tile on B from src (g2f_simd_bsrc: in place or packed), squared when
+ * sq; the epilogue on the last depth block. */
+static void tile_b(const kern *kn, const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t n,
+                   size_t i, size_t j, size_t mr, size_t nr, int first, const epilogue *ep) {
     g2f_simd_epilogue e = {ep && ep->bias ? ep->bias + j : NULL, ep ? ep->gelu : 0,
                            ep && ep->gelu ? ep->act + i * n + j : NULL, n};
-    if (kn->isa == ISA_AVX512) g2f_simd512_tile_b(ap, b, ldb, sq, pf, kc, c + i * n + j, n, mr, nr, first, ep ? &e : NULL);
-    else g2f_simd_tile_b(ap, b, ldb, sq, pf, kc, c + i * n + j, n, mr, nr, first, ep ? &e : NULL);
+    float *cij = c + i * n + j;
+    if (kn->isa == ISA_AVX512) g2f_simd512_tile_b(ap, src, sq, kc, cij, n, mr, nr, first, ep ? &e : NULL);
+    else g2f_simd_tile_b(ap, src, sq, kc, cij, n, mr, nr, first, ep ? &e : NULL);
 }
 
 /* Packs every depth block of A (and A2) once, shared: for few rows, where
@@ -652,34 +662,40 @@ static void pack_all_a(const gemm *g, float *ap, float *ap2, size_t a_block) {
     /* the loop's barrier: A is packed before anyone uses it */
 }
 
+/* The panel that a column task [s0, s1) reads `ahead` panels after panel s
+ * of depth block pb (in place), or NULL past its last or on a partial one. */
+static const float *panel_ahead(const gemm *g, long s0, long s1, size_t pb, long s, long ahead) {
+    long per = s1 - s0, t = (long)pb * per + (s - s0) + ahead;
+    size_t pb2 = (size_t)(t / per), j = (size_t)(s0 + t % per) * g->kn->nr;
+    if (pb2 * KC >= g->k || j + g->kn->nr > g->n) return NULL;
+    return g->b + pb2 * KC * g->n + j;
+}
+
 /* One column task of matmul_direct: panels [s0, s1) of every depth block,
- * B read in place with the next panel fetched meanwhile; a last partial
- * panel is packed into edge (KC x NR), zero-filled. */
+ * B read in place, the next panel fetched by each panel's first tile; a
+ * last partial panel is packed into edge (KC x NR), zero-filled. */
 static void direct_task(const gemm *g, long s0, long s1, const float *ap, const float *ap2, size_t a_block,
                         float *edge) {
     const kern *kn = g->kn;
     size_t MR = kn->mr, NR = kn->nr, n = g->n, depth_blocks = (g->k + KC - 1) / KC;
     int two = ap2 != NULL;
+    size_t a_panels = (g->m + MR - 1) / MR;
     for (size_t pb = 0; pb < depth_blocks; pb++) {
         size_t pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
         for (long s = s0; s < s1; s++) {
-            size_t j = (size_t)s * NR, nr = n - j < NR ? n - j : NR, ldb = n;
-            const float *bs = g->b + pc * n + j, *pf = NULL;
+            size_t j = (size_t)s * NR, nr = n - j < NR ? n - j : NR;
+            g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_ahead(g, s0, s1, pb, s, 1), n};
             if (nr < NR) {
                 pack_b(kn, g->b, 0, g->k, n, pc, kc, j, nr, edge);
-                bs = edge, ldb = NR;
+                src.b = edge, src.ldb = NR;
             }
-            size_t jn = j + NR; /* the next panel: this depth block's, or the next one's first */
-            if (s + 1 < s1 && jn + NR <= n) pf = g->b + pc * n + jn;
-            else if (s + 1 == s1 && pb + 1 < depth_blocks && (size_t)s0 * NR + NR <= n)
-                pf = g->b + (pc + KC) * n + (size_t)s0 * NR;
             const float *ab = ap + pb * a_block, *ab2 = two ? ap2 + pb * a_block : NULL;
-            for (size_t p = 0; p * MR < g->m; p++) {
+            for (size_t p = 0; p < a_panels; p++) {
                 size_t mr = g->m - p * MR < MR ? g->m - p * MR : MR;
-                tile_b(kn, ab + p * KC * MR, bs, ldb, 0, p == 0 ? pf : NULL, kc, g->c, n, p * MR, j, mr, nr, pc == 0,
+                tile_b(kn, ab + p * KC * MR, &src, 0, kc, g->c, n, p * MR, j, mr, nr, pc == 0,
                        pb + 1 == depth_blocks ? g->ep : NULL);
-                if (two)
-                    tile_b(kn, ab2 + p * KC * MR, bs, ldb, 1, NULL, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL);
+                src.pf = NULL; /* fetched once */
+                if (two) tile_b(kn, ab2 + p * KC * MR, &src, 1, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL);
             }
         }
     }

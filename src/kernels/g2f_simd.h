@@ -45,15 +45,23 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
 void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                       int first, const g2f_simd_epilogue *ep);
 
-/* g2f_simd_tile / g2f_simd512_tile on B read where it is: row kk of the
- * panel (NR floats, any alignment) at b + kk * ldb, squared first when sq
- * (each b * b rounded to float, as the packed squares of a second product
- * are), and the rows of pf (or NULL: the panel used next) fetched into L2
- * meanwhile. The same sums, bit for bit, as on the panel packed. */
-void g2f_simd_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
-                     size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep);
-void g2f_simd512_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
-                        size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep);
+/* Where a tile on B read in place (g2f_simd_tile_b) gets its panel: row kk
+ * (NR floats, any alignment) at b + kk * ldb; meanwhile it fetches into L2
+ * the rows of pf (the panel used next, rows pf_ld apart; or NULL). */
+typedef struct g2f_simd_bsrc {
+    const float *b;
+    size_t ldb;
+    const float *pf;
+    size_t pf_ld;
+} g2f_simd_bsrc;
+
+/* g2f_simd_tile / g2f_simd512_tile on B read from src, squared first when
+ * sq (each b * b rounded to float, as the packed squares of a second
+ * product are). The same sums, bit for bit, as on the panel packed. */
+void g2f_simd_tile_b(const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t ldc, size_t mr,
+                     size_t nr, int first, const g2f_simd_epilogue *ep);
+void g2f_simd512_tile_b(const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t ldc,
+                        size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep);
 
 /* Packs up to 8 rows of A (row r at a + r * lda, rows >= `rows` read as zero)
  * column by column: dst[kk * width + r] = A[r, kk] for kk < kc, r < 8, where

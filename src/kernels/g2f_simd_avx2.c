@@ -10,20 +10,23 @@
 
 static inline __m256 gelu8(int erf, __m256 f);
 
-/* The tile on B rows at bp + kk * ldb, squared first when sq, with the
- * rows of pf (or NULL) fetched into L2 meanwhile: g2f_simd_tile (ldb NR,
+/* The tile on B rows at bp + kk * ldb, squared first when sq, with src's
+ * fetches ahead (g2f_simd_bsrc; or NULL): g2f_simd_tile (ldb NR,
  * packed) and g2f_simd_tile_b (B in place) are this with constants. */
 static inline __attribute__((always_inline)) void tile_body(const float *ap, const float *bp, size_t ldb, int sq,
-                                                            const float *pf, size_t kc, float *c, size_t ldc,
+                                                            const g2f_simd_bsrc *src, size_t kc, float *c,
+                                                            size_t ldc,
                                                             size_t mr, size_t nr, int first,
                                                             const g2f_simd_epilogue *ep) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    const float *pf = src ? src->pf : NULL;
+    size_t pk = pf ? 0 : kc; /* the next row to fetch */
 #pragma GCC unroll 4
     for (size_t kk = 0; kk < kc; kk++) {
         __m256 b0 = _mm256_loadu_ps(bp + kk * ldb), b1 = _mm256_loadu_ps(bp + kk * ldb + 8);
         if (sq) b0 = _mm256_mul_ps(b0, b0), b1 = _mm256_mul_ps(b1, b1); /* as the packed squares are rounded */
-        if (pf) _mm_prefetch((const char *)(pf + kk * ldb), _MM_HINT_T1);
+        if (kk == pk) _mm_prefetch((const char *)(pf + kk * src->pf_ld), _MM_HINT_T1), pk++;
         const float *a = ap + kk * G2F_MR;
         __m256 a0 = _mm256_broadcast_ss(a + 0), a1 = _mm256_broadcast_ss(a + 1);
         c00 = _mm256_fmadd_ps(a0, b0, c00);
@@ -109,10 +112,10 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
     tile_body(ap, bp, G2F_NR, 0, NULL, kc, c, ldc, mr, nr, first, ep);
 }
 
-void g2f_simd_tile_b(const float *ap, const float *b, size_t ldb, int sq, const float *pf, size_t kc, float *c,
-                     size_t ldc, size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep) {
-    if (sq) tile_body(ap, b, ldb, 1, pf, kc, c, ldc, mr, nr, first, ep);
-    else tile_body(ap, b, ldb, 0, pf, kc, c, ldc, mr, nr, first, ep);
+void g2f_simd_tile_b(const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t ldc, size_t mr,
+                     size_t nr, int first, const g2f_simd_epilogue *ep) {
+    if (sq) tile_body(ap, src->b, src->ldb, 1, src, kc, c, ldc, mr, nr, first, ep);
+    else tile_body(ap, src->b, src->ldb, 0, src, kc, c, ldc, mr, nr, first, ep);
 }
 
 static inline void transpose8(__m256 r[8]) {

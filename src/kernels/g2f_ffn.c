@@ -662,10 +662,11 @@ static void pack_all_a(const gemm *g, float *ap, float *ap2, size_t a_block) {
     /* the loop's barrier: A is packed before anyone uses it */
 }
 
-/* The panel that a column task [s0, s1) reads `ahead` panels after panel s
- * of depth block pb (in place), or NULL past its last or on a partial one. */
-static const float *panel_ahead(const gemm *g, long s0, long s1, size_t pb, long s, long ahead) {
-    long per = s1 - s0, t = (long)pb * per + (s - s0) + ahead;
+/* The panel that a column task [s0, s1) reads after panel s of depth block
+ * pb (in place): this block's next, or the next block's first; NULL past
+ * its last or on a partial one. */
+static const float *panel_next(const gemm *g, long s0, long s1, size_t pb, long s) {
+    long per = s1 - s0, t = (long)pb * per + (s - s0) + 1;
     size_t pb2 = (size_t)(t / per), j = (size_t)(s0 + t % per) * g->kn->nr;
     if (pb2 * KC >= g->k || j + g->kn->nr > g->n) return NULL;
     return g->b + pb2 * KC * g->n + j;
@@ -684,7 +685,7 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
         size_t pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
         for (long s = s0; s < s1; s++) {
             size_t j = (size_t)s * NR, nr = n - j < NR ? n - j : NR;
-            g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_ahead(g, s0, s1, pb, s, 1), n};
+            g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_next(g, s0, s1, pb, s), n};
             if (nr < NR) {
                 pack_b(kn, g->b, 0, g->k, n, pc, kc, j, nr, edge);
                 src.b = edge, src.ldb = NR;

@@ -21,12 +21,11 @@ static inline __attribute__((always_inline)) void tile_body(const float *ap, con
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     const float *pf = src ? src->pf : NULL;
-    size_t pk = pf ? 0 : kc; /* the next row to fetch */
 #pragma GCC unroll 4
     for (size_t kk = 0; kk < kc; kk++) {
         __m256 b0 = _mm256_loadu_ps(bp + kk * ldb), b1 = _mm256_loadu_ps(bp + kk * ldb + 8);
         if (sq) b0 = _mm256_mul_ps(b0, b0), b1 = _mm256_mul_ps(b1, b1); /* as the packed squares are rounded */
-        if (kk == pk) _mm_prefetch((const char *)(pf + kk * src->pf_ld), _MM_HINT_T1), pk++;
+        if (pf) _mm_prefetch((const char *)(pf + kk * src->pf_ld), _MM_HINT_T1);
         const float *a = ap + kk * G2F_MR;
         __m256 a0 = _mm256_broadcast_ss(a + 0), a1 = _mm256_broadcast_ss(a + 1);
         c00 = _mm256_fmadd_ps(a0, b0, c00);

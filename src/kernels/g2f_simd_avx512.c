@@ -142,14 +142,12 @@ static inline __attribute__((always_inline)) void tile_sums(const float *ap, con
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     const float *pf = src ? src->pf : NULL;
-    size_t pk = pf ? 0 : kc; /* the next row to fetch; a counter, not a test of pf (measured: a few % faster) */
     for (size_t kk = 0; kk < kc; kk++) {
         __m512 b0 = _mm512_loadu_ps(bp + kk * ldb), b1 = _mm512_loadu_ps(bp + kk * ldb + 16);
         if (sq) b0 = _mm512_mul_ps(b0, b0), b1 = _mm512_mul_ps(b1, b1); /* as the packed squares are rounded */
-        if (kk == pk) {
+        if (pf) {
             _mm_prefetch((const char *)(pf + kk * src->pf_ld), _MM_HINT_T1);
             _mm_prefetch((const char *)(pf + kk * src->pf_ld + 16), _MM_HINT_T1);
-            pk++;
         }
         const float *a = ap + kk * MR;
 #pragma GCC unroll 12
@@ -159,6 +157,17 @@ static inline __attribute__((always_inline)) void tile_sums(const float *ap, con
             acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
         }
     }
+}
+
+/* tile_sums for an mr-row tile: an edge tile of at most 4 or 8 rows does
+ * only those rows' FMAs (64 tokens are 5 x 12 + 4 rows); acc's other rows
+ * stay unset (tile_store reads mr of them). */
+static inline __attribute__((always_inline)) void tile_sums_rows(const float *ap, const float *bp, size_t ldb, int sq,
+                                                                 const g2f_simd_bsrc *src, size_t kc, size_t mr,
+                                                                 __m512 acc[MR][2]) {
+    if (mr <= 4) tile_sums(ap, bp, ldb, sq, src, kc, 4, acc);
+    else if (mr <= 8) tile_sums(ap, bp, ldb, sq, src, kc, 8, acc);
+    else tile_sums(ap, bp, ldb, sq, src, kc, MR, acc);
 }
 
 /* The tile's stores and epilogue, from its sums. */
@@ -195,23 +204,14 @@ static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_
 void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                       int first, const g2f_simd_epilogue *ep) {
     __m512 acc[MR][2];
-    if (mr <= 4) tile_sums(ap, bp, NR, 0, NULL, kc, 4, acc);
-    else if (mr <= 8) tile_sums(ap, bp, NR, 0, NULL, kc, 8, acc);
-    else tile_sums(ap, bp, NR, 0, NULL, kc, MR, acc);
+    tile_sums_rows(ap, bp, NR, 0, NULL, kc, mr, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);
 }
 
 void g2f_simd512_tile_b(const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t ldc,
                         size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep) {
     __m512 acc[MR][2];
-    if (sq) { /* an edge tile of 4 or 8 rows: as many rows' FMAs */
-        if (mr <= 4) tile_sums(ap, src->b, src->ldb, 1, src, kc, 4, acc);
-        else if (mr <= 8) tile_sums(ap, src->b, src->ldb, 1, src, kc, 8, acc);
-        else tile_sums(ap, src->b, src->ldb, 1, src, kc, MR, acc);
-    } else {
-        if (mr <= 4) tile_sums(ap, src->b, src->ldb, 0, src, kc, 4, acc);
-        else if (mr <= 8) tile_sums(ap, src->b, src->ldb, 0, src, kc, 8, acc);
-        else tile_sums(ap, src->b, src->ldb, 0, src, kc, MR, acc);
-    }
+    if (sq) tile_sums_rows(ap, src->b, src->ldb, 1, src, kc, mr, acc);
+    else tile_sums_rows(ap, src->b, src->ldb, 0, src, kc, mr, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);
 }

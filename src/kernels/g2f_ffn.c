@@ -26,21 +26,26 @@
  *              measured against a fixed NC of 512, calls alternating in one
  *              process, 4-7% faster on 2 threads (1024 tokens) and 5-12% at
  *              64 tokens. Each depth step reads KC x NC of it from L2/L3.
- * Few rows (m <= mc, Conv1D B): B is not packed at all but read where it
- *   lies by the tiles, each panel by the one task that uses it, the next
- *   panel fetched meanwhile (matmul_direct); A is packed once for all.
- *   bench-ab against packing B (2 threads, an Intel Xeon with AVX-512 on a
- *   busy host): 1.6x at d 768 and 2.1x at d 1600 for 64 tokens, 1.7x at d
- *   1600 for 128; the same bits.
+ * Few rows (m <= mc, Conv1D B): B is not packed ahead but read where it
+ *   lies, each panel by the one task that uses it (matmul_direct); A is
+ *   packed once for all. bench-ab against packing B (2 threads, an Intel
+ *   Xeon with AVX-512 on a busy host): 1.6x at d 768 and 2.1x at d 1600 for
+ *   64 tokens, 1.7x at d 1600 for 128; the same bits.
  *   Edge tiles of at most 4 or 8 rows do only their rows' FMAs (64 tokens:
- *   5 x 12 + 4 rows): bench-ab against faedd0f (2 threads, Intel Xeon with
- *   AVX-512) 1.04x at d 1600 and 1.05x at d 768 for 64 tokens; `gpt2ffn
- *   run` of GPT-2 XL's FFN at 64 tokens per layer, 9 interleaved runs in
- *   each order, 0.98x faedd0f's time (the host's noise is as large). Tried
- *   and left out: copying a panel into L1 as its first tile reads it, for
- *   the others, and spreading the next panel's fetches over all its tiles
- *   (bench-ab on malloc'd weights 1.12x; the real process on page-cache
- *   weights 3-9% slower).
+ *   5 x 12 + 4 rows): bench-ab 1.04-1.05x at 64 tokens.
+ *   With AVX-512 each panel is first copied into a thread's own KC x 32
+ *   buffer (g2f_simd512_copy_panel), fetching the next two into L1: in
+ *   place its rows lie one row of B apart (25.6 KB for c_fc of GPT-2 XL),
+ *   so they fall into 4 to 16 of L1's 64 sets, the 32 KiB panel cannot stay
+ *   in L1 and every tile read it from L2 again (perf: half of the tile's
+ *   time stalled on its B loads). `gpt2ffn run` of GPT-2 XL's FFN at 64
+ *   tokens per layer, whole processes interleaved (2 threads, Intel Xeon
+ *   with AVX-512): 0.66 s against 0.90 s read in place, the same bits. The
+ *   AVX2 path reads in place, its first tile fetching the next panel into
+ *   L2: the copy measured 0.99-1.05 s against 0.84 s there (the same
+ *   Xeon, GPT2FFN_ISA=avx2). Tried and left out: prefetches spread over
+ *   all of a panel's tiles (0.75-0.80 s), the task's panels packed per
+ *   depth block (0.75 s), fetching one panel (0.68 s) or four ahead.
  * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
  * ahead (the weights come from memory, once per call); A and Linear B are
  * transposed 8 x 8 in registers (g2f_simd_pack_cols).
@@ -636,15 +641,16 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     return 1;
 }
 
-/* A tile on B from src (g2f_simd_bsrc: in place or packed), squared when
- * sq; the epilogue on the last depth block. */
+/* A tile on B from src, squared when sq; the epilogue on the last depth
+ * block. AVX-512 tiles read packed panels only (direct_task copies them). */
 static void tile_b(const kern *kn, const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t n,
                    size_t i, size_t j, size_t mr, size_t nr, int first, const epilogue *ep) {
     g2f_simd_epilogue e = {ep && ep->bias ? ep->bias + j : NULL, ep ? ep->gelu : 0,
                            ep && ep->gelu ? ep->act + i * n + j : NULL, n};
     float *cij = c + i * n + j;
-    if (kn->isa == ISA_AVX512) g2f_simd512_tile_b(ap, src, sq, kc, cij, n, mr, nr, first, ep ? &e : NULL);
-    else g2f_simd_tile_b(ap, src, sq, kc, cij, n, mr, nr, first, ep ? &e : NULL);
+    if (kn->isa != ISA_AVX512) g2f_simd_tile_b(ap, src, sq, kc, cij, n, mr, nr, first, ep ? &e : NULL);
+    else if (sq) g2f_simd512_tile_sq(ap, src->b, kc, cij, n, mr, nr, first);
+    else g2f_simd512_tile(ap, src->b, kc, cij, n, mr, nr, first, ep ? &e : NULL);
 }
 
 /* Packs every depth block of A (and A2) once, shared: for few rows, where
@@ -672,31 +678,46 @@ static const float *panel_next(const gemm *g, long s0, long s1, size_t pb, long 
     return g->b + pb2 * KC * g->n + j;
 }
 
-/* One column task of matmul_direct: panels [s0, s1) of every depth block,
- * B read in place, the next panel fetched by each panel's first tile; a
- * last partial panel is packed into edge (KC x NR), zero-filled. */
+/* Where direct_task's tiles read panel s of depth block pb: a last partial
+ * panel packed into panel (KC x NR), zero-filled; with AVX-512 every panel
+ * copied there, the next two fetched meanwhile (in place, a panel's rows
+ * are one row of B apart, ldb floats, and fall in a few of L1's sets: the
+ * later tiles would read it from L2 again); with AVX2 read in place, its
+ * first tile fetching the next panel into L2. */
+static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long s, float *panel) {
+    const kern *kn = g->kn;
+    size_t NR = kn->nr, n = g->n, j = (size_t)s * NR, pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
+    g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_next(g, s0, s1, pb, s), n};
+    if (n - j < NR) {
+        pack_b(kn, g->b, 0, g->k, n, pc, kc, j, n - j, panel);
+        src.b = panel, src.ldb = NR;
+    } else if (kn->isa == ISA_AVX512) {
+        const float *next2 = src.pf && (size_t)(src.pf - g->b) % n + 2 * NR <= n ? src.pf + NR : NULL;
+        g2f_simd512_copy_panel(src.b, n, kc, panel, src.pf, next2);
+        src.b = panel, src.ldb = NR, src.pf = NULL;
+    }
+    return src;
+}
+
+/* One column task of matmul_direct: panels [s0, s1) of every depth block
+ * (panel_src), each through all of A's panels. */
 static void direct_task(const gemm *g, long s0, long s1, const float *ap, const float *ap2, size_t a_block,
-                        float *edge) {
+                        float *panel) {
     const kern *kn = g->kn;
     size_t MR = kn->mr, NR = kn->nr, n = g->n, depth_blocks = (g->k + KC - 1) / KC;
-    int two = ap2 != NULL;
     size_t a_panels = (g->m + MR - 1) / MR;
     for (size_t pb = 0; pb < depth_blocks; pb++) {
         size_t pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
+        const float *ab = ap + pb * a_block, *ab2 = ap2 ? ap2 + pb * a_block : NULL;
         for (long s = s0; s < s1; s++) {
             size_t j = (size_t)s * NR, nr = n - j < NR ? n - j : NR;
-            g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_next(g, s0, s1, pb, s), n};
-            if (nr < NR) {
-                pack_b(kn, g->b, 0, g->k, n, pc, kc, j, nr, edge);
-                src.b = edge, src.ldb = NR;
-            }
-            const float *ab = ap + pb * a_block, *ab2 = two ? ap2 + pb * a_block : NULL;
+            g2f_simd_bsrc src = panel_src(g, s0, s1, pb, s, panel);
             for (size_t p = 0; p < a_panels; p++) {
                 size_t mr = g->m - p * MR < MR ? g->m - p * MR : MR;
                 tile_b(kn, ab + p * KC * MR, &src, 0, kc, g->c, n, p * MR, j, mr, nr, pc == 0,
                        pb + 1 == depth_blocks ? g->ep : NULL);
                 src.pf = NULL; /* fetched once */
-                if (two) tile_b(kn, ab2 + p * KC * MR, &src, 1, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL);
+                if (ab2) tile_b(kn, ab2 + p * KC * MR, &src, 1, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL);
             }
         }
     }

@@ -55,13 +55,22 @@ typedef struct g2f_simd_bsrc {
     size_t pf_ld;
 } g2f_simd_bsrc;
 
-/* g2f_simd_tile / g2f_simd512_tile on B read from src, squared first when
- * sq (each b * b rounded to float, as the packed squares of a second
- * product are). The same sums, bit for bit, as on the panel packed. */
+/* g2f_simd_tile on B read from src, squared first when sq (each b * b
+ * rounded to float, as the packed squares of a second product are). The
+ * same sums, bit for bit, as on the panel packed. */
 void g2f_simd_tile_b(const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t ldc, size_t mr,
                      size_t nr, int first, const g2f_simd_epilogue *ep);
-void g2f_simd512_tile_b(const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t ldc,
-                        size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep);
+
+/* g2f_simd512_tile (no epilogue) on the squares of the packed B panel, each
+ * b * b rounded to float as the packed squares of a second product are:
+ * bitwise the tile on those squares packed. */
+void g2f_simd512_tile_sq(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                         int first);
+
+/* Copies a B panel of G2F_NR512 floats a row, row kk at b + kk * ldb (any
+ * alignment), into dst (kc x G2F_NR512, packed), fetching meanwhile into L1
+ * the same rows of the panels at pf and pf2 (or NULL), which come next. */
+void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, const float *pf, const float *pf2);
 
 /* Packs up to 8 rows of A (row r at a + r * lda, rows >= `rows` read as zero)
  * column by column: dst[kk * width + r] = A[r, kk] for kk < kc, r < 8, where

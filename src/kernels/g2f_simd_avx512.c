@@ -134,21 +134,15 @@ void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n) {
 
 /* The sums of the tile over kc depth steps, from zero, into acc (MR rows
  * of 2 vectors; only the first `rows`, a constant where inlined, so that
- * an edge tile of 4 or 8 rows does 4 or 8 rows' FMAs), on B rows at bp + kk
- * * ldb (squared first when sq); with src, its fetches ahead. */
-static inline __attribute__((always_inline)) void tile_sums(const float *ap, const float *bp, size_t ldb, int sq,
-                                                            const g2f_simd_bsrc *src, size_t kc, int rows,
-                                                            __m512 acc[MR][2]) {
+ * an edge tile of 4 or 8 rows does 4 or 8 rows' FMAs), on the packed B
+ * panel bp, squared first when sq. */
+static inline __attribute__((always_inline)) void tile_sums(const float *ap, const float *bp, int sq, size_t kc,
+                                                            int rows, __m512 acc[MR][2]) {
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    const float *pf = src ? src->pf : NULL;
     for (size_t kk = 0; kk < kc; kk++) {
-        __m512 b0 = _mm512_loadu_ps(bp + kk * ldb), b1 = _mm512_loadu_ps(bp + kk * ldb + 16);
+        __m512 b0 = _mm512_loadu_ps(bp + kk * NR), b1 = _mm512_loadu_ps(bp + kk * NR + 16);
         if (sq) b0 = _mm512_mul_ps(b0, b0), b1 = _mm512_mul_ps(b1, b1); /* as the packed squares are rounded */
-        if (pf) {
-            _mm_prefetch((const char *)(pf + kk * src->pf_ld), _MM_HINT_T1);
-            _mm_prefetch((const char *)(pf + kk * src->pf_ld + 16), _MM_HINT_T1);
-        }
         const float *a = ap + kk * MR;
 #pragma GCC unroll 12
         for (int r = 0; r < rows; r++) {
@@ -162,12 +156,11 @@ static inline __attribute__((always_inline)) void tile_sums(const float *ap, con
 /* tile_sums for an mr-row tile: an edge tile of at most 4 or 8 rows does
  * only those rows' FMAs (64 tokens are 5 x 12 + 4 rows); acc's other rows
  * stay unset (tile_store reads mr of them). */
-static inline __attribute__((always_inline)) void tile_sums_rows(const float *ap, const float *bp, size_t ldb, int sq,
-                                                                 const g2f_simd_bsrc *src, size_t kc, size_t mr,
-                                                                 __m512 acc[MR][2]) {
-    if (mr <= 4) tile_sums(ap, bp, ldb, sq, src, kc, 4, acc);
-    else if (mr <= 8) tile_sums(ap, bp, ldb, sq, src, kc, 8, acc);
-    else tile_sums(ap, bp, ldb, sq, src, kc, MR, acc);
+static inline __attribute__((always_inline)) void tile_sums_rows(const float *ap, const float *bp, int sq, size_t kc,
+                                                                 size_t mr, __m512 acc[MR][2]) {
+    if (mr <= 4) tile_sums(ap, bp, sq, kc, 4, acc);
+    else if (mr <= 8) tile_sums(ap, bp, sq, kc, 8, acc);
+    else tile_sums(ap, bp, sq, kc, MR, acc);
 }
 
 /* The tile's stores and epilogue, from its sums. */
@@ -204,14 +197,29 @@ static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_
 void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                       int first, const g2f_simd_epilogue *ep) {
     __m512 acc[MR][2];
-    tile_sums_rows(ap, bp, NR, 0, NULL, kc, mr, acc);
+    tile_sums_rows(ap, bp, 0, kc, mr, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);
 }
 
-void g2f_simd512_tile_b(const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t ldc,
-                        size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep) {
+void g2f_simd512_tile_sq(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                         int first) {
     __m512 acc[MR][2];
-    if (sq) tile_sums_rows(ap, src->b, src->ldb, 1, src, kc, mr, acc);
-    else tile_sums_rows(ap, src->b, src->ldb, 0, src, kc, mr, acc);
-    tile_store(acc, c, ldc, mr, nr, first, ep);
+    tile_sums_rows(ap, bp, 1, kc, mr, acc);
+    tile_store(acc, c, ldc, mr, nr, first, NULL);
+}
+
+void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, const float *pf, const float *pf2) {
+    for (size_t kk = 0; kk < kc; kk++) {
+        const float *row = b + kk * ldb;
+        _mm512_storeu_ps(dst + kk * NR, _mm512_loadu_ps(row));
+        _mm512_storeu_ps(dst + kk * NR + 16, _mm512_loadu_ps(row + 16));
+        if (pf) {
+            _mm_prefetch((const char *)(pf + kk * ldb), _MM_HINT_T0);
+            _mm_prefetch((const char *)(pf + kk * ldb + 16), _MM_HINT_T0);
+        }
+        if (pf2) {
+            _mm_prefetch((const char *)(pf2 + kk * ldb), _MM_HINT_T0);
+            _mm_prefetch((const char *)(pf2 + kk * ldb + 16), _MM_HINT_T0);
+        }
+    }
 }

@@ -34,7 +34,7 @@
  *   Edge tiles of at most 4 or 8 rows do only their rows' FMAs (64 tokens:
  *   5 x 12 + 4 rows): bench-ab 1.04-1.05x at 64 tokens.
  *   With AVX-512 each panel is first copied into a thread's own KC x 32
- *   buffer (g2f_simd512_copy_panel), fetching the next two into L1: in
+ *   buffer (g2f_simd512_copy_panel), fetching the one after next into L1: in
  *   place its rows lie one row of B apart (25.6 KB for c_fc of GPT-2 XL),
  *   so they fall into 4 to 16 of L1's 64 sets, the 32 KiB panel cannot stay
  *   in L1 and every tile read it from L2 again (perf: half of the tile's
@@ -668,11 +668,11 @@ static void pack_all_a(const gemm *g, float *ap, float *ap2, size_t a_block) {
     /* the loop's barrier: A is packed before anyone uses it */
 }
 
-/* The panel that a column task [s0, s1) reads after panel s of depth block
- * pb (in place): this block's next, or the next block's first; NULL past
- * its last or on a partial one. */
-static const float *panel_next(const gemm *g, long s0, long s1, size_t pb, long s) {
-    long per = s1 - s0, t = (long)pb * per + (s - s0) + 1;
+/* The panel that a column task [s0, s1) reads `ahead` panels after panel s
+ * of depth block pb (in place): in this block, or the next block's; NULL
+ * past its last or on a partial one. */
+static const float *panel_ahead(const gemm *g, long s0, long s1, size_t pb, long s, long ahead) {
+    long per = s1 - s0, t = (long)pb * per + (s - s0) + ahead;
     size_t pb2 = (size_t)(t / per), j = (size_t)(s0 + t % per) * g->kn->nr;
     if (pb2 * KC >= g->k || j + g->kn->nr > g->n) return NULL;
     return g->b + pb2 * KC * g->n + j;
@@ -680,20 +680,19 @@ static const float *panel_next(const gemm *g, long s0, long s1, size_t pb, long 
 
 /* Where direct_task's tiles read panel s of depth block pb: a last partial
  * panel packed into panel (KC x NR), zero-filled; with AVX-512 every panel
- * copied there, the next two fetched meanwhile (in place, a panel's rows
- * are one row of B apart, ldb floats, and fall in a few of L1's sets: the
- * later tiles would read it from L2 again); with AVX2 read in place, its
- * first tile fetching the next panel into L2. */
+ * copied there, the one two ahead fetched meanwhile (in place, a panel's
+ * rows are one row of B apart and fall in a few of L1's sets: the later
+ * tiles would read it from L2 again); with AVX2 read in place, its first
+ * tile fetching the next panel into L2. */
 static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long s, float *panel) {
     const kern *kn = g->kn;
     size_t NR = kn->nr, n = g->n, j = (size_t)s * NR, pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
-    g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_next(g, s0, s1, pb, s), n};
+    g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_ahead(g, s0, s1, pb, s, 1), n};
     if (n - j < NR) {
         pack_b(kn, g->b, 0, g->k, n, pc, kc, j, n - j, panel);
         src.b = panel, src.ldb = NR;
     } else if (kn->isa == ISA_AVX512) {
-        const float *next2 = src.pf && (size_t)(src.pf - g->b) % n + 2 * NR <= n ? src.pf + NR : NULL;
-        g2f_simd512_copy_panel(src.b, n, kc, panel, src.pf, next2);
+        g2f_simd512_copy_panel(src.b, n, kc, panel, panel_ahead(g, s0, s1, pb, s, 2));
         src.b = panel, src.ldb = NR, src.pf = NULL;
     }
     return src;

@@ -69,8 +69,9 @@ void g2f_simd512_tile_sq(const float *ap, const float *bp, size_t kc, float *c, 
 
 /* Copies a B panel of G2F_NR512 floats a row, row kk at b + kk * ldb (any
  * alignment), into dst (kc x G2F_NR512, packed), fetching meanwhile into L1
- * the same rows of the panels at pf and pf2 (or NULL), which come next. */
-void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, const float *pf, const float *pf2);
+ * the same rows of the panel at pf (or NULL): the one after next (the next
+ * was fetched as this one was copied). */
+void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, const float *pf);
 
 /* Packs up to 8 rows of A (row r at a + r * lda, rows >= `rows` read as zero)
  * column by column: dst[kk * width + r] = A[r, kk] for kk < kc, r < 8, where

@@ -208,18 +208,16 @@ void g2f_simd512_tile_sq(const float *ap, const float *bp, size_t kc, float *c, 
     tile_store(acc, c, ldc, mr, nr, first, NULL);
 }
 
-void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, const float *pf, const float *pf2) {
+void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, const float *pf) {
     for (size_t kk = 0; kk < kc; kk++) {
         const float *row = b + kk * ldb;
         _mm512_storeu_ps(dst + kk * NR, _mm512_loadu_ps(row));
         _mm512_storeu_ps(dst + kk * NR + 16, _mm512_loadu_ps(row + 16));
-        if (pf) {
-            _mm_prefetch((const char *)(pf + kk * ldb), _MM_HINT_T0);
-            _mm_prefetch((const char *)(pf + kk * ldb + 16), _MM_HINT_T0);
-        }
-        if (pf2) {
-            _mm_prefetch((const char *)(pf2 + kk * ldb), _MM_HINT_T0);
-            _mm_prefetch((const char *)(pf2 + kk * ldb + 16), _MM_HINT_T0);
+        if (pf) { /* every line of the row's 128 bytes: three where they are not 64-byte aligned */
+            const char *r = (const char *)(pf + kk * ldb);
+            _mm_prefetch(r, _MM_HINT_T0);
+            _mm_prefetch(r + 64, _MM_HINT_T0);
+            _mm_prefetch(r + 127, _MM_HINT_T0);
         }
     }
 }

@@ -3,6 +3,7 @@
  * exactly what was measured on the bundled fixtures within 20% (the
  * calibration); a single element 5 tolerances off fails a layer while one
  * half a tolerance off passes. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,12 +177,53 @@ static void tolerance_should_keep_its_calibration_on_the_bundled_fixtures(void) 
     }
 }
 
+/* g2f_cmp_acc_add_rows (the tracked tokens' rows, summed in parallel)
+ * leaves the accumulator bitwise as one g2f_cmp_acc_add_flips per row in
+ * order: rows shorter and longer than a block (3 blocks), with flips, a
+ * NaN, rows out of order, any thread count. */
+static void compare_rows_should_match_one_call_per_row(void) {
+    const size_t rows = 5, widths[2] = {100, 2 * G2F_CMP_BLOCK + 7};
+    const size_t index[5] = {7, 2, 40, 3, 11};
+    for (int w = 0; w < 2; w++) {
+        size_t width = widths[w], n = rows * width;
+        double *e = malloc(n * sizeof *e);
+        float *c = malloc(n * sizeof *c), *tol = malloc(n * sizeof *tol), *f1 = malloc(n * sizeof *f1);
+        if (!e || !c || !tol || !f1) {
+            CHECK(!"out of memory");
+            free(e), free(c), free(tol), free(f1);
+            return;
+        }
+        uint64_t st = 12345 + w;
+        for (size_t i = 0; i < n; i++) {
+            st = st * 6364136223846793005u + 1442695040888963407u;
+            double r = (double)(st >> 11) / 9007199254740992.0;
+            e[i] = r - 0.5;
+            c[i] = (float)(e[i] + (r - 0.5) * 1e-3);
+            tol[i] = (float)(1e-3 * r);
+            f1[i] = (i % 7) ? 0.0f : 2e-4f;
+        }
+        c[width + 3] = NAN;
+        for (int threads = 1; threads <= 3; threads++) {
+            g2f_cmp_acc want, got;
+            g2f_cmp_acc_init(&want, 1);
+            g2f_cmp_acc_init(&got, 1);
+            for (size_t r = 0; r < rows; r++)
+                g2f_cmp_acc_add_flips(&want, e + r * width, c + r * width, tol + r * width, f1 + r * width, NULL,
+                                      width, index[r] * width, threads);
+            g2f_cmp_acc_add_rows(&got, e, c, tol, f1, NULL, rows, width, index, threads);
+            CHECK(memcmp(&want, &got, sizeof want) == 0);
+        }
+        free(e), free(c), free(tol), free(f1);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "compare") != 0) return 1;
     fixtures = argv[1];
     RUN(compare_should_count_every_nonfinite_value_as_a_mismatch);
     RUN(tolerance_should_catch_five_tolerances_and_accept_half_of_one);
     RUN(tolerance_should_keep_its_calibration_on_the_bundled_fixtures);
+    RUN(compare_rows_should_match_one_call_per_row);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

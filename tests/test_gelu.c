@@ -4,7 +4,9 @@
  * the derivatives. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "g2f_ffn.h"
@@ -234,6 +236,48 @@ static void gelu_f16_table_should_match_ggml_table(void) {
     CHECK(bad == 0);
 }
 
+/* g2f_ffn_gelu_ws looks the F16_TABLE form up in a table over the halves:
+ * the same bits as g2f_gelu_f16_table on every kind of input (each half,
+ * its neighbours and midpoints, the clamps at +-10, huge, subnormal,
+ * infinite and NaN inputs, random bit patterns), any thread count, and
+ * without a workspace. */
+static void gelu_f16_table_lookup_should_match_the_form_everywhere(void) {
+    size_t n = 0, cap = 65536 * 4 + 200000 + 16;
+    float *in = malloc(cap * sizeof *in), *out = malloc(cap * sizeof *out);
+    if (!in || !out) {
+        CHECK(!"out of memory");
+        free(in), free(out);
+        return;
+    }
+    for (int h = 0; h < 65536; h++) {
+        float v = half_value((uint16_t)h);
+        in[n++] = v;
+        in[n++] = nextafterf(v, INFINITY);
+        in[n++] = nextafterf(v, -INFINITY);
+        int up = h + 1 < 65536 ? h + 1 : h;
+        in[n++] = (float)(((double)v + half_value((uint16_t)up)) / 2);
+    }
+    const float edge[] = {10.0f, -10.0f, nextafterf(10.0f, 0), nextafterf(-10.0f, 0), 1e30f, -1e30f, 1e-40f,
+                          -1e-40f, INFINITY, -INFINITY, NAN, -NAN, 65504.0f, 65520.0f, 0.0f, -0.0f};
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) in[n++] = edge[i];
+    uint64_t st = 0x9e3779b97f4a7c15u;
+    while (n < cap) {
+        st = st * 6364136223846793005u + 1442695040888963407u;
+        uint32_t b = (uint32_t)(st >> 32);
+        memcpy(&in[n++], &b, sizeof b);
+    }
+    size_t bad = 0;
+    for (int threads = 1; threads <= 3; threads++) {
+        g2f_ffn_ws ws = {0};
+        g2f_ffn_gelu_ws(G2F_GELU_F16_TABLE, in, n, out, threads, threads == 3 ? NULL : &ws);
+        for (size_t i = 0; i < n; i++) bad += !same_float(out[i], g2f_gelu_f16_table(in[i]));
+        g2f_ffn_ws_free(&ws);
+    }
+    fprintf(stderr, "  f16 table lookups: %zu inputs x 3, %zu differ\n", n, bad);
+    CHECK(bad == 0);
+    free(in), free(out);
+}
+
 static void gelu_variants_should_handle_edges(void) {
     g2f_gelu forms[3] = {G2F_GELU_SIGMOID, G2F_GELU_MLX, G2F_GELU_F16_TABLE};
     for (int i = 0; i < 3; i++) {
@@ -291,6 +335,7 @@ int main(void) {
     RUN(gelu_names_should_round_trip);
     RUN(gelu_sigmoid_forms_should_be_within_1_ulp);
     RUN(gelu_f16_table_should_match_ggml_table);
+    RUN(gelu_f16_table_lookup_should_match_the_form_everywhere);
     RUN(gelu_variants_should_handle_edges);
     RUN(gelu_deriv_of_should_match_each_form);
     CHECK_EXIT();

@@ -151,6 +151,33 @@ void g2f_cmp_acc_add_flips(g2f_cmp_acc *a, const double *expected, const float *
 #undef AT
 }
 
+void g2f_cmp_acc_add_rows(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol,
+                          const float *f1, const float *f2, size_t rows, size_t width, const size_t *row_index,
+                          int n_threads) {
+#define AT(p, i0) ((p) ? (p) + (i0) : NULL)
+    size_t per = width <= G2F_CMP_BLOCK ? 1 : (width + G2F_CMP_BLOCK - 1) / G2F_CMP_BLOCK, count = rows * per;
+    g2f_cmp_acc *parts = width && count / per == rows ? malloc(count * sizeof *parts) : NULL;
+    if (!parts) { /* no room for the parts (or nothing to compare): row by row, the same bits */
+        for (size_t r = 0; r < rows && width; r++)
+            g2f_cmp_acc_add_flips(a, expected + r * width, computed + r * width, AT(tol, r * width),
+                                  AT(f1, r * width), AT(f2, r * width), width, row_index[r] * width, n_threads);
+        return;
+    }
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
+#endif
+    for (long t = 0; t < (long)count; t++) {
+        size_t r = (size_t)t / per, i0 = (size_t)t % per * G2F_CMP_BLOCK, o = r * width + i0;
+        size_t m = width - i0 < G2F_CMP_BLOCK ? width - i0 : G2F_CMP_BLOCK;
+        g2f_cmp_acc_init(&parts[t], a->with_tol);
+        add_seq(&parts[t], expected + o, computed + o, AT(tol, o), AT(f1, o), AT(f2, o), m, row_index[r] * width + i0);
+    }
+    for (size_t t = 0; t < count; t++) g2f_cmp_acc_merge(a, &parts[t]);
+    free(parts);
+#undef AT
+}
+
 void g2f_cmp_acc_finish(const g2f_cmp_acc *a, g2f_cmp *o) {
     *o = a->c;
     o->margin = a->with_tol ? (a->worst_score < 0 ? 0 : a->worst_score) : 0;

@@ -63,6 +63,14 @@ void g2f_cmp_acc_add(g2f_cmp_acc *a, const double *expected, const float *comput
  * a widened tolerance, and an error no flip can make still fails. */
 void g2f_cmp_acc_add_flips(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol,
                            const float *flip1, const float *flip2, size_t n, size_t index0, int n_threads);
+
+/* Rows of a list: row r (width elements at r * width of each array) with
+ * flat indices from row_index[r] * width, bitwise as one
+ * g2f_cmp_acc_add_flips per row in order; the rows' blocks are summed in
+ * parallel, then merged in that order. */
+void g2f_cmp_acc_add_rows(g2f_cmp_acc *a, const double *expected, const float *computed, const float *tol,
+                          const float *f1, const float *f2, size_t rows, size_t width, const size_t *row_index,
+                          int n_threads);
 /* Appends b, whose elements come after a's. */
 void g2f_cmp_acc_merge(g2f_cmp_acc *a, const g2f_cmp_acc *b);
 void g2f_cmp_acc_finish(const g2f_cmp_acc *a, g2f_cmp *out);

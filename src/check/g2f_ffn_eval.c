@@ -171,11 +171,7 @@ static void cmp_rows_f(g2f_cmp_acc *a, const double *e, const float *c, const fl
         g2f_cmp_acc_add_flips(a, e, c, tol, f1, f2, n * width, i0 * width, n_threads);
         return;
     }
-    for (size_t r = 0; r < n; r++) {
-        size_t o = r * width;
-        g2f_cmp_acc_add_flips(a, e + o, c + o, tol ? tol + o : NULL, f1 ? f1 + o : NULL, f2 ? f2 + o : NULL, width,
-                              tokens[i0 + r] * width, n_threads);
-    }
+    g2f_cmp_acc_add_rows(a, e, c, tol, f1, f2, n, width, tokens + i0, n_threads);
 }
 
 static void cmp_rows(g2f_cmp_acc *a, const double *e, const float *c, const float *tol, const size_t *tokens,
@@ -230,8 +226,8 @@ static void profile_rows(g2f_ffn_profile *pf, const double *e, const float *c, c
  * roundings (clipped to [-10, 10] for HF gelu_10), act after the store's
  * (act may be act_u: nothing to round then). */
 static void act_gelu(const g2f_ffn_how *how, g2f_gelu g, const float *pre, size_t nh, float *act_u, float *act,
-                     int n_threads) {
-    g2f_ffn_gelu(g, pre, nh, act_u, n_threads);
+                     int n_threads, g2f_ffn_ws *ws) {
+    g2f_ffn_gelu_ws(g, pre, nh, act_u, n_threads, ws);
     if (how->clip)
         for (size_t i = 0; i < nh; i++) act_u[i] = act_u[i] > 10.0f ? 10.0f : act_u[i] < -10.0f ? -10.0f : act_u[i];
     if (act != act_u) g2f_round_span(how->store, act_u, act, nh);
@@ -440,7 +436,7 @@ static void fc_gelu_step(eval *ev, chunk *c, size_t n, const float **pre_u, cons
                   ev->user ? NULL : c->q, ev->n_threads, ev->fws);
     *pre_u = c->pre_u;
     g2f_round_span(how->store, c->pre_u, c->pre, nh); /* NONE: a copy */
-    act_gelu(how, how->gelu, c->pre, nh, c->act_u, c->act, ev->n_threads);
+    act_gelu(how, how->gelu, c->pre, nh, c->act_u, c->act, ev->n_threads, ev->fws);
     *act_u = c->act_u;
 }
 
@@ -533,7 +529,7 @@ static void forms_step(eval *ev, chunk *c, size_t i0, size_t n) {
         if (!(ev->forms & (1u << g))) continue;
         float *fa = c->f_act + j * nh, *fq = c->f_q + j * nh;
         float *au = ev->plain ? c->act : c->act_u;
-        act_gelu(how, (g2f_gelu)g, c->pre, nh, au, c->act, nt);
+        act_gelu(how, (g2f_gelu)g, c->pre, nh, au, c->act, nt, ev->fws);
         hidden(&ev->t, c, n, au, c->act, c->s_fc, &ev->form_un[g], fq);
         if (ev->tpre)
             cmp_rows_f(&ev->a_form[g][1], c->e_pre, c->pre, c->tol_pre, ev->fpre, NULL, ev->tokens, i0, n, h, nt);

@@ -1,6 +1,8 @@
 /* g2f_verify: per-layer verification; see g2f_verify.h. */
 #include "g2f_verify.h"
 
+#include "g2f_cpu.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -172,43 +174,103 @@ static double table_flip(float x) {
     return fabs(g2f_round_flip_one(G2F_ROUND_F16, (float)exact, fe));
 }
 
+/* One block's part of a form's margin over the recorded pairs, as the
+ * running `if (!(m <= cur)) cur = m` of one pass leaves it: the largest
+ * margin after the block's last NaN (all of them without one), or NaN when
+ * its last element is NaN. */
+typedef struct pa_part {
+    int has_nan, nan_last;
+    double max;
+} pa_part;
+
+#define PA_BLOCK 4096
+
+/* The part of elements [i0, i0 + n) for form g: a the form's act of pf
+ * (the recorded pre in float), ep and ea the recorded pre and act. The
+ * tolerance: the reference's float32 formula (4 ulp of |act| + |pre|:
+ * PyTorch's formulas round 1 + tanh / 1 + erf, which cancels for negative
+ * x, twice the allowance for our GELU against theirs in the FFN model), the
+ * stored act's rounding and the stored pre's carried through the GELU's
+ * slope (at most 1.13). The f16 table's other neighbour (table_flip) only
+ * lowers a margin, so it is computed only where the margin without it
+ * would raise the running maximum: the same result. */
+static pa_part pa_block(g2f_gelu g, const float *a, const float *pf, const double *ep, const double *ea, size_t n,
+                        double up, double ua) {
+    const double u = ldexp(1.0, -24);
+    pa_part pt = {0, 0, 0};
+    int any = 0; /* an element since the last NaN */
+    for (size_t i = 0; i < n; i++) {
+        double e = ea[i], tol = 4 * u * (fabs((double)a[i]) + fabs(ep[i])) + ua * fabs(e) + 1.13 * up * fabs(ep[i]);
+        double err_ = fabs((double)a[i] - e), m = err_ / (tol > 0 ? tol : 1e-300);
+        if (m != m) {
+            pt.has_nan = 1, any = 0;
+            continue;
+        }
+        if (any && m <= pt.max) continue;
+        if (g == G2F_GELU_F16_TABLE) {
+            double f = table_flip(pf[i]);
+            if (f > 0 && fabs(err_ - f) < err_) m = fabs(err_ - f) / (tol > 0 ? tol : 1e-300);
+        }
+        if (!any || m > pt.max) pt.max = m;
+        any = 1;
+    }
+    pt.nan_last = pt.has_nan && !any;
+    return pt;
+}
+
+/* Form g's margin over n pairs into *cur, continuing its running maximum,
+ * in blocks that any number of threads computes alike. */
+static void pa_margin(g2f_gelu g, const float *a, const float *pf, const double *ep, const double *ea, size_t n,
+                      double up, double ua, pa_part *parts, int n_threads, double *cur) {
+    long nb = (long)((n + PA_BLOCK - 1) / PA_BLOCK);
+    (void)n_threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
+#endif
+    for (long b = 0; b < nb; b++) {
+        size_t i0 = (size_t)b * PA_BLOCK, m = n - i0 < PA_BLOCK ? n - i0 : PA_BLOCK;
+        parts[b] = pa_block(g, a + i0, pf + i0, ep + i0, ea + i0, m, up, ua);
+    }
+    for (long b = 0; b < nb; b++) {
+        if (parts[b].has_nan) *cur = parts[b].nan_last ? NAN : parts[b].max;
+        else if (!(parts[b].max <= *cur)) *cur = parts[b].max;
+    }
+}
+
 /* With pre and act recorded: act against each form of the recorded pre, on
- * every token. The tolerance: the reference's float32 formula (4 ulp of
- * |act| + |pre|: PyTorch's formulas round 1 + tanh / 1 + erf, which cancels
- * for negative x, twice the allowance for our GELU against theirs in the
- * FFN model), the stored act's rounding and the stored pre's carried
- * through the GELU's slope (at most 1.13). */
-static g2f_status gelu_from_pairs(const g2f_fixture_views *fx, size_t h, g2f_layer_result *r, g2f_error *err) {
+ * every token (pa_block's tolerance). */
+static g2f_status gelu_from_pairs(const g2f_fixture_views *fx, size_t h, g2f_ffn_ws *fws, int n_threads,
+                                  g2f_layer_result *r, g2f_error *err) {
     const g2f_tensor *tp = fx->t[G2F_ACT_MLP_PRE], *ta = fx->t[G2F_ACT_MLP_ACT];
     if (!tp || !ta) return G2F_OK;
     const size_t rows = 64;
     double *buf = g2f_alloc_work(rows, 2 * h, sizeof(double), "verify: the recorded pre and act", err);
-    float *pf = buf ? g2f_alloc_work(rows, h, sizeof(float), "verify: the recorded pre", err) : NULL;
-    if (!pf) {
+    float *pf = buf ? g2f_alloc_work(rows, 2 * h, sizeof(float), "verify: the recorded pre", err) : NULL;
+    pa_part *parts = pf ? g2f_alloc_work(rows * h / PA_BLOCK + 1, 1, sizeof *parts, "verify: the GELU pairs", err)
+                        : NULL;
+    if (!parts) {
         free(buf);
+        free(pf);
         return err ? err->status : G2F_ERR_NOMEM;
     }
     double *ep = buf, *ea = buf + rows * h;
-    double up = g2f_dtype_store_roundoff(tp->dtype), ua = g2f_dtype_store_roundoff(ta->dtype), u = ldexp(1.0, -24);
+    float *af = pf + rows * h;
+    double up = g2f_dtype_store_roundoff(tp->dtype), ua = g2f_dtype_store_roundoff(ta->dtype);
     for (int g = 0; g < G2F_GELU_COUNT; g++) r->gelu_margin_pa[g] = 0;
     for (size_t t0 = 0; t0 < fx->n_tokens; t0 += rows) {
         size_t n = fx->n_tokens - t0 < rows ? fx->n_tokens - t0 : rows;
         g2f_tensor_read_f64(tp, (uint64_t)t0 * h, (uint64_t)n * h, ep);
         g2f_tensor_read_f64(ta, (uint64_t)t0 * h, (uint64_t)n * h, ea);
         for (size_t i = 0; i < n * h; i++) pf[i] = (float)ep[i];
-        for (int g = 0; g < G2F_GELU_COUNT; g++)
-            for (size_t i = 0; i < n * h; i++) {
-                double a = g2f_gelu_eval((g2f_gelu)g, pf[i]), e = ea[i];
-                double tol = 4 * u * (fabs(a) + fabs(ep[i])) + ua * fabs(e) + 1.13 * up * fabs(ep[i]);
-                double err_ = fabs(a - e), f = g == G2F_GELU_F16_TABLE ? table_flip(pf[i]) : 0;
-                if (f > 0 && fabs(err_ - f) < err_) err_ = fabs(err_ - f); /* the other neighbour, a step away */
-                double m = err_ / (tol > 0 ? tol : 1e-300);
-                if (!(m <= r->gelu_margin_pa[g])) r->gelu_margin_pa[g] = m; /* NaN sticks */
-            }
+        for (int g = 0; g < G2F_GELU_COUNT; g++) {
+            g2f_ffn_gelu_ws((g2f_gelu)g, pf, n * h, af, n_threads, fws); /* bitwise g2f_gelu_eval */
+            pa_margin((g2f_gelu)g, af, pf, ep, ea, n * h, up, ua, parts, n_threads, &r->gelu_margin_pa[g]);
+        }
     }
     r->has_gelu_pa = 1;
     free(buf);
     free(pf);
+    free(parts);
     return G2F_OK;
 }
 
@@ -254,7 +316,7 @@ static g2f_status assess(const g2f_ffn_how *how, const g2f_fixture_views *fx, si
         r->best_gelu = best_of(*ok ? p->gelu : other);
     else
         r->best_gelu = G2F_BEST_NEITHER;
-    st = gelu_from_pairs(fx, h, r, err);
+    st = gelu_from_pairs(fx, h, &ws->ffn, p->n_threads, r, err);
     if (st == G2F_OK && r->best_gelu == G2F_BEST_NEITHER) { /* one of the other forms alone fits */
         int fits = -1, count = 0;
         for (int g = G2F_GELU_SIGMOID; g < G2F_GELU_COUNT; g++)

@@ -459,7 +459,8 @@ static void tile_last(const kern *kn, const float *ap, const float *bp, size_t k
 void g2f_ffn_ws_free(g2f_ffn_ws *ws) {
     if (!ws) return;
     free(ws->buf);
-    ws->buf = NULL;
+    free(ws->f16_gelu);
+    ws->buf = ws->f16_gelu = NULL;
     ws->cap = 0;
 }
 
@@ -851,7 +852,7 @@ void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, 
     if (g != G2F_GELU_TANH && g != G2F_GELU_ERF) { /* the SIMD tile's epilogue knows these two only */
         g2f_matmul(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, w->b_fc, pre,
                    n_threads, ws);
-        g2f_ffn_gelu(g, pre, n_tokens * w->n_inner, act, n_threads);
+        g2f_ffn_gelu_ws(g, pre, n_tokens * w->n_inner, act, n_threads, ws);
         return;
     }
     epilogue ep = {w->b_fc, 1 + (int)g, act};
@@ -866,7 +867,7 @@ void g2f_ffn_fc_gelu_sq(const g2f_ffn_weights *w, const float *x, size_t n_token
     second sc = {NULL, s};
     matmul_ex(x, n_tokens, w->n_embd, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, w->n_inner, pre, &ep, &sc,
               n_threads, ws);
-    if (!fused) g2f_ffn_gelu(g, pre, n_tokens * w->n_inner, act, n_threads);
+    if (!fused) g2f_ffn_gelu_ws(g, pre, n_tokens * w->n_inner, act, n_threads, ws);
 }
 
 void g2f_ffn_proj_sq(const g2f_ffn_weights *w, const float *act, const float *q, size_t n_tokens, float *out,
@@ -881,6 +882,44 @@ void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, f
                   g2f_ffn_ws *ws) {
     g2f_matmul(act, n_tokens, w->n_inner, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, w->n_embd, w->b_proj,
                out, n_threads, ws);
+}
+
+/* ws's F16_TABLE table (g2f_ffn_gelu_ws), made here on first use; NULL
+ * without ws or memory. Entry b is g2f_gelu_f16_table's value at the half
+ * b, before its clamps: that function rounds x to half, then looks up. */
+static const float *f16_table_of(g2f_ffn_ws *ws) {
+    if (!ws) return NULL;
+    if (!ws->f16_gelu) {
+        float *t = malloc(65536 * sizeof *t);
+        if (!t) return NULL;
+        for (uint32_t b = 0; b < 65536; b++) t[b] = round_f16(gelu_ggml_f32(g2f_f16_to_f32((uint16_t)b)));
+        ws->f16_gelu = t;
+    }
+    return ws->f16_gelu;
+}
+
+static void f16_table_span(const float *t, const float *in, float *out, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float x = in[i];
+        out[i] = x <= -10.0f ? 0.0f : x >= 10.0f ? x : t[g2f_f32_to_f16(x)]; /* g2f_gelu_f16_table's clamps */
+    }
+}
+
+void g2f_ffn_gelu_ws(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads, g2f_ffn_ws *ws) {
+    const float *t = g == G2F_GELU_F16_TABLE ? f16_table_of(ws) : NULL;
+    if (!t) {
+        g2f_ffn_gelu(g, pre, count, act, n_threads);
+        return;
+    }
+    const size_t chunk = 4096;
+    long tasks = (long)((count + chunk - 1) / chunk);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
+#endif
+    for (long k = 0; k < tasks; k++) {
+        size_t i0 = (size_t)k * chunk, n = count - i0 < chunk ? count - i0 : chunk;
+        f16_table_span(t, pre + i0, act + i0, n);
+    }
 }
 
 void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads) {

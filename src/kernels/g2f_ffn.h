@@ -96,8 +96,9 @@ const char *g2f_layout_name(g2f_layout l);
  * {0} and release with g2f_ffn_ws_free; where a kernel takes ws, NULL means
  * a buffer of its own for the call. Not to be shared by concurrent calls. */
 typedef struct g2f_ffn_ws {
-    float *buf; /* owned, 64-byte aligned */
-    size_t cap; /* floats */
+    float *buf;      /* owned, 64-byte aligned */
+    size_t cap;      /* floats */
+    float *f16_gelu; /* owned: the F16_TABLE form by f16 input bits (65536), made on first use */
 } g2f_ffn_ws;
 void g2f_ffn_ws_free(g2f_ffn_ws *ws);
 
@@ -142,6 +143,10 @@ void g2f_ffn_fc_gelu(const g2f_ffn_weights *w, const float *x, size_t n_tokens, 
  * precision rounded once (within 1 ulp of the correctly rounded value), or
  * the F16_TABLE form exactly; bitwise g2f_gelu_eval(g, pre[i]). */
 void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads);
+/* g2f_ffn_gelu with ws (or NULL): the F16_TABLE form is looked up in ws's
+ * table of g2f_gelu_f16_table over the 65536 f16 inputs (made on its first
+ * use, a few ms; the same bits, at a lookup's cost instead of a tanhf's). */
+void g2f_ffn_gelu_ws(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads, g2f_ffn_ws *ws);
 /* out (n_tokens, n_embd) = act (n_tokens, n_inner) W_proj + b_proj */
 void g2f_ffn_proj(const g2f_ffn_weights *w, const float *act, size_t n_tokens, float *out, int n_threads,
                   g2f_ffn_ws *ws);

@@ -18,6 +18,7 @@ void g2f_ffn_eval_ws_free(g2f_ffn_eval_ws *ws) {
     ws->buf = NULL;
     ws->cap = 0;
     g2f_ffn_ws_free(&ws->ffn);
+    g2f_tol_f16_free(&ws->tol_f16);
 }
 
 void g2f_ffn_eval_result_free(g2f_ffn_eval_result *r) {
@@ -581,6 +582,15 @@ static void eval_units(eval *ev, g2f_dtype din, g2f_dtype dout, g2f_dtype dpre, 
     }
 }
 
+/* The f16 table form's halves tabulated in ws (g2f_tol_f16) for the units
+ * that have that form; without memory they are computed per element. */
+static void eval_f16(eval *ev, g2f_ffn_eval_ws *ws, double lambda) {
+    if (!ev->un.table_in && !(ev->forms >> G2F_GELU_F16_TABLE & 1u)) return;
+    if (!g2f_tol_f16_make(&ws->tol_f16, lambda)) return;
+    ev->un.f16 = &ws->tol_f16;
+    for (int g = 0; g < G2F_GELU_COUNT; g++) ev->form_un[g].f16 = &ws->tol_f16;
+}
+
 /* The evaluation's state from its inputs (the chunk made by the caller). */
 static void eval_init(eval *ev, const g2f_ffn_how *how, const g2f_fixture_views *fx, const g2f_tol_params *p,
                       const g2f_ffn_eval_opts *opts, int n_threads, g2f_ffn_eval_ws *ws, const chunk *c,
@@ -599,6 +609,7 @@ static void eval_init(eval *ev, const g2f_ffn_how *how, const g2f_fixture_views 
     ev->other = g2f_gelu_other(how->gelu);
     eval_units(ev, ev->tin->dtype, ev->tout->dtype, ev->tpre ? ev->tpre->dtype : G2F_DTYPE_F32,
                ev->tact ? ev->tact->dtype : G2F_DTYPE_F32);
+    if (!ev->user) eval_f16(ev, ws, g2f_tol_lambda(p));
     g2f_cmp_acc *accs[5] = {&ev->a_out, &ev->a_pre, &ev->a_act, &ev->a_act2, &ev->a_out2};
     for (int k = 0; k < 5; k++) g2f_cmp_acc_init(accs[k], 1);
     for (int g = 0; g < G2F_GELU_COUNT; g++)

@@ -123,6 +123,7 @@ typedef struct g2f_ffn_eval_ws {
     float *buf;                   /* owned: the chunk's buffers */
     size_t cap;                   /* bytes */
     g2f_ffn_ws ffn;               /* the kernels' packed blocks */
+    g2f_tol_f16 tol_f16;          /* the f16 table form's halves, made when a form needs them */
 } g2f_ffn_eval_ws;
 void g2f_ffn_eval_ws_free(g2f_ffn_eval_ws *ws);
 

@@ -58,7 +58,7 @@ double g2f_round_flip_one(g2f_round r, float v, double t) {
 g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_dtype act, double weight_roundoff) {
     g2f_tol_units u = {input_roundoff(in), weight_roundoff, g2f_dtype_store_roundoff(pre),
                        g2f_dtype_store_roundoff(act), g2f_dtype_store_roundoff(out), G2F_ROUND_NONE, 0,
-                       G2F_ROUND_NONE, G2F_ROUND_NONE};
+                       G2F_ROUND_NONE, G2F_ROUND_NONE, NULL};
     return u;
 }
 
@@ -142,12 +142,44 @@ typedef struct flip_in {
     int fl; /* flips placed as steps (g2f_flips) rather than boxed */
 } flip_in;
 
+/* The f16 table entry's own rounding at the half x16 (exact: its GELU in
+ * double): the entry's float formula is within fe of exact, one more
+ * neighbour within prop (a pre step's effect). */
+static double own_fe(double exact, double x16) { return 4 * ldexp(1.0, -24) * (fabs(exact) + fabs(x16)); }
+static double own_flip(double exact, double x16, double prop) {
+    return fabs(x16) < 10 ? g2f_round_flip_one(G2F_ROUND_F16, (float)exact, own_fe(exact, x16) + prop) : 0;
+}
+/* Without a pre step: the flip (*own0) and its second moment. */
+static double own0_of(double exact, double x16, double lambda, double *own0) {
+    double fe = own_fe(exact, x16);
+    *own0 = 0;
+    return fabs(x16) < 10 ? flip_moment(G2F_ROUND_F16, (float)exact, fe, fe / lambda, own0) : 0;
+}
+
+int g2f_tol_f16_make(g2f_tol_f16 *t, double lambda) {
+    if (t->exact && t->lambda == lambda) return 1;
+    if (!t->exact && !(t->exact = malloc(3 * 65536 * sizeof *t->exact))) return 0;
+    t->own0 = t->exact + 65536, t->m_own0 = t->exact + 2 * 65536;
+    for (uint32_t b = 0; b < 65536; b++) {
+        double x16 = g2f_f16_to_f32((uint16_t)b);
+        t->exact[b] = g2f_gelu_tanh_f64(x16);
+        t->m_own0[b] = own0_of(t->exact[b], x16, lambda, &t->own0[b]);
+    }
+    t->lambda = lambda;
+    return 1;
+}
+
+void g2f_tol_f16_free(g2f_tol_f16 *t) {
+    free(t->exact);
+    t->exact = t->own0 = t->m_own0 = NULL;
+}
+
 /* The allowances for the port's roundings of one hidden element: boxed
  * (*box_pre, *box_act, absolute), placed as steps (*f_*), and the second
  * moment carried into c_proj (*flip_var, absolute). */
 static void hidden_flips(const g2f_tol_units *un, const flip_in *fi, double *box_pre, double *box_act, double *flips,
                          double *flip_var, float *f_pre, float *f_act1, float *f_act2) {
-    const double u = ldexp(1.0, -24), g = fi->g, tp = fi->tp, ta = fi->ta, curv = fi->curv, lambda = fi->lambda;
+    const double g = fi->g, tp = fi->tp, ta = fi->ta, curv = fi->curv, lambda = fi->lambda;
     const double ak = fi->act;
     /* two computations of a value within its tolerance round to neighbours
      * when a boundary lies between them: pre's own rounding, the table's
@@ -165,11 +197,17 @@ static void hidden_flips(const g2f_tol_units *un, const flip_in *fi, double *box
      * (own0, with its probability) */
     double own, own0, m_own0;
     if (un->table_in) { /* the table holds f16(GELU) by a float formula (ggml's, or another's) */
-        double x16 = g2f_round_value(G2F_ROUND_F16, fi->pre);
-        double exact = g2f_gelu_tanh_f64(x16), fe = 4 * u * (fabs(exact) + fabs(x16));
-        int in = fabs(x16) < 10;
-        own = in ? g2f_round_flip_one(G2F_ROUND_F16, (float)exact, fe + prop) : 0;
-        m_own0 = in ? flip_moment(G2F_ROUND_F16, (float)exact, fe, fe / lambda, &own0) : 0;
+        uint16_t hb = g2f_f32_to_f16(fi->pre);
+        const g2f_tol_f16 *tb = un->f16 && un->f16->lambda == lambda ? un->f16 : NULL;
+        double x16 = g2f_f16_to_f32(hb);
+        double exact = tb ? tb->exact[hb] : g2f_gelu_tanh_f64(x16);
+        if (tb) { /* what own0_of computes, and own with it when no pre step widens the window */
+            own0 = tb->own0[hb], m_own0 = tb->m_own0[hb];
+            own = prop == 0 ? own0 : own_flip(exact, x16, prop);
+        } else {
+            own = own_flip(exact, x16, prop);
+            m_own0 = own0_of(exact, x16, lambda, &own0);
+        }
     } else {
         own = g2f_round_flip_one(un->store, fi->act_u, ta + prop);
         m_own0 = flip_moment(un->store, fi->act_u, ta, ta / lambda, &own0);

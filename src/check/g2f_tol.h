@@ -109,7 +109,24 @@ typedef struct g2f_tol_units {
     int table_in;           /* the GELU rounds its input to float16 (ggml's table) */
     g2f_round gemm_act;     /* act rounded as c_proj's input (TF32) */
     g2f_round out_round;    /* out rounded */
+    const struct g2f_tol_f16 *f16; /* with table_in: the halves' part, tabulated (or NULL) */
 } g2f_tol_units;
+
+/* What g2f_tol_ffn_hidden_x derives for ggml's f16 GELU table from the
+ * table's input half alone (its GELU in double, the entry's own rounding
+ * flip within the float formula's error and that flip's second moment),
+ * over the 65536 halves for one lambda: the same values it computes per
+ * element without the table (a tanh and five half roundings each), a
+ * lookup instead. */
+typedef struct g2f_tol_f16 {
+    double lambda;
+    double *exact;  /* owned, 3 x 65536: GELU_tanh(half) in double */
+    double *own0;   /* the entry's flip (g2f_round_flip_one; 0 outside (-10, 10)) */
+    double *m_own0; /* its second moment (0 outside) */
+} g2f_tol_f16;
+/* Fills t for lambda (kept when it already holds it); 0 when out of memory. */
+int g2f_tol_f16_make(g2f_tol_f16 *t, double lambda);
+void g2f_tol_f16_free(g2f_tol_f16 *t);
 
 /* The units for fixture dtypes (input, out, pre, act) and a weight roundoff. */
 g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_dtype act, double weight_roundoff);

@@ -724,10 +724,11 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
 }
 
 /* Few rows (m <= mc: one row block) and B as Conv1D rows: B is read where it
- * lies, each panel by the one task that uses it, instead of being copied
- * into packed panels first (the copy wrote as many bytes as it read, and
- * waited at a barrier before any FMA; the weights stream from memory either
- * way). A is packed once for all tasks. The same tiles on the same values
+ * lies, each panel by the one task that uses it (panel_src: with AVX-512
+ * copied into the task's L1 buffer just before its tiles), instead of all
+ * of it being packed for the threads first (that copy wrote as many bytes
+ * as it read, and waited at a barrier before any FMA; the weights stream
+ * from memory either way). A is packed once for all tasks. The same tiles on the same values
  * in the same order as matmul_goto: bitwise its results. Returns 0 when the
  * buffers cannot be allocated. */
 static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {

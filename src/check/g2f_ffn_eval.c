@@ -503,6 +503,23 @@ static void track_rows(eval *ev, chunk *c, size_t i0, size_t n) {
     for (size_t r = 0; r < n; r++) track(&ev->tr, ev->tokens ? ev->tokens[i0 + r] : i0 + r, score[r]);
 }
 
+/* The other form's out (c->out2) against the reference and against out. */
+static void other_out_compare(eval *ev, chunk *c, size_t i0, size_t n) {
+    const size_t d = ev->d;
+    cmp_rows(&ev->a_out2, c->e_out, c->out2, c->tol_out, ev->tokens, i0, n, d, ev->n_threads);
+    double so = separation(c->out, c->out2, c->tol_out, n * d, ev->n_threads);
+    if (so > ev->res->sep_out) ev->res->sep_out = so;
+}
+
+/* Whether the other form's full out comes from forms_step: it is one of the
+ * forms and nothing rounds between the stages, so its rows of the stacked
+ * c_proj are bitwise what other_form_step's own product would give (the
+ * same GELU of the same pre, rows independent, the same bias and residual
+ * adds). */
+static int other_in_forms(const eval *ev) {
+    return ev->plain && ev->opts->other == G2F_EVAL_OTHER_FULL && (ev->forms >> ev->other & 1u);
+}
+
 /* The other GELU form of the same pre-activations: act2 (and out2)
  * compared, the separations, the tracked tokens. */
 static void other_form_step(eval *ev, chunk *c, size_t i0, size_t n) {
@@ -518,14 +535,12 @@ static void other_form_step(eval *ev, chunk *c, size_t i0, size_t n) {
         if (sa > res->sep_act) res->sep_act = sa;
     }
     track_rows(ev, c, i0, n);
-    if (ev->opts->other != G2F_EVAL_OTHER_FULL) return;
+    if (ev->opts->other != G2F_EVAL_OTHER_FULL || other_in_forms(ev)) return;
     g2f_matmul_sq(c->act2, NULL, n, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, w->b_proj, c->out2, NULL,
                   nt, ev->fws);
     if (how->residual)
         for (size_t i = 0; i < nd; i++) c->out2[i] += c->x[i];
-    cmp_rows(&ev->a_out2, c->e_out, c->out2, c->tol_out, ev->tokens, i0, n, d, nt);
-    double so = separation(c->out, c->out2, c->tol_out, nd, nt);
-    if (so > res->sep_out) res->sep_out = so;
+    other_out_compare(ev, c, i0, n);
 }
 
 /* The other forms asked for, from this chunk's pre and c_fc's sums of
@@ -560,8 +575,10 @@ static void forms_step(eval *ev, chunk *c, size_t i0, size_t n) {
         float *o = how->out_round != G2F_ROUND_NONE ? c->out : fo;
         out_tail(&ev->t, c, n, c->f_act + j * nh, fo, o, fv, &ev->form_un[g]);
         cmp_rows_f(&ev->a_form[g][0], c->e_out, o, fv, ev->fout, NULL, ev->tokens, i0, n, d, nt);
+        if (g == (int)ev->other && other_in_forms(ev)) memcpy(c->out2, o, nd * sizeof(float));
         j++;
     }
+    if (other_in_forms(ev)) other_out_compare(ev, c, i0, n);
 }
 
 /* The units of the computation how describes (its roundings), from the

@@ -25,7 +25,10 @@ static inline __attribute__((always_inline)) void tile_body(const float *ap, con
     for (size_t kk = 0; kk < kc; kk++) {
         __m256 b0 = _mm256_loadu_ps(bp + kk * ldb), b1 = _mm256_loadu_ps(bp + kk * ldb + 8);
         if (sq) b0 = _mm256_mul_ps(b0, b0), b1 = _mm256_mul_ps(b1, b1); /* as the packed squares are rounded */
-        if (pf) _mm_prefetch((const char *)(pf + kk * src->pf_ld), _MM_HINT_T1);
+        if (pf) { /* both lines of the row's 64 bytes where they are not 64-byte aligned */
+            _mm_prefetch((const char *)(pf + kk * src->pf_ld), _MM_HINT_T1);
+            _mm_prefetch((const char *)(pf + kk * src->pf_ld + 15), _MM_HINT_T1);
+        }
         const float *a = ap + kk * G2F_MR;
         __m256 a0 = _mm256_broadcast_ss(a + 0), a1 = _mm256_broadcast_ss(a + 1);
         c00 = _mm256_fmadd_ps(a0, b0, c00);

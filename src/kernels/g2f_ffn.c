@@ -907,33 +907,22 @@ static void f16_table_span(const float *t, const float *in, float *out, size_t n
 }
 
 void g2f_ffn_gelu_ws(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads, g2f_ffn_ws *ws) {
-    const float *t = g == G2F_GELU_F16_TABLE ? f16_table_of(ws) : NULL;
-    if (!t) {
-        g2f_ffn_gelu(g, pre, count, act, n_threads);
-        return;
-    }
-    const size_t chunk = 4096;
-    long tasks = (long)((count + chunk - 1) / chunk);
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
-#endif
-    for (long k = 0; k < tasks; k++) {
-        size_t i0 = (size_t)k * chunk, n = count - i0 < chunk ? count - i0 : chunk;
-        f16_table_span(t, pre + i0, act + i0, n);
-    }
-}
-
-void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads) {
+    const float *t = g == G2F_GELU_F16_TABLE ? f16_table_of(ws) : NULL; /* made before the threads start */
     const size_t chunk = 4096;
     long tasks = (long)((count + chunk - 1) / chunk);
     (void)n_threads;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads))
 #endif
-    for (long t = 0; t < tasks; t++) {
-        size_t i0 = (size_t)t * chunk, n = count - i0 < chunk ? count - i0 : chunk;
-        gelu_span(g, pre + i0, act + i0, n);
+    for (long k = 0; k < tasks; k++) {
+        size_t i0 = (size_t)k * chunk, n = count - i0 < chunk ? count - i0 : chunk;
+        if (t) f16_table_span(t, pre + i0, act + i0, n);
+        else gelu_span(g, pre + i0, act + i0, n);
     }
+}
+
+void g2f_ffn_gelu(g2f_gelu g, const float *pre, size_t count, float *act, int n_threads) {
+    g2f_ffn_gelu_ws(g, pre, count, act, n_threads, NULL);
 }
 
 void g2f_ffn_forward(const g2f_ffn_weights *w, const float *x, size_t n_tokens, g2f_gelu g, float *pre,

@@ -190,7 +190,8 @@ double g2f_gelu_tanh_f64(double x) {
 double g2f_gelu_erf_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.7071067811865476)); }
 
 void g2f_gelu_deriv_span(const float *x, float *g, size_t n) {
-    if (simd_ok()) g2f_simd_gelu_deriv(x, g, n);
+    if (g2f_cpu_features()->avx512f) g2f_simd512_gelu_deriv(x, g, n);
+    else if (simd_ok()) g2f_simd_gelu_deriv(x, g, n);
     else g2f_gelu_deriv_loop(x, g, n);
 }
 

@@ -30,6 +30,7 @@ void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) { (void)erf, (void)in, (void)out, (void)n; }
 void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n) { (void)erf, (void)in, (void)out, (void)n; }
 void g2f_simd_gelu_deriv(const float *x, float *g, size_t n) { (void)x, (void)g, (void)n; }
+void g2f_simd512_gelu_deriv(const float *x, float *g, size_t n) { (void)x, (void)g, (void)n; }
 void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n) {
     (void)mlx, (void)in, (void)out, (void)n;
 }

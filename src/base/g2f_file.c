@@ -87,6 +87,17 @@ void g2f_mapping_release(const void *p, uint64_t len) {
     if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* read-only private mapping: nothing is lost */
 }
 
+void g2f_mapping_populate(const void *p, uint64_t len) {
+#ifdef MADV_POPULATE_READ
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || len == 0 || len > G2F_POPULATE_MAX) return;
+    uintptr_t lo = (uintptr_t)p & ~((uintptr_t)page - 1), hi = (uintptr_t)p + (uintptr_t)len;
+    madvise((void *)lo, hi - lo, MADV_POPULATE_READ); /* an error only means no help */
+#else
+    (void)p, (void)len;
+#endif
+}
+
 void g2f_mapping_close(g2f_mapping *m) {
     if (!m) return;
     if (m->data) munmap((void *)m->data, (size_t)m->size);

@@ -33,6 +33,13 @@ void g2f_mapping_close(g2f_mapping *m);
  * (they stay in the page cache and fault back in on the next read), so a
  * layer-by-layer walk over a mapped checkpoint keeps RSS near one layer. */
 void g2f_mapping_release(const void *p, uint64_t len);
+/* Maps the pages of [p, p + len) in before they are read (page tables filled
+ * in one call instead of a fault per few pages on the compute threads);
+ * nothing happens where the kernel cannot (before Linux 5.14) or for a
+ * range over G2F_POPULATE_MAX bytes: a hostile file's huge (sparse) tensor
+ * is never read ahead of the checks on the work it asks for. */
+#define G2F_POPULATE_MAX ((uint64_t)256 << 20)
+void g2f_mapping_populate(const void *p, uint64_t len);
 
 /* A file mapped read-only with the table a reader parsed from it: what the
  * safetensors, torch, GGUF and llm.c readers hand out (their handle types

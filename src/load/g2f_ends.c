@@ -45,6 +45,7 @@ static g2f_status whole_view(const g2f_model *m, const g2f_tensor *x, const char
     if (st != G2F_OK) return st;
     if (g2f_model_in_place(x)) {
         *view = (const float *)(const void *)x->data;
+        g2f_mapping_populate(x->data, x->nbytes);
         return G2F_OK;
     }
     char what[320];

@@ -34,6 +34,7 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
         if (!x[k]) continue;
         if (g2f_model_in_place(x[k])) {
             views[k] = (const float *)(const void *)x[k]->data;
+            g2f_mapping_populate(x[k]->data, x[k]->nbytes);
         } else {
             g2f_tensor_read_f32(x[k], 0, x[k]->numel, cur);
             views[k] = cur;
@@ -65,6 +66,7 @@ static g2f_status vector_view(const g2f_model *m, const g2f_tensor *x, size_t n,
                              role, g2f_tensor_type_name(x), n);
     if (g2f_model_in_place(x)) {
         *view = (const float *)(const void *)x->data;
+        g2f_mapping_populate(x->data, x->nbytes);
         return G2F_OK;
     }
     float *buf = g2f_alloc_array(n ? n : 1, sizeof(float));

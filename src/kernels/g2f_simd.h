@@ -84,7 +84,7 @@ void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
 
 /* g2f_simd_gelu with AVX-512 (only when g2f_cpu_features()->avx512f):
- * bitwise its results, 16 at a time. */
+ * bitwise its results, 64 at a time. */
 void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n);
 
 /* g[i] = GELU'(x[i]) (g2f_gelu_deriv.h), 8 at a time. */

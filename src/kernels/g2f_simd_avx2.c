@@ -249,18 +249,23 @@ static inline void gelu_erf_pdn(const __m256d x[GELU_NV], __m256d y[GELU_NV]) {
     }
 }
 
+/* A step's results y as floats into out, NaN where in is NaN (the clamps
+ * and max_pd would hide it). */
+static inline void store_step(const float *in, const __m256d y[GELU_NV], float *out) {
+    for (int q = 0; q < GELU_NV / 2; q++) {
+        __m256 f = _mm256_loadu_ps(in + 8 * q);
+        __m256 r = _mm256_set_m128(_mm256_cvtpd_ps(y[2 * q + 1]), _mm256_cvtpd_ps(y[2 * q]));
+        _mm256_storeu_ps(out + 8 * q, _mm256_blendv_ps(r, f, _mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
+    }
+}
+
 /* GELU of GELU_STEP floats, in double. */
 static inline void gelu_step(int erf, const float *in, float *out) {
     __m256d x[GELU_NV], y[GELU_NV];
     LANES x[v] = _mm256_cvtps_pd(_mm_loadu_ps(in + 4 * v));
     if (erf) gelu_erf_pdn(x, y);
     else gelu_tanh_pdn(x, y);
-    for (int q = 0; q < GELU_NV / 2; q++) {
-        __m256 f = _mm256_loadu_ps(in + 8 * q);
-        __m256 r = _mm256_set_m128(_mm256_cvtpd_ps(y[2 * q + 1]), _mm256_cvtpd_ps(y[2 * q]));
-        /* NaN in, NaN out: the clamps would hide it */
-        _mm256_storeu_ps(out + 8 * q, _mm256_blendv_ps(r, f, _mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
-    }
+    store_step(in, y, out);
 }
 
 /* f on a tail of fewer than GELU_STEP floats, through a padded step: lanes
@@ -303,12 +308,7 @@ static inline void sigmoid_step(int mlx, const float *in, float *out) {
     __m256d x[GELU_NV], y[GELU_NV];
     LANES x[v] = _mm256_cvtps_pd(_mm_loadu_ps(in + 4 * v));
     gelu_sigmoid_pdn(mlx, x, y);
-    for (int q = 0; q < GELU_NV / 2; q++) {
-        __m256 f = _mm256_loadu_ps(in + 8 * q);
-        __m256 r = _mm256_set_m128(_mm256_cvtpd_ps(y[2 * q + 1]), _mm256_cvtpd_ps(y[2 * q]));
-        /* NaN in, NaN out: max_pd turned it into the clamp */
-        _mm256_storeu_ps(out + 8 * q, _mm256_blendv_ps(r, f, _mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
-    }
+    store_step(in, y, out);
 }
 
 void g2f_simd_gelu_sigmoid(int mlx, const float *in, float *out, size_t n) {

@@ -7,7 +7,8 @@
  * in the same order, whatever the blocking and the thread count.
  *
  * avx2 and avx512 (one fused multiply-add per term) share one table; the
- * portable C kernel (multiply, then add) has its own. The path is chosen
+ * portable C kernel (multiply, then add) has its own; amx pins avx512's
+ * values and its own squares' independence of the thread count. The path is chosen
  * once per process (g2f_cpu_features), so run without GPT2FFN_ISA this
  * program runs itself once per path with GPT2FFN_ISA set, then checks the
  * default path against its table. A path the CPU lacks is skipped (said
@@ -49,6 +50,17 @@ static const char *const want_fma[N_SHAPES] = {
     "1d79d0bda2215bdc5a2d7bf36f25f858de82bba7fdc6de8d6d3f132c6294e826",
     "af76ba46baf006c79c372225b2e7753760ac381d0c3c03ea53deeaa13d03d515",
 };
+/* The same outputs without the sums of squares (digest_shape with sq_hex),
+ * on avx2 and avx512 (this test, an Intel Xeon with AMX, GCC 12): what the
+ * amx path must give beside its own squares. */
+static const char *const want_values[N_SHAPES] = {
+    "067285322223cc31e8d691ef53bdeab934f8f3129d6639e4276c98c1b11070d6",
+    "e138499e99b734c8c427d7b0c32b09040ebac317601bdcb2bef55b4e8a351f52",
+    "90c9b133f8664d2e75e9c6291bd038e2f17463acb6a9a864597e713fe41eb333",
+    "8ac017d7bc0d81c06ac5cb79aa10a3a87e6659f017fa373c84ad2d63a8d00ddf",
+    "a3151ed9a5fd61dd84f94bacf053c4477aa97444d8a60222d89141f0afc7e90b",
+    "cefdadc579f96d4a0f7e33eafc1423e85c07d04682bbe2114853ad220510f255",
+};
 static const char *const want_portable[N_SHAPES] = {
     "4bdb6f6a71f7d289ab5f2978ada1ff5d0c5e22930a42516d504998a78b77019c",
     "8fb74d4404079aefdf8b09583de723e9a3462dc0e8b7559e8cdf191cf108a8e5",
@@ -63,15 +75,18 @@ static void fill(float *v, size_t n, float scale, uint64_t *s) {
 }
 
 /* Every output of the FFN kernels on shape sh, hashed, with n_threads
- * threads; ws: a workspace kept across the calls (or NULL). */
-static void digest_shape(const shape *sh, int n_threads, g2f_ffn_ws *ws, char hex[65]) {
+ * threads; ws: a workspace kept across the calls (or NULL). With sq_hex,
+ * the sums of squares are hashed there instead, the rest into hex. */
+static void digest_shape(const shape *sh, int n_threads, g2f_ffn_ws *ws, char hex[65], char *sq_hex) {
     size_t T = sh->T, d = sh->d, h = sh->h;
     uint64_t seed = 1000003u * T + 1009u * d + h;
     float *w1 = malloc(d * h * 4), *w2 = malloc(d * h * 4), *b1 = malloc(h * 4), *b2 = malloc(d * 4);
     float *x = malloc(T * d * 4), *pre = malloc(T * h * 4), *act = malloc(T * h * 4), *s = malloc(T * h * 4);
     float *out = malloc(T * d * 4), *v = malloc(T * d * 4), *q = malloc(T * h * 4);
-    g2f_sha256 ctx;
+    g2f_sha256 ctx, ctx_sq;
     g2f_sha256_init(&ctx);
+    g2f_sha256_init(&ctx_sq);
+    g2f_sha256 *sq = sq_hex ? &ctx_sq : &ctx;
     if (!w1 || !w2 || !b1 || !b2 || !x || !pre || !act || !s || !out || !v || !q) {
         CHECK(!"out of memory");
         goto done;
@@ -97,29 +112,42 @@ static void digest_shape(const shape *sh, int n_threads, g2f_ffn_ws *ws, char he
         g2f_ffn_proj_sq(&w, act, q, T, out, v, n_threads, ws);
         g2f_sha256_update(&ctx, pre, T * h * 4);
         g2f_sha256_update(&ctx, act, T * h * 4);
-        g2f_sha256_update(&ctx, s, T * h * 4);
+        g2f_sha256_update(sq, s, T * h * 4);
         g2f_sha256_update(&ctx, out, T * d * 4);
-        g2f_sha256_update(&ctx, v, T * d * 4);
+        g2f_sha256_update(sq, v, T * d * 4);
         /* A squared as packed, into c2, with bias */
         g2f_matmul_sq(x, NULL, T, d, w1, layout == G2F_LAYOUT_LINEAR, h, b1, pre, s, n_threads, ws);
         g2f_sha256_update(&ctx, pre, T * h * 4);
-        g2f_sha256_update(&ctx, s, T * h * 4);
+        g2f_sha256_update(sq, s, T * h * 4);
     }
 done:
     g2f_sha256_final_hex(&ctx, hex);
+    if (sq_hex) g2f_sha256_final_hex(&ctx_sq, sq_hex);
     free(w1), free(w2), free(b1), free(b2), free(x), free(pre), free(act), free(s), free(out), free(v), free(q);
 }
 
-/* The digests of this process's path against its table, for 1, 2 and 3 threads. */
+/* The digests of this process's path against its table, for 1, 2 and 3
+ * threads. On "amx" the sums of squares are the tile unit's (g2f_amx_sq,
+ * bounds checked in test_ffn): the values are pinned (want_values, the
+ * float paths' without the squares), the squares the same for any thread
+ * count, whatever AMX's own rounding on this CPU. */
 static void ffn_bits_should_match_the_pinned_digests(void) {
     const char *isa = g2f_ffn_isa();
-    const char *const *want = strcmp(isa, "portable") ? want_fma : want_portable;
+    int amx = !strcmp(isa, "amx");
+    const char *const *want = amx ? want_values : strcmp(isa, "portable") ? want_fma : want_portable;
     fprintf(stderr, "  path %s\n", isa);
     g2f_ffn_ws ws = {0};
-    for (size_t i = 0; i < N_SHAPES; i++)
+    for (size_t i = 0; i < N_SHAPES; i++) {
+        char sq_first[65] = "";
         for (int threads = 1; threads <= 3; threads++) {
-            char hex[65];
-            digest_shape(&shapes[i], threads, threads == 2 ? &ws : NULL, hex);
+            char hex[65], sq_hex[65];
+            digest_shape(&shapes[i], threads, threads == 2 ? &ws : NULL, hex, amx ? sq_hex : NULL);
+            if (amx && threads == 1) memcpy(sq_first, sq_hex, sizeof sq_first);
+            if (amx && strcmp(sq_hex, sq_first) != 0) {
+                fprintf(stderr, "  amx, shape %zu, %d threads: squares %s, with one thread %s\n", i, threads, sq_hex,
+                        sq_first);
+                check_failures++;
+            }
             if (strcmp(hex, want[i]) != 0) {
                 fprintf(stderr, "  %s, shape %zu (%zu tokens, d %zu, h %zu: %s), %d thread%s: digest %s, pinned %s\n",
                         isa, i, shapes[i].T, shapes[i].d, shapes[i].h, shapes[i].why, threads, threads > 1 ? "s" : "",
@@ -127,6 +155,7 @@ static void ffn_bits_should_match_the_pinned_digests(void) {
                 check_failures++;
             }
         }
+    }
     g2f_ffn_ws_free(&ws);
 }
 
@@ -155,8 +184,8 @@ int main(int argc, char **argv) {
         CHECK_EXIT();
     }
     (void)argc;
-    static const char *const paths[] = {"portable", "avx2", "avx512"};
-    for (size_t i = 0; i < 3; i++) {
+    static const char *const paths[] = {"portable", "avx2", "avx512", "amx"};
+    for (size_t i = 0; i < 4; i++) {
         int rc = run_with_isa(argv[0], paths[i]);
         fprintf(stderr, "%s GPT2FFN_ISA=%s\n", rc == 0 ? "ok  " : rc == 77 ? "skip" : "FAIL", paths[i]);
         if (rc != 0 && rc != 77) check_failures++;

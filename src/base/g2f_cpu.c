@@ -1,4 +1,5 @@
 /* g2f_cpu: see g2f_cpu.h. */
+#define _DEFAULT_SOURCE /* syscall (arch_prctl) */
 #include "g2f_cpu.h"
 
 #include <pthread.h>
@@ -21,11 +22,24 @@ int g2f_threads(int n_threads) {
 
 #if defined(GPT2FFN_X86_KERNELS) && (defined(__x86_64__) || defined(__i386__))
 #include <cpuid.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 static unsigned long long xgetbv0(void) {
     unsigned lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((unsigned long long)hi << 32) | lo;
+}
+
+/* Linux hands out the AMX tile data only on request (arch_prctl
+ * ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): once, for the whole process. */
+static int amx_permit(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#else
+    return 0;
+#endif
 }
 
 static void detect(g2f_cpu *c) {
@@ -43,6 +57,10 @@ static void detect(g2f_cpu *c) {
     c->f16c = avx && f16c && ymm;
     c->sha = sha && sse41;
     c->avx512f = avx512f && zmm;
+    /* AMX: BF16 and TILE (EDX bits 22, 24), the OS saving the tile state
+     * (XCR0 bits 17, 18), and Linux's permission for this process to use it */
+    int amx = (d >> 22) & 1 && (d >> 24) & 1 && (xcr0 & 0x60000) == 0x60000;
+    c->amx_bf16 = c->avx512f && amx && amx_permit();
 }
 #else
 static void detect(g2f_cpu *c) { (void)c; }
@@ -93,9 +111,11 @@ static size_t cache_size(int level) {
 static void cap_isa(g2f_cpu *c) {
     const char *isa = getenv("GPT2FFN_ISA");
     c->isa_env = isa;
-    c->isa_env_ok = !isa || !strcmp(isa, "portable") || !strcmp(isa, "avx2") || !strcmp(isa, "avx512");
+    c->isa_env_ok = !isa || !strcmp(isa, "portable") || !strcmp(isa, "avx2") || !strcmp(isa, "avx512") ||
+                    !strcmp(isa, "amx");
     if (!isa || !c->isa_env_ok) return;
-    if (strcmp(isa, "avx512") != 0) c->avx512f = 0;
+    if (strcmp(isa, "amx") != 0) c->amx_bf16 = 0;
+    if (strcmp(isa, "avx512") != 0 && strcmp(isa, "amx") != 0) c->avx512f = 0;
     if (!strcmp(isa, "portable")) c->avx2_fma = 0;
 }
 

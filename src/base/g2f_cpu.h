@@ -17,6 +17,7 @@ typedef struct g2f_cpu {
     int f16c;     /* F16C: half -> float conversion */
     int sha;      /* SHA-NI and SSE4.1: SHA-256 */
     int avx512f;  /* AVX-512 F, with the OS saving the ZMM registers: the FFN's 12 x 32 tile */
+    int amx_bf16; /* AMX-BF16 with the OS's permission (and AVX-512 F): the sums of squares (g2f_ffn.h) */
     /* GPT2FFN_ISA as read (NULL when unset) and whether it is one of the
      * words below; a bad value changes nothing (the CLI refuses it) */
     const char *isa_env;
@@ -32,8 +33,9 @@ typedef struct g2f_cpu {
  * Computed on the first call (thread-safe) and never changed afterwards:
  * the CPU does not change under a running process.
  * The environment variable GPT2FFN_ISA (for tests and benchmarks) caps what
- * the arithmetic kernels use: "portable" clears avx2_fma and avx512f,
- * "avx2" clears avx512f, "avx512" changes nothing; it never adds what the
+ * the arithmetic kernels use: "portable" clears avx2_fma, avx512f and
+ * amx_bf16, "avx2" clears avx512f and amx_bf16, "avx512" clears amx_bf16,
+ * "amx" changes nothing; it never adds what the
  * CPU lacks. F16C and SHA stay: their results are exact either way. */
 const g2f_cpu *g2f_cpu_features(void);
 

@@ -99,12 +99,14 @@ typedef struct kern {
     size_t mr, nr;   /* the tile */
     size_t mc;       /* rows of a thread's A block */
     size_t nc_bytes; /* the shared B column block */
+    int amx;         /* sums of squares on the AMX tile unit (g2f_amx_sq) */
 } kern;
 
 static kern kern_of(const g2f_cpu *c) {
-    kern k = {ISA_PORTABLE, G2F_MR, G2F_NR, 96, (size_t)16 << 20};
+    kern k = {ISA_PORTABLE, G2F_MR, G2F_NR, 96, (size_t)16 << 20, 0};
     if (c->avx2_fma) k.isa = ISA_AVX2;
     if (c->avx2_fma && c->avx512f) k.isa = ISA_AVX512, k.mr = G2F_MR512, k.nr = G2F_NR512;
+    k.amx = k.isa == ISA_AVX512 && c->amx_bf16;
     /* A block (mc x KC) in a quarter of the L2, the rest for the B panels
      * streaming through and C; at most 192 rows, so that 1024 tokens still
      * make 6 row blocks to share out (a wider row block splits the columns
@@ -121,7 +123,8 @@ static kern kern_of(const g2f_cpu *c) {
 
 const char *g2f_ffn_isa(void) {
     static const char *const names[] = {"portable", "avx2", "avx512"};
-    return names[kern_of(g2f_cpu_features()).isa];
+    kern kn = kern_of(g2f_cpu_features());
+    return kn.amx ? "amx" : names[kn.isa];
 }
 
 static const char *const gelu_names[] = {"tanh", "erf", "sigmoid", "mlx_approx", "f16_table"};
@@ -831,6 +834,10 @@ static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_
         finish_block(c, n, 0, 1, 0, n, ep);
         return;
     }
+    /* the sums of squares on AMX, then the values alone (still not by the GEMV) */
+    second values_only = {NULL, NULL};
+    if (sc && sc->c2 && kn.amx && g2f_amx_sq(a, sc->a2, m, k, b, b_trans, n, sc->c2, g2f_threads(n_threads)))
+        sc = &values_only;
     gemm g = {a, b, m, k, n, b_trans, c, ep, sc, &kn};
     if (k > 0 && !b_trans && m <= kn.mc && kn.isa != ISA_PORTABLE && matmul_direct(&g, n_threads, ws)) return;
     if (k == 0 || !matmul_goto(&g, n_threads, ws)) matmul_tasks(&g, n_threads);

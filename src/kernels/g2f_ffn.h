@@ -104,7 +104,9 @@ void g2f_ffn_ws_free(g2f_ffn_ws *ws);
 
 /* The path the matmuls take on this CPU: "avx512" or "avx2" (one fused
  * multiply-add per term: the same bits) or "portable" (C, multiply then
- * add: other roundings), chosen at run time; GPT2FFN_ISA=portable|avx2|avx512
+ * add: other roundings), chosen at run time; "amx": avx512's, with the sums
+ * of squares of g2f_matmul_sq on the AMX tile unit (bounds from factors
+ * rounded up to bfloat16: g2f_amx_sq); GPT2FFN_ISA=portable|avx2|avx512|amx
  * caps it (g2f_cpu.h), for tests and benchmarks. */
 const char *g2f_ffn_isa(void);
 
@@ -121,7 +123,8 @@ void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans,
  * then A2 = A o A (A squared as it is packed). c2 may be NULL (no second
  * product). Unlike g2f_matmul, one row (m = 1) is not computed by the GEMV,
  * whose summation order differs: each row's results are the same however
- * many rows are computed with it. */
+ * many rows are computed with it. On the "amx" path C2 is g2f_amx_sq's (an
+ * upper bound within (1 + 2^-7)^2 of the float sums), in its own pass. */
 void g2f_matmul_sq(const float *a, const float *a2, size_t m, size_t k, const float *b, int b_trans, size_t n,
                    const float *bias, float *c, float *c2, int n_threads, g2f_ffn_ws *ws);
 /* g2f_ffn_fc_gelu plus s (n_tokens, n_inner) = (x o x) (W_fc o W_fc), by

@@ -87,6 +87,14 @@ void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
  * bitwise its results, 64 at a time. */
 void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n);
 
+/* c2 (m, n) = A2 (B o B) on the AMX tile unit (only when
+ * g2f_cpu_features()->amx_bf16), every factor rounded up to bfloat16 first
+ * (g2f_amx.c): A2 is a2 (m, k; variances, >= 0), or a squared when a2 is NULL; B is (k, n),
+ * or stored (n, k) when b_trans. Each element is the same chain for any m,
+ * n and thread count. Returns 0 (c2 untouched) without memory. */
+int g2f_amx_sq(const float *a, const float *a2, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c2,
+               int threads);
+
 /* g[i] = GELU'(x[i]) (g2f_gelu_deriv.h), 8 at a time. */
 void g2f_simd_gelu_deriv(const float *x, float *g, size_t n);
 /* The same, 16 at a time (AVX-512 F). */

@@ -41,6 +41,11 @@ void g2f_simd_axpy_rows(const float *x, size_t k, const float *b, size_t n, floa
 void g2f_simd_gemv_dots(const float *x, size_t k, const float *b, size_t j0, size_t j1, float *y) {
     (void)x, (void)k, (void)b, (void)j0, (void)j1, (void)y;
 }
+int g2f_amx_sq(const float *a, const float *a2, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c2,
+               int threads) {
+    (void)a, (void)a2, (void)m, (void)k, (void)b, (void)b_trans, (void)n, (void)c2, (void)threads;
+    return 0;
+}
 #else
 typedef int g2f_simd_none_is_empty; /* ISO C wants a translation unit to declare something */
 #endif

@@ -55,18 +55,20 @@ static void pack_a2_row(const float *a, const float *a2, size_t m, size_t k, siz
     memset(row + done, 0, (kp - done) * sizeof(uint16_t));
 }
 
-/* B's squares for the column groups [g0, g0 + ng) (32 columns each) as
- * two 16-column halves of pairs of depth steps: the tiles' layout, dword
- * p * 16 + j of half t of group g holding rows 2p and 2p + 1 of column
- * 32 g + 16 t + j; zero past k and n. Row by row across the groups, so a
- * Conv1D row is read as one run of ng * 128 bytes, not 128 bytes a page. */
-static void pack_b2(const float *b, int b_trans, size_t k, size_t n, size_t kp, size_t g0, size_t ng, uint32_t *dst) {
-    const size_t per_half = kp / 2 * 16;
-    for (size_t p = 0; p < kp / 2; p++)
+/* B's squares at depth steps [k0, k0 + kb) (kb even) for the column
+ * groups [g0, g0 + ng) (32 columns each), as two 16-column halves of pairs
+ * of depth steps: the tiles' layout, dword p * 16 + j of half t of group g
+ * holding rows k0 + 2p and k0 + 2p + 1 of column 32 g + 16 t + j; zero past
+ * k and n. Row by row across the groups, so a Conv1D row is read as one run
+ * of ng * 128 bytes, not 128 bytes a page. */
+static void pack_b2(const float *b, int b_trans, size_t k, size_t n, size_t k0, size_t kb, size_t g0, size_t ng,
+                    uint32_t *dst) {
+    const size_t per_half = kb / 2 * 16;
+    for (size_t p = 0; p < kb / 2; p++)
         for (size_t q = 0; q < 2 * ng; q++) { /* half q % 2 of group g0 + q / 2 */
             size_t c0 = (g0 + q / 2) * 32 + 16 * (q % 2), cols = c0 >= n ? 0 : n - c0 < 16 ? n - c0 : 16;
             __mmask16 mc = (__mmask16)((1u << cols) - 1);
-            size_t r0 = 2 * p, r1 = 2 * p + 1;
+            size_t r0 = k0 + 2 * p, r1 = r0 + 1;
             __m512 x0 = _mm512_setzero_ps(), x1 = _mm512_setzero_ps();
             if (!b_trans) {
                 if (r0 < k) x0 = _mm512_maskz_loadu_ps(mc, b + r0 * n + c0);
@@ -84,14 +86,17 @@ static void pack_b2(const float *b, int b_trans, size_t k, size_t n, size_t kp, 
         }
 }
 
-/* c2's rows [i, i + rows) (rows <= 16) and columns [j0, j0 + 32) from the
- * two accumulator tiles t0, t1 (as tile numbers 0-3, stored to tmp first
- * when the block is cut by m or n). */
-static void store_block(int t0, float *c2, size_t n, size_t i, size_t rows, size_t j0, float *tmp) {
-    int whole = rows == TROWS && j0 + 32 <= n;
+/* Where the accumulator tiles of c2's rows [i, i + rows) (rows <= 16) and
+ * columns [j0, j0 + 32) are stored: in c2 itself, or in tmp (32 wide) when
+ * the block is cut by m or n. */
+static int whole_block(size_t n, size_t rows, size_t j0) { return rows == TROWS && j0 + 32 <= n; }
+
+/* The two accumulator tiles t (0: tiles 0 and 1, else 2 and 3) into that block. */
+static void store_block(int t, float *c2, size_t n, size_t i, size_t rows, size_t j0, float *tmp) {
+    int whole = whole_block(n, rows, j0);
     float *dst = whole ? c2 + i * n + j0 : tmp;
     size_t ld = whole ? n * sizeof(float) : 32 * sizeof(float);
-    if (t0 == 0) {
+    if (t == 0) {
         _tile_stored(0, dst, ld);
         _tile_stored(1, dst + 16, ld);
     } else {
@@ -103,47 +108,79 @@ static void store_block(int t0, float *c2, size_t n, size_t i, size_t rows, size
     for (size_t r = 0; r < rows; r++) memcpy(c2 + (i + r) * n + j0, tmp + r * 32, cols * sizeof(float));
 }
 
-/* The 32 columns from j0 for every row: two row tiles at a time, two column
- * tiles each, over k in KSTEP steps. */
-static void column_group(const uint16_t *ap, size_t m, size_t kp, const uint32_t *bp, float *c2, size_t n, size_t j0,
-                         float *tmp) {
-    const uint32_t *b0 = bp, *b1 = bp + (kp / 2) * 16;
+/* The block back into the two accumulator tiles t, as store_block left it
+ * (floats in, floats out: exact, so a chain over k split in depth blocks
+ * is the same chain). */
+static void load_block(int t, const float *c2, size_t n, size_t i, size_t rows, size_t j0, float *tmp) {
+    int whole = whole_block(n, rows, j0);
+    const float *src = whole ? c2 + i * n + j0 : tmp;
+    size_t ld = whole ? n * sizeof(float) : 32 * sizeof(float);
+    if (!whole) {
+        size_t cols = n - j0 < 32 ? n - j0 : 32;
+        memset(tmp, 0, TROWS * 32 * sizeof(float));
+        for (size_t r = 0; r < rows; r++) memcpy(tmp + r * 32, c2 + (i + r) * n + j0, cols * sizeof(float));
+    }
+    if (t == 0) {
+        _tile_loadd(0, src, ld);
+        _tile_loadd(1, src + 16, ld);
+    } else {
+        _tile_loadd(2, src, ld);
+        _tile_loadd(3, src + 16, ld);
+    }
+}
+
+/* The 32 columns from j0 for every row over the depth steps [k0, k0 + kb)
+ * (bp: pack_b2's group): two row tiles at a time, two column tiles each,
+ * in KSTEP steps, from zero at k0 = 0, else from what the earlier depth
+ * blocks left in c2. */
+static void column_group(const uint16_t *ap, size_t m, size_t kp, size_t k0, size_t kb, const uint32_t *bp,
+                         float *c2, size_t n, size_t j0, float *tmp) {
+    const uint32_t *b0 = bp, *b1 = bp + (kb / 2) * 16;
     const size_t lda = kp * sizeof(uint16_t);
     for (size_t i = 0; i < m; i += 2 * TROWS) {
-        const uint16_t *a0 = ap + i * kp, *a1 = a0 + TROWS * kp;
-        int two = i + TROWS < m;
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (size_t kk = 0; kk < kp; kk += KSTEP) {
+        const uint16_t *a0 = ap + i * kp + k0, *a1 = a0 + TROWS * kp;
+        size_t rows0 = m - i < TROWS ? m - i : TROWS, rows1 = i + TROWS < m ? m - i - TROWS : 0;
+        rows1 = rows1 < TROWS ? rows1 : TROWS;
+        if (k0 == 0) {
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+        } else {
+            load_block(0, c2, n, i, rows0, j0, tmp);
+            if (rows1) load_block(2, c2, n, i + TROWS, rows1, j0, tmp);
+        }
+        for (size_t kk = 0; kk < kb; kk += KSTEP) {
             _tile_loadd(4, a0 + kk, lda);
             _tile_loadd(6, b0 + kk / 2 * 16, 64);
             _tile_loadd(7, b1 + kk / 2 * 16, 64);
             _tile_dpbf16ps(0, 4, 6);
             _tile_dpbf16ps(1, 4, 7);
-            if (two) {
+            if (rows1) {
                 _tile_loadd(5, a1 + kk, lda);
                 _tile_dpbf16ps(2, 5, 6);
                 _tile_dpbf16ps(3, 5, 7);
             }
         }
-        store_block(0, c2, n, i, m - i < TROWS ? m - i : TROWS, j0, tmp);
-        if (two) store_block(2, c2, n, i + TROWS, m - i - TROWS < TROWS ? m - i - TROWS : TROWS, j0, tmp);
+        store_block(0, c2, n, i, rows0, j0, tmp);
+        if (rows1) store_block(2, c2, n, i + TROWS, rows1, j0, tmp);
     }
 }
 
-/* Column groups packed together: their squares in at most this many bytes. */
-#define PACK_BYTES ((size_t)256 << 10)
+/* Depth steps packed at a time (a multiple of KSTEP), and the column groups
+ * packed together: 8 x 32 columns x 512 steps of bfloat16 squares is 256 KiB. */
+#define DEPTH_BLOCK 512
+#define GROUPS_PER_TASK 8
 
 int g2f_amx_sq(const float *a, const float *a2, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c2,
                int threads) {
     size_t mp = (m + 2 * TROWS - 1) / (2 * TROWS) * (2 * TROWS), kp = (k + KSTEP - 1) / KSTEP * KSTEP;
-    size_t groups = (n + 31) / 32, group_words = kp / 2 * 32;
-    size_t per = PACK_BYTES / (group_words * sizeof(uint32_t) + 1);
-    per = per < 1 ? 1 : per > 8 ? 8 : per;
-    size_t tasks = (groups + per - 1) / per;
     if (threads < 1) threads = 1;
+    /* at least 4 tasks a thread where there are enough groups (the grouping
+     * changes no sum: each element is the same chain in any group) */
+    size_t groups = (n + 31) / 32, group_words = DEPTH_BLOCK / 2 * 32, per = groups / (4 * (size_t)threads);
+    per = per < 1 ? 1 : per > GROUPS_PER_TASK ? GROUPS_PER_TASK : per;
+    size_t tasks = (groups + per - 1) / per;
     uint16_t *ap = aligned_alloc(64, (mp * kp * sizeof(uint16_t) + 63) / 64 * 64 + 64);
     uint32_t *bp = aligned_alloc(64, ((size_t)threads * per * group_words * sizeof(uint32_t) + 63) / 64 * 64 + 64);
     if (!ap || !bp) {
@@ -175,9 +212,12 @@ int g2f_amx_sq(const float *a, const float *a2, size_t m, size_t k, const float 
 #endif
         for (long t = 0; t < (long)tasks; t++) {
             size_t g0 = (size_t)t * per, ng = groups - g0 < per ? groups - g0 : per;
-            pack_b2(b, b_trans, k, n, kp, g0, ng, mine);
-            for (size_t g = 0; g < ng; g++)
-                column_group(ap, m, kp, mine + g * group_words, c2, n, (g0 + g) * 32, tmp);
+            for (size_t k0 = 0; k0 < kp || k0 == 0; k0 += DEPTH_BLOCK) {
+                size_t kb = kp - k0 < DEPTH_BLOCK ? kp - k0 : DEPTH_BLOCK;
+                pack_b2(b, b_trans, k, n, k0, kb, g0, ng, mine);
+                for (size_t g = 0; g < ng; g++)
+                    column_group(ap, m, kp, k0, kb, mine + g * (kb / 2 * 32), c2, n, (g0 + g) * 32, tmp);
+            }
         }
         _tile_release();
     }

@@ -167,6 +167,46 @@ static void column_group(const uint16_t *ap, size_t m, size_t kp, size_t k0, siz
     }
 }
 
+uint16_t *g2f_amx_pack_a2(const float *a, const float *a2, size_t m, size_t k, int threads) {
+    size_t mp = (m + 2 * TROWS - 1) / (2 * TROWS) * (2 * TROWS), kp = (k + KSTEP - 1) / KSTEP * KSTEP;
+    uint16_t *ap = aligned_alloc(64, (mp * kp * sizeof(uint16_t) + 63) / 64 * 64 + 64);
+    if (!ap) return NULL;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads < 1 ? 1 : threads)
+#else
+    (void)threads;
+#endif
+    for (long i = 0; i < (long)mp; i++) pack_a2_row(a, a2, m, k, kp, (size_t)i, ap);
+    return ap;
+}
+
+/* A tile configuration of eight 16 x 64-byte tiles, loaded. */
+static void tiles_on(void) {
+    tile_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) cfg.rows[t] = TROWS, cfg.colsb[t] = 64;
+    _tile_loadconfig(&cfg);
+}
+
+void g2f_amx_panel(const uint16_t *ap, size_t m, size_t k, size_t k0, size_t kc, const float *panel, size_t ldp,
+                   float *c2, size_t n, size_t j0) {
+    _Alignas(64) uint32_t bp[256 / 2 * 32]; /* kc <= 256 */
+    _Alignas(64) float tmp[TROWS * 32];
+    size_t kp = (k + KSTEP - 1) / KSTEP * KSTEP, kb = (kc + KSTEP - 1) / KSTEP * KSTEP;
+    for (size_t p = 0; p < kb / 2; p++)
+        for (int t = 0; t < 2; t++) {
+            size_t r0 = 2 * p, r1 = r0 + 1;
+            __m512 x0 = r0 < kc ? _mm512_loadu_ps(panel + r0 * ldp + 16 * t) : _mm512_setzero_ps();
+            __m512 x1 = r1 < kc ? _mm512_loadu_ps(panel + r1 * ldp + 16 * t) : _mm512_setzero_ps();
+            __m512i lo = up_bf16(_mm512_mul_ps(x0, x0)), hi = up_bf16(_mm512_mul_ps(x1, x1));
+            _mm512_storeu_si512(bp + (size_t)t * (kb / 2) * 16 + p * 16, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+        }
+    tiles_on();
+    column_group(ap, m, kp, k0, kb, bp, c2, n, j0, tmp);
+    _tile_release();
+}
+
 /* Depth steps packed at a time (a multiple of KSTEP), and the column groups
  * packed together: 8 x 32 columns x 512 steps of bfloat16 squares is 256 KiB. */
 #define DEPTH_BLOCK 512
@@ -174,14 +214,14 @@ static void column_group(const uint16_t *ap, size_t m, size_t kp, size_t k0, siz
 
 int g2f_amx_sq(const float *a, const float *a2, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c2,
                int threads) {
-    size_t mp = (m + 2 * TROWS - 1) / (2 * TROWS) * (2 * TROWS), kp = (k + KSTEP - 1) / KSTEP * KSTEP;
+    size_t kp = (k + KSTEP - 1) / KSTEP * KSTEP;
     if (threads < 1) threads = 1;
     /* at least 4 tasks a thread where there are enough groups (the grouping
      * changes no sum: each element is the same chain in any group) */
     size_t groups = (n + 31) / 32, group_words = DEPTH_BLOCK / 2 * 32, per = groups / (4 * (size_t)threads);
     per = per < 1 ? 1 : per > GROUPS_PER_TASK ? GROUPS_PER_TASK : per;
     size_t tasks = (groups + per - 1) / per;
-    uint16_t *ap = aligned_alloc(64, (mp * kp * sizeof(uint16_t) + 63) / 64 * 64 + 64);
+    uint16_t *ap = g2f_amx_pack_a2(a, a2, m, k, threads);
     uint32_t *bp = aligned_alloc(64, ((size_t)threads * per * group_words * sizeof(uint32_t) + 63) / 64 * 64 + 64);
     if (!ap || !bp) {
         free(ap);
@@ -194,17 +234,10 @@ int g2f_amx_sq(const float *a, const float *a2, size_t m, size_t k, const float 
     {
 #ifdef _OPENMP
         int me = omp_get_thread_num();
-#pragma omp for schedule(static)
 #else
         int me = 0;
 #endif
-        for (long i = 0; i < (long)mp; i++) pack_a2_row(a, a2, m, k, kp, (size_t)i, ap);
-        /* the loop's barrier: A2 is packed before any tile reads it */
-        tile_config cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.palette = 1;
-        for (int t = 0; t < 8; t++) cfg.rows[t] = TROWS, cfg.colsb[t] = 64;
-        _tile_loadconfig(&cfg);
+        tiles_on();
         _Alignas(64) float tmp[TROWS * 32];
         uint32_t *mine = bp + (size_t)me * per * group_words;
 #ifdef _OPENMP

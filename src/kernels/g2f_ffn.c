@@ -519,6 +519,7 @@ typedef struct gemm {
     const epilogue *ep;
     const second *sc;
     const kern *kn;
+    const uint16_t *amx_a2; /* with sc->c2: A2 packed for g2f_amx_panel (matmul_direct's squares on AMX) */
 } gemm;
 
 /* Packs the depth blocks of B's column block [jc, jc + nc) (and its
@@ -723,6 +724,7 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
                 src.pf = NULL; /* fetched once */
                 if (ab2) tile_b(kn, ab2 + p * KC * MR, &src, 1, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL);
             }
+            if (g->amx_a2) g2f_amx_panel(g->amx_a2, g->m, g->k, pc, kc, src.b, src.ldb, g->sc->c2, n, j);
         }
     }
 }
@@ -739,7 +741,7 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     const kern *kn = g->kn;
     size_t MR = kn->mr, NR = kn->nr, depth_blocks = (g->k + KC - 1) / KC;
     size_t a_block = ((g->m + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16;
-    int two = g->sc && g->sc->c2, threads = g2f_threads(n_threads);
+    int two = g->sc && g->sc->c2 && !g->amx_a2, threads = g2f_threads(n_threads);
     size_t a_total = (two ? 2 : 1) * depth_blocks * a_block;
     float *ap = ws_take(ws, a_total + (size_t)threads * KC * NR);
     if (!ap) return 0;
@@ -834,12 +836,19 @@ static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_
         finish_block(c, n, 0, 1, 0, n, ep);
         return;
     }
-    /* the sums of squares on AMX, then the values alone (still not by the GEMV) */
+    int direct = k > 0 && !b_trans && m <= kn.mc && kn.isa != ISA_PORTABLE;
     second values_only = {NULL, NULL};
-    if (sc && sc->c2 && kn.amx && g2f_amx_sq(a, sc->a2, m, k, b, b_trans, n, sc->c2, g2f_threads(n_threads)))
-        sc = &values_only;
-    gemm g = {a, b, m, k, n, b_trans, c, ep, sc, &kn};
-    if (k > 0 && !b_trans && m <= kn.mc && kn.isa != ISA_PORTABLE && matmul_direct(&g, n_threads, ws)) return;
+    if (sc && sc->c2 && kn.amx) { /* the sums of squares on AMX: the same chains either way */
+        uint16_t *a2p = direct ? g2f_amx_pack_a2(a, sc->a2, m, k, g2f_threads(n_threads)) : NULL;
+        gemm g = {a, b, m, k, n, b_trans, c, ep, sc, &kn, a2p};
+        int done = a2p && matmul_direct(&g, n_threads, ws); /* panel by panel, beside the values' tiles */
+        free(a2p);
+        if (done) return;
+        /* in a pass of their own, then the values alone (still not by the GEMV) */
+        if (g2f_amx_sq(a, sc->a2, m, k, b, b_trans, n, sc->c2, g2f_threads(n_threads))) sc = &values_only;
+    }
+    gemm g = {a, b, m, k, n, b_trans, c, ep, sc, &kn, NULL};
+    if (direct && matmul_direct(&g, n_threads, ws)) return;
     if (k == 0 || !matmul_goto(&g, n_threads, ws)) matmul_tasks(&g, n_threads);
 }
 

@@ -16,6 +16,7 @@
 #define G2F_SIMD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define G2F_MR 6
 #define G2F_NR 16
@@ -94,6 +95,15 @@ void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n);
  * n and thread count. Returns 0 (c2 untouched) without memory. */
 int g2f_amx_sq(const float *a, const float *a2, size_t m, size_t k, const float *b, int b_trans, size_t n, float *c2,
                int threads);
+/* g2f_amx_sq in two parts, for a product that walks B panel by panel
+ * (matmul_direct): A2 packed once (owned by the caller: free; NULL
+ * without memory), then c2's 32 columns from j0 over the depth steps
+ * [k0, k0 + kc) (k0 a multiple of 256, kc <= 256) from the floats of B's
+ * panel there (kc rows of 32, ldp apart, zero past n), from zero at k0 = 0:
+ * the same chains as g2f_amx_sq, so the same bits. */
+uint16_t *g2f_amx_pack_a2(const float *a, const float *a2, size_t m, size_t k, int threads);
+void g2f_amx_panel(const uint16_t *ap, size_t m, size_t k, size_t k0, size_t kc, const float *panel, size_t ldp,
+                   float *c2, size_t n, size_t j0);
 
 /* g[i] = GELU'(x[i]) (g2f_gelu_deriv.h), 8 at a time. */
 void g2f_simd_gelu_deriv(const float *x, float *g, size_t n);

@@ -46,6 +46,14 @@ int g2f_amx_sq(const float *a, const float *a2, size_t m, size_t k, const float 
     (void)a, (void)a2, (void)m, (void)k, (void)b, (void)b_trans, (void)n, (void)c2, (void)threads;
     return 0;
 }
+uint16_t *g2f_amx_pack_a2(const float *a, const float *a2, size_t m, size_t k, int threads) {
+    (void)a, (void)a2, (void)m, (void)k, (void)threads;
+    return NULL;
+}
+void g2f_amx_panel(const uint16_t *ap, size_t m, size_t k, size_t k0, size_t kc, const float *panel, size_t ldp,
+                   float *c2, size_t n, size_t j0) {
+    (void)ap, (void)m, (void)k, (void)k0, (void)kc, (void)panel, (void)ldp, (void)c2, (void)n, (void)j0;
+}
 #else
 typedef int g2f_simd_none_is_empty; /* ISO C wants a translation unit to declare something */
 #endif

@@ -544,7 +544,8 @@ static int cmd_ffn(int argc, char **argv) {
         }
     }
     const int max_threads = 2;
-    peak_lanes = strcmp(g2f_ffn_isa(), "avx512") ? 8 : 16;
+    /* avx512, avx512_bf16 and amx: the values on the AVX-512 tile */
+    peak_lanes = strncmp(g2f_ffn_isa(), "avx512", 6) && strcmp(g2f_ffn_isa(), "amx") ? 8 : 16;
     cpu_snap snap0 = cpu_snapshot();
     fprintf(stderr, "bench_ffn: FMA peak and memory bandwidth...\n");
     double peak[3] = {0, 0, 0}, peak_dist = 0, bw_dist = 0;

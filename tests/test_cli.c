@@ -796,10 +796,10 @@ static void commands_should_refuse_an_unknown_isa_and_pass_on_every_path(void) {
     snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors'", fixtures, fixtures);
     setenv("GPT2FFN_ISA", "avx3", 1);
     CHECK(run(args) == 2);
-    CHECK_CONTAINS(err_text, "gpt2ffn: GPT2FFN_ISA 'avx3': expected portable, avx2, avx512 or amx\n");
+    CHECK_CONTAINS(err_text, "gpt2ffn: GPT2FFN_ISA 'avx3': expected portable, avx2, avx512, avx512_bf16 or amx\n");
     CHECK(out_text[0] == '\0');
-    const char *paths[] = {"portable", "avx2", "avx512", "amx"};
-    for (int i = 0; i < 4; i++) {
+    const char *paths[] = {"portable", "avx2", "avx512", "avx512_bf16", "amx"};
+    for (int i = 0; i < 5; i++) {
         setenv("GPT2FFN_ISA", paths[i], 1);
         CHECK(run(args) == 0);
         CHECK_CONTAINS(out_text, "PASS");

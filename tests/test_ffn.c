@@ -205,12 +205,14 @@ static void workspace_reuse_should_not_change_results(void) {
 
 /* c2 (m, n), g2f_matmul_sq's second product of A2 (m, k) and the squares
  * b2 of B (layout bt), against r2 (g2f_matmul on the squared operands):
- * the same bits on the float paths; on "amx" (g2f_amx_sq: factors rounded
- * up to bfloat16) at or above the exact sums, by at most (1 + 2^-7)^2,
- * give or take the float sums' own rounding (k 2^-24 of them). */
+ * the same bits on the float paths; on "amx" (g2f_amx_sq) and
+ * "avx512_bf16" (g2f_dpbf_tile), factors rounded up to bfloat16, at or
+ * above the exact sums, by at most (1 + 2^-7)^2, give or take the float
+ * sums' own rounding (k 2^-24 of them). */
 static int squares_match(const float *c2, const float *r2, const float *a2, const float *b2, size_t m, size_t k,
                          size_t n, int bt) {
-    if (strcmp(g2f_ffn_isa(), "amx") != 0) return memcmp(c2, r2, m * n * 4) == 0;
+    const char *isa = g2f_ffn_isa();
+    if (strcmp(isa, "amx") != 0 && strcmp(isa, "avx512_bf16") != 0) return memcmp(c2, r2, m * n * 4) == 0;
     const double slack = (double)k * 0x1p-24, up = (1 + 0x1p-7) * (1 + 0x1p-7);
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {

@@ -7,8 +7,9 @@
  * in the same order, whatever the blocking and the thread count.
  *
  * avx2 and avx512 (one fused multiply-add per term) share one table; the
- * portable C kernel (multiply, then add) has its own; amx pins avx512's
- * values and its own squares' independence of the thread count. The path is chosen
+ * portable C kernel (multiply, then add) has its own; amx and avx512_bf16
+ * (sums of squares on bfloat16 factors) pin avx512's values and their own
+ * squares' independence of the thread count. The path is chosen
  * once per process (g2f_cpu_features), so run without GPT2FFN_ISA this
  * program runs itself once per path with GPT2FFN_ISA set, then checks the
  * default path against its table. A path the CPU lacks is skipped (said
@@ -127,13 +128,14 @@ done:
 }
 
 /* The digests of this process's path against its table, for 1, 2 and 3
- * threads. On "amx" the sums of squares are the tile unit's (g2f_amx_sq,
- * bounds checked in test_ffn): the values are pinned (want_values, the
- * float paths' without the squares), the squares the same for any thread
- * count, whatever AMX's own rounding on this CPU. */
+ * threads. On "amx" the sums of squares are the tile unit's (g2f_amx_sq),
+ * on "avx512_bf16" VDPBF16PS's (g2f_dpbf_tile; bounds checked in test_ffn):
+ * the values are pinned (want_values, the float paths' without the
+ * squares), the squares the same for any thread count, whatever the
+ * instruction's own rounding on this CPU. */
 static void ffn_bits_should_match_the_pinned_digests(void) {
     const char *isa = g2f_ffn_isa();
-    int amx = !strcmp(isa, "amx");
+    int amx = !strcmp(isa, "amx") || !strcmp(isa, "avx512_bf16");
     const char *const *want = amx ? want_values : strcmp(isa, "portable") ? want_fma : want_portable;
     fprintf(stderr, "  path %s\n", isa);
     g2f_ffn_ws ws = {0};
@@ -144,8 +146,8 @@ static void ffn_bits_should_match_the_pinned_digests(void) {
             digest_shape(&shapes[i], threads, threads == 2 ? &ws : NULL, hex, amx ? sq_hex : NULL);
             if (amx && threads == 1) memcpy(sq_first, sq_hex, sizeof sq_first);
             if (amx && strcmp(sq_hex, sq_first) != 0) {
-                fprintf(stderr, "  amx, shape %zu, %d threads: squares %s, with one thread %s\n", i, threads, sq_hex,
-                        sq_first);
+                fprintf(stderr, "  %s, shape %zu, %d threads: squares %s, with one thread %s\n", isa, i, threads,
+                        sq_hex, sq_first);
                 check_failures++;
             }
             if (strcmp(hex, want[i]) != 0) {
@@ -184,8 +186,8 @@ int main(int argc, char **argv) {
         CHECK_EXIT();
     }
     (void)argc;
-    static const char *const paths[] = {"portable", "avx2", "avx512", "amx"};
-    for (size_t i = 0; i < 4; i++) {
+    static const char *const paths[] = {"portable", "avx2", "avx512", "avx512_bf16", "amx"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         int rc = run_with_isa(argv[0], paths[i]);
         fprintf(stderr, "%s GPT2FFN_ISA=%s\n", rc == 0 ? "ok  " : rc == 77 ? "skip" : "FAIL", paths[i]);
         if (rc != 0 && rc != 77) check_failures++;

@@ -61,6 +61,12 @@ static void detect(g2f_cpu *c) {
      * (XCR0 bits 17, 18), and Linux's permission for this process to use it */
     int amx = (d >> 22) & 1 && (d >> 24) & 1 && (xcr0 & 0x60000) == 0x60000;
     c->amx_bf16 = c->avx512f && amx && amx_permit();
+    /* AVX512_BF16: leaf 7 subleaf 1, EAX bit 5; the vendor from leaf 0 */
+    unsigned a71 = 0, vb = 0, vc = 0, vd = 0;
+    if (__get_cpuid_max(0, NULL) >= 7) __cpuid_count(7, 1, a71, b, cx, d);
+    __cpuid(0, a, vb, vc, vd);
+    int amd = vb == 0x68747541u && vd == 0x69746e65u && vc == 0x444d4163u; /* "AuthenticAMD" */
+    c->dpbf16 = c->avx512f && (a71 >> 5) & 1 && amd;
 }
 #else
 static void detect(g2f_cpu *c) { (void)c; }
@@ -112,10 +118,11 @@ static void cap_isa(g2f_cpu *c) {
     const char *isa = getenv("GPT2FFN_ISA");
     c->isa_env = isa;
     c->isa_env_ok = !isa || !strcmp(isa, "portable") || !strcmp(isa, "avx2") || !strcmp(isa, "avx512") ||
-                    !strcmp(isa, "amx");
+                    !strcmp(isa, "avx512_bf16") || !strcmp(isa, "amx");
     if (!isa || !c->isa_env_ok) return;
     if (strcmp(isa, "amx") != 0) c->amx_bf16 = 0;
-    if (strcmp(isa, "avx512") != 0 && strcmp(isa, "amx") != 0) c->avx512f = 0;
+    if (strcmp(isa, "avx512_bf16") != 0) c->dpbf16 = 0;
+    if (!strcmp(isa, "portable") || !strcmp(isa, "avx2")) c->avx512f = 0;
     if (!strcmp(isa, "portable")) c->avx2_fma = 0;
 }
 

@@ -853,7 +853,7 @@ static int run_main(int argc, char **argv) {
         return 0;
     }
     const g2f_cpu *cpu = g2f_cpu_features(); /* GPT2FFN_ISA, for tests and benchmarks */
-    if (!cpu->isa_env_ok) return bad("GPT2FFN_ISA '%.40s': expected portable, avx2, avx512 or amx", cpu->isa_env);
+    if (!cpu->isa_env_ok) return bad("GPT2FFN_ISA '%.40s': expected portable, avx2, avx512, avx512_bf16 or amx", cpu->isa_env);
     size_t n = sizeof commands / sizeof commands[0];
     for (size_t i = 0; i < n; i++) {
         if (strcmp(argv[1], commands[i].name)) continue;

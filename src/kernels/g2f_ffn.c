@@ -100,13 +100,15 @@ typedef struct kern {
     size_t mc;       /* rows of a thread's A block */
     size_t nc_bytes; /* the shared B column block */
     int amx;         /* sums of squares on the AMX tile unit (g2f_amx_sq) */
+    int dpbf;        /* sums of squares with VDPBF16PS (g2f_dpbf_tile): their panels as bfloat16 pairs */
 } kern;
 
 static kern kern_of(const g2f_cpu *c) {
-    kern k = {ISA_PORTABLE, G2F_MR, G2F_NR, 96, (size_t)16 << 20, 0};
+    kern k = {ISA_PORTABLE, G2F_MR, G2F_NR, 96, (size_t)16 << 20, 0, 0};
     if (c->avx2_fma) k.isa = ISA_AVX2;
     if (c->avx2_fma && c->avx512f) k.isa = ISA_AVX512, k.mr = G2F_MR512, k.nr = G2F_NR512;
     k.amx = k.isa == ISA_AVX512 && c->amx_bf16;
+    k.dpbf = k.isa == ISA_AVX512 && !k.amx && c->dpbf16;
     /* A block (mc x KC) in a quarter of the L2, the rest for the B panels
      * streaming through and C; at most 192 rows, so that 1024 tokens still
      * make 6 row blocks to share out (a wider row block splits the columns
@@ -124,7 +126,7 @@ static kern kern_of(const g2f_cpu *c) {
 const char *g2f_ffn_isa(void) {
     static const char *const names[] = {"portable", "avx2", "avx512"};
     kern kn = kern_of(g2f_cpu_features());
-    return kn.amx ? "amx" : names[kn.isa];
+    return kn.amx ? "amx" : kn.dpbf ? "avx512_bf16" : names[kn.isa];
 }
 
 static const char *const gelu_names[] = {"tanh", "erf", "sigmoid", "mlx_approx", "f16_table"};
@@ -494,11 +496,31 @@ static void square_into(const float *src, float *restrict dst, size_t n) {
     for (size_t i = 0; i < n; i++) dst[i] = src[i] * src[i];
 }
 
-/* A2's block for the second product: packed from a2, or A's packed block squared. */
+/* The second product's B panel from B's packed panel (kc x NR): its
+ * squares, or with dpbf their bfloat16 pairs. */
+static void square_panel(const kern *kn, const float *panel, size_t kc, float *restrict dst) {
+    if (kn->dpbf) g2f_dpbf_pairs(panel, kc, kn->nr, 1, dst);
+    else square_into(panel, dst, kc * kn->nr);
+}
+
+/* A2's block for the second product: packed from a2, or A's packed block
+ * squared; with dpbf as bfloat16 pairs, panel by panel. */
 static void pack_a2(const kern *kn, const second *sc, const float *ap, size_t k, size_t i0, size_t mb, size_t k0,
                     size_t kc, float *restrict buf) {
+    size_t MR = kn->mr, panels = (mb + MR - 1) / MR;
     if (sc->a2) pack_a(kn, sc->a2, k, i0, mb, k0, kc, buf);
-    else square_into(ap, buf, (mb + kn->mr - 1) / kn->mr * KC * kn->mr);
+    if (kn->dpbf)
+        for (size_t p = 0; p < panels; p++)
+            g2f_dpbf_pairs(sc->a2 ? buf + p * KC * MR : ap + p * KC * MR, kc, MR, !sc->a2, buf + p * KC * MR);
+    else if (!sc->a2)
+        square_into(ap, buf, panels * KC * MR);
+}
+
+/* The second product's tile, on panels from pack_a2 and square_panel. */
+static void tile_sq(const kern *kn, const float *ap2, const float *bp2, size_t kc, float *c, size_t ldc, size_t mr,
+                    size_t nr, int first) {
+    if (kn->dpbf) g2f_dpbf_tile(ap2, bp2, kc, c, ldc, mr, nr, first);
+    else tile(kn, ap2, bp2, kc, c, ldc, mr, nr, first);
 }
 
 /* The column block: as wide as fits in nc_bytes (between NC_MIN and
@@ -537,7 +559,7 @@ static void pack_column_block(const gemm *g, size_t jc, size_t nc, size_t block_
         size_t off = pb * block_floats + gi * 8 * KC * NR;
         pack_b(g->kn, g->b, g->b_trans, g->k, g->n, pc, kc, jc + j, w, bp + off);
         if (bp2) /* while the panels are in cache */
-            for (size_t p = 0; p * NR < w; p++) square_into(bp + off + p * KC * NR, bp2 + off + p * KC * NR, kc * NR);
+            for (size_t p = 0; p * NR < w; p++) square_panel(g->kn, bp + off + p * KC * NR, kc, bp2 + off + p * KC * NR);
     }
     /* the loop's implicit barrier: B is packed before anyone uses it */
 }
@@ -571,8 +593,8 @@ static void row_task(const gemm *g, size_t jc, size_t nc, size_t i0, size_t mc, 
                 tile_last(g->kn, ab + p * KC * MR, bblock + (size_t)s * KC * NR, kc, g->c, g->n, i0 + p * MR,
                           jc + j, mr, nr, pc == 0, pb + 1 == depth_blocks, g->ep);
                 if (bp2)
-                    tile(g->kn, ab2 + p * KC * MR, bp2 + pb * block_floats + (size_t)s * KC * NR, kc,
-                         g->sc->c2 + (i0 + p * MR) * g->n + jc + j, g->n, mr, nr, pc == 0);
+                    tile_sq(g->kn, ab2 + p * KC * MR, bp2 + pb * block_floats + (size_t)s * KC * NR, kc,
+                            g->sc->c2 + (i0 + p * MR) * g->n + jc + j, g->n, mr, nr, pc == 0);
             }
         }
     }
@@ -707,7 +729,7 @@ static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long 
 /* One column task of matmul_direct: panels [s0, s1) of every depth block
  * (panel_src), each through all of A's panels. */
 static void direct_task(const gemm *g, long s0, long s1, const float *ap, const float *ap2, size_t a_block,
-                        float *panel) {
+                        float *panel, float *pairs) {
     const kern *kn = g->kn;
     size_t MR = kn->mr, NR = kn->nr, n = g->n, depth_blocks = (g->k + KC - 1) / KC;
     size_t a_panels = (g->m + MR - 1) / MR;
@@ -717,12 +739,16 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
         for (long s = s0; s < s1; s++) {
             size_t j = (size_t)s * NR, nr = n - j < NR ? n - j : NR;
             g2f_simd_bsrc src = panel_src(g, s0, s1, pb, s, panel);
+            if (ab2 && kn->dpbf) square_panel(kn, src.b, kc, pairs); /* AVX-512: src.b is packed, NR a row */
             for (size_t p = 0; p < a_panels; p++) {
                 size_t mr = g->m - p * MR < MR ? g->m - p * MR : MR;
                 tile_b(kn, ab + p * KC * MR, &src, 0, kc, g->c, n, p * MR, j, mr, nr, pc == 0,
                        pb + 1 == depth_blocks ? g->ep : NULL);
                 src.pf = NULL; /* fetched once */
-                if (ab2) tile_b(kn, ab2 + p * KC * MR, &src, 1, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL);
+                if (ab2 && kn->dpbf)
+                    g2f_dpbf_tile(ab2 + p * KC * MR, pairs, kc, g->sc->c2 + p * MR * n + j, n, mr, nr, pc == 0);
+                else if (ab2)
+                    tile_b(kn, ab2 + p * KC * MR, &src, 1, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL);
             }
             if (g->amx_a2) g2f_amx_panel(g->amx_a2, g->m, g->k, pc, kc, src.b, src.ldb, g->sc->c2, n, j);
         }
@@ -743,7 +769,8 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     size_t a_block = ((g->m + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16;
     int two = g->sc && g->sc->c2 && !g->amx_a2, threads = g2f_threads(n_threads);
     size_t a_total = (two ? 2 : 1) * depth_blocks * a_block;
-    float *ap = ws_take(ws, a_total + (size_t)threads * KC * NR);
+    size_t per_thread = (two && kn->dpbf ? 2 : 1) * KC * NR; /* a panel (and its squares' pairs) */
+    float *ap = ws_take(ws, a_total + (size_t)threads * per_thread);
     if (!ap) return 0;
     float *ap2 = two ? ap + depth_blocks * a_block : NULL;
     long panels = (long)((g->n + NR - 1) / NR), tasks = 8L * threads < panels ? 8L * threads : panels;
@@ -763,7 +790,8 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
 #endif
         for (long t = 0; t < tasks; t++) {
             long s0 = t * per_task, s1 = s0 + per_task < panels ? s0 + per_task : panels;
-            if (s0 < s1) direct_task(g, s0, s1, ap, ap2, a_block, ap + a_total + (size_t)me * KC * NR);
+            float *panel = ap + a_total + (size_t)me * per_thread;
+            if (s0 < s1) direct_task(g, s0, s1, ap, ap2, a_block, panel, panel + KC * NR);
         }
     }
     if (!ws) free(ap);
@@ -805,7 +833,7 @@ static void matmul_tasks(const gemm *g, int n_threads) {
                 pack_b(kn, g->b, g->b_trans, k, n, k0, kc, j0, nb, bp);
                 pack_a(kn, g->a, k, i0, mb, k0, kc, ap);
                 if (two) {
-                    for (size_t s = 0; s * NR < nb; s++) square_into(bp + s * KC * NR, bp2 + s * KC * NR, kc * NR);
+                    for (size_t s = 0; s * NR < nb; s++) square_panel(kn, bp + s * KC * NR, kc, bp2 + s * KC * NR);
                     pack_a2(kn, sc, ap, k, i0, mb, k0, kc, ap2);
                 }
                 for (size_t s = 0; s * NR < nb; s++) { /* a B micro-panel stays in L1 across the A panels */
@@ -815,8 +843,8 @@ static void matmul_tasks(const gemm *g, int n_threads) {
                         tile(kn, ap + p * KC * MR, bp + s * KC * NR, kc, g->c + (i0 + p * MR) * n + j0 + s * NR, n,
                              mr, nr, k0 == 0);
                         if (two)
-                            tile(kn, ap2 + p * KC * MR, bp2 + s * KC * NR, kc,
-                                 sc->c2 + (i0 + p * MR) * n + j0 + s * NR, n, mr, nr, k0 == 0);
+                            tile_sq(kn, ap2 + p * KC * MR, bp2 + s * KC * NR, kc,
+                                    sc->c2 + (i0 + p * MR) * n + j0 + s * NR, n, mr, nr, k0 == 0);
                     }
                 }
             }

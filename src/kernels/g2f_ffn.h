@@ -106,8 +106,10 @@ void g2f_ffn_ws_free(g2f_ffn_ws *ws);
  * multiply-add per term: the same bits) or "portable" (C, multiply then
  * add: other roundings), chosen at run time; "amx": avx512's, with the sums
  * of squares of g2f_matmul_sq on the AMX tile unit (bounds from factors
- * rounded up to bfloat16: g2f_amx_sq); GPT2FFN_ISA=portable|avx2|avx512|amx
- * caps it (g2f_cpu.h), for tests and benchmarks. */
+ * rounded up to bfloat16: g2f_amx_sq); "avx512_bf16": the same bounds with
+ * VDPBF16PS in avx512's tiles (g2f_dpbf_tile: AMD Zen 4 and later);
+ * GPT2FFN_ISA=portable|avx2|avx512|avx512_bf16|amx caps it (g2f_cpu.h),
+ * for tests and benchmarks. */
 const char *g2f_ffn_isa(void);
 
 /* C (m, n) = A (m, k) B + bias, where B is (k, n) when b_trans is 0 and
@@ -124,7 +126,8 @@ void g2f_matmul(const float *a, size_t m, size_t k, const float *b, int b_trans,
  * product). Unlike g2f_matmul, one row (m = 1) is not computed by the GEMV,
  * whose summation order differs: each row's results are the same however
  * many rows are computed with it. On the "amx" path C2 is g2f_amx_sq's (an
- * upper bound within (1 + 2^-7)^2 of the float sums), in its own pass. */
+ * upper bound within (1 + 2^-7)^2 of the float sums), in its own pass; on
+ * "avx512_bf16" the same bound from g2f_dpbf_tile, in the same pass. */
 void g2f_matmul_sq(const float *a, const float *a2, size_t m, size_t k, const float *b, int b_trans, size_t n,
                    const float *bias, float *c, float *c2, int n_threads, g2f_ffn_ws *ws);
 /* g2f_ffn_fc_gelu plus s (n_tokens, n_inner) = (x o x) (W_fc o W_fc), by

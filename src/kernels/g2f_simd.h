@@ -88,6 +88,20 @@ void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
  * bitwise its results, 64 at a time. */
 void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n);
 
+/* The sums of squares with VDPBF16PS (g2f_simd_dpbf.c; only when
+ * g2f_cpu_features()->dpbf16). A packed panel of kc rows of `width` floats
+ * (row kk at src + kk * width; squared first when square) as bfloat16
+ * pairs, each factor rounded up: lane p * width + c of dst holds rows 2p
+ * (low half) and 2p + 1 (high half, zero past kc) of column c, in a float's
+ * 32 bits. dst may be src (a row is read before it is overwritten). */
+void g2f_dpbf_pairs(const float *src, size_t kc, size_t width, int square, float *dst);
+/* C tile (mr <= G2F_MR512 rows, nr <= G2F_NR512 cols, row stride ldc) (+)=
+ * A2 x B2 over kc depth steps, on an A panel and a B panel of pairs
+ * (g2f_dpbf_pairs, widths G2F_MR512 and G2F_NR512): each element one chain
+ * of VDPBF16PS from zero over the pairs, then added to C unless first. */
+void g2f_dpbf_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                   int first);
+
 /* c2 (m, n) = A2 (B o B) on the AMX tile unit (only when
  * g2f_cpu_features()->amx_bf16), every factor rounded up to bfloat16 first
  * (g2f_amx.c): A2 is a2 (m, k; variances, >= 0), or a squared when a2 is NULL; B is (k, n),

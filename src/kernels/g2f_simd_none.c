@@ -27,6 +27,13 @@ void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, c
 void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst) {
     (void)a, (void)lda, (void)rows, (void)kc, (void)width, (void)dst;
 }
+void g2f_dpbf_pairs(const float *src, size_t kc, size_t width, int square, float *dst) {
+    (void)src, (void)kc, (void)width, (void)square, (void)dst;
+}
+void g2f_dpbf_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                   int first) {
+    (void)ap, (void)bp, (void)kc, (void)c, (void)ldc, (void)mr, (void)nr, (void)first;
+}
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n) { (void)erf, (void)in, (void)out, (void)n; }
 void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n) { (void)erf, (void)in, (void)out, (void)n; }
 void g2f_simd_gelu_deriv(const float *x, float *g, size_t n) { (void)x, (void)g, (void)n; }

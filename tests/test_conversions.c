@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "g2f_cpu.h"
 #include "g2f_tensor.h"
 #include "g2f_tol.h"
 
@@ -69,6 +70,27 @@ static void f16_should_round_like_the_compilers_float16(void) {
 #endif
 }
 
+/* With F16C, the hardware conversions the tolerances use
+ * (g2f_cpu_f32_to_f16, g2f_cpu_round_f16) give g2f_f32_to_f16's bits and
+ * its round trip's value on the same grid of floats (NaN: a NaN). */
+static void f16c_conversions_should_equal_the_portable_ones(void) {
+    if (!g2f_cpu_features()->f16c) {
+        fprintf(stderr, "no F16C on this CPU: the portable conversions only\n");
+        return;
+    }
+    size_t bad = 0;
+    for (uint32_t top = 0; top < (1u << 19); top++)
+        for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+            float f = from_bits(top << 13 | (edges[e] & 0x1fffu));
+            uint16_t want = g2f_f32_to_f16(f), got = g2f_cpu_f32_to_f16(f);
+            float r = g2f_cpu_round_f16(f), rw = g2f_f16_to_f32(want);
+            if (got != want || (isnan(f) ? !isnan(r) : memcmp(&r, &rw, sizeof r) != 0)) {
+                if (bad++ < 5) fprintf(stderr, "f16 of %a: 0x%04x and %a, want 0x%04x and %a\n", (double)f, got, (double)r, want, (double)rw);
+            }
+        }
+    CHECK(bad == 0);
+}
+
 /* |round(x) - x| <= u |x| for every normal x, and some x comes within 1% of
  * it (x just below a tie): a unit twice too large or too small fails. */
 static void round_unit_should_bound_each_rounding_tightly(void) {
@@ -111,6 +133,7 @@ static void tol_units_should_be_the_rounding_of_reading_the_input(void) {
 int main(void) {
     RUN(bf16_should_round_to_nearest_even);
     RUN(f16_should_round_like_the_compilers_float16);
+    RUN(f16c_conversions_should_equal_the_portable_ones);
     RUN(round_unit_should_bound_each_rounding_tightly);
     RUN(tol_units_should_be_the_rounding_of_reading_the_input);
     CHECK_EXIT();

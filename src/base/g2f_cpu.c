@@ -1,6 +1,7 @@
 /* g2f_cpu: see g2f_cpu.h. */
 #define _DEFAULT_SOURCE /* syscall (arch_prctl) */
 #include "g2f_cpu.h"
+#include "g2f_tensor.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -76,6 +77,8 @@ void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
     (void)dst;
     (void)n;
 }
+unsigned short g2f_cpu_f32_to_f16(float v) { return g2f_f32_to_f16(v); }
+float g2f_cpu_round_f16(float v) { return g2f_f16_to_f32(g2f_f32_to_f16(v)); }
 #endif
 
 /* The size of the level-`level` data or unified cache from sysfs (cpu0), 0 if none. */

@@ -47,6 +47,12 @@ const g2f_cpu *g2f_cpu_features(void);
 /* dst[i] = float of the IEEE half at src + 2 i (src may be unaligned), with
  * F16C; only when g2f_cpu_features()->f16c. Exact, like g2f_f16_to_f32. */
 void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n);
+/* With F16C, only when g2f_cpu_features()->f16c: the IEEE half of v
+ * (nearest even), g2f_f32_to_f16's bits for every v; and v rounded to half
+ * and back, g2f_f16_to_f32 (g2f_f32_to_f16 (v)) for every v but NaN, which
+ * stays as it is. Hardware, for the tolerances' many scalar roundings. */
+unsigned short g2f_cpu_f32_to_f16(float v);
+float g2f_cpu_round_f16(float v);
 
 /* The threads a parallel loop of the kernels and checks uses: n_threads
  * when > 0, else OpenMP's default (OMP_NUM_THREADS or the cores); 1 in a

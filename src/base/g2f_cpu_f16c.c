@@ -1,10 +1,11 @@
-/* g2f_cpu_f16c: half -> float with F16C, in its own translation unit
+/* g2f_cpu_f16c: half <-> float with F16C, in its own translation unit
  * compiled with -mavx -mf16c and called only when g2f_cpu_features()->f16c. */
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "g2f_cpu.h"
+#include "g2f_tensor.h"
 
 void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
     size_t i = 0;
@@ -19,3 +20,9 @@ void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
         dst[i] = _cvtsh_ss(h);
     }
 }
+
+/* VCVTPS2PH with its rounding in the immediate (nearest even: MXCSR is not
+ * read) and VCVTPH2PS, which is exact. */
+unsigned short g2f_cpu_f32_to_f16(float v) { return v != v ? g2f_f32_to_f16(v) : (uint16_t)_cvtss_sh(v, 0); }
+
+float g2f_cpu_round_f16(float v) { return v != v ? v : _cvtsh_ss((unsigned short)_cvtss_sh(v, 0)); }

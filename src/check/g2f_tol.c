@@ -4,12 +4,11 @@
  * in units of u^2 so floats neither underflow nor lose range. */
 #include "g2f_tol.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "g2f_cpu.h"
-
-#include <math.h>
-#include <stdlib.h>
 
 #define BLOCK 4096 /* elements per OpenMP task: fixed, so the thread count changes nothing */
 
@@ -22,21 +21,28 @@ double g2f_round_unit(g2f_round r) {
     return r == G2F_ROUND_F16 || r == G2F_ROUND_TF32 ? ldexp(1.0, -11) : r == G2F_ROUND_BF16 ? ldexp(1.0, -8) : 0.0;
 }
 
-float g2f_round_value(g2f_round r, float v) {
+/* g2f_round_value, F16 by F16C when f16c (g2f_cpu_features()->f16c: the
+ * same value); the loops below read the flag once, not per element (each
+ * read costs a call: 62 -> 35 ns an element of the f16 table form's
+ * hidden tolerance on one Zen 5 core). */
+static float round_x(g2f_round r, float v, int f16c) {
     switch (r) {
-    case G2F_ROUND_F16: return g2f_f16_to_f32(g2f_f32_to_f16(v));
+    case G2F_ROUND_F16: return f16c ? g2f_cpu_round_f16(v) : g2f_f16_to_f32(g2f_f32_to_f16(v));
     case G2F_ROUND_BF16: return g2f_bf16_to_f32(g2f_f32_to_bf16(v));
     case G2F_ROUND_TF32: return g2f_round_tf32(v);
     default: return v;
     }
 }
 
+float g2f_round_value(g2f_round r, float v) { return round_x(r, v, g2f_cpu_features()->f16c); }
+
 void g2f_round_span(g2f_round r, const float *in, float *out, size_t n) {
     if (r == G2F_ROUND_TF32) {
         g2f_round_tf32_buf(in, out, n);
         return;
     }
-    for (size_t i = 0; i < n; i++) out[i] = g2f_round_value(r, in[i]);
+    const int f16c = g2f_cpu_features()->f16c;
+    for (size_t i = 0; i < n; i++) out[i] = round_x(r, in[i], f16c);
 }
 
 double g2f_round_flip(g2f_round r, float v, double t) {
@@ -45,14 +51,18 @@ double g2f_round_flip(g2f_round r, float v, double t) {
     return lo != hi ? fabs((double)hi - lo) : 0;
 }
 
-double g2f_round_flip_one(g2f_round r, float v, double t) {
+static double flip_one_x(g2f_round r, float v, double t, int f16c) {
     if (r == G2F_ROUND_NONE || !(t >= 0)) return 0;
-    float lo = g2f_round_value(r, (float)((double)v - t)), hi = g2f_round_value(r, (float)((double)v + t));
+    float lo = round_x(r, (float)((double)v - t), f16c), hi = round_x(r, (float)((double)v + t), f16c);
     if (lo == hi) return 0;
     /* neighbours when nothing representable lies between them: their midpoint, a tie, rounds to one of them */
-    float mid = g2f_round_value(r, (float)(((double)lo + hi) / 2));
+    float mid = round_x(r, (float)(((double)lo + hi) / 2), f16c);
     double step = fabs((double)hi - lo);
     return mid == lo || mid == hi ? step : -step;
+}
+
+double g2f_round_flip_one(g2f_round r, float v, double t) {
+    return r == G2F_ROUND_NONE ? 0 : flip_one_x(r, v, t, g2f_cpu_features()->f16c);
 }
 
 g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_dtype act, double weight_roundoff) {
@@ -99,11 +109,11 @@ static void hidden_plain(size_t m, double d, double h, double kin, double uw2, d
  * Phi(-b / sigma) for a boundary at distance b, 0 without one in the window,
  * 1 with several (no finer claim). A flip's second moment is this times its
  * step squared: what it adds downstream is weighted by how likely it is. */
-static double flip_prob(g2f_round r, float v, double t, double sigma) {
-    double f = g2f_round_flip_one(r, v, t);
+static double flip_prob(g2f_round r, float v, double t, double sigma, int f16c) {
+    double f = flip_one_x(r, v, t, f16c);
     if (f == 0) return 0;
     if (f < 0 || !(sigma > 0)) return 1;
-    float lo = g2f_round_value(r, (float)((double)v - t)), hi = g2f_round_value(r, (float)((double)v + t));
+    float lo = round_x(r, (float)((double)v - t), f16c), hi = round_x(r, (float)((double)v + t), f16c);
     double b = fabs((double)v - ((double)lo + hi) / 2);
     return 0.5 * erfc(b / (sigma * sqrt(2.0)));
 }
@@ -112,17 +122,17 @@ static double flip_prob(g2f_round r, float v, double t, double sigma) {
  * single boundary within t, its step with its probability; several (sigma
  * beyond the rounding's step), the step at v (the rest is sigma's, counted
  * already); none, 0. *f gets g2f_round_flip_one's answer. */
-static double flip_moment(g2f_round r, float v, double t, double sigma, double *f) {
-    *f = g2f_round_flip_one(r, v, t);
+static double flip_moment(g2f_round r, float v, double t, double sigma, double *f, int f16c) {
+    *f = flip_one_x(r, v, t, f16c);
     if (*f == 0) return 0;
-    if (*f > 0) return flip_prob(r, v, t, sigma) * *f * *f;
+    if (*f > 0) return flip_prob(r, v, t, sigma, f16c) * *f * *f;
     double ulp = 2 * g2f_round_unit(r) * fabs((double)v) + ldexp(1.0, -24); /* the step near v (subnormals too) */
     return ulp * ulp;
 }
 
 double g2f_round_flip_var(g2f_round r, float v, double var, double lambda) {
     double sigma = sqrt(var > 0 ? var : 0), t = lambda * sigma, f;
-    double m = flip_moment(r, v, t, sigma, &f);
+    double m = flip_moment(r, v, t, sigma, &f, g2f_cpu_features()->f16c);
     return f < 0 ? var + m : m; /* several steps apart: the value's own uncertainty stays */
 }
 
@@ -139,39 +149,41 @@ static void place_flip(double f, float *flip, double *box) {
 typedef struct flip_in {
     float pre_u, pre, act_u, act;
     double g, tp, ta, curv, lambda;
-    int fl; /* flips placed as steps (g2f_flips) rather than boxed */
+    int fl;   /* flips placed as steps (g2f_flips) rather than boxed */
+    int f16c; /* g2f_cpu_features()->f16c, read once */
 } flip_in;
 
 /* The f16 table entry's own rounding at the half x16 (exact: its GELU in
  * double): the entry's float formula is within fe of exact, one more
  * neighbour within prop (a pre step's effect). */
 static double own_fe(double exact, double x16) { return 4 * ldexp(1.0, -24) * (fabs(exact) + fabs(x16)); }
-static double own_flip(double exact, double x16, double prop) {
-    return fabs(x16) < 10 ? g2f_round_flip_one(G2F_ROUND_F16, (float)exact, own_fe(exact, x16) + prop) : 0;
+static double own_flip(double exact, double x16, double prop, int f16c) {
+    return fabs(x16) < 10 ? flip_one_x(G2F_ROUND_F16, (float)exact, own_fe(exact, x16) + prop, f16c) : 0;
 }
 /* Without a pre step: the flip (*own0) and its second moment. */
-static double own0_of(double exact, double x16, double lambda, double *own0) {
+static double own0_of(double exact, double x16, double lambda, double *own0, int f16c) {
     double fe = own_fe(exact, x16);
     *own0 = 0;
-    return fabs(x16) < 10 ? flip_moment(G2F_ROUND_F16, (float)exact, fe, fe / lambda, own0) : 0;
+    return fabs(x16) < 10 ? flip_moment(G2F_ROUND_F16, (float)exact, fe, fe / lambda, own0, f16c) : 0;
 }
 
 int g2f_tol_f16_make(g2f_tol_f16 *t, double lambda) {
-    if (t->exact && t->lambda == lambda) return 1;
-    if (!t->exact && !(t->exact = malloc(3 * 65536 * sizeof *t->exact))) return 0;
-    t->own0 = t->exact + 65536, t->m_own0 = t->exact + 2 * 65536;
+    if (t->half && t->lambda == lambda) return 1;
+    if (!t->half && !(t->half = aligned_alloc(32, 65536 * sizeof *t->half))) return 0;
     for (uint32_t b = 0; b < 65536; b++) {
         double x16 = g2f_f16_to_f32((uint16_t)b);
-        t->exact[b] = g2f_gelu_tanh_f64(x16);
-        t->m_own0[b] = own0_of(t->exact[b], x16, lambda, &t->own0[b]);
+        g2f_tol_f16_half *e = &t->half[b];
+        e->exact = g2f_gelu_tanh_f64(x16);
+        e->m_own0 = own0_of(e->exact, x16, lambda, &e->own0, g2f_cpu_features()->f16c);
+        e->pad = 0;
     }
     t->lambda = lambda;
     return 1;
 }
 
 void g2f_tol_f16_free(g2f_tol_f16 *t) {
-    free(t->exact);
-    t->exact = t->own0 = t->m_own0 = NULL;
+    free(t->half);
+    t->half = NULL;
 }
 
 /* The allowances for the port's roundings of one hidden element: boxed
@@ -187,8 +199,9 @@ static void hidden_flips(const g2f_tol_units *un, const flip_in *fi, double *box
      * step joins the tolerance), and act's own rounding may then flip
      * anywhere in the widened window */
     double fp, fin = 0, sg = tp / lambda;
-    double m_pre = flip_moment(un->store, fi->pre_u, tp, sg, &fp);
-    if (un->table_in) m_pre += flip_moment(G2F_ROUND_F16, fi->pre, tp, sg, &fin);
+    const int hw = fi->f16c;
+    double m_pre = flip_moment(un->store, fi->pre_u, tp, sg, &fp, hw);
+    if (un->table_in) m_pre += flip_moment(G2F_ROUND_F16, fi->pre, tp, sg, &fin, hw);
     double dp = fabs(fp) + fabs(fin), prop = fabs(g) * dp;
     place_flip(fp, fi->fl ? f_pre : NULL, box_pre);
     *box_act += 0.4 * dp * dp;
@@ -197,20 +210,20 @@ static void hidden_flips(const g2f_tol_units *un, const flip_in *fi, double *box
      * (own0, with its probability) */
     double own, own0, m_own0;
     if (un->table_in) { /* the table holds f16(GELU) by a float formula (ggml's, or another's) */
-        uint16_t hb = g2f_f32_to_f16(fi->pre);
+        uint16_t hb = hw ? g2f_cpu_f32_to_f16(fi->pre) : g2f_f32_to_f16(fi->pre);
         const g2f_tol_f16 *tb = un->f16 && un->f16->lambda == lambda ? un->f16 : NULL;
         double x16 = g2f_f16_to_f32(hb);
-        double exact = tb ? tb->exact[hb] : g2f_gelu_tanh_f64(x16);
+        double exact = tb ? tb->half[hb].exact : g2f_gelu_tanh_f64(x16);
         if (tb) { /* what own0_of computes, and own with it when no pre step widens the window */
-            own0 = tb->own0[hb], m_own0 = tb->m_own0[hb];
-            own = prop == 0 ? own0 : own_flip(exact, x16, prop);
+            own0 = tb->half[hb].own0, m_own0 = tb->half[hb].m_own0;
+            own = prop == 0 ? own0 : own_flip(exact, x16, prop, hw);
         } else {
-            own = own_flip(exact, x16, prop);
-            m_own0 = own0_of(exact, x16, lambda, &own0);
+            own = own_flip(exact, x16, prop, hw);
+            m_own0 = own0_of(exact, x16, lambda, &own0, hw);
         }
     } else {
-        own = g2f_round_flip_one(un->store, fi->act_u, ta + prop);
-        m_own0 = flip_moment(un->store, fi->act_u, ta, ta / lambda, &own0);
+        own = flip_one_x(un->store, fi->act_u, ta + prop, hw);
+        m_own0 = flip_moment(un->store, fi->act_u, ta, ta / lambda, &own0, hw);
     }
     place_flip(own, fi->fl ? f_act2 : NULL, box_act);
     *flips = prop + fabs(own);
@@ -220,7 +233,7 @@ static void hidden_flips(const g2f_tol_units *un, const flip_in *fi, double *box
     *flip_var = g * g * m_pre + (m_pre > 0 ? s_act * s_act : 0) + m_own0;
     /* c_proj's input rounding (TF32, ggml's F16): on its own, and after a pre step with
      * that step's probability (m_pre / dp^2) */
-    double fg, m_gm = flip_moment(un->gemm_act, fi->act, ta + curv + *box_act + *flips, ta / lambda, &fg);
+    double fg, m_gm = flip_moment(un->gemm_act, fi->act, ta + curv + *box_act + *flips, ta / lambda, &fg, hw);
     *flip_var += m_gm + (dp > 0 ? m_pre / (dp * dp) : 0) * fg * fg;
 }
 
@@ -232,6 +245,7 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
     const double uin = un->u_in / u, uw = un->u_w / u; /* in units of u */
     const double d = (double)n_embd, h = (double)n_inner;
     const int rounds = un->store != G2F_ROUND_NONE || un->table_in || un->gemm_act != G2F_ROUND_NONE;
+    const int f16c = g2f_cpu_features()->f16c;
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
     (void)n_threads;
 #ifdef _OPENMP
@@ -268,7 +282,7 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
             double box_pre = 0, box_act = 0, flips = 0, flip_var = 0;
             float f_pre = 0, f_act1 = 0, f_act2 = 0;
             if (rounds) {
-                flip_in fi = {pre_u[i], pre[i], act_u[i], act[i], g, tp, ta, curv, lambda, fl != NULL};
+                flip_in fi = {pre_u[i], pre[i], act_u[i], act[i], g, tp, ta, curv, lambda, fl != NULL, f16c};
                 hidden_flips(un, &fi, &box_pre, &box_act, &flips, &flip_var, &f_pre, &f_act1, &f_act2);
             }
             if (fl && fl->pre) fl->pre[i] = f_pre;
@@ -289,6 +303,7 @@ void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out
                        const double *exp_out, const g2f_tol_units *un, double lambda, const double *tok_extra,
                        float *tol_out, float *flip_out, int n_threads) { /* out: before its rounding (un->out_round) */
     const double u = ldexp(1.0, -24), h = (double)n_inner;
+    const int f16c = g2f_cpu_features()->f16c;
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
     (void)n_threads;
 #ifdef _OPENMP
@@ -301,7 +316,7 @@ void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out
             double var = (double)v[i] + h / 3 * y * y + (tok_extra ? tok_extra[i / n_embd] : 0.0);
             double t = lambda * u * sqrt(var), box = 0;
             float f = 0;
-            place_flip(g2f_round_flip_one(un->out_round, out[i], t), flip_out ? &f : NULL, &box);
+            place_flip(flip_one_x(un->out_round, out[i], t, f16c), flip_out ? &f : NULL, &box);
             if (flip_out) flip_out[i] = f;
             tol_out[i] = (float)(t + box + un->u_out * fabs(exp_out[i]));
         }

@@ -118,11 +118,15 @@ typedef struct g2f_tol_units {
  * over the 65536 halves for one lambda: the same values it computes per
  * element without the table (a tanh and five half roundings each), a
  * lookup instead. */
+typedef struct g2f_tol_f16_half {
+    double exact;  /* GELU_tanh(half) in double */
+    double own0;   /* the entry's flip (g2f_round_flip_one; 0 outside (-10, 10)) */
+    double m_own0; /* its second moment (0 outside) */
+    double pad;    /* 32 bytes: one cache line a lookup */
+} g2f_tol_f16_half;
 typedef struct g2f_tol_f16 {
     double lambda;
-    double *exact;  /* owned, 3 x 65536: GELU_tanh(half) in double */
-    double *own0;   /* the entry's flip (g2f_round_flip_one; 0 outside (-10, 10)) */
-    double *m_own0; /* its second moment (0 outside) */
+    g2f_tol_f16_half *half; /* owned, 65536, by the half's bits */
 } g2f_tol_f16;
 /* Fills t for lambda (kept when it already holds it); 0 when out of memory. */
 int g2f_tol_f16_make(g2f_tol_f16 *t, double lambda);

@@ -21,6 +21,14 @@ int g2f_threads(int n_threads) {
 #endif
 }
 
+void g2f_threads_set_default(int n_threads) {
+#ifdef _OPENMP
+    if (n_threads > 0) omp_set_num_threads(n_threads);
+#else
+    (void)n_threads;
+#endif
+}
+
 #if defined(GPT2FFN_X86_KERNELS) && (defined(__x86_64__) || defined(__i386__))
 #include <cpuid.h>
 #ifdef __linux__

@@ -58,5 +58,9 @@ float g2f_cpu_round_f16(float v);
  * when > 0, else OpenMP's default (OMP_NUM_THREADS or the cores); 1 in a
  * build without OpenMP. */
 int g2f_threads(int n_threads);
+/* Makes n_threads (> 0) OpenMP's default team: what g2f_threads(0) and the
+ * library's own parallel regions without a thread count (g2f_file's page
+ * table fills) use. The CLI's --threads. No effect without OpenMP. */
+void g2f_threads_set_default(int n_threads);
 
 #endif

@@ -79,12 +79,35 @@ g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err) 
     return G2F_OK;
 }
 
+/* madvise(advice) over [lo, hi) (page-aligned lo), in pieces of MADV_PIECE
+ * bytes shared out among the threads: the kernel fills (or drops) the page
+ * tables of disjoint ranges of one mapping in parallel, and the main thread
+ * no longer does it alone while the others wait (GPT-2 XL's 48 layers: a
+ * tenth of verify's time at 64 tokens, perf, 2 CPUs of an AMD EPYC). Errors
+ * only mean no help: nothing depends on the advice. */
+#define MADV_PIECE ((uintptr_t)8 << 20)
+static void advise_range(uintptr_t lo, uintptr_t hi, int advice) {
+    if (hi <= lo) return;
+    long pieces = (long)((hi - lo + MADV_PIECE - 1) / MADV_PIECE);
+    if (pieces == 1) { /* no team: g2f_sha256_file's thread releases its 8 MiB chunks so */
+        madvise((void *)lo, hi - lo, advice);
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (long k = 0; k < pieces; k++) {
+        uintptr_t a = lo + (uintptr_t)k * MADV_PIECE, b = hi - a < MADV_PIECE ? hi : a + MADV_PIECE;
+        madvise((void *)a, b - a, advice);
+    }
+}
+
 void g2f_mapping_release(const void *p, uint64_t len) {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0 || len == 0) return;
     uintptr_t a = (uintptr_t)p, e = a + (uintptr_t)len;
     uintptr_t lo = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1), hi = e & ~((uintptr_t)page - 1);
-    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* read-only private mapping: nothing is lost */
+    advise_range(lo, hi, MADV_DONTNEED); /* read-only private mapping: nothing is lost */
 }
 
 void g2f_mapping_populate(const void *p, uint64_t len) {
@@ -92,7 +115,7 @@ void g2f_mapping_populate(const void *p, uint64_t len) {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0 || len == 0 || len > G2F_POPULATE_MAX) return;
     uintptr_t lo = (uintptr_t)p & ~((uintptr_t)page - 1), hi = (uintptr_t)p + (uintptr_t)len;
-    madvise((void *)lo, hi - lo, MADV_POPULATE_READ); /* an error only means no help */
+    advise_range(lo, hi, MADV_POPULATE_READ);
 #else
     (void)p, (void)len;
 #endif

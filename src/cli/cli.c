@@ -354,6 +354,7 @@ static int run_verify(const char **pos, const char **v) {
     p.accept = vv.accept;
     p.n_head = n_head;
     p.n_threads = (int)vv.threads;
+    g2f_threads_set_default(p.n_threads);
     progress pg = {now_seconds()};
     if (!v[V_QUIET] && isatty(STDERR_FILENO)) {
         p.progress = show_progress;
@@ -730,6 +731,7 @@ static int run_run(const char **pos, const char **v) {
     p.checkpoint_label = pos[0];
     p.checkpoint_digest = &hash;
     p.n_threads = (int)threads;
+    g2f_threads_set_default(p.n_threads);
     g2f_run_result r;
     const char *cached = " (from the digest cache)";
     if (whole && v[R_GENERATE]) {

@@ -59,8 +59,8 @@ static void detect(g2f_cpu *c) {
     /* the OS saves XMM and YMM (bits 1, 2) and, for AVX-512, opmask and ZMM (5-7) */
     unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
     int ymm = (xcr0 & 6) == 6, zmm = (xcr0 & 0xe6) == 0xe6;
-    unsigned b7 = 0;
-    if (__get_cpuid_max(0, NULL) >= 7) __cpuid_count(7, 0, a, b7, cx, d);
+    unsigned b7 = 0, sub7 = 0, leaves = __get_cpuid_max(0, NULL);
+    if (leaves >= 7) __cpuid_count(7, 0, sub7, b7, cx, d);
     int avx2 = (b7 >> 5) & 1, sha = (b7 >> 29) & 1, avx512f = (b7 >> 16) & 1;
     c->avx2_fma = avx && avx2 && fma && ymm;
     c->f16c = avx && f16c && ymm;
@@ -70,9 +70,9 @@ static void detect(g2f_cpu *c) {
      * (XCR0 bits 17, 18), and Linux's permission for this process to use it */
     int amx = (d >> 22) & 1 && (d >> 24) & 1 && (xcr0 & 0x60000) == 0x60000;
     c->amx_bf16 = c->avx512f && amx && amx_permit();
-    /* AVX512_BF16: leaf 7 subleaf 1, EAX bit 5; the vendor from leaf 0 */
+    /* AVX512_BF16: leaf 7 subleaf 1 (when leaf 7 has one), EAX bit 5; the vendor from leaf 0 */
     unsigned a71 = 0, vb = 0, vc = 0, vd = 0;
-    if (__get_cpuid_max(0, NULL) >= 7) __cpuid_count(7, 1, a71, b, cx, d);
+    if (leaves >= 7 && sub7 >= 1) __cpuid_count(7, 1, a71, b, cx, d);
     __cpuid(0, a, vb, vc, vd);
     int amd = vb == 0x68747541u && vd == 0x69746e65u && vc == 0x444d4163u; /* "AuthenticAMD" */
     c->dpbf16 = c->avx512f && (a71 >> 5) & 1 && amd;

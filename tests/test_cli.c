@@ -46,6 +46,16 @@ static void verify_should_pass_the_tanh_fixture(void) {
              fixtures);
     CHECK(run(args) == 0);
     CHECK_CONTAINS(out_text, "all 4 compared layers match");
+    /* the kernels' path that computed it, as this process (same CPU, no GPT2FFN_ISA) picks it,
+     * the same in the JSON */
+    char line[160];
+    snprintf(line, sizeof line, "kernels     %s (sums of squares %s", g2f_ffn_isa(),
+             g2f_ffn_squares_bf16() ? "from bfloat16 factors rounded up" : "in float32");
+    CHECK_CONTAINS(out_text, line);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/tiny_tanh.safetensors' --json -", fixtures, fixtures);
+    CHECK(run(args) == 0);
+    snprintf(line, sizeof line, "\"kernels\":\t\"%s\"", g2f_ffn_isa());
+    CHECK_CONTAINS(out_text, line);
 }
 
 static void verify_should_flag_gelu_erf_on_every_layer_of_the_erf_fixture(void) {

@@ -129,6 +129,9 @@ static void html_should_show_an_all_pass_report(void) {
     CHECK(count_of(html, "<rect class=\"bar pass\"") == 4);
     CHECK(count_of(html, "<path class=\"other\"") == 4);
     CHECK_HAS(html, "<dt>GELU</dt><dd><strong>tanh</strong> (from the test)</dd>");
+    char kern[200]; /* the path that computed it, in the text report's words */
+    snprintf(kern, sizeof kern, "<dt>kernels</dt><dd>%s (%s)</dd>", g2f_ffn_isa(), g2f_report_squares_words(0));
+    CHECK_HAS(html, kern);
     snprintf(path, sizeof path, "%s/pass.html", dir);
     CHECK(write_text(path, html) == 0);
     free(html);

@@ -237,8 +237,10 @@ static const field forward_fields[] = {
 static const field tolerance_fields[] = {
     {"mode", S, 1, "derived|user", NULL, 0, NULL},
     {"sigmas", N, 0, NULL, NULL, 0, NULL},
+    {"sums_of_squares", S, 0, "float32|bfloat16_up", NULL, 0, NULL},
     {"rtol", N, 0, NULL, NULL, 0, NULL},
     {"atol", N, 0, NULL, NULL, 0, NULL},
+    {"kernels", S, 1, "portable|avx2|avx512|avx512_bf16|amx", NULL, 0, NULL},
     END};
 
 static const field alias_fields[] = {
@@ -475,7 +477,7 @@ static void check_verify_rules(const cJSON *root, const char *where) {
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(tol, "mode");
     int user = cJSON_IsString(mode) && !strcmp(mode->valuestring, "user");
     if (user != (cJSON_HasObjectItem(tol, "rtol") && cJSON_HasObjectItem(tol, "atol")) ||
-        user == cJSON_HasObjectItem(tol, "sigmas"))
+        user == cJSON_HasObjectItem(tol, "sigmas") || user == cJSON_HasObjectItem(tol, "sums_of_squares"))
         fail(where, "tolerance fields do not follow its mode", "tolerance");
     int any_fail = 0, all_verified = 1, any_ffn = 0;
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");

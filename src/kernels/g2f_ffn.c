@@ -129,6 +129,11 @@ const char *g2f_ffn_isa(void) {
     return kn.amx ? "amx" : kn.dpbf ? "avx512_bf16" : names[kn.isa];
 }
 
+int g2f_ffn_squares_bf16(void) {
+    kern kn = kern_of(g2f_cpu_features());
+    return kn.amx || kn.dpbf;
+}
+
 static const char *const gelu_names[] = {"tanh", "erf", "sigmoid", "mlx_approx", "f16_table"};
 _Static_assert(sizeof gelu_names / sizeof gelu_names[0] == G2F_GELU_COUNT, "one name per GELU form");
 

@@ -111,6 +111,11 @@ void g2f_ffn_ws_free(g2f_ffn_ws *ws);
  * GPT2FFN_ISA=portable|avx2|avx512|avx512_bf16|amx caps it (g2f_cpu.h),
  * for tests and benchmarks. */
 const char *g2f_ffn_isa(void);
+/* 1 when this path's sums of squares (g2f_matmul_sq's second product, the
+ * derived tolerance's) come from bfloat16 factors rounded up ("amx",
+ * "avx512_bf16"), 0 when they are float32 sums: what a report says beside
+ * the path, since the tolerances differ by up to (1 + 2^-7)^2 in variance. */
+int g2f_ffn_squares_bf16(void);
 
 /* C (m, n) = A (m, k) B + bias, where B is (k, n) when b_trans is 0 and
  * stored as (n, k) when b_trans is 1; bias (n) may be NULL. Each C element is

@@ -343,7 +343,11 @@ static void put_meta_check(g2f_html_buf *b, const g2f_report_ctx *c) {
         put_num(b, g2f_tol_lambda(c->tol));
         buf_put(b, " sigma of fp32 rounding per element, plus the fixture dtype&#39;s (README: Tolerance)");
     }
-    buf_put(b, "</dd>\n");
+    buf_put(b, "</dd>\n<dt>kernels</dt><dd>");
+    buf_put(b, g2f_ffn_isa());
+    buf_put(b, " (");
+    buf_put(b, g2f_report_squares_words(c->tol->user));
+    buf_put(b, ")</dd>\n");
 }
 
 /* The fixture's claim, the provenance and the other notes, then the list's end. */

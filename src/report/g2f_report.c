@@ -776,6 +776,12 @@ static void model_section_text(FILE *fp, const g2f_report_ctx *c) {
     }
 }
 
+const char *g2f_report_squares_words(int user) {
+    if (user) return "the tolerance given, nothing derived";
+    return g2f_ffn_squares_bf16() ? "sums of squares from bfloat16 factors rounded up: docs/diagnosis.md#tolerance"
+                                  : "sums of squares in float32";
+}
+
 /* The run's settings: the checkpoint, the fixtures, the GELU, the
  * tolerance and the notes, then a blank line. */
 static void text_settings(FILE *fp, const g2f_report_ctx *c) {
@@ -789,6 +795,7 @@ static void text_settings(FILE *fp, const g2f_report_ctx *c) {
     else
         fprintf(fp, "tolerance   per element, %g sigma of fp32 rounding plus the fixture dtype's (README: Tolerance)\n",
                 g2f_tol_lambda(c->tol));
+    fprintf(fp, "kernels     %s (%s)\n", g2f_ffn_isa(), g2f_report_squares_words(c->tol->user));
     char note[256], line[1400];
     if (claim_check(c, note, sizeof note)) fprintf(fp, "note        %s\n", note);
     if (g2f_report_provenance(c, line, sizeof line))
@@ -1320,7 +1327,9 @@ char *g2f_report_json(const g2f_report_ctx *c) {
         j_num(&b, tol, "atol", c->tol->atol);
     } else {
         j_num(&b, tol, "sigmas", g2f_tol_lambda(c->tol));
+        j_str(&b, tol, "sums_of_squares", g2f_ffn_squares_bf16() ? "bfloat16_up" : "float32");
     }
+    j_str(&b, tol, "kernels", g2f_ffn_isa());
     j_str(&b, root, "fixture_dtype", g2f_dtype_name(c->fixture_dtype));
     if (c->fixture_claim) j_str(&b, root, "fixture_gelu_claim", c->fixture_claim);
     else j_null(&b, root, "fixture_gelu_claim");

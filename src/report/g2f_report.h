@@ -123,4 +123,10 @@ char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, con
 
 /* g2f_write_file_atomic (g2f_file.h) writes a report to a file atomically. */
 
+/* What the kernels' path (g2f_ffn_isa) means for a verify report's
+ * tolerance, as the text and HTML reports say it beside the path: the sums
+ * of squares' kind (float32, or bfloat16 factors rounded up), or, with a
+ * user tolerance, that nothing is derived. */
+const char *g2f_report_squares_words(int user);
+
 #endif

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "g2f_bf16_up.h"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -31,16 +33,6 @@ typedef struct tile_config {
     uint8_t rows[16];
 } tile_config;
 
-/* x rounded up to bfloat16 (its upper 16 bits after adding 0xffff: the
- * carry makes any nonzero lower half round away from zero); NaN stays a
- * quiet NaN (the add could carry a NaN's payload into its sign). */
-static inline __m512i up_bf16(__m512 x) {
-    __m512i bits = _mm512_castps_si512(x);
-    __m512i up = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0xffff)), 16);
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    return _mm512_mask_mov_epi32(up, nan, _mm512_set1_epi32(0x7fc0));
-}
-
 /* Row i of A2 (a2, or a squared) as bfloat16, rounded up: kp wide,
  * zero-padded (zero past row m). */
 static void pack_a2_row(const float *a, const float *a2, size_t m, size_t k, size_t kp, size_t i, uint16_t *dst) {
@@ -50,7 +42,7 @@ static void pack_a2_row(const float *a, const float *a2, size_t m, size_t k, siz
         __mmask16 mk = k - kk >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (k - kk)) - 1);
         __m512 x = _mm512_maskz_loadu_ps(mk, (a2 ? a2 : a) + i * k + kk);
         if (!a2) x = _mm512_mul_ps(x, x);
-        _mm512_mask_cvtepi32_storeu_epi16(row + kk, mk, up_bf16(x));
+        _mm512_mask_cvtepi32_storeu_epi16(row + kk, mk, g2f_bf16_up(x));
     }
     memset(row + done, 0, (kp - done) * sizeof(uint16_t));
 }
@@ -81,7 +73,7 @@ static void pack_b2(const float *b, int b_trans, size_t k, size_t n, size_t k0, 
                 }
                 x0 = _mm512_loadu_ps(v0), x1 = _mm512_loadu_ps(v1);
             }
-            __m512i lo = up_bf16(_mm512_mul_ps(x0, x0)), hi = up_bf16(_mm512_mul_ps(x1, x1));
+            __m512i lo = g2f_bf16_up(_mm512_mul_ps(x0, x0)), hi = g2f_bf16_up(_mm512_mul_ps(x1, x1));
             _mm512_storeu_si512(dst + q * per_half + p * 16, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
         }
 }
@@ -199,7 +191,7 @@ void g2f_amx_panel(const uint16_t *ap, size_t m, size_t k, size_t k0, size_t kc,
             size_t r0 = 2 * p, r1 = r0 + 1;
             __m512 x0 = r0 < kc ? _mm512_loadu_ps(panel + r0 * ldp + 16 * t) : _mm512_setzero_ps();
             __m512 x1 = r1 < kc ? _mm512_loadu_ps(panel + r1 * ldp + 16 * t) : _mm512_setzero_ps();
-            __m512i lo = up_bf16(_mm512_mul_ps(x0, x0)), hi = up_bf16(_mm512_mul_ps(x1, x1));
+            __m512i lo = g2f_bf16_up(_mm512_mul_ps(x0, x0)), hi = g2f_bf16_up(_mm512_mul_ps(x1, x1));
             _mm512_storeu_si512(bp + (size_t)t * (kb / 2) * 16 + p * 16, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
         }
     tiles_on();

@@ -15,18 +15,10 @@
 
 #include <immintrin.h>
 
+#include "g2f_bf16_up.h"
+
 #define MR G2F_MR512
 #define NR G2F_NR512
-
-/* x rounded up to bfloat16, in the low half (g2f_amx.c's up_bf16: the
- * carry of adding 0xffff rounds any nonzero lower half away from zero);
- * NaN stays a quiet NaN. */
-static inline __m512i up_bf16(__m512 x) {
-    __m512i bits = _mm512_castps_si512(x);
-    __m512i up = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0xffff)), 16);
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    return _mm512_mask_mov_epi32(up, nan, _mm512_set1_epi32(0x7fc0));
-}
 
 void g2f_dpbf_pairs(const float *src, size_t kc, size_t width, int square, float *dst) {
     for (size_t p = 0; 2 * p < kc; p++) {
@@ -36,7 +28,7 @@ void g2f_dpbf_pairs(const float *src, size_t kc, size_t width, int square, float
             __mmask16 m = width - c >= 16 ? 0xffff : (__mmask16)((1u << (width - c)) - 1);
             __m512 x0 = _mm512_maskz_loadu_ps(m, r0 + c), x1 = odd ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m, r1 + c);
             if (square) x0 = _mm512_mul_ps(x0, x0), x1 = _mm512_mul_ps(x1, x1);
-            __m512i v = _mm512_or_si512(up_bf16(x0), _mm512_slli_epi32(up_bf16(x1), 16));
+            __m512i v = _mm512_or_si512(g2f_bf16_up(x0), _mm512_slli_epi32(g2f_bf16_up(x1), 16));
             _mm512_mask_storeu_epi32(dst + p * width + c, m, v);
         }
     }
@@ -55,10 +47,11 @@ void g2f_dpbf_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
             acc[r][1] = _mm512_dpbf16_ps(acc[r][1], a, b1);
         }
     }
-    for (size_t r = 0; r < mr; r++) { /* rows past mr and columns past nr are the panels' zero padding */
+    /* rows past mr and columns past nr are the panels' zero padding: not stored */
+    __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+    __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
+    for (size_t r = 0; r < mr; r++) {
         float *row = c + r * ldc;
-        __mmask16 m0 = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
-        __mmask16 m1 = nr >= 32 ? 0xffff : nr <= 16 ? 0 : (__mmask16)((1u << (nr - 16)) - 1);
         __m512 v0 = acc[r][0], v1 = acc[r][1];
         if (!first) v0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, row), v0), v1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, row + 16), v1);
         _mm512_mask_storeu_ps(row, m0, v0);

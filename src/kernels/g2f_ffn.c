@@ -34,7 +34,8 @@
  *   Edge tiles of at most 4 or 8 rows do only their rows' FMAs (64 tokens:
  *   5 x 12 + 4 rows): bench-ab 1.04-1.05x at 64 tokens.
  *   With AVX-512 each panel is first copied into a thread's own KC x 32
- *   buffer (g2f_simd512_copy_panel), fetching the one after next into L1: in
+ *   buffer (g2f_simd512_copy_panel), from L2, where the tiles of the panel
+ *   three before fetched it a line at a time (direct_fetch): in
  *   place its rows lie one row of B apart (25.6 KB for c_fc of GPT-2 XL),
  *   so they fall into 4 to 16 of L1's 64 sets, the 32 KiB panel cannot stay
  *   in L1 and every tile read it from L2 again (perf: half of the tile's
@@ -43,9 +44,12 @@
  *   with AVX-512): 0.66 s against 0.90 s read in place, the same bits. The
  *   AVX2 path reads in place, its first tile fetching the next panel into
  *   L2: the copy measured 0.99-1.05 s against 0.84 s there (the same
- *   Xeon, GPT2FFN_ISA=avx2). Tried and left out: prefetches spread over
- *   all of a panel's tiles (0.75-0.80 s), the task's panels packed per
- *   depth block (0.75 s), fetching one panel (0.68 s) or four ahead.
+ *   Xeon, GPT2FFN_ISA=avx2). Tried and left out: the copy fetching the
+ *   panel two ahead into L1 in one burst (the spread fetch is 0.94x its
+ *   time), prefetches into L1 spread over all of a panel's tiles (0.75-0.80 s
+ *   against 0.66 s), the task's panels packed per depth block (0.75 s), its
+ *   next depth block's rows fetched into L2 row by row over the tiles
+ *   (1.02-1.05x the burst).
  * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
  * ahead (the weights come from memory, once per call); A and Linear B are
  * transposed 8 x 8 in registers (g2f_simd_pack_cols).
@@ -677,13 +681,13 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
 /* A tile on B from src, squared when sq; the epilogue on the last depth
  * block. AVX-512 tiles read packed panels only (direct_task copies them). */
 static void tile_b(const kern *kn, const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t n,
-                   size_t i, size_t j, size_t mr, size_t nr, int first, const epilogue *ep) {
+                   size_t i, size_t j, size_t mr, size_t nr, int first, const epilogue *ep, const g2f_simd_fetch *f) {
     g2f_simd_epilogue e = {ep && ep->bias ? ep->bias + j : NULL, ep ? ep->gelu : 0,
                            ep && ep->gelu ? ep->act + i * n + j : NULL, n};
     float *cij = c + i * n + j;
     if (kn->isa != ISA_AVX512) g2f_simd_tile_b(ap, src, sq, kc, cij, n, mr, nr, first, ep ? &e : NULL);
     else if (sq) g2f_simd512_tile_sq(ap, src->b, kc, cij, n, mr, nr, first);
-    else g2f_simd512_tile(ap, src->b, kc, cij, n, mr, nr, first, ep ? &e : NULL);
+    else g2f_simd512_tile_fetch(ap, src->b, kc, cij, n, mr, nr, first, ep ? &e : NULL, f);
 }
 
 /* Packs every depth block of A (and A2) once, shared: for few rows, where
@@ -713,10 +717,10 @@ static const float *panel_ahead(const gemm *g, long s0, long s1, size_t pb, long
 
 /* Where direct_task's tiles read panel s of depth block pb: a last partial
  * panel packed into panel (KC x NR), zero-filled; with AVX-512 every panel
- * copied there, the one two ahead fetched meanwhile (in place, a panel's
- * rows are one row of B apart and fall in a few of L1's sets: the later
- * tiles would read it from L2 again); with AVX2 read in place, its first
- * tile fetching the next panel into L2. */
+ * copied there (in place, a panel's rows are one row of B apart and fall in
+ * a few of L1's sets: the later tiles would read it from L2 again), from L2
+ * where the tiles of an earlier panel fetched it (direct_fetch); with AVX2
+ * read in place, its first tile fetching the next panel into L2. */
 static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long s, float *panel) {
     const kern *kn = g->kn;
     size_t NR = kn->nr, n = g->n, j = (size_t)s * NR, pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
@@ -725,10 +729,34 @@ static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long 
         pack_b(kn, g->b, 0, g->k, n, pc, kc, j, n - j, panel);
         src.b = panel, src.ldb = NR;
     } else if (kn->isa == ISA_AVX512) {
-        g2f_simd512_copy_panel(src.b, n, kc, panel, panel_ahead(g, s0, s1, pb, s, 2));
+        g2f_simd512_copy_panel(src.b, n, kc, panel);
         src.b = panel, src.ldb = NR, src.pf = NULL;
     }
     return src;
+}
+
+/* With AVX-512, the share of the panel FETCH_AHEAD panels after panel s
+ * of depth block pb that A's panel p of a_panels fetches into L2 while its
+ * tile works on panel s: each A panel's tile an equal part of its rows, a
+ * line every few depth steps (g2f_simd512_tile_fetch). A core has few fill
+ * buffers, so a burst of prefetches (all of a panel's 768 lines as the
+ * panel two ahead was copied, as before) stalls like the misses it meant
+ * to hide; spread over the tiles they overlap the FMAs. `gpt2ffn run` of
+ * GPT-2 XL's FFN at 64 tokens per layer, whole processes in interleaved
+ * pairs (2 threads, Intel Xeon with AVX-512): 0.94-0.96x the time of the
+ * burst; 2 or 4 panels ahead measured alike. */
+#define FETCH_AHEAD 3
+static g2f_simd_fetch direct_fetch(const gemm *g, long s0, long s1, size_t pb, long s, size_t p, size_t a_panels) {
+    g2f_simd_fetch f = {NULL, g->n * sizeof(float), 0};
+    if (g->kn->isa != ISA_AVX512) return f;
+    const float *b = panel_ahead(g, s0, s1, pb, s, FETCH_AHEAD);
+    if (!b) return f;
+    size_t pb2 = (size_t)(b - g->b) / g->n / KC, kc = g->k - pb2 * KC < KC ? g->k - pb2 * KC : KC;
+    size_t per = (kc + a_panels - 1) / a_panels, r0 = p * per;
+    if (r0 >= kc) return f;
+    f.base = (const char *)(b + r0 * g->n);
+    f.rows = kc - r0 < per ? kc - r0 : per;
+    return f;
 }
 
 /* One column task of matmul_direct: panels [s0, s1) of every depth block
@@ -747,13 +775,14 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
             if (ab2 && kn->dpbf) square_panel(kn, src.b, kc, pairs); /* AVX-512: src.b is packed, NR a row */
             for (size_t p = 0; p < a_panels; p++) {
                 size_t mr = g->m - p * MR < MR ? g->m - p * MR : MR;
+                g2f_simd_fetch f = direct_fetch(g, s0, s1, pb, s, p, a_panels);
                 tile_b(kn, ab + p * KC * MR, &src, 0, kc, g->c, n, p * MR, j, mr, nr, pc == 0,
-                       pb + 1 == depth_blocks ? g->ep : NULL);
+                       pb + 1 == depth_blocks ? g->ep : NULL, &f);
                 src.pf = NULL; /* fetched once */
                 if (ab2 && kn->dpbf)
                     g2f_dpbf_tile(ab2 + p * KC * MR, pairs, kc, g->sc->c2 + p * MR * n + j, n, mr, nr, pc == 0);
                 else if (ab2)
-                    tile_b(kn, ab2 + p * KC * MR, &src, 1, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL);
+                    tile_b(kn, ab2 + p * KC * MR, &src, 1, kc, g->sc->c2, n, p * MR, j, mr, nr, pc == 0, NULL, NULL);
             }
             if (g->amx_a2) g2f_amx_panel(g->amx_a2, g->m, g->k, pc, kc, src.b, src.ldb, g->sc->c2, n, j);
         }

@@ -46,6 +46,20 @@ void g2f_simd_tile(const float *ap, const float *bp, size_t kc, float *c, size_t
 void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                       int first, const g2f_simd_epilogue *ep);
 
+/* Lines of a later B panel that an AVX-512 tile fetches into L2 while it
+ * works (g2f_simd512_tile_fetch): `rows` rows of 128 bytes, row r at
+ * base + r * ld, three lines each (0, 64 and 127 bytes in: any alignment),
+ * spread evenly over the tile's depth steps. */
+typedef struct g2f_simd_fetch {
+    const char *base;
+    size_t ld; /* bytes */
+    size_t rows;
+} g2f_simd_fetch;
+
+/* g2f_simd512_tile, fetching f's lines meanwhile (f may be NULL). */
+void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                            int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f);
+
 /* Where a tile on B read in place (g2f_simd_tile_b) gets its panel: row kk
  * (NR floats, any alignment) at b + kk * ldb; meanwhile it fetches into L2
  * the rows of pf (the panel used next, rows pf_ld apart; or NULL). */
@@ -69,10 +83,8 @@ void g2f_simd512_tile_sq(const float *ap, const float *bp, size_t kc, float *c, 
                          int first);
 
 /* Copies a B panel of G2F_NR512 floats a row, row kk at b + kk * ldb (any
- * alignment), into dst (kc x G2F_NR512, packed), fetching meanwhile into L1
- * the same rows of the panel at pf (or NULL): the one after next (the next
- * was fetched as this one was copied). */
-void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, const float *pf);
+ * alignment), into dst (kc x G2F_NR512, packed). */
+void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst);
 
 /* Packs up to 8 rows of A (row r at a + r * lda, rows >= `rows` read as zero)
  * column by column: dst[kk * width + r] = A[r, kk] for kk < kc, r < 8, where

@@ -141,12 +141,15 @@ void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n) {
  * an edge tile of 4 or 8 rows does 4 or 8 rows' FMAs), on the packed B
  * panel bp, squared first when sq. */
 static inline __attribute__((always_inline)) void tile_sums(const float *ap, const float *bp, int sq, size_t kc,
-                                                            int rows, __m512 acc[MR][2]) {
+                                                            int rows, const g2f_simd_fetch *f, __m512 acc[MR][2]) {
+    size_t line = 0, lines = f ? 3 * f->rows : 0;
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (size_t kk = 0; kk < kc; kk++) {
         __m512 b0 = _mm512_loadu_ps(bp + kk * NR), b1 = _mm512_loadu_ps(bp + kk * NR + 16);
         if (sq) b0 = _mm512_mul_ps(b0, b0), b1 = _mm512_mul_ps(b1, b1); /* as the packed squares are rounded */
+        for (size_t due = (kk + 1) * lines / kc; line < due; line++) /* no burst: few fill buffers a core */
+            _mm_prefetch(f->base + line / 3 * f->ld + (line % 3 == 2 ? 127 : line % 3 * 64), _MM_HINT_T1);
         const float *a = ap + kk * MR;
 #pragma GCC unroll 12
         for (int r = 0; r < rows; r++) {
@@ -161,10 +164,11 @@ static inline __attribute__((always_inline)) void tile_sums(const float *ap, con
  * only those rows' FMAs (64 tokens are 5 x 12 + 4 rows); acc's other rows
  * stay unset (tile_store reads mr of them). */
 static inline __attribute__((always_inline)) void tile_sums_rows(const float *ap, const float *bp, int sq, size_t kc,
-                                                                 size_t mr, __m512 acc[MR][2]) {
-    if (mr <= 4) tile_sums(ap, bp, sq, kc, 4, acc);
-    else if (mr <= 8) tile_sums(ap, bp, sq, kc, 8, acc);
-    else tile_sums(ap, bp, sq, kc, MR, acc);
+                                                                 size_t mr, const g2f_simd_fetch *f,
+                                                                 __m512 acc[MR][2]) {
+    if (mr <= 4) tile_sums(ap, bp, sq, kc, 4, f, acc);
+    else if (mr <= 8) tile_sums(ap, bp, sq, kc, 8, f, acc);
+    else tile_sums(ap, bp, sq, kc, MR, f, acc);
 }
 
 /* The tile's stores and epilogue, from its sums. */
@@ -205,27 +209,29 @@ static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_
 void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                       int first, const g2f_simd_epilogue *ep) {
     __m512 acc[MR][2];
-    tile_sums_rows(ap, bp, 0, kc, mr, acc);
+    tile_sums_rows(ap, bp, 0, kc, mr, NULL, acc);
+    tile_store(acc, c, ldc, mr, nr, first, ep);
+}
+
+void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                            int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
+    __m512 acc[MR][2];
+    if (f && f->rows) tile_sums_rows(ap, bp, 0, kc, mr, f, acc);
+    else tile_sums_rows(ap, bp, 0, kc, mr, NULL, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);
 }
 
 void g2f_simd512_tile_sq(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                          int first) {
     __m512 acc[MR][2];
-    tile_sums_rows(ap, bp, 1, kc, mr, acc);
+    tile_sums_rows(ap, bp, 1, kc, mr, NULL, acc);
     tile_store(acc, c, ldc, mr, nr, first, NULL);
 }
 
-void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, const float *pf) {
+void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst) {
     for (size_t kk = 0; kk < kc; kk++) {
         const float *row = b + kk * ldb;
         _mm512_storeu_ps(dst + kk * NR, _mm512_loadu_ps(row));
         _mm512_storeu_ps(dst + kk * NR + 16, _mm512_loadu_ps(row + 16));
-        if (pf) { /* every line of the row's 128 bytes: three where they are not 64-byte aligned */
-            const char *r = (const char *)(pf + kk * ldb);
-            _mm_prefetch(r, _MM_HINT_T0);
-            _mm_prefetch(r + 64, _MM_HINT_T0);
-            _mm_prefetch(r + 127, _MM_HINT_T0);
-        }
     }
 }

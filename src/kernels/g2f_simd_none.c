@@ -21,8 +21,12 @@ void g2f_simd512_tile_sq(const float *ap, const float *bp, size_t kc, float *c, 
                          int first) {
     (void)ap, (void)bp, (void)kc, (void)c, (void)ldc, (void)mr, (void)nr, (void)first;
 }
-void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst, const float *pf) {
-    (void)b, (void)ldb, (void)kc, (void)dst, (void)pf;
+void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
+                            int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
+    (void)ap, (void)bp, (void)kc, (void)c, (void)ldc, (void)mr, (void)nr, (void)first, (void)ep, (void)f;
+}
+void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst) {
+    (void)b, (void)ldb, (void)kc, (void)dst;
 }
 void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst) {
     (void)a, (void)lda, (void)rows, (void)kc, (void)width, (void)dst;

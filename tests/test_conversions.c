@@ -91,6 +91,29 @@ static void f16c_conversions_should_equal_the_portable_ones(void) {
     CHECK(bad == 0);
 }
 
+/* The span form (8 at a time, g2f_cpu_round_f16_span, which the f16 table
+ * form's tolerance uses) gives g2f_cpu_round_f16's bits on the same grid,
+ * at every offset of the 8 (NaN: NaN). */
+static void f16c_round_span_should_equal_one_at_a_time(void) {
+    if (!g2f_cpu_features()->f16c) return; /* said by the test above */
+    enum { CHUNK = 4099 };
+    static float in[CHUNK], out[CHUNK];
+    size_t bad = 0, k = 0;
+    for (uint32_t top = 0; top < (1u << 19); top++)
+        for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+            in[k++] = from_bits(top << 13 | (edges[e] & 0x1fffu));
+            if (k < CHUNK && !(top + 1 == (1u << 19) && e + 1 == sizeof edges / sizeof edges[0])) continue;
+            g2f_cpu_round_f16_span(in, out, k);
+            for (size_t i = 0; i < k; i++) {
+                float want = g2f_cpu_round_f16(in[i]);
+                if (isnan(in[i]) ? !isnan(out[i]) : memcmp(&out[i], &want, sizeof want) != 0)
+                    if (bad++ < 5) fprintf(stderr, "span round of %a: %a, want %a\n", (double)in[i], (double)out[i], (double)want);
+            }
+            k = 0;
+        }
+    CHECK(bad == 0);
+}
+
 /* |round(x) - x| <= u |x| for every normal x, and some x comes within 1% of
  * it (x just below a tie): a unit twice too large or too small fails. */
 static void round_unit_should_bound_each_rounding_tightly(void) {
@@ -134,6 +157,7 @@ int main(void) {
     RUN(bf16_should_round_to_nearest_even);
     RUN(f16_should_round_like_the_compilers_float16);
     RUN(f16c_conversions_should_equal_the_portable_ones);
+    RUN(f16c_round_span_should_equal_one_at_a_time);
     RUN(round_unit_should_bound_each_rounding_tightly);
     RUN(tol_units_should_be_the_rounding_of_reading_the_input);
     CHECK_EXIT();

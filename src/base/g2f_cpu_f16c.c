@@ -26,3 +26,9 @@ void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n) {
 unsigned short g2f_cpu_f32_to_f16(float v) { return v != v ? g2f_f32_to_f16(v) : (uint16_t)_cvtss_sh(v, 0); }
 
 float g2f_cpu_round_f16(float v) { return v != v ? v : _cvtsh_ss((unsigned short)_cvtss_sh(v, 0)); }
+
+void g2f_cpu_round_f16_span(const float *in, float *out, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(in + i), 0)));
+    for (; i < n; i++) out[i] = g2f_cpu_round_f16(in[i]);
+}

@@ -797,6 +797,16 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
  * from memory either way). A is packed once for all tasks. The same tiles on the same values
  * in the same order as matmul_goto: bitwise its results. Returns 0 when the
  * buffers cannot be allocated. */
+/* matmul_direct's column tasks a thread. Each task reads all of packed A
+ * (every depth block, 1.6 MiB for 64 rows of GPT-2 XL's c_proj: beyond L2
+ * once the fetched B panels pass through) again, so fewer tasks read A
+ * less; a few keep some balance when a core is busy elsewhere. g2f_matmul
+ * of 64 and 128 rows on GPT-2 XL's c_proj (k 6400, n 1600): 206 and 250
+ * GFLOP/s against 187 and 242 with 8 tasks a thread (c_fc 235 and 283
+ * against 216 and 246; 1 task a thread 222-305); `gpt2ffn run` of XL's FFN
+ * x 64 tokens 0.96x the time (2 threads, Intel Xeon with AVX-512). */
+#define TASKS_PER_THREAD 2L
+
 static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     const kern *kn = g->kn;
     size_t MR = kn->mr, NR = kn->nr, depth_blocks = (g->k + KC - 1) / KC;
@@ -807,7 +817,7 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     float *ap = ws_take(ws, a_total + (size_t)threads * per_thread);
     if (!ap) return 0;
     float *ap2 = two ? ap + depth_blocks * a_block : NULL;
-    long panels = (long)((g->n + NR - 1) / NR), tasks = 8L * threads < panels ? 8L * threads : panels;
+    long panels = (long)((g->n + NR - 1) / NR), tasks = TASKS_PER_THREAD * threads < panels ? TASKS_PER_THREAD * threads : panels;
     long per_task = (panels + tasks - 1) / tasks;
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)

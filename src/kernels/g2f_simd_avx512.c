@@ -142,14 +142,22 @@ void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n) {
  * panel bp, squared first when sq. */
 static inline __attribute__((always_inline)) void tile_sums(const float *ap, const float *bp, int sq, size_t kc,
                                                             int rows, const g2f_simd_fetch *f, __m512 acc[MR][2]) {
-    size_t line = 0, lines = f ? 3 * f->rows : 0;
+    /* f's rows (at most kc) spread over the depth steps by a running count:
+     * no burst (a core has few fill buffers), no division in the loop */
+    const char *row = f ? f->base : NULL;
+    size_t due = 0, step_rows = f ? f->rows : 0, ld = f ? f->ld : 0;
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (size_t kk = 0; kk < kc; kk++) {
         __m512 b0 = _mm512_loadu_ps(bp + kk * NR), b1 = _mm512_loadu_ps(bp + kk * NR + 16);
         if (sq) b0 = _mm512_mul_ps(b0, b0), b1 = _mm512_mul_ps(b1, b1); /* as the packed squares are rounded */
-        for (size_t due = (kk + 1) * lines / kc; line < due; line++) /* no burst: few fill buffers a core */
-            _mm_prefetch(f->base + line / 3 * f->ld + (line % 3 == 2 ? 127 : line % 3 * 64), _MM_HINT_T1);
+        if (f && (due += step_rows) >= kc) { /* every line of the row's 128 bytes: three where not 64-byte aligned */
+            due -= kc;
+            _mm_prefetch(row, _MM_HINT_T1);
+            _mm_prefetch(row + 64, _MM_HINT_T1);
+            _mm_prefetch(row + 127, _MM_HINT_T1);
+            row += ld;
+        }
         const float *a = ap + kk * MR;
 #pragma GCC unroll 12
         for (int r = 0; r < rows; r++) {

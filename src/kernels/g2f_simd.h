@@ -47,9 +47,10 @@ void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, siz
                       int first, const g2f_simd_epilogue *ep);
 
 /* Lines of a later B panel that an AVX-512 tile fetches into L2 while it
- * works (g2f_simd512_tile_fetch): `rows` rows of 128 bytes, row r at
- * base + r * ld, three lines each (0, 64 and 127 bytes in: any alignment),
- * spread evenly over the tile's depth steps. */
+ * works (g2f_simd512_tile_fetch): `rows` rows of 128 bytes (at most the
+ * tile's kc), row r at base + r * ld, three lines each (0, 64 and 127 bytes
+ * in: any alignment), spread evenly over the tile's depth steps (one row a
+ * step at most). */
 typedef struct g2f_simd_fetch {
     const char *base;
     size_t ld; /* bytes */

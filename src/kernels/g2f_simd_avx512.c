@@ -179,6 +179,21 @@ static inline __attribute__((always_inline)) void tile_sums_rows(const float *ap
     else tile_sums(ap, bp, sq, kc, MR, f, acc);
 }
 
+/* A whole tile's sums into C without an epilogue (the common case: every
+ * depth block but the last), inlined so that the sums go straight from the
+ * registers instead of through the stack into tile_store. */
+static inline __attribute__((always_inline)) void tile_store_plain(__m512 acc[MR][2], float *c, size_t ldc,
+                                                                   int first) {
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++) {
+        float *row = c + (size_t)r * ldc;
+        __m512 v0 = acc[r][0], v1 = acc[r][1];
+        if (!first) v0 = _mm512_add_ps(_mm512_loadu_ps(row), v0), v1 = _mm512_add_ps(_mm512_loadu_ps(row + 16), v1);
+        _mm512_storeu_ps(row, v0);
+        _mm512_storeu_ps(row + 16, v1);
+    }
+}
+
 /* The tile's stores and epilogue, from its sums. */
 static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_t nr, int first,
                        const g2f_simd_epilogue *ep) {
@@ -224,6 +239,12 @@ void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, siz
 void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                             int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
     __m512 acc[MR][2];
+    if (mr == MR && nr == NR && !ep) {
+        if (f && f->rows) tile_sums(ap, bp, 0, kc, MR, f, acc);
+        else tile_sums(ap, bp, 0, kc, MR, NULL, acc);
+        tile_store_plain(acc, c, ldc, first);
+        return;
+    }
     if (f && f->rows) tile_sums_rows(ap, bp, 0, kc, mr, f, acc);
     else tile_sums_rows(ap, bp, 0, kc, mr, NULL, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);

@@ -35,7 +35,7 @@
  *   5 x 12 + 4 rows): bench-ab 1.04-1.05x at 64 tokens.
  *   With AVX-512 each panel is first copied into a thread's own KC x 32
  *   buffer (g2f_simd512_copy_panel), from L2, where the tiles of the panel
- *   three before fetched it a line at a time (direct_fetch): in
+ *   three before fetched it a row every few depth steps (direct_fetch): in
  *   place its rows lie one row of B apart (25.6 KB for c_fc of GPT-2 XL),
  *   so they fall into 4 to 16 of L1's 64 sets, the 32 KiB panel cannot stay
  *   in L1 and every tile read it from L2 again (perf: half of the tile's
@@ -679,7 +679,8 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
 }
 
 /* A tile on B from src, squared when sq; the epilogue on the last depth
- * block. AVX-512 tiles read packed panels only (direct_task copies them). */
+ * block; with AVX-512 fetching f's rows of a later panel meanwhile (or f
+ * NULL). AVX-512 tiles read packed panels only (direct_task copies them). */
 static void tile_b(const kern *kn, const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t n,
                    size_t i, size_t j, size_t mr, size_t nr, int first, const epilogue *ep, const g2f_simd_fetch *f) {
     g2f_simd_epilogue e = {ep && ep->bias ? ep->bias + j : NULL, ep ? ep->gelu : 0,
@@ -706,12 +707,14 @@ static void pack_all_a(const gemm *g, float *ap, float *ap2, size_t a_block) {
 }
 
 /* The panel that a column task [s0, s1) reads `ahead` panels after panel s
- * of depth block pb (in place): in this block, or the next block's; NULL
- * past its last or on a partial one. */
-static const float *panel_ahead(const gemm *g, long s0, long s1, size_t pb, long s, long ahead) {
+ * of depth block pb (in place): in this block, or the next block's (its
+ * depth block into *pb_ahead, when not NULL); NULL past its last or on a
+ * partial one. */
+static const float *panel_ahead(const gemm *g, long s0, long s1, size_t pb, long s, long ahead, size_t *pb_ahead) {
     long per = s1 - s0, t = (long)pb * per + (s - s0) + ahead;
     size_t pb2 = (size_t)(t / per), j = (size_t)(s0 + t % per) * g->kn->nr;
     if (pb2 * KC >= g->k || j + g->kn->nr > g->n) return NULL;
+    if (pb_ahead) *pb_ahead = pb2;
     return g->b + pb2 * KC * g->n + j;
 }
 
@@ -719,12 +722,13 @@ static const float *panel_ahead(const gemm *g, long s0, long s1, size_t pb, long
  * panel packed into panel (KC x NR), zero-filled; with AVX-512 every panel
  * copied there (in place, a panel's rows are one row of B apart and fall in
  * a few of L1's sets: the later tiles would read it from L2 again), from L2
- * where the tiles of an earlier panel fetched it (direct_fetch); with AVX2
- * read in place, its first tile fetching the next panel into L2. */
+ * where the tiles three panels before fetched it (direct_fetch; a task's
+ * first three from memory); with AVX2 read in place, its first tile
+ * fetching the next panel into L2. */
 static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long s, float *panel) {
     const kern *kn = g->kn;
     size_t NR = kn->nr, n = g->n, j = (size_t)s * NR, pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
-    g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_ahead(g, s0, s1, pb, s, 1), n};
+    g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_ahead(g, s0, s1, pb, s, 1, NULL), n};
     if (n - j < NR) {
         pack_b(kn, g->b, 0, g->k, n, pc, kc, j, n - j, panel);
         src.b = panel, src.ldb = NR;
@@ -738,9 +742,9 @@ static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long 
 /* With AVX-512, the share of the panel FETCH_AHEAD panels after panel s
  * of depth block pb that A's panel p of a_panels fetches into L2 while its
  * tile works on panel s: each A panel's tile an equal part of its rows, a
- * line every few depth steps (g2f_simd512_tile_fetch). A core has few fill
- * buffers, so a burst of prefetches (all of a panel's 768 lines as the
- * panel two ahead was copied, as before) stalls like the misses it meant
+ * row every few depth steps (g2f_simd512_tile_fetch). A core has few fill
+ * buffers, so a burst of prefetches (all 768 lines of the panel two ahead
+ * while copying a panel, the earlier way) stalls like the misses it meant
  * to hide; spread over the tiles they overlap the FMAs. `gpt2ffn run` of
  * GPT-2 XL's FFN at 64 tokens per layer, whole processes in interleaved
  * pairs (2 threads, Intel Xeon with AVX-512): 0.94-0.96x the time of the
@@ -748,10 +752,10 @@ static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long 
 #define FETCH_AHEAD 3
 static g2f_simd_fetch direct_fetch(const gemm *g, long s0, long s1, size_t pb, long s, size_t p, size_t a_panels) {
     g2f_simd_fetch f = {NULL, g->n * sizeof(float), 0};
-    if (g->kn->isa != ISA_AVX512) return f;
-    const float *b = panel_ahead(g, s0, s1, pb, s, FETCH_AHEAD);
+    size_t pb2 = 0;
+    const float *b = g->kn->isa == ISA_AVX512 ? panel_ahead(g, s0, s1, pb, s, FETCH_AHEAD, &pb2) : NULL;
     if (!b) return f;
-    size_t pb2 = (size_t)(b - g->b) / g->n / KC, kc = g->k - pb2 * KC < KC ? g->k - pb2 * KC : KC;
+    size_t kc = g->k - pb2 * KC < KC ? g->k - pb2 * KC : KC;
     size_t per = (kc + a_panels - 1) / a_panels, r0 = p * per;
     if (r0 >= kc) return f;
     f.base = (const char *)(b + r0 * g->n);
@@ -789,14 +793,6 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
     }
 }
 
-/* Few rows (m <= mc: one row block) and B as Conv1D rows: B is read where it
- * lies, each panel by the one task that uses it (panel_src: with AVX-512
- * copied into the task's L1 buffer just before its tiles), instead of all
- * of it being packed for the threads first (that copy wrote as many bytes
- * as it read, and waited at a barrier before any FMA; the weights stream
- * from memory either way). A is packed once for all tasks. The same tiles on the same values
- * in the same order as matmul_goto: bitwise its results. Returns 0 when the
- * buffers cannot be allocated. */
 /* matmul_direct's column tasks a thread. Each task reads all of packed A
  * (every depth block, 1.6 MiB for 64 rows of GPT-2 XL's c_proj: beyond L2
  * once the fetched B panels pass through) again, so fewer tasks read A
@@ -804,9 +800,18 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
  * of 64 and 128 rows on GPT-2 XL's c_proj (k 6400, n 1600): 206 and 250
  * GFLOP/s against 187 and 242 with 8 tasks a thread (c_fc 235 and 283
  * against 216 and 246; 1 task a thread 222-305); `gpt2ffn run` of XL's FFN
- * x 64 tokens 0.96x the time (2 threads, Intel Xeon with AVX-512). */
+ * x 64 tokens 0.96x the time (2 threads, Intel Xeon with AVX-512). The
+ * tasks' sizes differ by one panel at most, the larger first. */
 #define TASKS_PER_THREAD 2L
 
+/* Few rows (m <= mc: one row block) and B as Conv1D rows: B is read where it
+ * lies, each panel by the one task that uses it (panel_src: with AVX-512
+ * copied into the task's L1 buffer just before its tiles), instead of all
+ * of it being packed for the threads first (that copy wrote as many bytes
+ * as it read, and waited at a barrier before any FMA; the weights stream
+ * from memory either way). A is packed once for all tasks. The same tiles
+ * on the same values in the same order as matmul_goto: bitwise its
+ * results. Returns 0 when the buffers cannot be allocated. */
 static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     const kern *kn = g->kn;
     size_t MR = kn->mr, NR = kn->nr, depth_blocks = (g->k + KC - 1) / KC;
@@ -817,8 +822,9 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     float *ap = ws_take(ws, a_total + (size_t)threads * per_thread);
     if (!ap) return 0;
     float *ap2 = two ? ap + depth_blocks * a_block : NULL;
-    long panels = (long)((g->n + NR - 1) / NR), tasks = TASKS_PER_THREAD * threads < panels ? TASKS_PER_THREAD * threads : panels;
-    long per_task = (panels + tasks - 1) / tasks;
+    long panels = (long)((g->n + NR - 1) / NR), tasks = TASKS_PER_THREAD * threads;
+    tasks = tasks < panels ? tasks : panels;
+    long base = panels / tasks, rem = panels % tasks; /* task t: base panels, one more for the first rem */
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
@@ -833,7 +839,7 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (long t = 0; t < tasks; t++) {
-            long s0 = t * per_task, s1 = s0 + per_task < panels ? s0 + per_task : panels;
+            long s0 = t * base + (t < rem ? t : rem), s1 = s0 + base + (t < rem);
             float *panel = ap + a_total + (size_t)me * per_thread;
             if (s0 < s1) direct_task(g, s0, s1, ap, ap2, a_block, panel, panel + KC * NR);
         }

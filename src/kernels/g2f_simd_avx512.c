@@ -144,19 +144,18 @@ static inline __attribute__((always_inline)) void tile_sums(const float *ap, con
                                                             int rows, const g2f_simd_fetch *f, __m512 acc[MR][2]) {
     /* f's rows (at most kc) spread over the depth steps by a running count:
      * no burst (a core has few fill buffers), no division in the loop */
-    const char *row = f ? f->base : NULL;
-    size_t due = 0, step_rows = f ? f->rows : 0, ld = f ? f->ld : 0;
+    size_t due = 0, done = 0, step_rows = f ? f->rows : 0;
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (size_t kk = 0; kk < kc; kk++) {
         __m512 b0 = _mm512_loadu_ps(bp + kk * NR), b1 = _mm512_loadu_ps(bp + kk * NR + 16);
         if (sq) b0 = _mm512_mul_ps(b0, b0), b1 = _mm512_mul_ps(b1, b1); /* as the packed squares are rounded */
         if (f && (due += step_rows) >= kc) { /* every line of the row's 128 bytes: three where not 64-byte aligned */
+            const char *row = f->base + done++ * f->ld;
             due -= kc;
             _mm_prefetch(row, _MM_HINT_T1);
             _mm_prefetch(row + 64, _MM_HINT_T1);
             _mm_prefetch(row + 127, _MM_HINT_T1);
-            row += ld;
         }
         const float *a = ap + kk * MR;
 #pragma GCC unroll 12
@@ -197,6 +196,10 @@ static inline __attribute__((always_inline)) void tile_store_plain(__m512 acc[MR
 /* The tile's stores and epilogue, from its sums. */
 static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_t nr, int first,
                        const g2f_simd_epilogue *ep) {
+    if (mr == MR && nr == NR && !ep) {
+        tile_store_plain(acc, c, ldc, first);
+        return;
+    }
     if (mr == MR && nr == NR) { /* the common case: straight from the registers */
         __m512 b0 = _mm512_setzero_ps(), b1 = b0;
         if (ep && ep->bias) b0 = _mm512_loadu_ps(ep->bias), b1 = _mm512_loadu_ps(ep->bias + 16);
@@ -231,9 +234,7 @@ static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_
 
 void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                       int first, const g2f_simd_epilogue *ep) {
-    __m512 acc[MR][2];
-    tile_sums_rows(ap, bp, 0, kc, mr, NULL, acc);
-    tile_store(acc, c, ldc, mr, nr, first, ep);
+    g2f_simd512_tile_fetch(ap, bp, kc, c, ldc, mr, nr, first, ep, NULL);
 }
 
 void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,

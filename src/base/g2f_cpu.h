@@ -53,8 +53,9 @@ void g2f_cpu_f16_to_f32(const unsigned char *src, float *dst, size_t n);
  * stays as it is. Hardware, for the tolerances' many scalar roundings. */
 unsigned short g2f_cpu_f32_to_f16(float v);
 float g2f_cpu_round_f16(float v);
-/* g2f_cpu_round_f16 of in[0..n) into out (in place allowed), 8 at a time
- * (only with F16C); a NaN gives a NaN, not always its own bits. */
+/* g2f_cpu_round_f16 of in[0..n) into out (in place allowed), 8 at a time;
+ * only when g2f_cpu_features()->f16c. A NaN gives a NaN, not always its own
+ * bits. */
 void g2f_cpu_round_f16_span(const float *in, float *out, size_t n);
 
 /* The threads a parallel loop of the kernels and checks uses: n_threads

@@ -237,11 +237,13 @@ static void hidden_flips(const g2f_tol_units *un, const flip_in *fi, double *box
     *flip_var += m_gm + (dp > 0 ? m_pre / (dp * dp) : 0) * fg * fg;
 }
 
+#define SUB 512 /* elements of a rounding path's block handled at a time (its arrays on the stack) */
+
 /* Whether each element's window pre +- tp holds no float16 boundary (the
  * table's input rounds alike at both ends: flip_one_x(F16, pre, tp) is 0),
  * for the elements r < m, the roundings 8 at a time with F16C. */
 static void table_in_still(const float *pre, const double *tp, size_t m, int f16c, unsigned char *still) {
-    float lo[BLOCK], hi[BLOCK];
+    float lo[SUB], hi[SUB];
     for (size_t r = 0; r < m; r++) {
         lo[r] = (float)((double)pre[r] - tp[r]);
         hi[r] = (float)((double)pre[r] + tp[r]);
@@ -250,16 +252,20 @@ static void table_in_still(const float *pre, const double *tp, size_t m, int f16
         g2f_cpu_round_f16_span(lo, lo, m);
         g2f_cpu_round_f16_span(hi, hi, m);
     } else {
-        for (size_t r = 0; r < m; r++) lo[r] = round_x(G2F_ROUND_F16, lo[r], 0), hi[r] = round_x(G2F_ROUND_F16, hi[r], 0);
+        for (size_t r = 0; r < m; r++) {
+            lo[r] = round_x(G2F_ROUND_F16, lo[r], 0);
+            hi[r] = round_x(G2F_ROUND_F16, hi[r], 0);
+        }
     }
     for (size_t r = 0; r < m; r++) still[r] = lo[r] == hi[r];
 }
 
 /* hidden_flips when only the table's input rounds (un->store and
  * un->gemm_act NONE) and no float16 boundary lies within pre +- tp: then
- * no pre step (dp = prop = 0), the entry's own flip own0 as it is, and
+ * no pre step (dp = 0, and prop = |g| dp = 0 as g is finite: the GELU
+ * derivative clamps its input), the entry's own flip own0 as it is, and
  * downstream its second moment m_own0 only; the same values as
- * hidden_flips there. */
+ * hidden_flips there (test_tol_hidden_bits). */
 static void hidden_table_still(const g2f_tol_units *un, const flip_in *fi, double *box_act, double *flips,
                                double *flip_var, float *f_act2) {
     uint16_t hb = fi->f16c ? g2f_cpu_f32_to_f16(fi->pre) : g2f_f32_to_f16(fi->pre);
@@ -276,6 +282,71 @@ static void hidden_table_still(const g2f_tol_units *un, const flip_in *fi, doubl
     *flip_var = m_own0;
 }
 
+/* g2f_tol_ffn_hidden_x's arguments, for its parts. */
+typedef struct hidden_args {
+    const g2f_tol_units *un;
+    const float *pre_u, *pre, *act_u, *act, *s;
+    const double *exp_pre, *exp_act, *tok_extra;
+    float *tol_pre, *tol_act, *q;
+    g2f_flips *fl;
+    size_t n_inner;
+    double d, h, uw, kin; /* n_embd, n_inner; in units of u: the weights' rounding, and kin = uin^2 + uw^2 */
+    double lambda;
+    int f16c;
+} hidden_args;
+
+/* g2f_tol_ffn_hidden_x's elements [i0, i0 + m) (m <= SUB) when something
+ * rounds or a token adds a variance; gd their GELU'(pre). */
+static void hidden_rounds(const hidden_args *x, size_t i0, size_t m, const float *gd) {
+    const g2f_tol_units *un = x->un;
+    const double u = ldexp(1.0, -24), lambda = x->lambda, d = x->d, h = x->h, uw = x->uw, kin = x->kin;
+    const int rounds = un->store != G2F_ROUND_NONE || un->table_in || un->gemm_act != G2F_ROUND_NONE;
+    /* the f16 table form's input the only rounding: most elements take hidden_table_still */
+    const int table_only = un->table_in && un->store == G2F_ROUND_NONE && un->gemm_act == G2F_ROUND_NONE;
+    const float *pre = x->pre, *act = x->act, *s = x->s;
+    g2f_flips *fl = x->fl;
+    double v1b[SUB], tpb[SUB];
+    unsigned char still[SUB];
+    for (size_t r = 0; r < m; r++) {
+        size_t i = i0 + r;
+        double hk = pre[i];
+        v1b[r] = d / 2 * s[i] + d / 3 * hk * hk + kin * s[i] +
+                 (x->tok_extra ? x->tok_extra[i / x->n_inner] : 0.0); /* / u^2 */
+        tpb[r] = lambda * u * sqrt(v1b[r]);
+    }
+    if (table_only) table_in_still(pre + i0, tpb, m, x->f16c, still);
+    for (size_t r = 0; r < m; r++) {
+        size_t i = i0 + r;
+        double hk = pre[i], ak = act[i];
+        double v1 = v1b[r];
+        double g = gd[r], ge = 2.0 * (fabs(ak) + fabs(hk));
+        double vact = g * g * v1 + ge * ge;
+        /* allowances (absolute) beyond the random-rounding model: the GELU's curvature over
+         * pre's tolerance interval (|GELU''| <= 2 phi(0) < 0.8, so |GELU(p + e) - GELU(p) - g e|
+         * <= 0.4 e^2: negligible for float32 rounding, e ~ 1e-6, not for quantization noise),
+         * and a rounding boundary within an element's tolerance (one step more) */
+        double tp = tpb[r], ta = lambda * u * sqrt(vact), curv = 0.4 * tp * tp;
+        double box_pre = 0, box_act = 0, flips = 0, flip_var = 0;
+        float f_pre = 0, f_act1 = 0, f_act2 = 0;
+        flip_in fi = {x->pre_u[i], pre[i], x->act_u[i], act[i], g, tp, ta, curv, lambda, fl != NULL, x->f16c};
+        if (table_only && still[r])
+            hidden_table_still(un, &fi, &box_act, &flips, &flip_var, &f_act2);
+        else if (rounds)
+            hidden_flips(un, &fi, &box_pre, &box_act, &flips, &flip_var, &f_pre, &f_act1, &f_act2);
+        if (fl && fl->pre) fl->pre[i] = f_pre;
+        if (fl && fl->act1) fl->act1[i] = f_act1, fl->act2[i] = f_act2;
+        if (x->tol_pre && x->exp_pre) x->tol_pre[i] = (float)(tp + box_pre + un->u_pre * fabs(x->exp_pre[i]));
+        if (x->tol_act && x->exp_act)
+            x->tol_act[i] = (float)(ta + curv + box_act + un->u_act * fabs(x->exp_act[i]));
+        /* into c_proj: the curvature a systematic bound as before; a flip is an error of its
+         * step with the probability above, independent across elements: its second moment takes
+         * the lambda sigmas like the roundings' variance (what is boxed counts whole) */
+        (void)flips;
+        vact += curv * curv / (lambda * lambda * u * u) + flip_var / (u * u);
+        x->q[i] = (float)((h / 2 + uw * uw) * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
+    }
+}
+
 void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *pre_u, const float *pre,
                           const float *act_u, const float *act, const float *s, const double *exp_pre,
                           const double *exp_act, const g2f_tol_units *un, double lambda, const double *tok_extra,
@@ -284,9 +355,8 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
     const double uin = un->u_in / u, uw = un->u_w / u; /* in units of u */
     const double d = (double)n_embd, h = (double)n_inner;
     const int rounds = un->store != G2F_ROUND_NONE || un->table_in || un->gemm_act != G2F_ROUND_NONE;
-    /* the f16 table form's input the only rounding: most elements take hidden_table_still */
-    const int table_only = un->table_in && un->store == G2F_ROUND_NONE && un->gemm_act == G2F_ROUND_NONE;
-    const int f16c = g2f_cpu_features()->f16c;
+    const hidden_args hx = {un, pre_u, pre, act_u, act, s, exp_pre, exp_act, tok_extra, tol_pre, tol_act, q, fl,
+                            n_inner, d, h, uw, uin * uin + uw * uw, lambda, g2f_cpu_features()->f16c};
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
     (void)n_threads;
 #ifdef _OPENMP
@@ -308,45 +378,8 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
             if (fl && fl->act1) memset(fl->act1 + i0, 0, m * sizeof(float)), memset(fl->act2 + i0, 0, m * sizeof(float));
             continue;
         }
-        double v1b[BLOCK], tpb[BLOCK];
-        unsigned char still[BLOCK];
-        for (size_t r = 0; r < m; r++) {
-            size_t i = i0 + r;
-            double hk = pre[i];
-            v1b[r] = d / 2 * s[i] + d / 3 * hk * hk + (uin * uin + uw * uw) * s[i] +
-                     (tok_extra ? tok_extra[i / n_inner] : 0.0); /* / u^2 */
-            tpb[r] = lambda * u * sqrt(v1b[r]);
-        }
-        if (table_only) table_in_still(pre + i0, tpb, m, f16c, still);
-        for (size_t r = 0; r < m; r++) {
-            size_t i = i0 + r;
-            double hk = pre[i], ak = act[i];
-            double v1 = v1b[r];
-            double g = gd[r], ge = 2.0 * (fabs(ak) + fabs(hk));
-            double vact = g * g * v1 + ge * ge;
-            /* allowances (absolute) beyond the random-rounding model: the GELU's curvature over
-             * pre's tolerance interval (|GELU''| <= 2 phi(0) < 0.8, so |GELU(p + e) - GELU(p) - g e|
-             * <= 0.4 e^2: negligible for float32 rounding, e ~ 1e-6, not for quantization noise),
-             * and a rounding boundary within an element's tolerance (one step more) */
-            double tp = tpb[r], ta = lambda * u * sqrt(vact), curv = 0.4 * tp * tp;
-            double box_pre = 0, box_act = 0, flips = 0, flip_var = 0;
-            float f_pre = 0, f_act1 = 0, f_act2 = 0;
-            flip_in fi = {pre_u[i], pre[i], act_u[i], act[i], g, tp, ta, curv, lambda, fl != NULL, f16c};
-            if (table_only && still[r])
-                hidden_table_still(un, &fi, &box_act, &flips, &flip_var, &f_act2);
-            else if (rounds)
-                hidden_flips(un, &fi, &box_pre, &box_act, &flips, &flip_var, &f_pre, &f_act1, &f_act2);
-            if (fl && fl->pre) fl->pre[i] = f_pre;
-            if (fl && fl->act1) fl->act1[i] = f_act1, fl->act2[i] = f_act2;
-            if (tol_pre && exp_pre) tol_pre[i] = (float)(tp + box_pre + un->u_pre * fabs(exp_pre[i]));
-            if (tol_act && exp_act) tol_act[i] = (float)(ta + curv + box_act + un->u_act * fabs(exp_act[i]));
-            /* into c_proj: the curvature a systematic bound as before; a flip is an error of its
-             * step with the probability above, independent across elements: its second moment takes
-             * the lambda sigmas like the roundings' variance (what is boxed counts whole) */
-            (void)flips;
-            vact += curv * curv / (lambda * lambda * u * u) + flip_var / (u * u);
-            q[i] = (float)((h / 2 + uw * uw) * ak * ak + vact); /* coefficient of W_proj[k,j]^2 */
-        }
+        for (size_t r0 = 0; r0 < m; r0 += SUB)
+            hidden_rounds(&hx, i0 + r0, m - r0 < SUB ? m - r0 : SUB, gd + r0);
     }
 }
 

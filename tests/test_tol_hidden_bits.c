@@ -1,0 +1,150 @@
+/* The hidden tolerances' bits, pinned: a SHA-256 over everything
+ * g2f_tol_ffn_hidden_x writes (tol_pre, tol_act, the c_proj coefficients q
+ * and the flips) on adversarial inputs (every float16 value, its float
+ * neighbours and the midpoints to the next, the clamps, NaN, infinities,
+ * subnormals; sums of squares from 0 to 1e12, negative, infinite and NaN),
+ * for the port's roundings that take its rounding paths: the f16 GELU
+ * table's input alone (with and without the table of halves, flips kept
+ * apart or boxed, a per-token variance, two lambdas) and stores rounded to
+ * float16. The digests were made by this test from the code of commit
+ * d8dca4c, before the table's input got a short path where no float16
+ * boundary lies within reach (hidden_table_still): that path must give
+ * what the general one gave, element for element. NaN outputs are hashed
+ * as one NaN (their payload follows the compiler's operand order). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "g2f_sha256.h"
+#include "g2f_tensor.h"
+#include "g2f_tol.h"
+
+#define D 768
+#define H 3072
+
+typedef struct inputs {
+    size_t n;
+    float *pre, *act, *s;
+    double *ep, *ea, *extra; /* extra: per token (n / H of them) */
+} inputs;
+
+typedef struct config {
+    const char *what;
+    int table, flips, extra, store_f16;
+    double lambda;
+    const char *want;
+} config;
+
+static const config configs[] = {
+    {"table input, the table of halves, flips apart", 1, 1, 0, 0, G2F_TOL_LAMBDA,
+     "5114befe3d5936b45848aa331b9600171214c2a1e136227f009ee2415a2aa11d"},
+    {"table input, no table, flips apart", 0, 1, 0, 0, G2F_TOL_LAMBDA,
+     "5114befe3d5936b45848aa331b9600171214c2a1e136227f009ee2415a2aa11d"},
+    {"table input, the table, flips boxed", 1, 0, 0, 0, G2F_TOL_LAMBDA,
+     "afca1b2477c1c22a6b95b2ca14a63aad81d871dd957ec6b72461e6a1dc2eb1f2"},
+    {"table input, the table, a per-token variance", 1, 1, 1, 0, G2F_TOL_LAMBDA,
+     "dbb45cbbf725f0f4a0a9592ba65c2502866fd9881cca680e4cea0ae6fba42821"},
+    {"table input, no table, lambda 3", 0, 1, 0, 0, 3.0,
+     "f88f0806f419bc35ce332e0d750e6d57741333d6b0f29b74173fa946a5af98e0"},
+    {"stores rounded to float16", 0, 1, 0, 1, G2F_TOL_LAMBDA,
+     "442d69d0c5cdab164413dd4861aef4b50f8577c7f9d1c00d6843aa515b76b7ba"},
+};
+#define N_CONFIGS (sizeof configs / sizeof configs[0])
+
+static float from_bits(uint32_t b) {
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+/* The inputs: each float16 value, its float neighbours and the midpoint to
+ * the next, then the edges; sums of squares spread over 12 decades with a
+ * few odd ones; n a whole number of rows of H. */
+static int inputs_make(inputs *in) {
+    const float edge[] = {10.0f, -10.0f, nextafterf(10.0f, 0), NAN, -NAN, INFINITY, -INFINITY, 1e-40f, -1e-45f,
+                          65504.0f, 65520.0f, 70000.0f, -1e30f, -3.0f, 2.7f, -0.0f};
+    size_t ne = sizeof edge / sizeof edge[0];
+    size_t n = (65536 * 4 + ne + H - 1) / H * H;
+    in->n = n;
+    in->pre = malloc(n * sizeof(float)), in->act = malloc(n * sizeof(float)), in->s = malloc(n * sizeof(float));
+    in->ep = malloc(n * sizeof(double)), in->ea = malloc(n * sizeof(double)), in->extra = malloc(n / H * sizeof(double));
+    if (!in->pre || !in->act || !in->s || !in->ep || !in->ea || !in->extra) return 0;
+    size_t k = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float v = g2f_f16_to_f32((uint16_t)h), w = g2f_f16_to_f32((uint16_t)(h + 1 < 65536 ? h + 1 : h));
+        in->pre[k++] = v;
+        in->pre[k++] = nextafterf(v, INFINITY);
+        in->pre[k++] = nextafterf(v, -INFINITY);
+        in->pre[k++] = (float)(((double)v + w) / 2);
+    }
+    for (size_t i = 0; i < ne; i++) in->pre[k++] = edge[i];
+    uint64_t st = 77;
+    for (; k < n; k++) { /* the rest: random floats of every sign and exponent below 2^16 */
+        st = st * 6364136223846793005u + 1442695040888963407u;
+        uint32_t b = (uint32_t)(st >> 32);
+        in->pre[k] = from_bits((b & 0x80000000u) | ((b >> 1) % 0x47800000u));
+    }
+    for (size_t i = 0; i < n; i++) {
+        st = st * 6364136223846793005u + 1442695040888963407u;
+        uint32_t r = (uint32_t)(st >> 40);
+        in->act[i] = g2f_gelu_f16_table(in->pre[i]);
+        in->s[i] = (float)pow(10.0, (double)r / (1 << 24) * 12.0); /* 1 .. 1e12, in units of u^2 */
+        if (i % 997 == 3) in->s[i] = 0.0f;
+        if (i % 1999 == 5) in->s[i] = -1.0f;
+        if (i % 4999 == 7) in->s[i] = INFINITY;
+        if (i % 7001 == 11) in->s[i] = NAN;
+        in->ep[i] = in->pre[i], in->ea[i] = in->act[i];
+    }
+    for (size_t t = 0; t < n / H; t++) in->extra[t] = (double)(t + 1) * 1e3;
+    return 1;
+}
+
+static void hash_floats(g2f_sha256 *ctx, const float *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        float x = isnan(v[i]) ? NAN : v[i];
+        g2f_sha256_update(ctx, &x, sizeof x);
+    }
+}
+
+/* What g2f_tol_ffn_hidden_x writes for config c, hashed into hex. */
+static int digest(const inputs *in, const config *c, g2f_tol_f16 *tab, int n_threads, char hex[65]) {
+    size_t n = in->n;
+    float *out = calloc(6 * n, sizeof(float));
+    if (!out) return 0;
+    float *tol_pre = out, *tol_act = out + n, *q = out + 2 * n;
+    g2f_flips fl = {out + 3 * n, out + 4 * n, out + 5 * n};
+    g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F16, 0);
+    un.table_in = !c->store_f16;
+    un.store = c->store_f16 ? G2F_ROUND_F16 : G2F_ROUND_NONE;
+    un.f16 = c->table ? tab : NULL;
+    g2f_tol_ffn_hidden_x(n, D, H, in->pre, in->pre, in->act, in->act, in->s, in->ep, in->ea, &un, c->lambda,
+                         c->extra ? in->extra : NULL, tol_pre, tol_act, q, c->flips ? &fl : NULL, n_threads);
+    g2f_sha256 ctx;
+    g2f_sha256_init(&ctx);
+    hash_floats(&ctx, out, (c->flips ? 6 : 3) * n);
+    g2f_sha256_final_hex(&ctx, hex);
+    free(out);
+    return 1;
+}
+
+int main(void) {
+    inputs in = {0};
+    g2f_tol_f16 tab = {0};
+    int ok = inputs_make(&in) && g2f_tol_f16_make(&tab, G2F_TOL_LAMBDA);
+    CHECK(ok);
+    for (size_t k = 0; ok && k < N_CONFIGS; k++) {
+        char hex[65], hex2[65];
+        CHECK(digest(&in, &configs[k], &tab, 1, hex) && digest(&in, &configs[k], &tab, 2, hex2));
+        CHECK(strcmp(hex, hex2) == 0); /* any thread count */
+        fprintf(stderr, "  %-48s %s\n", configs[k].what, hex);
+        if (strcmp(hex, configs[k].want) != 0) {
+            fprintf(stderr, "    want %s\n", configs[k].want);
+            check_failures++;
+        }
+    }
+    g2f_tol_f16_free(&tab);
+    free(in.pre), free(in.act), free(in.s), free(in.ep), free(in.ea), free(in.extra);
+    return check_failures ? 1 : 0;
+}

@@ -186,6 +186,23 @@ void g2f_tol_f16_free(g2f_tol_f16 *t) {
     t->half = NULL;
 }
 
+/* The f16 table's entry for pre: its half *x16, the half's GELU *exact,
+ * the entry's own flip *own0 (no pre step widening its window) and, the
+ * return value, that flip's second moment; from the table of halves when
+ * it is for this lambda, else computed (own0_of). */
+static double table_entry(const g2f_tol_units *un, float pre, double lambda, int f16c, double *x16, double *exact,
+                          double *own0) {
+    uint16_t hb = f16c ? g2f_cpu_f32_to_f16(pre) : g2f_f32_to_f16(pre);
+    const g2f_tol_f16 *tb = un->f16 && un->f16->lambda == lambda ? un->f16 : NULL;
+    *x16 = g2f_f16_to_f32(hb);
+    if (tb) {
+        *exact = tb->half[hb].exact, *own0 = tb->half[hb].own0;
+        return tb->half[hb].m_own0;
+    }
+    *exact = g2f_gelu_tanh_f64(*x16);
+    return own0_of(*exact, *x16, lambda, own0, f16c);
+}
+
 /* The allowances for the port's roundings of one hidden element: boxed
  * (*box_pre, *box_act, absolute), placed as steps (*f_*), and the second
  * moment carried into c_proj (*flip_var, absolute). */
@@ -210,17 +227,9 @@ static void hidden_flips(const g2f_tol_units *un, const flip_in *fi, double *box
      * (own0, with its probability) */
     double own, own0, m_own0;
     if (un->table_in) { /* the table holds f16(GELU) by a float formula (ggml's, or another's) */
-        uint16_t hb = hw ? g2f_cpu_f32_to_f16(fi->pre) : g2f_f32_to_f16(fi->pre);
-        const g2f_tol_f16 *tb = un->f16 && un->f16->lambda == lambda ? un->f16 : NULL;
-        double x16 = g2f_f16_to_f32(hb);
-        double exact = tb ? tb->half[hb].exact : g2f_gelu_tanh_f64(x16);
-        if (tb) { /* what own0_of computes, and own with it when no pre step widens the window */
-            own0 = tb->half[hb].own0, m_own0 = tb->half[hb].m_own0;
-            own = prop == 0 ? own0 : own_flip(exact, x16, prop, hw);
-        } else {
-            own = own_flip(exact, x16, prop, hw);
-            m_own0 = own0_of(exact, x16, lambda, &own0, hw);
-        }
+        double x16, exact;
+        m_own0 = table_entry(un, fi->pre, lambda, hw, &x16, &exact, &own0);
+        own = prop == 0 ? own0 : own_flip(exact, x16, prop, hw); /* own_flip(.., 0) is own0 */
     } else {
         own = flip_one_x(un->store, fi->act_u, ta + prop, hw);
         m_own0 = flip_moment(un->store, fi->act_u, ta, ta / lambda, &own0, hw);
@@ -268,15 +277,7 @@ static void table_in_still(const float *pre, const double *tp, size_t m, int f16
  * hidden_flips there (test_tol_hidden_bits). */
 static void hidden_table_still(const g2f_tol_units *un, const flip_in *fi, double *box_act, double *flips,
                                double *flip_var, float *f_act2) {
-    uint16_t hb = fi->f16c ? g2f_cpu_f32_to_f16(fi->pre) : g2f_f32_to_f16(fi->pre);
-    const g2f_tol_f16 *tb = un->f16 && un->f16->lambda == fi->lambda ? un->f16 : NULL;
-    double own0, m_own0;
-    if (tb) {
-        own0 = tb->half[hb].own0, m_own0 = tb->half[hb].m_own0;
-    } else {
-        double x16 = g2f_f16_to_f32(hb);
-        m_own0 = own0_of(g2f_gelu_tanh_f64(x16), x16, fi->lambda, &own0, fi->f16c);
-    }
+    double x16, exact, own0, m_own0 = table_entry(un, fi->pre, fi->lambda, fi->f16c, &x16, &exact, &own0);
     place_flip(own0, fi->fl ? f_act2 : NULL, box_act);
     *flips = fabs(own0);
     *flip_var = m_own0;
@@ -293,6 +294,8 @@ typedef struct hidden_args {
     double d, h, uw, kin; /* n_embd, n_inner; in units of u: the weights' rounding, and kin = uin^2 + uw^2 */
     double lambda;
     int f16c;
+    int rounds;     /* a port's rounding between the stages (else only a token's variance) */
+    int table_only; /* the f16 table's input the only one: most elements take hidden_table_still */
 } hidden_args;
 
 /* g2f_tol_ffn_hidden_x's elements [i0, i0 + m) (m <= SUB) when something
@@ -300,9 +303,7 @@ typedef struct hidden_args {
 static void hidden_rounds(const hidden_args *x, size_t i0, size_t m, const float *gd) {
     const g2f_tol_units *un = x->un;
     const double u = ldexp(1.0, -24), lambda = x->lambda, d = x->d, h = x->h, uw = x->uw, kin = x->kin;
-    const int rounds = un->store != G2F_ROUND_NONE || un->table_in || un->gemm_act != G2F_ROUND_NONE;
-    /* the f16 table form's input the only rounding: most elements take hidden_table_still */
-    const int table_only = un->table_in && un->store == G2F_ROUND_NONE && un->gemm_act == G2F_ROUND_NONE;
+    const int rounds = x->rounds, table_only = x->table_only;
     const float *pre = x->pre, *act = x->act, *s = x->s;
     g2f_flips *fl = x->fl;
     double v1b[SUB], tpb[SUB];
@@ -355,8 +356,10 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
     const double uin = un->u_in / u, uw = un->u_w / u; /* in units of u */
     const double d = (double)n_embd, h = (double)n_inner;
     const int rounds = un->store != G2F_ROUND_NONE || un->table_in || un->gemm_act != G2F_ROUND_NONE;
+    const int table_only = un->table_in && un->store == G2F_ROUND_NONE && un->gemm_act == G2F_ROUND_NONE;
     const hidden_args hx = {un, pre_u, pre, act_u, act, s, exp_pre, exp_act, tok_extra, tol_pre, tol_act, q, fl,
-                            n_inner, d, h, uw, uin * uin + uw * uw, lambda, g2f_cpu_features()->f16c};
+                            n_inner, d, h, uw, uin * uin + uw * uw, lambda, g2f_cpu_features()->f16c, rounds,
+                            table_only};
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
     (void)n_threads;
 #ifdef _OPENMP

@@ -739,9 +739,9 @@ static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long 
     return src;
 }
 
-/* With AVX-512, the share of the panel FETCH_AHEAD panels after panel s
- * of depth block pb that A's panel p of a_panels fetches into L2 while its
- * tile works on panel s: each A panel's tile an equal part of its rows, a
+/* With AVX-512, the share of panel b (FETCH_AHEAD panels after the one
+ * worked on; in depth block pb2; or NULL) that A's panel p of a_panels
+ * fetches into L2 while its tile works: each A panel's tile an equal part of its rows, a
  * row every few depth steps (g2f_simd512_tile_fetch). A core has few fill
  * buffers, so a burst of prefetches (all 768 lines of the panel two ahead
  * while copying a panel, the earlier way) stalls like the misses it meant
@@ -750,10 +750,8 @@ static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long 
  * pairs (2 threads, Intel Xeon with AVX-512): 0.94-0.96x the time of the
  * burst; 2 or 4 panels ahead measured alike. */
 #define FETCH_AHEAD 3
-static g2f_simd_fetch direct_fetch(const gemm *g, long s0, long s1, size_t pb, long s, size_t p, size_t a_panels) {
+static g2f_simd_fetch direct_fetch(const gemm *g, const float *b, size_t pb2, size_t p, size_t a_panels) {
     g2f_simd_fetch f = {NULL, g->n * sizeof(float), 0};
-    size_t pb2 = 0;
-    const float *b = g->kn->isa == ISA_AVX512 ? panel_ahead(g, s0, s1, pb, s, FETCH_AHEAD, &pb2) : NULL;
     if (!b) return f;
     size_t kc = g->k - pb2 * KC < KC ? g->k - pb2 * KC : KC;
     size_t per = (kc + a_panels - 1) / a_panels, r0 = p * per;
@@ -777,9 +775,11 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
             size_t j = (size_t)s * NR, nr = n - j < NR ? n - j : NR;
             g2f_simd_bsrc src = panel_src(g, s0, s1, pb, s, panel);
             if (ab2 && kn->dpbf) square_panel(kn, src.b, kc, pairs); /* AVX-512: src.b is packed, NR a row */
+            size_t pb_ahead = 0;
+            const float *ahead = kn->isa == ISA_AVX512 ? panel_ahead(g, s0, s1, pb, s, FETCH_AHEAD, &pb_ahead) : NULL;
             for (size_t p = 0; p < a_panels; p++) {
                 size_t mr = g->m - p * MR < MR ? g->m - p * MR : MR;
-                g2f_simd_fetch f = direct_fetch(g, s0, s1, pb, s, p, a_panels);
+                g2f_simd_fetch f = direct_fetch(g, ahead, pb_ahead, p, a_panels);
                 tile_b(kn, ab + p * KC * MR, &src, 0, kc, g->c, n, p * MR, j, mr, nr, pc == 0,
                        pb + 1 == depth_blocks ? g->ep : NULL, &f);
                 src.pf = NULL; /* fetched once */

@@ -178,16 +178,19 @@ static inline __attribute__((always_inline)) void tile_sums_rows(const float *ap
     else tile_sums(ap, bp, sq, kc, MR, f, acc);
 }
 
-/* A whole tile's sums into C without an epilogue (the common case: every
- * depth block but the last), inlined so that the sums go straight from the
- * registers instead of through the stack into tile_store. */
-static inline __attribute__((always_inline)) void tile_store_plain(__m512 acc[MR][2], float *c, size_t ldc,
-                                                                   int first) {
+/* A whole tile's sums into C, then + bias (or NULL), straight from the
+ * registers; inlined where there is no epilogue (every depth block but the
+ * last), so that the sums do not go through the stack into tile_store. */
+static inline __attribute__((always_inline)) void tile_store_whole(__m512 acc[MR][2], float *c, size_t ldc,
+                                                                   int first, const float *bias) {
+    __m512 b0 = _mm512_setzero_ps(), b1 = b0;
+    if (bias) b0 = _mm512_loadu_ps(bias), b1 = _mm512_loadu_ps(bias + 16);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; r++) {
         float *row = c + (size_t)r * ldc;
         __m512 v0 = acc[r][0], v1 = acc[r][1];
         if (!first) v0 = _mm512_add_ps(_mm512_loadu_ps(row), v0), v1 = _mm512_add_ps(_mm512_loadu_ps(row + 16), v1);
+        if (bias) v0 = _mm512_add_ps(v0, b0), v1 = _mm512_add_ps(v1, b1);
         _mm512_storeu_ps(row, v0);
         _mm512_storeu_ps(row + 16, v1);
     }
@@ -196,22 +199,8 @@ static inline __attribute__((always_inline)) void tile_store_plain(__m512 acc[MR
 /* The tile's stores and epilogue, from its sums. */
 static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_t nr, int first,
                        const g2f_simd_epilogue *ep) {
-    if (mr == MR && nr == NR && !ep) {
-        tile_store_plain(acc, c, ldc, first);
-        return;
-    }
     if (mr == MR && nr == NR) { /* the common case: straight from the registers */
-        __m512 b0 = _mm512_setzero_ps(), b1 = b0;
-        if (ep && ep->bias) b0 = _mm512_loadu_ps(ep->bias), b1 = _mm512_loadu_ps(ep->bias + 16);
-#pragma GCC unroll 12
-        for (int r = 0; r < MR; r++) {
-            float *row = c + (size_t)r * ldc;
-            __m512 v0 = acc[r][0], v1 = acc[r][1];
-            if (!first) v0 = _mm512_add_ps(_mm512_loadu_ps(row), v0), v1 = _mm512_add_ps(_mm512_loadu_ps(row + 16), v1);
-            if (ep && ep->bias) v0 = _mm512_add_ps(v0, b0), v1 = _mm512_add_ps(v1, b1);
-            _mm512_storeu_ps(row, v0);
-            _mm512_storeu_ps(row + 16, v1);
-        }
+        tile_store_whole(acc, c, ldc, first, ep ? ep->bias : NULL);
         if (ep && ep->gelu) { /* the whole tile in one call: 64 values a step of the GELU's loop */
             float sums[MR * NR], act[MR * NR];
             for (int r = 0; r < MR; r++) memcpy(sums + r * NR, c + (size_t)r * ldc, sizeof(float) * NR);
@@ -243,7 +232,7 @@ void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *
     if (mr == MR && nr == NR && !ep) {
         if (f && f->rows) tile_sums(ap, bp, 0, kc, MR, f, acc);
         else tile_sums(ap, bp, 0, kc, MR, NULL, acc);
-        tile_store_plain(acc, c, ldc, first);
+        tile_store_whole(acc, c, ldc, first, NULL);
         return;
     }
     if (f && f->rows) tile_sums_rows(ap, bp, 0, kc, mr, f, acc);

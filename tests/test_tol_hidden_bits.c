@@ -9,8 +9,12 @@
  * float16. The digests were made by this test from the code of commit
  * d8dca4c, before the table's input got a short path where no float16
  * boundary lies within reach (hidden_table_still): that path must give
- * what the general one gave, element for element. NaN outputs are hashed
- * as one NaN (their payload follows the compiler's operand order). */
+ * what the general one gave, element for element. The configurations where
+ * nothing rounds (the plain loop, compiled for AVX-512, AVX2 or neither and
+ * chosen at run time, with one square root fewer when act has no
+ * reference) have digests made from commit 6bb9080, before that. NaN
+ * outputs are hashed as one NaN (their payload follows the compiler's
+ * operand order). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,21 +39,30 @@ typedef struct config {
     int table, flips, extra, store_f16;
     double lambda;
     const char *want;
+    int plain, no_pre, no_act; /* plain: nothing rounds (the vectorized loop); pre's or act's reference absent */
 } config;
 
 static const config configs[] = {
     {"table input, the table of halves, flips apart", 1, 1, 0, 0, G2F_TOL_LAMBDA,
-     "5114befe3d5936b45848aa331b9600171214c2a1e136227f009ee2415a2aa11d"},
+     "5114befe3d5936b45848aa331b9600171214c2a1e136227f009ee2415a2aa11d", 0, 0, 0},
     {"table input, no table, flips apart", 0, 1, 0, 0, G2F_TOL_LAMBDA,
-     "5114befe3d5936b45848aa331b9600171214c2a1e136227f009ee2415a2aa11d"},
+     "5114befe3d5936b45848aa331b9600171214c2a1e136227f009ee2415a2aa11d", 0, 0, 0},
     {"table input, the table, flips boxed", 1, 0, 0, 0, G2F_TOL_LAMBDA,
-     "afca1b2477c1c22a6b95b2ca14a63aad81d871dd957ec6b72461e6a1dc2eb1f2"},
+     "afca1b2477c1c22a6b95b2ca14a63aad81d871dd957ec6b72461e6a1dc2eb1f2", 0, 0, 0},
     {"table input, the table, a per-token variance", 1, 1, 1, 0, G2F_TOL_LAMBDA,
-     "dbb45cbbf725f0f4a0a9592ba65c2502866fd9881cca680e4cea0ae6fba42821"},
+     "dbb45cbbf725f0f4a0a9592ba65c2502866fd9881cca680e4cea0ae6fba42821", 0, 0, 0},
     {"table input, no table, lambda 3", 0, 1, 0, 0, 3.0,
-     "f88f0806f419bc35ce332e0d750e6d57741333d6b0f29b74173fa946a5af98e0"},
+     "f88f0806f419bc35ce332e0d750e6d57741333d6b0f29b74173fa946a5af98e0", 0, 0, 0},
     {"stores rounded to float16", 0, 1, 0, 1, G2F_TOL_LAMBDA,
-     "442d69d0c5cdab164413dd4861aef4b50f8577c7f9d1c00d6843aa515b76b7ba"},
+     "442d69d0c5cdab164413dd4861aef4b50f8577c7f9d1c00d6843aa515b76b7ba", 0, 0, 0},
+    {"nothing rounds, pre and act", 0, 1, 0, 0, G2F_TOL_LAMBDA,
+     "b2bdfe3e1629856c0fe69058b27eb10cdd7b63dbd5bd90527d0b3ab87452dfbf", 1, 0, 0},
+    {"nothing rounds, pre alone, flips boxed", 0, 0, 0, 0, G2F_TOL_LAMBDA,
+     "d8d4d37d90cc1aa29486f1ff09ec6784658dc58b6fcebff5595c08dd95018fde", 1, 0, 1},
+    {"nothing rounds, act alone, lambda 3", 0, 1, 0, 0, 3.0,
+     "814b13ca2d59939df682a2c0fc75be523a6d57fcbb7dba8ad1300a71ebf162f6", 1, 1, 0},
+    {"nothing rounds, neither", 0, 1, 0, 0, G2F_TOL_LAMBDA,
+     "da634a5439ea94d51d0c0abbc94992be184f67340f6b39a65150191a1290fc4c", 1, 1, 1},
 };
 #define N_CONFIGS (sizeof configs / sizeof configs[0])
 
@@ -116,11 +129,12 @@ static int digest(const inputs *in, const config *c, g2f_tol_f16 *tab, int n_thr
     float *tol_pre = out, *tol_act = out + n, *q = out + 2 * n;
     g2f_flips fl = {out + 3 * n, out + 4 * n, out + 5 * n};
     g2f_tol_units un = g2f_tol_units_for(G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F32, G2F_DTYPE_F16, 0);
-    un.table_in = !c->store_f16;
+    un.table_in = !c->store_f16 && !c->plain;
     un.store = c->store_f16 ? G2F_ROUND_F16 : G2F_ROUND_NONE;
     un.f16 = c->table ? tab : NULL;
-    g2f_tol_ffn_hidden_x(n, D, H, in->pre, in->pre, in->act, in->act, in->s, in->ep, in->ea, &un, c->lambda,
-                         c->extra ? in->extra : NULL, tol_pre, tol_act, q, c->flips ? &fl : NULL, n_threads);
+    g2f_tol_ffn_hidden_x(n, D, H, in->pre, in->pre, in->act, in->act, in->s, c->no_pre ? NULL : in->ep,
+                         c->no_act ? NULL : in->ea, &un, c->lambda, c->extra ? in->extra : NULL,
+                         c->no_pre ? NULL : tol_pre, c->no_act ? NULL : tol_act, q, c->flips ? &fl : NULL, n_threads);
     g2f_sha256 ctx;
     g2f_sha256_init(&ctx);
     hash_floats(&ctx, out, (c->flips ? 6 : 3) * n);

@@ -178,6 +178,10 @@ static void tiles_on(void) {
     memset(&cfg, 0, sizeof cfg);
     cfg.palette = 1;
     for (int t = 0; t < 8; t++) cfg.rows[t] = TROWS, cfg.colsb[t] = 64;
+    /* GCC 12 does not see LDTILECFG read the configuration: in a tiles_on
+     * that was not inlined it dropped the stores of rows and colsb (every
+     * tile unconfigured: SIGILL at the first TILEZERO). cfg escapes here. */
+    __asm__ volatile("" : : "r"(&cfg) : "memory");
     _tile_loadconfig(&cfg);
 }
 

@@ -4,7 +4,11 @@
  * [10^(-6 + (k-1)/2), 10^(-6 + k/2))); an error equal to its tolerance is
  * not a mismatch, one above it is; a zero reference against a nonzero
  * computation has cosine 0 (two zeros, 1). */
+#include <float.h>
+#include <math.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "check.h"
 #include "g2f_compare.h"
@@ -46,8 +50,53 @@ static void cosine_should_be_0_for_a_zero_reference_against_nonzero_values(void)
     CHECK(r.cosine == 0.0);
 }
 
+/* The count of edges at or below s by the plain search (what
+ * g2f_cmp_hist_bin computed before it guessed from the exponent). */
+static int bin_by_search(double s) {
+    static const double edge[G2F_HIST_BINS - 1] = {
+        1e-06, 3.162277660168379e-06, 1e-05, 3.1622776601683795e-05, 0.0001, 0.000316227766016838, 0.001,
+        0.0031622776601683794, 0.01, 0.0316227766016838, 0.1, 0.316227766016838, 1.0, 3.1622776601683795, 10.0,
+        31.622776601683796, 100.0, 316.22776601683796, 1000.0, 3162.2776601683795, 10000.0, 31622.776601683796,
+        100000.0, 316227.76601683797, 1000000.0};
+    int n = 0;
+    for (int k = 0; k < G2F_HIST_BINS - 1; k++) n += edge[k] <= s;
+    return n;
+}
+
+/* Every edge and its 4096 neighbours either side, every power of two and
+ * its neighbours, 2^22 scores spread over 10^-320 .. 10^310 and the
+ * specials: the bin is the search's. */
+static void hist_bin_should_count_the_edges_below_exactly(void) {
+    size_t bad = 0, n = 0;
+    for (int b = 0; b < G2F_HIST_BINS - 1; b++) {
+        double lo = pow(10.0, -6 + 0.5 * b), hi = lo; /* within an ulp or two of the table's double */
+        for (int k = 0; k < 4096; k++, n += 2) {
+            bad += g2f_cmp_hist_bin(lo) != bin_by_search(lo) || g2f_cmp_hist_bin(hi) != bin_by_search(hi);
+            lo = nextafter(lo, 0), hi = nextafter(hi, INFINITY);
+        }
+    }
+    for (int p2 = -1074; p2 <= 1023; p2++)
+        for (int d = -2; d <= 2; d++, n++) {
+            double s = ldexp(1.0, p2) * (1 + d * 0x1p-52);
+            bad += g2f_cmp_hist_bin(s) != bin_by_search(s);
+        }
+    uint64_t st = 99;
+    for (int k = 0; k < (1 << 22); k++, n++) {
+        st = st * 6364136223846793005u + 1442695040888963407u;
+        double s = pow(10.0, -320.0 + 630.0 * (double)(st >> 11) / 9007199254740992.0);
+        bad += g2f_cmp_hist_bin(s) != bin_by_search(s);
+    }
+    const double special[] = {0.0, -0.0, -1.0, NAN, INFINITY, -INFINITY, 4.9e-324, DBL_MAX};
+    for (size_t k = 0; k < sizeof special / sizeof special[0]; k++, n++)
+        bad += g2f_cmp_hist_bin(special[k]) != bin_by_search(special[k]);
+    fprintf(stderr, "  %zu scores, %zu binned differently from the search\n", n, bad);
+    CHECK(bad == 0);
+    CHECK(g2f_cmp_hist_bin(INFINITY) == G2F_HIST_BINS - 1 && g2f_cmp_hist_bin(NAN) == 0);
+}
+
 int main(void) {
     RUN(hist_should_put_a_score_on_an_edge_in_the_bin_above);
+    RUN(hist_bin_should_count_the_edges_below_exactly);
     RUN(mismatch_should_count_errors_above_their_tolerance_only);
     RUN(cosine_should_be_0_for_a_zero_reference_against_nonzero_values);
     CHECK_EXIT();

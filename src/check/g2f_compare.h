@@ -18,6 +18,10 @@
 #define G2F_HIST_LO (-6.0)
 #define G2F_HIST_STEP 0.5
 
+/* The bin of a score |err| / tol: how many of the edges 10^(-6 + 0.5 b),
+ * b = 0..24, lie at or below it (0 for NaN and score <= 0). */
+int g2f_cmp_hist_bin(double score);
+
 typedef struct g2f_cmp {
     size_t total, mismatched;
     size_t nonfinite;             /* elements with NaN/Inf on either side */

@@ -51,14 +51,21 @@ double g2f_round_flip(g2f_round r, float v, double t) {
     return lo != hi ? fabs((double)hi - lo) : 0;
 }
 
-static double flip_one_x(g2f_round r, float v, double t, int f16c) {
+/* flip_one_x, with the window's ends rounded into *lo and *hi (when it
+ * gets that far: the answer is not 0) for flip_prob_of. */
+static double flip_ends(g2f_round r, float v, double t, int f16c, float *lo, float *hi) {
     if (r == G2F_ROUND_NONE || !(t >= 0)) return 0;
-    float lo = round_x(r, (float)((double)v - t), f16c), hi = round_x(r, (float)((double)v + t), f16c);
-    if (lo == hi) return 0;
+    *lo = round_x(r, (float)((double)v - t), f16c), *hi = round_x(r, (float)((double)v + t), f16c);
+    if (*lo == *hi) return 0;
     /* neighbours when nothing representable lies between them: their midpoint, a tie, rounds to one of them */
-    float mid = round_x(r, (float)(((double)lo + hi) / 2), f16c);
-    double step = fabs((double)hi - lo);
-    return mid == lo || mid == hi ? step : -step;
+    float mid = round_x(r, (float)(((double)*lo + *hi) / 2), f16c);
+    double step = fabs((double)*hi - *lo);
+    return mid == *lo || mid == *hi ? step : -step;
+}
+
+static double flip_one_x(g2f_round r, float v, double t, int f16c) {
+    float lo, hi;
+    return flip_ends(r, v, t, f16c, &lo, &hi);
 }
 
 double g2f_round_flip_one(g2f_round r, float v, double t) {
@@ -138,12 +145,11 @@ static void hidden_plain(HIDDEN_PLAIN_ARGS) { hidden_plain_any(HIDDEN_PLAIN_PASS
  * of v rounds (r) to the other side of the boundary nearest v inside v +- t:
  * Phi(-b / sigma) for a boundary at distance b, 0 without one in the window,
  * 1 with several (no finer claim). A flip's second moment is this times its
- * step squared: what it adds downstream is weighted by how likely it is. */
-static double flip_prob(g2f_round r, float v, double t, double sigma, int f16c) {
-    double f = flip_one_x(r, v, t, f16c);
+ * step squared: what it adds downstream is weighted by how likely it is.
+ * From flip_ends's answer f and the window's ends lo, hi it rounded. */
+static double flip_prob_of(float v, double f, float lo, float hi, double sigma) {
     if (f == 0) return 0;
     if (f < 0 || !(sigma > 0)) return 1;
-    float lo = round_x(r, (float)((double)v - t), f16c), hi = round_x(r, (float)((double)v + t), f16c);
     double b = fabs((double)v - ((double)lo + hi) / 2);
     return 0.5 * erfc(b / (sigma * sqrt(2.0)));
 }
@@ -153,9 +159,10 @@ static double flip_prob(g2f_round r, float v, double t, double sigma, int f16c) 
  * beyond the rounding's step), the step at v (the rest is sigma's, counted
  * already); none, 0. *f gets g2f_round_flip_one's answer. */
 static double flip_moment(g2f_round r, float v, double t, double sigma, double *f, int f16c) {
-    *f = flip_one_x(r, v, t, f16c);
+    float lo, hi; /* the window's ends, rounded once for the flip and its probability */
+    *f = flip_ends(r, v, t, f16c, &lo, &hi);
     if (*f == 0) return 0;
-    if (*f > 0) return flip_prob(r, v, t, sigma, f16c) * *f * *f;
+    if (*f > 0) return flip_prob_of(v, *f, lo, hi, sigma) * *f * *f;
     double ulp = 2 * g2f_round_unit(r) * fabs((double)v) + ldexp(1.0, -24); /* the step near v (subnormals too) */
     return ulp * ulp;
 }

@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "g2f_sha256.h"
@@ -143,7 +145,30 @@ static int digest(const inputs *in, const config *c, g2f_tol_f16 *tab, int n_thr
     return 1;
 }
 
-int main(void) {
+/* Runs this program with GPT2FFN_ISA=isa (the plain loop's copy for that
+ * instruction set: g2f_cpu_features is read once per process); its exit
+ * status. */
+static int run_with_isa(const char *self, const char *isa) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("GPT2FFN_ISA", isa, 1);
+        execl(self, self, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int main(int argc, char **argv) {
+    (void)argc;
+    if (!getenv("GPT2FFN_ISA")) /* the portable and AVX2 copies too, whatever this CPU has */
+        for (int k = 0; k < 2; k++) {
+            const char *isa = k ? "avx2" : "portable";
+            int rc = run_with_isa(argv[0], isa);
+            fprintf(stderr, "%s GPT2FFN_ISA=%s\n", rc == 0 ? "ok  " : "FAIL", isa);
+            if (rc != 0) check_failures++;
+        }
     inputs in = {0};
     g2f_tol_f16 tab = {0};
     int ok = inputs_make(&in) && g2f_tol_f16_make(&tab, G2F_TOL_LAMBDA);

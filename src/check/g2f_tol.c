@@ -124,11 +124,16 @@ hidden_plain_body(size_t m, double d, double h, double kin, double uw2, double l
         double u_pre, double u_act, float *tol_pre, float *tol_act, float *q
 #define HIDDEN_PLAIN_PASS m, d, h, kin, uw2, lambda, u, pre, act, s, gd, exp_pre, exp_act, u_pre, u_act, tol_pre, tol_act, q
 static void hidden_plain_any(HIDDEN_PLAIN_ARGS) { hidden_plain_body(HIDDEN_PLAIN_PASS); }
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(GPT2FFN_X86_KERNELS) && defined(__x86_64__) /* (i386's x87 arithmetic would differ) */
+#if defined(__clang__) /* clang knows no prefer-vector-width in a target attribute */
+#define TARGET_512 __attribute__((target("avx512f"), min_vector_width(512)))
+#else
+#define TARGET_512 __attribute__((target("avx512f,prefer-vector-width=512")))
+#endif
 __attribute__((target("avx2"))) static void hidden_plain_avx2(HIDDEN_PLAIN_ARGS) {
     hidden_plain_body(HIDDEN_PLAIN_PASS);
 }
-__attribute__((target("avx512f,prefer-vector-width=512"))) static void hidden_plain_512(HIDDEN_PLAIN_ARGS) {
+TARGET_512 static void hidden_plain_512(HIDDEN_PLAIN_ARGS) {
     hidden_plain_body(HIDDEN_PLAIN_PASS);
 }
 static void hidden_plain(HIDDEN_PLAIN_ARGS) {

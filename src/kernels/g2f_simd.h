@@ -98,7 +98,8 @@ void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);
 
 /* g2f_simd_gelu with AVX-512 (only when g2f_cpu_features()->avx512f):
- * bitwise its results, 64 at a time. */
+ * bitwise its results; tanh 64 at a time, erf by branch in blocks of 1024
+ * (g2f_simd_avx512.c). */
 void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n);
 
 /* The sums of squares with VDPBF16PS (g2f_simd_dpbf.c; only when

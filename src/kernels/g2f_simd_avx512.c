@@ -22,8 +22,9 @@
 #define NR G2F_NR512
 
 /* ---- GELU in double, 8 lanes a vector: g2f_simd_avx2.c's gelu_tanh_pdn and
- * gelu_erf_pdn operation for operation (the same roundings, no FMA), on
- * GELU_NV vectors of 8 doubles: bitwise g2f_simd_gelu's results. The Horner
+ * gelu_erf_pdn operation for operation (the same roundings, no FMA; erf's
+ * two branches apart, below), on GELU_NV vectors of 8 doubles: bitwise
+ * g2f_simd_gelu's results. The Horner
  * and Clenshaw recurrences are chains of dependent operations: 8 independent
  * chains keep the FP units busy where 2 waited on latency (one thread, 4M
  * floats: erf 6.3 -> 4.0 ns a value, tanh 1.63 -> 1.37; 4 chains 4.6 / 1.65). */

@@ -1,20 +1,27 @@
 /* g2f_ffn_eval with opts.tracked_out: the tracked tokens' evaluation made
- * in the first pass (every token in one chunk) must equal, bit for bit,
- * the separate evaluation of those tokens verify ran before (the other
- * form's c_proj and every GELU form on the tracked list), for the plain
- * computation, a port's stored roundings (pre_u and act_u apart from pre
- * and act) and a layer the asked form does not fit. */
+ * in the first pass (every token in one chunk, or over several with their
+ * rows kept aside as they come) must equal, bit for bit, the separate
+ * evaluation of those tokens verify ran before (the other form's c_proj
+ * and every GELU form on the tracked list), for the plain computation, a
+ * port's stored roundings (pre_u and act_u apart from pre and act) and a
+ * layer the asked form does not fit. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "g2f_ffn_eval.h"
 
+/* the small case: more than G2F_EVAL_TRACK tokens, one chunk; the large
+ * one: GPT-2 small's widths, several chunks */
 #define D 32
 #define H 128
-#define T 80 /* more than G2F_EVAL_TRACK, one chunk */
+#define T 80
+#define D2 768
+#define H2 3072
+#define T2 500
 
 static float gauss(uint64_t *s) {
     double u = 0;
@@ -25,14 +32,14 @@ static float gauss(uint64_t *s) {
     return (float)(u - 6);
 }
 
-static g2f_tensor view(const char *name, const float *data, size_t w) {
+static g2f_tensor view(const char *name, const float *data, size_t rows, size_t w) {
     g2f_tensor t;
     memset(&t, 0, sizeof t);
     t.name = name;
     t.dtype = G2F_DTYPE_F32;
     t.ndim = 2;
-    t.shape[0] = T, t.shape[1] = w;
-    t.numel = (uint64_t)T * w;
+    t.shape[0] = rows, t.shape[1] = w;
+    t.numel = (uint64_t)rows * w;
     t.data = (const unsigned char *)data;
     t.nbytes = t.numel * 4;
     return t;
@@ -83,31 +90,52 @@ static void tracked_should_match_second_pass(const char *what, g2f_ffn_how how, 
     g2f_ffn_eval_ws_free(&ws);
 }
 
-int main(void) {
-    static float x[T * D], wfc[D * H], bfc[H], wproj[H * D], bproj[D], pre[T * H], act[T * H], out[T * D];
+/* The four cases on t tokens of widths d, h (size names them). */
+static void cases(const char *size, size_t t, size_t d, size_t h) {
+    float *x = malloc(t * d * sizeof(float)), *wfc = malloc(d * h * sizeof(float)), *bfc = malloc(h * sizeof(float));
+    float *wproj = malloc(h * d * sizeof(float)), *bproj = malloc(d * sizeof(float)), *out = malloc(t * d * sizeof(float));
+    float *pre = malloc(t * h * sizeof(float)), *act = malloc(t * h * sizeof(float));
+    CHECK(x && wfc && bfc && wproj && bproj && out && pre && act);
+    if (!(x && wfc && bfc && wproj && bproj && out && pre && act)) return;
     uint64_t s = 12345;
-    for (size_t i = 0; i < T * D; i++) x[i] = gauss(&s);
-    for (size_t i = 0; i < D * H; i++) wfc[i] = 0.5f * gauss(&s);
-    for (size_t i = 0; i < H; i++) bfc[i] = 0.1f * gauss(&s);
-    for (size_t i = 0; i < H * D; i++) wproj[i] = 0.05f * gauss(&s);
-    for (size_t i = 0; i < D; i++) bproj[i] = 0.02f * gauss(&s);
-    g2f_ffn_weights w = {D, H, G2F_LAYOUT_CONV1D, G2F_LAYOUT_CONV1D, wfc, bfc, wproj, bproj};
-    g2f_tensor tin = view("in", x, D), tout = view("out", out, D), tpre = view("pre", pre, H), tact = view("act", act, H);
+    for (size_t i = 0; i < t * d; i++) x[i] = gauss(&s);
+    for (size_t i = 0; i < d * h; i++) wfc[i] = 0.5f * (float)sqrt(32.0 / (double)d) * gauss(&s);
+    for (size_t i = 0; i < h; i++) bfc[i] = 0.1f * gauss(&s);
+    for (size_t i = 0; i < h * d; i++) wproj[i] = 0.05f * (float)sqrt(128.0 / (double)h) * gauss(&s);
+    for (size_t i = 0; i < d; i++) bproj[i] = 0.02f * gauss(&s);
+    g2f_ffn_weights w = {d, h, G2F_LAYOUT_CONV1D, G2F_LAYOUT_CONV1D, wfc, bfc, wproj, bproj};
+    g2f_tensor tin = view("in", x, t, d), tout = view("out", out, t, d), tpre = view("pre", pre, t, h),
+               tact = view("act", act, t, h);
     g2f_fixture_views fx = {{[G2F_ACT_MLP_IN] = &tin, [G2F_ACT_MLP_OUT] = &tout, [G2F_ACT_MLP_PRE] = &tpre,
                              [G2F_ACT_MLP_ACT] = &tact},
-                            T};
+                            t};
     g2f_ffn_how how;
     memset(&how, 0, sizeof how);
     how.w = &w;
     how.gelu = G2F_GELU_TANH;
-    g2f_ffn_forward(&w, x, T, G2F_GELU_TANH, pre, act, out, 1, NULL);
-    tracked_should_match_second_pass("plain tanh, passing", how, &fx);
+    char what[96];
+    g2f_ffn_forward(&w, x, t, G2F_GELU_TANH, pre, act, out, 1, NULL);
+    snprintf(what, sizeof what, "%s: plain tanh, passing", size);
+    tracked_should_match_second_pass(what, how, &fx);
     g2f_ffn_how stored = how;
     stored.store = G2F_ROUND_F16;
-    tracked_should_match_second_pass("f16 stores", stored, &fx);
-    g2f_ffn_forward(&w, x, T, G2F_GELU_ERF, pre, act, out, 1, NULL);
-    tracked_should_match_second_pass("erf data, tanh asked", how, &fx);
+    snprintf(what, sizeof what, "%s: f16 stores", size);
+    tracked_should_match_second_pass(what, stored, &fx);
+    g2f_ffn_forward(&w, x, t, G2F_GELU_ERF, pre, act, out, 1, NULL);
+    snprintf(what, sizeof what, "%s: erf data, tanh asked", size);
+    tracked_should_match_second_pass(what, how, &fx);
     fx.t[G2F_ACT_MLP_PRE] = fx.t[G2F_ACT_MLP_ACT] = NULL;
-    tracked_should_match_second_pass("out only", how, &fx);
+    snprintf(what, sizeof what, "%s: out only", size);
+    tracked_should_match_second_pass(what, how, &fx);
+    free(x), free(wfc), free(bfc), free(wproj), free(bproj), free(out), free(pre), free(act);
+}
+
+int main(void) {
+    cases("one chunk", T, D, H);
+    /* several chunks: a chunk's rows (at most G2F_EVAL_CHUNK_BYTES of
+     * buffers, about 64 h + 40 d bytes a token with pre and act) are far
+     * fewer than T2 */
+    CHECK((size_t)G2F_EVAL_CHUNK_BYTES / (64 * H2 + 40 * D2) * 2 < T2);
+    cases("several chunks", T2, D2, H2);
     return check_failures ? 1 : 0;
 }

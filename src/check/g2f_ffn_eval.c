@@ -15,8 +15,9 @@
 void g2f_ffn_eval_ws_free(g2f_ffn_eval_ws *ws) {
     if (!ws) return;
     free(ws->buf);
-    ws->buf = NULL;
-    ws->cap = 0;
+    free(ws->track_buf);
+    ws->buf = ws->track_buf = NULL;
+    ws->cap = ws->track_cap = 0;
     g2f_ffn_ws_free(&ws->ffn);
     g2f_tol_f16_free(&ws->tol_f16);
 }
@@ -97,7 +98,7 @@ static size_t bytes_per_token(size_t d, size_t h, size_t F) {
  * more on G2F_EVAL_TRACK rows (opts.tracked_forms: the tracked tokens'
  * evaluation, when want fits in one chunk; then F + tf forms' areas of
  * min(cap, G2F_EVAL_TRACK) rows). */
-static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, size_t d, size_t h, size_t F,
+static g2f_status chunk_make(float **buf, size_t *buf_cap, size_t layer, size_t want, size_t d, size_t h, size_t F,
                              size_t tf, chunk *c, g2f_error *err) {
     size_t per = bytes_per_token(d, h, F);
     size_t cap = per == SIZE_MAX ? 16 : G2F_EVAL_CHUNK_BYTES / per;
@@ -112,19 +113,19 @@ static g2f_status chunk_make(g2f_ffn_eval_ws *ws, size_t layer, size_t want, siz
                __builtin_mul_overflow(nf, fr, &b) || __builtin_mul_overflow(b, one - base, &f) ||
                __builtin_add_overflow(a, f, &bytes);
     if (over) bytes = SIZE_MAX;
-    if (!ws->buf || ws->cap < bytes) {
-        free(ws->buf);
-        ws->buf = NULL;
-        ws->cap = 0;
+    if (!*buf || *buf_cap < bytes) {
+        free(*buf);
+        *buf = NULL;
+        *buf_cap = 0;
         char what[128];
         snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens at a time", layer, cap);
         /* one block: doubles first, for their alignment */
         /* named per token, as cap x bytes a token */
-        ws->buf = g2f_alloc_work(cap, over ? SIZE_MAX : (bytes + cap - 1) / cap, 1, what, err);
-        if (!ws->buf) return err ? err->status : G2F_ERR_NOMEM;
-        ws->cap = (bytes + cap - 1) / cap * cap;
+        *buf = g2f_alloc_work(cap, over ? SIZE_MAX : (bytes + cap - 1) / cap, 1, what, err);
+        if (!*buf) return err ? err->status : G2F_ERR_NOMEM;
+        *buf_cap = (bytes + cap - 1) / cap * cap;
     }
-    double *dp = (double *)(void *)ws->buf;
+    double *dp = (double *)(void *)*buf;
     c->cap = cap;
     c->e_out = dp; dp += cap * d;
     c->e_pre = dp; dp += cap * h;
@@ -198,20 +199,21 @@ typedef struct tracker {
     double score[G2F_EVAL_TRACK];
 } tracker;
 
-static void track(tracker *t, size_t tok, double score) {
+/* Tracks tok with its score; the slot it took, or -1. */
+static long track(tracker *t, size_t tok, double score) {
     if (!(score == score)) score = INFINITY; /* a NaN difference is worth a look */
     if (t->n < G2F_EVAL_TRACK) {
         t->tok[t->n] = tok;
-        t->score[t->n++] = score;
-        return;
+        t->score[t->n] = score;
+        return (long)t->n++;
     }
     size_t lo = 0;
     for (size_t i = 1; i < t->n; i++)
         if (t->score[i] < t->score[lo] || (t->score[i] == t->score[lo] && t->tok[i] > t->tok[lo])) lo = i;
-    if (score > t->score[lo]) {
-        t->tok[lo] = tok;
-        t->score[lo] = score;
-    }
+    if (!(score > t->score[lo])) return -1;
+    t->tok[lo] = tok;
+    t->score[lo] = score;
+    return (long)lo;
 }
 
 static int cmp_size(const void *a, const void *b) {
@@ -362,9 +364,12 @@ typedef struct eval {
     g2f_cmp_acc a_out, a_pre, a_act, a_act2, a_out2;
     g2f_cmp_acc a_form[G2F_GELU_COUNT][3]; /* out, pre, act */
     tracker tr;
+    chunk *store;                 /* over several chunks: the tracked tokens' rows, row = tracker slot (or NULL) */
     g2f_ffn_ws *fws;
     g2f_ffn_eval_result *res;
 } eval;
+
+static void store_row(const eval *ev, const chunk *c, size_t r, size_t slot);
 
 /* Reads rows [i0, i0 + n) of the fixture into the chunk; the first
  * non-finite input is noted. */
@@ -457,8 +462,13 @@ static void fc_gelu_step(eval *ev, chunk *c, size_t n, const float **pre_u, cons
 static void proj_step(eval *ev, chunk *c, size_t n, const float *act_u) {
     const g2f_ffn_how *how = ev->how;
     const size_t nh = n * ev->h;
-    if ((ev->n_forms || ev->keep_s) && !ev->user) memcpy(c->s_fc, c->q, nh * sizeof(float)); /* q is computed in place */
-    hidden(&ev->t, c, n, act_u, c->act, c->q, &ev->un, c->q);
+    if ((ev->n_forms || ev->keep_s) && !ev->user) { /* c_fc's sums kept: q goes beside them, then the names swap */
+        hidden(&ev->t, c, n, act_u, c->act, c->q, &ev->un, c->s_fc);
+        float *q = c->s_fc;
+        c->s_fc = c->q, c->q = q;
+    } else {
+        hidden(&ev->t, c, n, act_u, c->act, c->q, &ev->un, c->q); /* q computed in place */
+    }
     const float *act_in = proj_input(&ev->t, c->act, nh, c->act2);
     float *prod = how->out_round != G2F_ROUND_NONE ? c->out_u : c->out;
     g2f_ffn_proj_sq(how->w, act_in, ev->user ? NULL : c->q, n, prod, ev->user ? NULL : c->tol_out, ev->n_threads,
@@ -500,7 +510,10 @@ static void track_rows(eval *ev, chunk *c, size_t i0, size_t n) {
         for (size_t j = 0; j < d; j++) tt += (double)to[j] * to[j];
         score[r] = tt > 0 ? sqrt(dd / (tt / (double)d)) : INFINITY;
     }
-    for (size_t r = 0; r < n; r++) track(&ev->tr, ev->tokens ? ev->tokens[i0 + r] : i0 + r, score[r]);
+    for (size_t r = 0; r < n; r++) {
+        long slot = track(&ev->tr, ev->tokens ? ev->tokens[i0 + r] : i0 + r, score[r]);
+        if (slot >= 0 && ev->store) store_row(ev, c, r, (size_t)slot);
+    }
 }
 
 /* The other form's out (c->out2) against the reference and against out. */
@@ -679,35 +692,69 @@ static void compact(void *a, size_t row_bytes, const size_t *rows, size_t n) {
         if (rows[i] != i) memmove(b + i * row_bytes, b + rows[i] * row_bytes, row_bytes);
 }
 
-/* The chunk's rows of the tracked tokens, moved to its first rows: what
- * the evaluation of those tokens reads (the fixture's rows) and what it
- * would compute again (c_fc, the main form's tolerances, c_proj and flips:
- * rows are independent, so the same bits). */
-static void compact_tracked(const eval *ev, chunk *c, const size_t *rows, size_t n) {
-    const size_t d = ev->d, h = ev->h;
-    float *fd[] = {c->x, c->out, c->tol_out, c->fl_out}, *fh[] = {c->pre, c->act, c->s_fc, c->tol_pre, c->tol_act,
-                                                                  c->fl_pre, c->fl_act1, c->fl_act2};
-    size_t nfd = ev->t.flips ? 4 : 3, nfh = ev->t.flips ? 8 : 5;
-    const size_t fd_row = d * sizeof(float), fh_row = h * sizeof(float);
-    for (size_t i = 0; i < nfd; i++) compact(fd[i], fd_row, rows, n);
-    for (size_t i = 0; i < nfh; i++) compact(fh[i], fh_row, rows, n);
-    if (ev->t.fc_in == c->xg) compact(c->xg, fd_row, rows, n);
-    if (ev->t.pre_u == c->pre_u) compact(c->pre_u, fh_row, rows, n);
-    compact(c->e_out, d * sizeof(double), rows, n);
-    if (ev->tpre) compact(c->e_pre, h * sizeof(double), rows, n);
-    if (ev->tact) compact(c->e_act, h * sizeof(double), rows, n);
+/* The arrays of chunk c whose rows the evaluation of the tracked tokens
+ * reads (the fixture's rows) and would compute again (c_fc, the main
+ * form's tolerances, c_proj and flips: rows are independent, so the same
+ * bits), each with its bytes a row, into a and rb; how many. The port's
+ * rounded input and pre are among them where the pass used its own (the
+ * pass's chunk `main` says). */
+#define TRACKED_ARRAYS 17
+static size_t tracked_arrays(const eval *ev, const chunk *main, chunk *c, void **a, size_t *rb) {
+    const size_t fd = ev->d * sizeof(float), fh = ev->h * sizeof(float);
+    float *f_d[] = {c->x, c->out, c->tol_out, c->fl_out}, *f_h[] = {c->pre, c->act, c->s_fc, c->tol_pre, c->tol_act,
+                                                                   c->fl_pre, c->fl_act1, c->fl_act2};
+    size_t nfd = ev->t.flips ? 4 : 3, nfh = ev->t.flips ? 8 : 5, k = 0;
+    for (size_t i = 0; i < nfd; i++) a[k] = f_d[i], rb[k++] = fd;
+    for (size_t i = 0; i < nfh; i++) a[k] = f_h[i], rb[k++] = fh;
+    if (ev->t.fc_in == main->xg) a[k] = c->xg, rb[k++] = fd;
+    if (ev->t.pre_u == main->pre_u) a[k] = c->pre_u, rb[k++] = fh;
+    a[k] = c->e_out, rb[k++] = ev->d * sizeof(double);
+    if (ev->tpre) a[k] = c->e_pre, rb[k++] = ev->h * sizeof(double);
+    if (ev->tact) a[k] = c->e_act, rb[k++] = ev->h * sizeof(double);
+    return k;
 }
 
-/* After a pass over every token in one chunk (ev): the evaluation of the
- * tracked tokens with the other form's c_proj and the forms (as
- * g2f_ffn_eval with {tracked, n, G2F_EVAL_OTHER_FULL, 0, forms}) into
- * *out, from the chunk's rows. */
-static void tracked_step(const eval *ev, chunk *c, const g2f_fixture_views *fx, const g2f_tol_params *p,
+/* The chunk's rows of the tracked tokens, moved to its first rows. */
+static void compact_tracked(const eval *ev, chunk *c, const size_t *rows, size_t n) {
+    void *a[TRACKED_ARRAYS];
+    size_t rb[TRACKED_ARRAYS], k = tracked_arrays(ev, c, c, a, rb);
+    for (size_t i = 0; i < k; i++) compact(a[i], rb[i], rows, n);
+}
+
+/* Row r of chunk c (just tracked) into row `slot` of ev->store. */
+static void store_row(const eval *ev, const chunk *c, size_t r, size_t slot) {
+    void *from[TRACKED_ARRAYS], *to[TRACKED_ARRAYS];
+    size_t rb[TRACKED_ARRAYS], k = tracked_arrays(ev, c, (chunk *)c, from, rb);
+    tracked_arrays(ev, c, ev->store, to, rb);
+    for (size_t i = 0; i < k; i++) memcpy((char *)to[i] + slot * rb[i], (const char *)from[i] + r * rb[i], rb[i]);
+}
+
+/* Row i of each array gets row from[i] (a permutation of n rows), a cycle
+ * at a time through tmp (a row). */
+static void permute(void *a, size_t row_bytes, const size_t *from, size_t n, void *tmp, unsigned char *done) {
+    unsigned char *b = a;
+    memset(done, 0, n);
+    for (size_t i = 0; i < n; i++) {
+        if (done[i] || from[i] == i) continue;
+        memcpy(tmp, b + i * row_bytes, row_bytes);
+        size_t j = i;
+        while (from[j] != i) {
+            memcpy(b + j * row_bytes, b + from[j] * row_bytes, row_bytes);
+            done[j] = 1;
+            j = from[j];
+        }
+        memcpy(b + j * row_bytes, tmp, row_bytes);
+        done[j] = 1;
+    }
+}
+
+/* The evaluation of the tracked tokens tok (n, ascending; as g2f_ffn_eval
+ * with {tok, n, G2F_EVAL_OTHER_FULL, 0, forms}) into *out, from rows 0 ..
+ * n - 1 of c: what the pass computed for them, c_fc's input at fc_in and
+ * its output before the port's roundings at pre_u. */
+static void tracked_eval(const eval *ev, chunk *c, const size_t *tok, size_t n, const float *fc_in,
+                         const float *pre_u, const g2f_fixture_views *fx, const g2f_tol_params *p,
                          g2f_ffn_eval_ws *ws, unsigned forms, g2f_ffn_eval_result *out) {
-    size_t tok[G2F_EVAL_TRACK], n = ev->tr.n;
-    memcpy(tok, ev->tr.tok, n * sizeof(size_t));
-    qsort(tok, n, sizeof(size_t), cmp_size);
-    compact_tracked(ev, c, tok, n);
     memset(out, 0, sizeof *out);
     out->tokens = n;
     out->bad_in = -1;
@@ -716,12 +763,50 @@ static void tracked_step(const eval *ev, chunk *c, const g2f_fixture_views *fx, 
     g2f_ffn_eval_opts o = {tok, n, G2F_EVAL_OTHER_FULL, 0, forms, 0, NULL};
     eval e;
     eval_init(&e, ev->how, fx, p, &o, ev->n_threads, ws, c, out);
-    e.t.fc_in = ev->t.fc_in;
-    e.t.pre_u = ev->t.pre_u;
+    e.t.fc_in = fc_in;
+    e.t.pre_u = pre_u;
     compare_step(&e, c, 0, n);
     other_form_step(&e, c, 0, n);
     if (e.n_forms) forms_step(&e, c, 0, n);
     eval_finish(&e, out);
+}
+
+/* After a pass over every token in one chunk (ev): the tracked tokens'
+ * evaluation from the chunk's rows, moved to its first rows. */
+static void tracked_step(const eval *ev, chunk *c, const g2f_fixture_views *fx, const g2f_tol_params *p,
+                         g2f_ffn_eval_ws *ws, unsigned forms, g2f_ffn_eval_result *out) {
+    size_t tok[G2F_EVAL_TRACK], n = ev->tr.n;
+    memcpy(tok, ev->tr.tok, n * sizeof(size_t));
+    qsort(tok, n, sizeof(size_t), cmp_size);
+    compact_tracked(ev, c, tok, n);
+    tracked_eval(ev, c, tok, n, ev->t.fc_in, ev->t.pre_u, fx, p, ws, forms, out);
+}
+
+/* After a pass over several chunks (ev, its last chunk c): the tracked
+ * tokens' evaluation from their rows in ev->store, put in token order
+ * first. 0 (nothing done) without memory for a row. */
+static int tracked_from_store(const eval *ev, const chunk *c, const g2f_fixture_views *fx, const g2f_tol_params *p,
+                              g2f_ffn_eval_ws *ws, unsigned forms, g2f_ffn_eval_result *out) {
+    size_t n = ev->tr.n, tok[G2F_EVAL_TRACK], from[G2F_EVAL_TRACK];
+    for (size_t i = 0; i < n; i++) from[i] = i;
+    for (size_t i = 1; i < n; i++) /* the slots by token (insertion: 32 at most) */
+        for (size_t j = i; j > 0 && ev->tr.tok[from[j - 1]] > ev->tr.tok[from[j]]; j--) {
+            size_t t = from[j];
+            from[j] = from[j - 1], from[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) tok[i] = ev->tr.tok[from[i]];
+    void *a[TRACKED_ARRAYS];
+    size_t rb[TRACKED_ARRAYS], k = tracked_arrays(ev, c, ev->store, a, rb), most = 0;
+    for (size_t i = 0; i < k; i++) most = rb[i] > most ? rb[i] : most;
+    void *tmp = malloc(most);
+    unsigned char done[G2F_EVAL_TRACK];
+    if (!tmp) return 0;
+    for (size_t i = 0; i < k; i++) permute(a[i], rb[i], from, n, tmp, done);
+    free(tmp);
+    chunk *s = ev->store;
+    tracked_eval(ev, s, tok, n, ev->t.fc_in == c->xg ? s->xg : s->x, ev->t.pre_u == c->pre_u ? s->pre_u : s->pre,
+                 fx, p, ws, forms, out);
+    return 1;
 }
 
 g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t layer, const g2f_tol_params *p,
@@ -734,19 +819,26 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
     res->bad_in = -1;
     res->has_pre = fx->t[G2F_ACT_MLP_PRE] != NULL;
     res->has_act = fx->t[G2F_ACT_MLP_ACT] != NULL;
-    chunk c = {0};
+    chunk c = {0}, store = {0};
     const size_t n_forms = count_forms(opts->forms, how->gelu);
-    /* the tracked tokens' evaluation in this pass: every token in one chunk */
+    /* the tracked tokens' evaluation in this pass */
     const int want_tracked = opts->tracked_out && opts->other == G2F_EVAL_OTHER_ACT && !opts->tokens &&
                              !opts->profile && total > 0;
     const size_t n_tracked_forms = want_tracked ? count_forms(opts->tracked_forms, how->gelu) : 0;
-    g2f_status st = chunk_make(ws, layer, total, d, h, n_forms, n_tracked_forms, &c, err);
-    const int fused = want_tracked && total <= c.cap;
+    g2f_status st = chunk_make(&ws->buf, &ws->cap, layer, total, d, h, n_forms, n_tracked_forms, &c, err);
+    const int fused = want_tracked && total <= c.cap; /* every token in one chunk */
+    /* over several chunks, the tracked tokens' rows kept aside as they come
+     * (without the memory for them: verify evaluates those tokens again) */
+    const int stored = st == G2F_OK && want_tracked && !fused &&
+                       chunk_make(&ws->track_buf, &ws->track_cap, layer, G2F_EVAL_TRACK, d, h, 0, n_tracked_forms,
+                                  &store, NULL) == G2F_OK &&
+                       store.cap >= G2F_EVAL_TRACK;
     if (st == G2F_OK && opts->profile) st = profile_alloc(res, d, h, layer, err);
     if (st != G2F_OK) return st;
     eval ev;
     eval_init(&ev, how, fx, p, opts, n_threads, ws, &c, res);
-    ev.keep_s = fused;
+    ev.keep_s = fused || stored;
+    ev.store = stored ? &store : NULL;
     for (size_t i0 = 0; i0 < total; i0 += c.cap) {
         size_t n = total - i0 < c.cap ? total - i0 : c.cap;
         const float *pre_u, *act_u;
@@ -758,9 +850,11 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
         if (opts->other != G2F_EVAL_OTHER_NONE) other_form_step(&ev, &c, i0, n);
         if (ev.n_forms) forms_step(&ev, &c, i0, n);
     }
-    if (ev.keep_s && ev.tr.n) {
+    if (fused && ev.tr.n) {
         tracked_step(&ev, &c, fx, p, ws, opts->tracked_forms, opts->tracked_out);
         res->tracked_done = 1;
+    } else if (stored && ev.tr.n) {
+        res->tracked_done = tracked_from_store(&ev, &c, fx, p, ws, opts->tracked_forms, opts->tracked_out);
     }
     eval_finish(&ev, res);
     return G2F_OK;
@@ -806,7 +900,7 @@ g2f_status g2f_ffn_eval_rows(const g2f_ffn_how *how, const float *x, const float
         return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu: an input variance is c_fc's, not a LayerNorm's input",
                              layer);
     chunk c = {0};
-    g2f_status st = chunk_make(ws, layer, n, d, h, 0, 0, &c, err);
+    g2f_status st = chunk_make(&ws->buf, &ws->cap, layer, n, d, h, 0, 0, &c, err);
     if (st != G2F_OK) return st;
     eval ev;
     rows_init(&ev, how, vx != NULL, lambda, n_threads, ws);

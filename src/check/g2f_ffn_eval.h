@@ -85,12 +85,13 @@ typedef struct g2f_ffn_eval_opts {
      * squares): margins bitwise those of a separate g2f_ffn_eval per form,
      * for half the products. */
     unsigned forms;
-    /* With other = G2F_EVAL_OTHER_ACT and every token (tokens NULL) in one
-     * chunk: also the evaluation of the tracked tokens that verify runs next
-     * ({tracked, n_tracked, G2F_EVAL_OTHER_FULL, 0, tracked_forms}) into
-     * *tracked_out, from this pass's c_fc and main c_proj on those rows
-     * (rows are independent: bitwise that evaluation), and
-     * res->tracked_done = 1. NULL: none. */
+    /* With other = G2F_EVAL_OTHER_ACT and every token (tokens NULL): also
+     * the evaluation of the tracked tokens that verify runs next ({tracked,
+     * n_tracked, G2F_EVAL_OTHER_FULL, 0, tracked_forms}) into *tracked_out,
+     * from this pass's c_fc and main c_proj on those rows (rows are
+     * independent: bitwise that evaluation; over several chunks the rows of
+     * the tokens tracked so far are kept aside), and res->tracked_done = 1.
+     * NULL: none. */
     unsigned tracked_forms;
     struct g2f_ffn_eval_result *tracked_out;
 } g2f_ffn_eval_opts;
@@ -122,6 +123,8 @@ typedef struct g2f_ffn_eval_result {
 typedef struct g2f_ffn_eval_ws {
     float *buf;                   /* owned: the chunk's buffers */
     size_t cap;                   /* bytes */
+    float *track_buf;             /* owned: the tracked tokens' rows across chunks (opts.tracked_out) */
+    size_t track_cap;             /* bytes */
     g2f_ffn_ws ffn;               /* the kernels' packed blocks */
     g2f_tol_f16 tol_f16;          /* the f16 table form's halves, made when a form needs them */
 } g2f_ffn_eval_ws;

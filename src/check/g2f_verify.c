@@ -125,8 +125,9 @@ static void take_forms(const g2f_ffn_eval_result *e, g2f_layer_result *r) {
  * those tokens, out_other and the separation describe those tokens
  * (other_tokens says how many). Every form's margin (the GELU table) comes
  * from the same tracked tokens, in the same evaluation (one c_fc for all
- * forms); when every token fits in one chunk, that evaluation is made in
- * the first pass from its c_fc and c_proj (opts.tracked_out). Layers of at
+ * forms), made in the first pass from its c_fc and c_proj on those
+ * tokens' rows (opts.tracked_out; kept aside as they come over several
+ * chunks), or again when that pass had no memory for them. Layers of at
  * most that many tokens are computed whole in one pass. */
 static g2f_status evaluate(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t L, const g2f_verify_params *p,
                            g2f_ffn_eval_ws *ws, g2f_ffn_eval_result *res, g2f_layer_result *r, g2f_error *err) {

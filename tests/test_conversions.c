@@ -126,6 +126,29 @@ static void f16c_round_span_should_equal_one_at_a_time(void) {
     CHECK(bad == 0);
 }
 
+/* The halves 8 at a time (g2f_cpu_f32_to_f16_span, which the f16 table
+ * form's lookups use) are g2f_f32_to_f16's bits on the same grid, NaN
+ * payloads too, at every offset of the 8. */
+static void f16c_half_span_should_equal_the_portable_halves(void) {
+    if (!g2f_cpu_features()->f16c) return; /* said by the test above */
+    enum { CHUNK = 4099 };
+    static float in[CHUNK];
+    static unsigned short out[CHUNK];
+    size_t bad = 0, k = 0;
+    for (uint32_t top = 0; top < (1u << 19); top++)
+        for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+            in[k++] = from_bits(top << 13 | (edges[e] & 0x1fffu));
+            if (k < CHUNK && !(top + 1 == (1u << 19) && e + 1 == sizeof edges / sizeof edges[0])) continue;
+            g2f_cpu_f32_to_f16_span(in, out, k);
+            for (size_t i = 0; i < k; i++)
+                if (out[i] != g2f_f32_to_f16(in[i]) && bad++ < 5)
+                    fprintf(stderr, "span half of %a: 0x%04x, want 0x%04x\n", (double)in[i], out[i],
+                            g2f_f32_to_f16(in[i]));
+            k = 0;
+        }
+    CHECK(bad == 0);
+}
+
 /* |round(x) - x| <= u |x| for every normal x, and some x comes within 1% of
  * it (x just below a tie): a unit twice too large or too small fails. */
 static void round_unit_should_bound_each_rounding_tightly(void) {
@@ -170,6 +193,7 @@ int main(void) {
     RUN(f16_should_round_like_the_compilers_float16);
     RUN(f16c_conversions_should_equal_the_portable_ones);
     RUN(f16c_round_span_should_equal_one_at_a_time);
+    RUN(f16c_half_span_should_equal_the_portable_halves);
     RUN(round_unit_should_bound_each_rounding_tightly);
     RUN(tol_units_should_be_the_rounding_of_reading_the_input);
     CHECK_EXIT();

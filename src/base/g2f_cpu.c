@@ -90,6 +90,9 @@ float g2f_cpu_round_f16(float v) { return g2f_f16_to_f32(g2f_f32_to_f16(v)); }
 void g2f_cpu_round_f16_span(const float *in, float *out, size_t n) {
     for (size_t i = 0; i < n; i++) out[i] = g2f_cpu_round_f16(in[i]);
 }
+void g2f_cpu_f32_to_f16_span(const float *in, unsigned short *out, size_t n) {
+    for (size_t i = 0; i < n; i++) out[i] = g2f_f32_to_f16(in[i]);
+}
 #endif
 
 /* The size of the level-`level` data or unified cache from sysfs (cpu0), 0 if none. */

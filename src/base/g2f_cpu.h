@@ -57,6 +57,9 @@ float g2f_cpu_round_f16(float v);
  * only when g2f_cpu_features()->f16c. A NaN gives a NaN, not always its own
  * bits. */
 void g2f_cpu_round_f16_span(const float *in, float *out, size_t n);
+/* g2f_cpu_f32_to_f16 of in[0..n) into out, 8 at a time (NaN too: its
+ * bits are g2f_f32_to_f16's); only when g2f_cpu_features()->f16c. */
+void g2f_cpu_f32_to_f16_span(const float *in, unsigned short *out, size_t n);
 
 /* The threads a parallel loop of the kernels and checks uses: n_threads
  * when > 0, else OpenMP's default (OMP_NUM_THREADS or the cores); 1 in a

@@ -32,3 +32,15 @@ void g2f_cpu_round_f16_span(const float *in, float *out, size_t n) {
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(in + i), 0)));
     for (; i < n; i++) out[i] = g2f_cpu_round_f16(in[i]);
 }
+
+void g2f_cpu_f32_to_f16_span(const float *in, unsigned short *out, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = _mm256_loadu_ps(in + i);
+        _mm_storeu_si128((__m128i *)(void *)(out + i), _mm256_cvtps_ph(x, 0));
+        int nan = _mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+        for (int k = 0; nan; k++, nan >>= 1) /* a NaN's half as g2f_f32_to_f16 makes it (its payload) */
+            if (nan & 1) out[i + (size_t)k] = g2f_f32_to_f16(in[i + (size_t)k]);
+    }
+    for (; i < n; i++) out[i] = g2f_cpu_f32_to_f16(in[i]);
+}

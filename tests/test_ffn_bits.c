@@ -161,20 +161,6 @@ static void ffn_bits_should_match_the_pinned_digests(void) {
     g2f_ffn_ws_free(&ws);
 }
 
-/* Runs this program with GPT2FFN_ISA=isa; its exit status (77: the CPU
- * lacks that path). */
-static int run_with_isa(const char *self, const char *isa) {
-    pid_t pid = fork();
-    if (pid == 0) {
-        setenv("GPT2FFN_ISA", isa, 1);
-        execl(self, self, "--child", (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 int main(int argc, char **argv) {
     const char *isa = getenv("GPT2FFN_ISA");
     if (isa) { /* one path: the one asked for, or skipped when the CPU lacks it */
@@ -188,7 +174,7 @@ int main(int argc, char **argv) {
     (void)argc;
     static const char *const paths[] = {"portable", "avx2", "avx512", "avx512_bf16", "amx"};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        int rc = run_with_isa(argv[0], paths[i]);
+        int rc = run_self_with_isa(argv[0], paths[i], "--child");
         fprintf(stderr, "%s GPT2FFN_ISA=%s\n", rc == 0 ? "ok  " : rc == 77 ? "skip" : "FAIL", paths[i]);
         if (rc != 0 && rc != 77) check_failures++;
     }

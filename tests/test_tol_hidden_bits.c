@@ -19,13 +19,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "g2f_sha256.h"
 #include "g2f_tensor.h"
 #include "g2f_tol.h"
+#include "test_util.h"
 
 #define D 768
 #define H 3072
@@ -145,27 +144,12 @@ static int digest(const inputs *in, const config *c, g2f_tol_f16 *tab, int n_thr
     return 1;
 }
 
-/* Runs this program with GPT2FFN_ISA=isa (the plain loop's copy for that
- * instruction set: g2f_cpu_features is read once per process); its exit
- * status. */
-static int run_with_isa(const char *self, const char *isa) {
-    pid_t pid = fork();
-    if (pid == 0) {
-        setenv("GPT2FFN_ISA", isa, 1);
-        execl(self, self, (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 int main(int argc, char **argv) {
     (void)argc;
     if (!getenv("GPT2FFN_ISA")) /* the portable and AVX2 copies too, whatever this CPU has */
         for (int k = 0; k < 2; k++) {
             const char *isa = k ? "avx2" : "portable";
-            int rc = run_with_isa(argv[0], isa);
+            int rc = run_self_with_isa(argv[0], isa, NULL);
             fprintf(stderr, "%s GPT2FFN_ISA=%s\n", rc == 0 ? "ok  " : "FAIL", isa);
             if (rc != 0) check_failures++;
         }

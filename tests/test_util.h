@@ -134,4 +134,20 @@ static inline int run_cli_in(const char *prefix, const char *cli, const char *ar
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Runs the test program self again with GPT2FFN_ISA=isa (and arg, or
+ * NULL): the kernels' choice is read once per process, so each path needs
+ * a process of its own. Its exit status (77: the CPU lacks that path), -1
+ * when it could not run. */
+static inline int run_self_with_isa(const char *self, const char *isa, const char *arg) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("GPT2FFN_ISA", isa, 1);
+        execl(self, self, arg, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 #endif

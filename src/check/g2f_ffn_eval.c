@@ -826,9 +826,12 @@ g2f_status g2f_ffn_eval(const g2f_ffn_how *how, const g2f_fixture_views *fx, siz
                              !opts->profile && total > 0;
     const size_t n_tracked_forms = want_tracked ? count_forms(opts->tracked_forms, how->gelu) : 0;
     g2f_status st = chunk_make(&ws->buf, &ws->cap, layer, total, d, h, n_forms, n_tracked_forms, &c, err);
-    const int fused = want_tracked && total <= c.cap; /* every token in one chunk */
-    /* over several chunks, the tracked tokens' rows kept aside as they come
-     * (without the memory for them: verify evaluates those tokens again) */
+    /* every token in one chunk, and no other forms' pass over it (forms_step
+     * rewrites act, the tolerances and flips before the tracked rows are
+     * moved up) */
+    const int fused = want_tracked && total <= c.cap && n_forms == 0;
+    /* else the tracked tokens' rows kept aside as they come (without the
+     * memory for them: verify evaluates those tokens again) */
     const int stored = st == G2F_OK && want_tracked && !fused &&
                        chunk_make(&ws->track_buf, &ws->track_cap, layer, G2F_EVAL_TRACK, d, h, 0, n_tracked_forms,
                                   &store, NULL) == G2F_OK &&

@@ -57,6 +57,17 @@ static void cmp_should_match(const char *what, const char *field, const g2f_cmp 
     }
 }
 
+/* Every GELU form's margin: the first pass's tracked result a against the
+ * separate evaluation b. */
+static void margins_should_match(const char *what, const g2f_ffn_eval_result *a, const g2f_ffn_eval_result *b) {
+    for (int g = 0; g < G2F_GELU_COUNT; g++)
+        if (!same(a->form_margin[g], b->form_margin[g])) {
+            fprintf(stderr, "%s: %s margin %.17g in the first pass, %.17g alone\n", what, g2f_gelu_name((g2f_gelu)g),
+                    a->form_margin[g], b->form_margin[g]);
+            check_failures++;
+        }
+}
+
 /* Evaluates the case both ways and compares what verify reads. */
 static void tracked_should_match_second_pass(const char *what, g2f_ffn_how how, const g2f_fixture_views *fx) {
     g2f_tol_params p = {0, 0, 0, G2F_TOL_LAMBDA};
@@ -84,12 +95,7 @@ static void tracked_should_match_second_pass(const char *what, g2f_ffn_how how, 
                 sep.sep_out, sep.sep_act);
         check_failures++;
     }
-    for (int g = 0; g < G2F_GELU_COUNT; g++)
-        if (!same(fused.form_margin[g], sep.form_margin[g])) {
-            fprintf(stderr, "%s: %s margin %.17g in the first pass, %.17g alone\n", what, g2f_gelu_name((g2f_gelu)g),
-                    fused.form_margin[g], sep.form_margin[g]);
-            check_failures++;
-        }
+    margins_should_match(what, &fused, &sep);
     g2f_ffn_eval_result_free(&res);
     g2f_ffn_eval_result_free(&fused);
     g2f_ffn_eval_result_free(&sep);
@@ -115,12 +121,7 @@ static void tracked_with_forms_asked(const char *what, g2f_ffn_how how, const g2
         cmp_should_match(what, "out", &tr.out, &sep.out);
         if (tr.has_pre) cmp_should_match(what, "pre", &tr.pre, &sep.pre);
         if (tr.has_act) cmp_should_match(what, "act", &tr.act, &sep.act);
-        for (int g = 0; g < G2F_GELU_COUNT; g++)
-            if (!same(tr.form_margin[g], sep.form_margin[g])) {
-                fprintf(stderr, "%s: %s margin %.17g in the first pass, %.17g alone\n", what,
-                        g2f_gelu_name((g2f_gelu)g), tr.form_margin[g], sep.form_margin[g]);
-                check_failures++;
-            }
+        margins_should_match(what, &tr, &sep);
         g2f_ffn_eval_result_free(&sep);
     }
     g2f_ffn_eval_result_free(&res);
@@ -242,12 +243,7 @@ static void several(const char *what, g2f_ffn_how how, const g2f_fixture_views *
         fprintf(stderr, "%s: sep_out %.17g vs %.17g\n", what, fused.sep_out, sep.sep_out);
         check_failures++;
     }
-    for (int g = 0; g < G2F_GELU_COUNT; g++)
-        if (!same(fused.form_margin[g], sep.form_margin[g])) {
-            fprintf(stderr, "%s: %s margin %.17g in the first pass, %.17g alone\n", what, g2f_gelu_name((g2f_gelu)g),
-                    fused.form_margin[g], sep.form_margin[g]);
-            check_failures++;
-        }
+    margins_should_match(what, &fused, &sep);
     g2f_ffn_eval_result_free(&res), g2f_ffn_eval_result_free(&bare);
     g2f_ffn_eval_result_free(&fused), g2f_ffn_eval_result_free(&sep);
 }

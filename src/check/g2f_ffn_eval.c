@@ -699,7 +699,7 @@ static void compact(void *a, size_t row_bytes, const size_t *rows, size_t n) {
  * rounded input and pre are among them where the pass used its own (the
  * pass's chunk `main` says). */
 #define TRACKED_ARRAYS 17
-static size_t tracked_arrays(const eval *ev, const chunk *main, chunk *c, void **a, size_t *rb) {
+static size_t tracked_arrays(const eval *ev, const chunk *main, const chunk *c, void **a, size_t *rb) {
     const size_t fd = ev->d * sizeof(float), fh = ev->h * sizeof(float);
     float *f_d[] = {c->x, c->out, c->tol_out, c->fl_out}, *f_h[] = {c->pre, c->act, c->s_fc, c->tol_pre, c->tol_act,
                                                                    c->fl_pre, c->fl_act1, c->fl_act2};
@@ -724,7 +724,7 @@ static void compact_tracked(const eval *ev, chunk *c, const size_t *rows, size_t
 /* Row r of chunk c (just tracked) into row `slot` of ev->store. */
 static void store_row(const eval *ev, const chunk *c, size_t r, size_t slot) {
     void *from[TRACKED_ARRAYS], *to[TRACKED_ARRAYS];
-    size_t rb[TRACKED_ARRAYS], k = tracked_arrays(ev, c, (chunk *)c, from, rb);
+    size_t rb[TRACKED_ARRAYS], k = tracked_arrays(ev, c, c, from, rb);
     tracked_arrays(ev, c, ev->store, to, rb);
     for (size_t i = 0; i < k; i++) memcpy((char *)to[i] + slot * rb[i], (const char *)from[i] + r * rb[i], rb[i]);
 }

@@ -595,10 +595,10 @@ static void row_task(const gemm *g, size_t jc, size_t nc, size_t i0, size_t mc, 
             pack_a(g->kn, g->a, g->k, i0, mc, pc, kc, ap);
             if (bp2) pack_a2(g->kn, g->sc, ap, g->k, i0, mc, pc, kc, ap2);
         }
-        for (size_t p = 0; p * MR < mc; p++) { /* an A micro-panel stays in L1 across the B panels */
-            size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
-            for (long s = s0; s < s1; s++) {
-                size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
+        for (long s = s0; s < s1; s++) { /* a B micro-panel stays in L1 across the A panels */
+            size_t j = (size_t)s * NR, nr = nc - j < NR ? nc - j : NR;
+            for (size_t p = 0; p * MR < mc; p++) {
+                size_t mr = mc - p * MR < MR ? mc - p * MR : MR;
                 tile_last(g->kn, ab + p * KC * MR, bblock + (size_t)s * KC * NR, kc, g->c, g->n, i0 + p * MR,
                           jc + j, mr, nr, pc == 0, pb + 1 == depth_blocks, g->ep);
                 if (bp2)

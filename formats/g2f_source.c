@@ -608,3 +608,19 @@ g2f_status g2f_source_files(const g2f_source *s, g2f_path_list *out, g2f_error *
     closedir(d);
     return st;
 }
+
+/* The mapping a reader handle keeps (g2f_mapped_table), or NULL. */
+static const g2f_mapping *part_mapping(const part *pt) {
+    const g2f_mapped_table *t = pt->st ? pt->st : pt->torch ? pt->torch : pt->gguf ? pt->gguf : pt->llmc;
+    return t ? &t->map : NULL;
+}
+
+const g2f_mapping *g2f_source_mapping_of(const g2f_source *s, const void *p, uint64_t len) {
+    uintptr_t q = (uintptr_t)p;
+    for (size_t i = 0; s && p && i < s->n_parts; i++) { /* addresses as integers: p may lie in another object */
+        const g2f_mapping *m = part_mapping(&s->parts[i]);
+        uintptr_t b = m ? (uintptr_t)m->data : 0;
+        if (b && q >= b && len <= m->size && (uint64_t)(q - b) <= m->size - len) return m;
+    }
+    return NULL;
+}

@@ -91,5 +91,9 @@ g2f_status g2f_source_files(const g2f_source *s, g2f_path_list *out, g2f_error *
 g2f_status g2f_source_shards(const g2f_source *s, g2f_path_list *out, g2f_error *err);
 /* NULL is a no-op. */
 void g2f_source_close(g2f_source *s);
+/* The mapping of one of the source's files that holds [p, p + len) (a
+ * tensor's data from its table), or NULL (also for .npy/.npz files, which
+ * are read in place only): what g2f_mapping_read copies from. */
+const g2f_mapping *g2f_source_mapping_of(const g2f_source *s, const void *p, uint64_t len);
 
 #endif

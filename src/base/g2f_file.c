@@ -11,6 +11,7 @@
  */
 #define _DEFAULT_SOURCE /* madvise(MADV_DONTNEED): glibc makes posix_madvise's DONTNEED a no-op */
 #include "g2f_file.h"
+#include "g2f_cpu.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,6 +77,8 @@ g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err) 
         out->data = p;
     }
     close(fd); /* the mapping stays valid without the descriptor */
+    out->dev = (uint64_t)st.st_dev, out->ino = (uint64_t)st.st_ino;
+    out->path = strdup(path); /* NULL only disables g2f_mapping_read */
     return G2F_OK;
 }
 
@@ -124,8 +127,48 @@ void g2f_mapping_populate(const void *p, uint64_t len) {
 void g2f_mapping_close(g2f_mapping *m) {
     if (!m) return;
     if (m->data) munmap((void *)m->data, (size_t)m->size);
-    m->data = NULL;
-    m->size = 0;
+    free(m->path);
+    memset(m, 0, sizeof *m);
+}
+
+/* pread until len bytes or a short read (0: end of file, or an error). */
+static int pread_all(int fd, unsigned char *dst, uint64_t len, uint64_t off) {
+    while (len > 0) {
+        size_t want = len < ((uint64_t)1 << 30) ? (size_t)len : (size_t)1 << 30;
+        ssize_t r = pread(fd, dst, want, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return 0;
+        dst += r, off += (uint64_t)r, len -= (uint64_t)r;
+    }
+    return 1;
+}
+
+/* Pieces of at least 1 MiB, whole pages: each thread's reads land in pages
+ * of dst that it first touches itself. */
+#define READ_PIECE ((uint64_t)1 << 20)
+int g2f_mapping_read(const g2f_mapping *m, const void *p, uint64_t len, void *dst, int n_threads) {
+    uintptr_t q = (uintptr_t)p, b = (uintptr_t)m->data; /* as integers: p may lie outside the mapping */
+    if (!m->path || !b || q < b || len > m->size || (uint64_t)(q - b) > m->size - len) return 0;
+    uint64_t off = (uint64_t)(q - b);
+    struct stat st;
+    int fd = -1;
+    if (open_regular(m->path, &fd, &st, NULL) != G2F_OK) return 0;
+    int ok = (uint64_t)st.st_dev == m->dev && (uint64_t)st.st_ino == m->ino && (uint64_t)st.st_size == m->size;
+    if (ok) {
+        long pieces = (long)((len + READ_PIECE - 1) / READ_PIECE), bad = 0;
+        int threads = g2f_threads(n_threads);
+        (void)threads;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : bad)
+#endif
+        for (long k = 0; k < pieces; k++) {
+            uint64_t a = (uint64_t)k * READ_PIECE, n = len - a < READ_PIECE ? len - a : READ_PIECE;
+            bad += !pread_all(fd, (unsigned char *)dst + a, n, off + a);
+        }
+        ok = bad == 0;
+    }
+    close(fd);
+    return ok;
 }
 
 g2f_status g2f_mapped_table_open(const char *path, g2f_parse_fn parse, g2f_mapped_table **out, g2f_error *err) {

@@ -22,6 +22,8 @@
 typedef struct g2f_mapping {
     const unsigned char *data; /* NULL for an empty file */
     uint64_t size;
+    char *path;                /* owned copy (NULL when out of memory): g2f_mapping_read reopens it */
+    uint64_t dev, ino;         /* the mapped file, so that a reopen reads the same one */
 } g2f_mapping;
 
 /* Maps the regular file path (a symlink is followed); anything else is
@@ -40,6 +42,16 @@ void g2f_mapping_release(const void *p, uint64_t len);
  * is never read ahead of the checks on the work it asks for. */
 #define G2F_POPULATE_MAX ((uint64_t)256 << 20)
 void g2f_mapping_populate(const void *p, uint64_t len);
+/* Copies the mapped bytes [p, p + len) into dst with pread on the file
+ * itself, in pieces shared out among n_threads (g2f_threads): the kernel's
+ * copy from the page cache, where a first touch of mapped pages can cost
+ * several times more (a guest under shadow paging: each page faults into
+ * the hypervisor; g2f_model_layer_read measures which is faster). The file
+ * is reopened by its path and must be the mapped one (same device and
+ * inode, a regular file of the mapped size), so a file renamed over it is
+ * never read. Returns 1 when all len bytes were read, else 0 (dst partly
+ * written: read the mapping instead). */
+int g2f_mapping_read(const g2f_mapping *m, const void *p, uint64_t len, void *dst, int n_threads);
 
 /* A file mapped read-only with the table a reader parsed from it: what the
  * safetensors, torch, GGUF and llm.c readers hand out (their handle types

@@ -144,16 +144,19 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
     free(names);
     if (st != G2F_OK) return st;
     g2f_ffn_ws ws = {0}; /* kept across layers */
+    g2f_layer_reader rd = {0}; /* each layer's weights, read where that beats the mapping */
+    rd.n_threads = p->n_threads;
     for (size_t L = 0; L < mi->n_layer && st == G2F_OK; L++) {
         if (!selected(p, inputs, L)) continue;
         g2f_layer lw;
-        if ((st = g2f_model_layer_load(m, L, &lw, err)) != G2F_OK) break;
+        if ((st = g2f_model_layer_read(m, L, &rd, &lw, err)) != G2F_OK) break;
         st = run_layer(&lw.w, g2f_fixture_input(inputs, L), L, p, w, &ws, &r->tokens, err);
         g2f_layer_free(&lw);
         r->layers++;
         r->tensors += per;
     }
     g2f_ffn_ws_free(&ws);
+    g2f_layer_reader_free(&rd);
     if (st == G2F_OK) st = put_digest(w, p, err);
     g2f_status cs = g2f_writer_close(w, st == G2F_OK, st == G2F_OK ? err : NULL);
     return st != G2F_OK ? st : cs;

@@ -339,14 +339,14 @@ static const g2f_cause *accepted_cause(const g2f_layer_result *r, g2f_diag_set a
 }
 
 static g2f_status verify_layer(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p, size_t L,
-                               g2f_ffn_eval_ws *ws, g2f_layer_result *r, g2f_error *err) {
+                               g2f_ffn_eval_ws *ws, g2f_layer_reader *rd, g2f_layer_result *r, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
     size_t d = mi->n_embd, h = mi->n_inner;
     g2f_fixture_views fx;
     g2f_layer lw;
     g2f_status st = g2f_fixture_layer_views(f, L, &fx, err);
     if (st != G2F_OK) return st;
-    if ((st = g2f_model_layer_load(m, L, &lw, err)) != G2F_OK) return st;
+    if ((st = g2f_model_layer_read(m, L, rd, &lw, err)) != G2F_OK) return st;
     g2f_ffn_how how;
     memset(&how, 0, sizeof how);
     how.w = &lw.w;
@@ -611,6 +611,7 @@ typedef struct layer_pass {
     const g2f_verify_params *p;
     const g2f_block_params *bp;
     g2f_ffn_eval_ws *ws;
+    g2f_layer_reader *rd;
     size_t todo, done;
     unsigned long long bytes;
 } layer_pass;
@@ -644,7 +645,7 @@ static g2f_status verify_one(layer_pass *lp, size_t L, g2f_verify_result *out, g
         return G2F_OK;
     }
     g2f_status st;
-    if ((r->has_ffn && (st = verify_layer(lp->m, lp->f, p, L, lp->ws, r, err)) != G2F_OK) ||
+    if ((r->has_ffn && (st = verify_layer(lp->m, lp->f, p, L, lp->ws, lp->rd, r, err)) != G2F_OK) ||
         (r->has_block && (st = g2f_block_check(lp->m, lp->f, L, lp->bp, &r->block, err)) != G2F_OK))
         return st;
     if (r->has_block) fold_block(r);
@@ -702,14 +703,18 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
     if ((mi->dtype == G2F_DTYPE_BF16 && (p->accept & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED))) ||
         (mi->dtype == G2F_DTYPE_F16 && (p->accept & G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED))))
         bp.weight_roundoff = g2f_dtype_store_roundoff(mi->dtype);
-    layer_pass lp = {m, f, p, &bp, &ws, todo, 0, 0};
+    g2f_layer_reader rd = {0}; /* each layer's weights, read where that beats the mapping */
+    rd.n_threads = p->n_threads;
+    layer_pass lp = {m, f, p, &bp, &ws, &rd, todo, 0, 0};
     for (size_t L = 0; L < mi->n_layer; L++)
         if ((st = verify_one(&lp, L, out, err)) != G2F_OK) {
             g2f_ffn_eval_ws_free(&ws);
+            g2f_layer_reader_free(&rd);
             g2f_verify_result_free(out);
             return st;
         }
     g2f_ffn_eval_ws_free(&ws);
+    g2f_layer_reader_free(&rd);
     if (reconcile_attn_scale(out))
         for (size_t L = 0; L < mi->n_layer; L++)
             if (out->layers[L].has_block && out->layers[L].status == G2F_LAYER_FAIL) fold_block(&out->layers[L]);

@@ -136,6 +136,7 @@ const char *g2f_model_tensor_role(int k);
 typedef struct g2f_layer {
     g2f_ffn_weights w;
     float *owned; /* converted or realigned tensors; NULL when all are views */
+    int read;     /* bit k: src[k] was read into a g2f_layer_reader's buffer (no mapped pages to drop) */
     const g2f_tensor *src[G2F_FFN_TENSORS]; /* as found (bias NULL when absent); borrowed from the model */
 } g2f_layer;
 
@@ -153,6 +154,33 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
 /* Frees the conversions and drops the layer's mapped pages from the
  * resident set (see g2f_mapping_release). */
 void g2f_layer_free(g2f_layer *l);
+
+/* A walk over the layers (run, verify) that reads each layer's float32
+ * weights into one buffer kept across layers instead of viewing them in
+ * the mapping, where that is faster: on a guest whose page tables the
+ * hypervisor shadows, the first touch of each mapped page faults into the
+ * hypervisor, and copying GPT-2 XL's 48 layers out of the mapping ran at
+ * 3-5 GB/s against 12-25 GB/s for pread into a reused buffer (2 threads of
+ * an AMD EPYC under PVM). The reader measures both on the first layer of at
+ * least 8 MiB (a 1 MiB piece each way, twice, into the buffer it fills
+ * anyway) and keeps the faster for the rest of the walk; either way the
+ * weights are the same bytes (the file is reopened only when it is still
+ * the mapped one, g2f_mapping_read). GPT2FFN_WEIGHTS=map or read fixes the
+ * choice (tests, benchmarks). Start from {0}; free with
+ * g2f_layer_reader_free. The buffer holds one layer's FFN weights. */
+typedef struct g2f_layer_reader {
+    unsigned char *buf; /* owned, 2 MiB aligned */
+    size_t cap;         /* bytes */
+    int mode;           /* 0 undecided, G2F_READ_MAP, G2F_READ_PREAD */
+    int n_threads;      /* for the reads (g2f_threads) */
+} g2f_layer_reader;
+enum { G2F_READ_MAP = 1, G2F_READ_PREAD = 2 };
+/* g2f_model_layer_load, the float32 tensors read into rd's buffer when rd
+ * (may be NULL) found reading faster; out's views then last until the next
+ * call with rd or g2f_layer_reader_free. */
+g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_reader *rd, g2f_layer *out,
+                                g2f_error *err);
+void g2f_layer_reader_free(g2f_layer_reader *rd);
 /* Every file the model was read from, appended to out: the checkpoint file
  * (for a sharded one the index and every shard) and the config.json read,
  * if any. For g2f_output_check. */

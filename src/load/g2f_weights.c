@@ -1,15 +1,124 @@
 /* g2f_weights: a layer's, a LayerNorm's and a block's weights as floats
  * (views into the mapping, or converted copies), the stored tensors of a
  * layer by role, and every other tensor; see g2f_model.h. */
+#define _DEFAULT_SOURCE /* madvise(MADV_HUGEPAGE) */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #include "g2f_file.h"
 #include "g2f_model_impl.h"
 #include "g2f_quant.h"
 
+/* ---- the layer reader (g2f_layer_reader, g2f_model.h) ---- */
+
+#define PROBE_MIN ((uint64_t)8 << 20) /* a layer's float32 bytes before the reader measures */
+#define PROBE_PIECE ((uint64_t)1 << 20)
+#define BUF_ALIGN ((size_t)2 << 20) /* whole huge pages where the kernel gives them */
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void reader_drop_buf(g2f_layer_reader *rd) {
+    free(rd->buf);
+    rd->buf = NULL;
+    rd->cap = 0;
+}
+
+/* rd's buffer of at least bytes; 0 when it cannot be had (then the views). */
+static int reader_reserve(g2f_layer_reader *rd, uint64_t bytes) {
+    if (rd->cap >= bytes) return 1;
+    free(rd->buf);
+    rd->cap = 0;
+    rd->buf = NULL;
+    if (bytes > SIZE_MAX - BUF_ALIGN) return 0;
+    size_t n = ((size_t)bytes + BUF_ALIGN - 1) / BUF_ALIGN * BUF_ALIGN;
+    rd->buf = aligned_alloc(BUF_ALIGN, n);
+    if (!rd->buf) return 0;
+#ifdef MADV_HUGEPAGE
+    madvise(rd->buf, n, MADV_HUGEPAGE); /* fewer first-touch faults and TLB misses; only advice */
+#endif
+    rd->cap = n;
+    return 1;
+}
+
+/* Which way reads x faster: PROBE_PIECE bytes copied out of the mapping
+ * (populated first, as the views are) against as many read with pread,
+ * alternating, twice, into dst (the buffer the reads would fill anyway);
+ * each the faster of its two. Reading wins only by a clear margin (1.5x):
+ * where the two are close the views save the buffer. */
+static int probe_mode(const g2f_mapping *map, const g2f_tensor *x, unsigned char *dst) {
+    double t_map = 1e30, t_read = 1e30;
+    for (int r = 0; r < 2; r++) {
+        uint64_t a = (uint64_t)(2 * r) * PROBE_PIECE, b = a + PROBE_PIECE;
+        double t0 = seconds_now();
+        g2f_mapping_populate(x->data + a, PROBE_PIECE);
+        memcpy(dst + a, x->data + a, PROBE_PIECE);
+        double t1 = seconds_now();
+        if (!g2f_mapping_read(map, x->data + b, PROBE_PIECE, dst + b, 1)) return G2F_READ_MAP;
+        double t2 = seconds_now();
+        t_map = t1 - t0 < t_map ? t1 - t0 : t_map;
+        t_read = t2 - t1 < t_read ? t2 - t1 : t_read;
+    }
+    g2f_mapping_release(x->data, 4 * PROBE_PIECE);
+    return 1.5 * t_read < t_map ? G2F_READ_PREAD : G2F_READ_MAP;
+}
+
+/* rd->mode once decided: GPT2FFN_WEIGHTS, else probe_mode on the largest
+ * float32 tensor of the first layer with PROBE_MIN bytes of them. */
+static void reader_decide(const g2f_model *m, g2f_layer_reader *rd, const g2f_tensor *const *x, uint64_t bytes) {
+    const char *e = getenv("GPT2FFN_WEIGHTS");
+    if (e && (!strcmp(e, "map") || !strcmp(e, "read"))) {
+        rd->mode = !strcmp(e, "map") ? G2F_READ_MAP : G2F_READ_PREAD;
+        return;
+    }
+    if (bytes < PROBE_MIN) return; /* small layers cost little either way: views, decided later */
+    const g2f_tensor *big = NULL;
+    for (int k = 0; k < G2F_FFN_TENSORS; k++)
+        if (x[k] && g2f_model_in_place(x[k]) && (!big || x[k]->nbytes > big->nbytes)) big = x[k];
+    const g2f_mapping *map = big && big->nbytes >= 4 * PROBE_PIECE ? g2f_source_mapping_of(m->src, big->data, big->nbytes) : NULL;
+    rd->mode = map && reader_reserve(rd, 4 * PROBE_PIECE) ? probe_mode(map, big, rd->buf) : G2F_READ_MAP;
+    if (rd->mode == G2F_READ_MAP) reader_drop_buf(rd);
+}
+
+/* Reads the float32 tensors of x into rd's buffer (each 64-byte aligned),
+ * views[k] pointing there; a tensor that cannot be read keeps views[k]
+ * NULL. Returns the bits of the tensors read. */
+static int reader_fill(const g2f_model *m, g2f_layer_reader *rd, const g2f_tensor *const *x, uint64_t bytes,
+                       const float *views[]) {
+    if (!reader_reserve(rd, bytes)) return 0;
+    int bits = 0;
+    uint64_t at = 0;
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        if (!x[k] || !g2f_model_in_place(x[k])) continue;
+        const g2f_mapping *map = g2f_source_mapping_of(m->src, x[k]->data, x[k]->nbytes);
+        if (map && g2f_mapping_read(map, x[k]->data, x[k]->nbytes, rd->buf + at, rd->n_threads)) {
+            views[k] = (const float *)(const void *)(rd->buf + at);
+            bits |= 1 << k;
+        }
+        at += (x[k]->nbytes + 63) / 64 * 64;
+    }
+    return bits;
+}
+
+void g2f_layer_reader_free(g2f_layer_reader *rd) {
+    if (!rd) return;
+    reader_drop_buf(rd);
+    rd->mode = 0;
+}
+
 g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out, g2f_error *err) {
+    return g2f_model_layer_read(m, layer, NULL, out, err);
+}
+
+g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_reader *rd, g2f_layer *out,
+                                g2f_error *err) {
     memset(out, 0, sizeof *out);
     if (layer >= m->info.n_layer)
         return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu out of range (model has %zu)", layer, m->info.n_layer);
@@ -18,9 +127,11 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
         g2f_status s = x[k] ? g2f_quant_check(x[k], m->path, err) : G2F_OK;
         if (s != G2F_OK) return s;
     }
-    uint64_t need = 0;
-    for (int k = 0; k < G2F_FFN_TENSORS; k++)
+    uint64_t need = 0, in_place = 0;
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
         if (x[k] && !g2f_model_in_place(x[k])) need += x[k]->numel; /* sizes validated against the file */
+        if (x[k] && g2f_model_in_place(x[k])) in_place += (x[k]->nbytes + 63) / 64 * 64;
+    }
     if (need) {
         out->owned = g2f_alloc_array((size_t)need, sizeof(float));
         if (!out->owned)
@@ -28,10 +139,12 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
                                  (unsigned long long)need);
     }
     const float *views[G2F_FFN_TENSORS] = {0};
+    if (rd && in_place && !rd->mode) reader_decide(m, rd, x, in_place);
+    if (rd && in_place && rd->mode == G2F_READ_PREAD) out->read = reader_fill(m, rd, x, in_place, views);
     for (int k = 0; k < G2F_FFN_TENSORS; k++) out->src[k] = x[k];
     float *cur = out->owned;
     for (int k = 0; k < G2F_FFN_TENSORS; k++) {
-        if (!x[k]) continue;
+        if (!x[k] || views[k]) continue;
         if (g2f_model_in_place(x[k])) {
             views[k] = (const float *)(const void *)x[k]->data;
             g2f_mapping_populate(x[k]->data, x[k]->nbytes);
@@ -51,7 +164,7 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
 void g2f_layer_free(g2f_layer *l) {
     if (!l) return;
     for (int k = 0; k < G2F_FFN_TENSORS; k++)
-        if (l->src[k]) g2f_mapping_release(l->src[k]->data, l->src[k]->nbytes);
+        if (l->src[k] && !(l->read & (1 << k))) g2f_mapping_release(l->src[k]->data, l->src[k]->nbytes);
     free(l->owned);
     memset(l, 0, sizeof *l);
 }

@@ -19,53 +19,6 @@ static const char *cli;
 static char dir[256];
 static char err_text[4096];
 
-/* Writes a safetensors header for n tensors of the given dtypes and shapes,
- * back to back, then extends the file (sparse) to hold their data. Returns
- * 0, 77 when the filesystem refuses or does not keep it sparse, -1. */
-typedef struct big_entry {
-    const char *name, *dtype;
-    size_t ndim;
-    uint64_t shape[2];
-    uint64_t nbytes;
-} big_entry;
-
-static int write_sparse_st(const char *path, const big_entry *e, size_t n) {
-    char hdr[4096];
-    size_t len = (size_t)snprintf(hdr, sizeof hdr, "{");
-    uint64_t off = 0;
-    for (size_t i = 0; i < n; i++) {
-        len += (size_t)snprintf(hdr + len, sizeof hdr - len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[", i ? "," : "",
-                                e[i].name, e[i].dtype);
-        for (size_t d = 0; d < e[i].ndim; d++)
-            len += (size_t)snprintf(hdr + len, sizeof hdr - len, "%s%llu", d ? "," : "",
-                                    (unsigned long long)e[i].shape[d]);
-        len += (size_t)snprintf(hdr + len, sizeof hdr - len, "],\"data_offsets\":[%llu,%llu]}",
-                                (unsigned long long)off, (unsigned long long)(off + e[i].nbytes));
-        off += e[i].nbytes;
-    }
-    len += (size_t)snprintf(hdr + len, sizeof hdr - len, "}");
-    while (len % 8) hdr[len++] = ' ';
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd < 0) return -1;
-    unsigned char lb[8];
-    for (int i = 0; i < 8; i++) lb[i] = (unsigned char)((uint64_t)len >> (8 * i));
-    int ok = write(fd, lb, 8) == 8 && write(fd, hdr, len) == (ssize_t)len;
-    if (ok && ftruncate(fd, (off_t)(8 + len + off)) != 0) {
-        close(fd);
-        unlink(path);
-        return 77;
-    }
-    struct stat st;
-    ok = ok && fstat(fd, &st) == 0;
-    close(fd);
-    if (!ok) return -1;
-    if ((uint64_t)st.st_blocks * 512 > (1u << 20)) {
-        unlink(path);
-        return 77;
-    }
-    return 0;
-}
-
 /* Runs the CLI; returns its exit code, stderr in err_text, and the child's
  * peak resident memory in KiB in *maxrss_kib when not NULL. */
 static int run(const char *args, long *maxrss_kib) {

@@ -168,6 +168,30 @@ static void file_renamed_over_should_never_be_read(void) {
     g2f_model_close(m);
 }
 
+/* A tensor over 256 MiB (G2F_POPULATE_MAX; a sparse file here) is viewed:
+ * neither read nor given a buffer ahead of the checks on the work it asks
+ * for (an 8 TB hole made the buffer's allocation abort under ASan). */
+static void huge_tensor_should_be_viewed_not_read(void) {
+    const uint64_t h = ((uint64_t)1 << 26) + 16; /* 256 MiB + 64 bytes of F32 */
+    big_entry e[] = {{"h.0.mlp.c_fc.weight", "F32", 2, {1, h}, 4 * h}, {"h.0.mlp.c_proj.weight", "F32", 2, {h, 1}, 4 * h}};
+    int w = write_sparse_st(in_dir("huge.safetensors"), e, 2);
+    CHECK(w == 0 || w == 77);
+    if (w != 0) return;
+    g2f_model *m = open_model("huge.safetensors");
+    if (!m) return;
+    setenv("GPT2FFN_WEIGHTS", "read", 1);
+    g2f_layer_reader rd = {0};
+    g2f_layer r;
+    g2f_error err;
+    CHECK(g2f_model_layer_read(m, 0, &rd, &r, &err) == G2F_OK);
+    CHECK(r.read == 0 && rd.buf == NULL && rd.cap == 0);
+    g2f_layer_free(&r);
+    g2f_layer_reader_free(&rd);
+    unsetenv("GPT2FFN_WEIGHTS");
+    g2f_model_close(m);
+    remove(in_dir("huge.safetensors"));
+}
+
 static void mapping_read_should_refuse_ranges_outside_the_mapping(void) {
     checkpoint("small.safetensors", 8, 7);
     g2f_mapping map;
@@ -190,6 +214,7 @@ int main(void) {
     RUN(forced_map_should_view_the_mapping);
     RUN(measured_choice_should_give_the_mapped_floats);
     RUN(file_renamed_over_should_never_be_read);
+    RUN(huge_tensor_should_be_viewed_not_read);
     RUN(mapping_read_should_refuse_ranges_outside_the_mapping);
     remove_tmpdir(dir);
     CHECK_EXIT();

@@ -166,8 +166,11 @@ void g2f_layer_free(g2f_layer *l);
  * anyway) and keeps the faster for the rest of the walk; either way the
  * weights are the same bytes (the file is reopened only when it is still
  * the mapped one, g2f_mapping_read). GPT2FFN_WEIGHTS=map or read fixes the
- * choice (tests, benchmarks). Start from {0}; free with
- * g2f_layer_reader_free. The buffer holds one layer's FFN weights. */
+ * choice (tests, benchmarks). A layer with a float32 tensor over
+ * G2F_POPULATE_MAX (256 MiB) is viewed: a hostile file's huge tensor is
+ * neither read nor given a buffer before the checks on its work. Start from
+ * {0}; free with g2f_layer_reader_free. The buffer holds one layer's FFN
+ * weights. */
 typedef struct g2f_layer_reader {
     unsigned char *buf; /* owned, 2 MiB aligned */
     size_t cap;         /* bytes */

@@ -131,6 +131,10 @@ g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_read
     for (int k = 0; k < G2F_FFN_TENSORS; k++) {
         if (x[k] && !g2f_model_in_place(x[k])) need += x[k]->numel; /* sizes validated against the file */
         if (x[k] && g2f_model_in_place(x[k])) in_place += (x[k]->nbytes + 63) / 64 * 64;
+        /* as g2f_mapping_populate: a hostile file's huge (sparse) tensor is
+         * never read, nor a buffer for it allocated, ahead of the checks on
+         * the work it asks for; it is viewed */
+        if (x[k] && g2f_model_in_place(x[k]) && x[k]->nbytes > G2F_POPULATE_MAX) rd = NULL;
     }
     if (need) {
         out->owned = g2f_alloc_array((size_t)need, sizeof(float));

@@ -131,8 +131,41 @@ static void measured_choice_should_give_the_mapped_floats(void) {
     }
     fprintf(stderr, "     (measured: %s)\n", rd.mode == G2F_READ_PREAD ? "read" : "map");
     g2f_layer_reader_free(&rd);
+    /* and read whatever was measured: 9.4 MB tensors, in 1 MiB pieces over 1, 2 and 3 threads */
+    setenv("GPT2FFN_WEIGHTS", "read", 1);
+    for (int t = 1; t <= 3; t++) {
+        rd.n_threads = t;
+        for (size_t L = 0; L < 2; L++) CHECK(read_matches_views(m, L, &rd) == 15);
+        g2f_layer_reader_free(&rd);
+    }
+    unsetenv("GPT2FFN_WEIGHTS");
     g2f_model_close(m);
     remove(in_dir("wide.safetensors"));
+}
+
+/* A layer whose biases are F16 (converted) beside F32 weights (read): the
+ * read tensors and the converted ones side by side, each as loaded alone. */
+static void mixed_layer_should_read_its_f32_tensors_only(void) {
+    enum { D = 8, H = 32 };
+    static float wfc[D * H], wpr[H * D];
+    static uint16_t bfc[H], bpr[D];
+    uint64_t seed = 9;
+    for (size_t i = 0; i < D * H; i++) wfc[i] = rnd_unit(&seed), wpr[i] = rnd_unit(&seed);
+    for (size_t i = 0; i < H; i++) bfc[i] = (uint16_t)(0x3c00 + i); /* 1.0 and up */
+    for (size_t i = 0; i < D; i++) bpr[i] = (uint16_t)(0xbc00 + i); /* -1.0 and down */
+    st_entry e[] = {{"h.0.mlp.c_fc.weight", "F32", 2, {D, H}, wfc, sizeof wfc},
+                    {"h.0.mlp.c_fc.bias", "F16", 1, {H}, bfc, sizeof bfc},
+                    {"h.0.mlp.c_proj.weight", "F32", 2, {H, D}, wpr, sizeof wpr},
+                    {"h.0.mlp.c_proj.bias", "F16", 1, {D}, bpr, sizeof bpr}};
+    CHECK(st_write(in_dir("mixed.safetensors"), NULL, e, 4, 1) == 0);
+    g2f_model *m = open_model("mixed.safetensors");
+    if (!m) return;
+    setenv("GPT2FFN_WEIGHTS", "read", 1);
+    g2f_layer_reader rd = {0};
+    CHECK(read_matches_views(m, 0, &rd) == (1 << G2F_FFN_FC_W | 1 << G2F_FFN_PROJ_W));
+    g2f_layer_reader_free(&rd);
+    unsetenv("GPT2FFN_WEIGHTS");
+    g2f_model_close(m);
 }
 
 /* Renamed over after the open: the reader may not read the new file's
@@ -213,6 +246,7 @@ int main(void) {
     RUN(forced_read_should_give_the_mapped_floats);
     RUN(forced_map_should_view_the_mapping);
     RUN(measured_choice_should_give_the_mapped_floats);
+    RUN(mixed_layer_should_read_its_f32_tensors_only);
     RUN(file_renamed_over_should_never_be_read);
     RUN(huge_tensor_should_be_viewed_not_read);
     RUN(mapping_read_should_refuse_ranges_outside_the_mapping);

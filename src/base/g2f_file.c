@@ -156,10 +156,10 @@ int g2f_mapping_read(const g2f_mapping *m, const void *p, uint64_t len, void *ds
     int ok = (uint64_t)st.st_dev == m->dev && (uint64_t)st.st_ino == m->ino && (uint64_t)st.st_size == m->size;
     if (ok) {
         long pieces = (long)((len + READ_PIECE - 1) / READ_PIECE), bad = 0;
-        int threads = g2f_threads(n_threads);
-        (void)threads;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : bad)
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(n_threads)) reduction(+ : bad)
+#else
+        (void)n_threads;
 #endif
         for (long k = 0; k < pieces; k++) {
             uint64_t a = (uint64_t)k * READ_PIECE, n = len - a < READ_PIECE ? len - a : READ_PIECE;

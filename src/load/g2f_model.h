@@ -174,10 +174,10 @@ void g2f_layer_free(g2f_layer *l);
 typedef struct g2f_layer_reader {
     unsigned char *buf; /* owned, 2 MiB aligned */
     size_t cap;         /* bytes */
-    int mode;           /* 0 undecided, G2F_READ_MAP, G2F_READ_PREAD */
+    int mode;           /* G2F_READ_UNDECIDED (start), G2F_READ_MAP, G2F_READ_PREAD */
     int n_threads;      /* for the reads (g2f_threads) */
 } g2f_layer_reader;
-enum { G2F_READ_MAP = 1, G2F_READ_PREAD = 2 };
+enum { G2F_READ_UNDECIDED = 0, G2F_READ_MAP = 1, G2F_READ_PREAD = 2 };
 /* g2f_model_layer_load, the float32 tensors read into rd's buffer when rd
  * (may be NULL) found reading faster; out's views then last until the next
  * call with rd or g2f_layer_reader_free. */

@@ -82,7 +82,8 @@ static void reader_decide(const g2f_model *m, g2f_layer_reader *rd, const g2f_te
     const g2f_tensor *big = NULL;
     for (int k = 0; k < G2F_FFN_TENSORS; k++)
         if (x[k] && g2f_model_in_place(x[k]) && (!big || x[k]->nbytes > big->nbytes)) big = x[k];
-    const g2f_mapping *map = big && big->nbytes >= 4 * PROBE_PIECE ? g2f_source_mapping_of(m->src, big->data, big->nbytes) : NULL;
+    const g2f_mapping *map = NULL;
+    if (big && big->nbytes >= 4 * PROBE_PIECE) map = g2f_source_mapping_of(m->src, big->data, big->nbytes);
     rd->mode = map && reader_reserve(rd, 4 * PROBE_PIECE) ? probe_mode(map, big, rd->buf) : G2F_READ_MAP;
     if (rd->mode == G2F_READ_MAP) reader_drop_buf(rd);
 }
@@ -110,7 +111,7 @@ static int reader_fill(const g2f_model *m, g2f_layer_reader *rd, const g2f_tenso
 void g2f_layer_reader_free(g2f_layer_reader *rd) {
     if (!rd) return;
     reader_drop_buf(rd);
-    rd->mode = 0;
+    rd->mode = G2F_READ_UNDECIDED;
 }
 
 g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out, g2f_error *err) {
@@ -143,7 +144,7 @@ g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_read
                                  (unsigned long long)need);
     }
     const float *views[G2F_FFN_TENSORS] = {0};
-    if (rd && in_place && !rd->mode) reader_decide(m, rd, x, in_place);
+    if (rd && in_place && rd->mode == G2F_READ_UNDECIDED) reader_decide(m, rd, x, in_place);
     if (rd && in_place && rd->mode == G2F_READ_PREAD) out->read = reader_fill(m, rd, x, in_place, views);
     for (int k = 0; k < G2F_FFN_TENSORS; k++) out->src[k] = x[k];
     float *cur = out->owned;

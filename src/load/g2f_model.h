@@ -162,7 +162,7 @@ void g2f_layer_free(g2f_layer *l);
  * hypervisor, and copying GPT-2 XL's 48 layers out of the mapping ran at
  * 3-5 GB/s against 12-25 GB/s for pread into a reused buffer (2 threads of
  * an AMD EPYC under PVM). The reader measures both on the first layer of at
- * least 8 MiB (a 1 MiB piece each way, twice, into the buffer it fills
+ * least 8 MiB (1 MiB pieces each way, four times, into the buffer it fills
  * anyway) and keeps the faster for the rest of the walk; either way the
  * weights are the same bytes (the file is reopened only when it is still
  * the mapped one, g2f_mapping_read). GPT2FFN_WEIGHTS=map or read fixes the

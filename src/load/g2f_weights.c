@@ -17,6 +17,8 @@
 
 #define PROBE_MIN ((uint64_t)8 << 20) /* a layer's float32 bytes before the reader measures */
 #define PROBE_PIECE ((uint64_t)1 << 20)
+#define PROBE_ROUNDS 4
+#define PROBE_BYTES (2 * PROBE_ROUNDS * PROBE_PIECE) /* of the tensor measured */
 #define BUF_ALIGN ((size_t)2 << 20) /* whole huge pages where the kernel gives them */
 
 static double seconds_now(void) {
@@ -50,12 +52,15 @@ static int reader_reserve(g2f_layer_reader *rd, uint64_t bytes) {
 
 /* Which way reads x faster: PROBE_PIECE bytes copied out of the mapping
  * (populated first, as the views are) against as many read with pread,
- * alternating, twice, into dst (the buffer the reads would fill anyway);
- * each the faster of its two. Reading wins only by a clear margin (1.5x):
- * where the two are close the views save the buffer. */
+ * alternating, PROBE_ROUNDS times, into dst (the buffer the reads would
+ * fill anyway); each the fastest of its rounds, so that a round the host
+ * interrupted decides nothing (with two rounds, a verify of GPT-2 XL run
+ * under perf spent a third of its time copying from the mapping). Reading
+ * wins only by a clear margin (1.5x): where the two are close the views
+ * save the buffer. */
 static int probe_mode(const g2f_mapping *map, const g2f_tensor *x, unsigned char *dst) {
     double t_map = 1e30, t_read = 1e30;
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < PROBE_ROUNDS; r++) {
         uint64_t a = (uint64_t)(2 * r) * PROBE_PIECE, b = a + PROBE_PIECE;
         double t0 = seconds_now();
         g2f_mapping_populate(x->data + a, PROBE_PIECE);
@@ -66,7 +71,7 @@ static int probe_mode(const g2f_mapping *map, const g2f_tensor *x, unsigned char
         t_map = t1 - t0 < t_map ? t1 - t0 : t_map;
         t_read = t2 - t1 < t_read ? t2 - t1 : t_read;
     }
-    g2f_mapping_release(x->data, 4 * PROBE_PIECE);
+    g2f_mapping_release(x->data, PROBE_BYTES);
     return 1.5 * t_read < t_map ? G2F_READ_PREAD : G2F_READ_MAP;
 }
 
@@ -83,8 +88,8 @@ static void reader_decide(const g2f_model *m, g2f_layer_reader *rd, const g2f_te
     for (int k = 0; k < G2F_FFN_TENSORS; k++)
         if (x[k] && g2f_model_in_place(x[k]) && (!big || x[k]->nbytes > big->nbytes)) big = x[k];
     const g2f_mapping *map = NULL;
-    if (big && big->nbytes >= 4 * PROBE_PIECE) map = g2f_source_mapping_of(m->src, big->data, big->nbytes);
-    rd->mode = map && reader_reserve(rd, 4 * PROBE_PIECE) ? probe_mode(map, big, rd->buf) : G2F_READ_MAP;
+    if (big && big->nbytes >= PROBE_BYTES) map = g2f_source_mapping_of(m->src, big->data, big->nbytes);
+    rd->mode = map && reader_reserve(rd, PROBE_BYTES) ? probe_mode(map, big, rd->buf) : G2F_READ_MAP;
     if (rd->mode == G2F_READ_MAP) reader_drop_buf(rd);
 }
 

@@ -1,11 +1,14 @@
 /* test_sha256: SHA-256 digests against FIPS 180-4 / NIST example vectors,
- * and the SHA-NI compression (when the CPU has it) against the portable one
- * on every length from 0 to 300 bytes and on uneven update splits. */
+ * the SHA-NI compression (when the CPU has it) against the portable one on
+ * every length from 0 to 300 bytes and on uneven update splits, and
+ * g2f_sha256_file (read in 256 KiB pieces) against the digest of the same
+ * bytes in memory, at and around the pieces' borders. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "g2f_sha256.h"
+#include "test_util.h"
 
 static void digest(int ni, const void *data, size_t len, size_t split, char hex[65]) {
     g2f_sha256 s;
@@ -59,8 +62,30 @@ static void test_ni_matches_portable(void) {
     }
 }
 
+static void file_digest_should_match_the_bytes_digest(void) {
+    char dir[256], path[300];
+    if (make_tmpdir(dir, sizeof dir, "sha256") != 0) return;
+    snprintf(path, sizeof path, "%s/f.bin", dir);
+    const size_t piece = (size_t)256 << 10, sizes[] = {0, 1, piece - 1, piece, piece + 1, 2 * piece + 123};
+    unsigned char *buf = malloc(sizes[5]);
+    CHECK(buf != NULL);
+    for (size_t i = 0; buf && i < sizes[5]; i++) buf[i] = (unsigned char)(i * 131 + (i >> 9));
+    for (size_t t = 0; buf && t < sizeof sizes / sizeof sizes[0]; t++) {
+        char want[65], got[65] = "";
+        g2f_error err;
+        digest(-1, buf, sizes[t], sizes[t] / 2, want);
+        CHECK(write_bytes(path, buf, sizes[t]) == 0);
+        CHECK(g2f_sha256_file(path, got, &err) == G2F_OK);
+        CHECK(!strcmp(want, got));
+    }
+    CHECK(g2f_sha256_file(dir, (char[65]){0}, &(g2f_error){0}) == G2F_ERR_IO); /* a folder: refused */
+    free(buf);
+    remove_tmpdir(dir);
+}
+
 int main(void) {
     RUN(test_known_vectors);
     RUN(test_ni_matches_portable);
+    RUN(file_digest_should_match_the_bytes_digest);
     CHECK_EXIT();
 }

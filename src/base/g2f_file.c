@@ -5,8 +5,9 @@
  * Reading refuses anything that is not a regular file (or a symlink to one)
  * before it could block: a FIFO or a device named as a shard or a fixture
  * member is an error naming what it is, never an open() that waits forever.
- * Every reader opens files through g2f_mapping_open (g2f_read_small_file,
- * g2f_mapped_table_open and g2f_sha256_file use it), so this is the one
+ * Every reader opens files through open_regular (g2f_mapping_open, which
+ * g2f_read_small_file and g2f_mapped_table_open use, and
+ * g2f_file_open_regular, which g2f_sha256_file uses), so this is the one
  * place that decides.
  */
 #define _DEFAULT_SOURCE /* madvise(MADV_DONTNEED): glibc makes posix_madvise's DONTNEED a no-op */
@@ -92,7 +93,7 @@ g2f_status g2f_mapping_open(const char *path, g2f_mapping *out, g2f_error *err) 
 static void advise_range(uintptr_t lo, uintptr_t hi, int advice) {
     if (hi <= lo) return;
     long pieces = (long)((hi - lo + MADV_PIECE - 1) / MADV_PIECE);
-    if (pieces == 1) { /* no team: g2f_sha256_file's thread releases its 8 MiB chunks so */
+    if (pieces == 1) { /* no team for one piece */
         madvise((void *)lo, hi - lo, advice);
         return;
     }
@@ -131,16 +132,25 @@ void g2f_mapping_close(g2f_mapping *m) {
     memset(m, 0, sizeof *m);
 }
 
-/* pread until len bytes or a short read (0: end of file, or an error). */
-static int pread_all(int fd, unsigned char *dst, uint64_t len, uint64_t off) {
+int g2f_file_pread_all(int fd, void *dst, uint64_t len, uint64_t off) {
+    unsigned char *d = dst;
     while (len > 0) {
         size_t want = len < ((uint64_t)1 << 30) ? (size_t)len : (size_t)1 << 30;
-        ssize_t r = pread(fd, dst, want, (off_t)off);
+        ssize_t r = pread(fd, d, want, (off_t)off);
         if (r < 0 && errno == EINTR) continue;
+        if (r == 0) errno = 0; /* the file ended first */
         if (r <= 0) return 0;
-        dst += r, off += (uint64_t)r, len -= (uint64_t)r;
+        d += r, off += (uint64_t)r, len -= (uint64_t)r;
     }
     return 1;
+}
+
+g2f_status g2f_file_open_regular(const char *path, int *fd, uint64_t *size, g2f_error *err) {
+    struct stat st;
+    *fd = -1;
+    g2f_status s = open_regular(path, fd, &st, err);
+    if (s == G2F_OK) *size = (uint64_t)st.st_size;
+    return s;
 }
 
 /* Pieces of at least 1 MiB, whole pages: each thread's reads land in pages
@@ -163,7 +173,7 @@ int g2f_mapping_read(const g2f_mapping *m, const void *p, uint64_t len, void *ds
 #endif
         for (long k = 0; k < pieces; k++) {
             uint64_t a = (uint64_t)k * READ_PIECE, n = len - a < READ_PIECE ? len - a : READ_PIECE;
-            bad += !pread_all(fd, (unsigned char *)dst + a, n, off + a);
+            bad += !g2f_file_pread_all(fd, (unsigned char *)dst + a, n, off + a);
         }
         ok = bad == 0;
     }

@@ -42,6 +42,13 @@ void g2f_mapping_release(const void *p, uint64_t len);
  * is never read ahead of the checks on the work it asks for. */
 #define G2F_POPULATE_MAX ((uint64_t)256 << 20)
 void g2f_mapping_populate(const void *p, uint64_t len);
+/* Opens path for reading only if it is a regular file, as g2f_mapping_open
+ * checks it (never blocking on a FIFO); *fd (the caller closes it) and the
+ * file's *size. */
+g2f_status g2f_file_open_regular(const char *path, int *fd, uint64_t *size, g2f_error *err);
+/* pread of exactly len bytes at off into dst (retried on EINTR and short
+ * reads); 0 when the file ends first (errno 0) or on an error (errno). */
+int g2f_file_pread_all(int fd, void *dst, uint64_t len, uint64_t off);
 /* Copies the mapped bytes [p, p + len) into dst with pread on the file
  * itself, in pieces shared out among n_threads (g2f_threads): the kernel's
  * copy from the page cache, where a first touch of mapped pages can cost

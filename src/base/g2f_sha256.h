@@ -20,7 +20,7 @@ void g2f_sha256_init(g2f_sha256 *s);
 void g2f_sha256_update(g2f_sha256 *s, const void *data, size_t len);
 /* Writes the digest as 64 lowercase hex digits plus NUL into hex[65]. */
 void g2f_sha256_final_hex(g2f_sha256 *s, char hex[65]);
-/* Digest of a whole file (mapped, read once). */
+/* Digest of a whole regular file (read once with pread, 256 KiB at a time). */
 g2f_status g2f_sha256_file(const char *path, char hex[65], g2f_error *err);
 
 #endif

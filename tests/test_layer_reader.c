@@ -77,6 +77,22 @@ static int read_matches_views(const g2f_model *m, size_t L, g2f_layer_reader *rd
     return bits;
 }
 
+/* Layers [0, layers) read with GPT2FFN_WEIGHTS=mode over n_threads, each
+ * against the views, each expected to read the tensors of want_bits;
+ * returns the reader's mode. */
+static int forced_should_read(const g2f_model *m, const char *mode, size_t layers, int n_threads, int want_bits) {
+    setenv("GPT2FFN_WEIGHTS", mode, 1);
+    g2f_layer_reader rd = {0};
+    rd.n_threads = n_threads;
+    for (size_t L = 0; L < layers; L++) CHECK(read_matches_views(m, L, &rd) == want_bits);
+    int got = rd.mode;
+    if (want_bits == 0) CHECK(rd.buf == NULL); /* nothing read, no buffer kept */
+    g2f_layer_reader_free(&rd);
+    CHECK(rd.buf == NULL && rd.cap == 0 && rd.mode == G2F_READ_UNDECIDED);
+    unsetenv("GPT2FFN_WEIGHTS");
+    return got;
+}
+
 static g2f_model *open_model(const char *name) {
     g2f_model *m = NULL;
     g2f_error err;
@@ -88,13 +104,7 @@ static void forced_read_should_give_the_mapped_floats(void) {
     checkpoint("small.safetensors", 8, 1);
     g2f_model *m = open_model("small.safetensors");
     if (!m) return;
-    setenv("GPT2FFN_WEIGHTS", "read", 1);
-    g2f_layer_reader rd = {0};
-    for (size_t L = 0; L < 2; L++) CHECK(read_matches_views(m, L, &rd) == 15); /* all four tensors read */
-    CHECK(rd.mode == G2F_READ_PREAD);
-    g2f_layer_reader_free(&rd);
-    CHECK(rd.buf == NULL && rd.cap == 0);
-    unsetenv("GPT2FFN_WEIGHTS");
+    CHECK(forced_should_read(m, "read", 2, 0, 15) == G2F_READ_PREAD); /* all four tensors read */
     g2f_model_close(m);
 }
 
@@ -102,12 +112,7 @@ static void forced_map_should_view_the_mapping(void) {
     checkpoint("small.safetensors", 8, 2);
     g2f_model *m = open_model("small.safetensors");
     if (!m) return;
-    setenv("GPT2FFN_WEIGHTS", "map", 1);
-    g2f_layer_reader rd = {0};
-    for (size_t L = 0; L < 2; L++) CHECK(read_matches_views(m, L, &rd) == 0);
-    CHECK(rd.mode == G2F_READ_MAP && rd.buf == NULL);
-    g2f_layer_reader_free(&rd);
-    unsetenv("GPT2FFN_WEIGHTS");
+    CHECK(forced_should_read(m, "map", 2, 0, 0) == G2F_READ_MAP);
     g2f_model_close(m);
 }
 
@@ -119,7 +124,7 @@ static void measured_choice_should_give_the_mapped_floats(void) {
     if (!m) return;
     g2f_layer_reader rd = {0};
     CHECK(read_matches_views(m, 0, &rd) == 0);
-    CHECK(rd.mode == 0);
+    CHECK(rd.mode == G2F_READ_UNDECIDED);
     g2f_layer_reader_free(&rd);
     g2f_model_close(m);
     checkpoint("wide.safetensors", 768, 4);
@@ -132,13 +137,7 @@ static void measured_choice_should_give_the_mapped_floats(void) {
     fprintf(stderr, "     (measured: %s)\n", rd.mode == G2F_READ_PREAD ? "read" : "map");
     g2f_layer_reader_free(&rd);
     /* and read whatever was measured: 9.4 MB tensors, in 1 MiB pieces over 1, 2 and 3 threads */
-    setenv("GPT2FFN_WEIGHTS", "read", 1);
-    for (int t = 1; t <= 3; t++) {
-        rd.n_threads = t;
-        for (size_t L = 0; L < 2; L++) CHECK(read_matches_views(m, L, &rd) == 15);
-        g2f_layer_reader_free(&rd);
-    }
-    unsetenv("GPT2FFN_WEIGHTS");
+    for (int t = 1; t <= 3; t++) CHECK(forced_should_read(m, "read", 2, t, 15) == G2F_READ_PREAD);
     g2f_model_close(m);
     remove(in_dir("wide.safetensors"));
 }
@@ -160,11 +159,7 @@ static void mixed_layer_should_read_its_f32_tensors_only(void) {
     CHECK(st_write(in_dir("mixed.safetensors"), NULL, e, 4, 1) == 0);
     g2f_model *m = open_model("mixed.safetensors");
     if (!m) return;
-    setenv("GPT2FFN_WEIGHTS", "read", 1);
-    g2f_layer_reader rd = {0};
-    CHECK(read_matches_views(m, 0, &rd) == (1 << G2F_FFN_FC_W | 1 << G2F_FFN_PROJ_W));
-    g2f_layer_reader_free(&rd);
-    unsetenv("GPT2FFN_WEIGHTS");
+    CHECK(forced_should_read(m, "read", 1, 0, 1 << G2F_FFN_FC_W | 1 << G2F_FFN_PROJ_W) == G2F_READ_PREAD);
     g2f_model_close(m);
 }
 

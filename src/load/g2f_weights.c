@@ -27,6 +27,9 @@ static double seconds_now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* A float32 tensor's place in the reader's buffer: whole cache lines. */
+static uint64_t slot_bytes(const g2f_tensor *x) { return (x->nbytes + 63) / 64 * 64; }
+
 static void reader_drop_buf(g2f_layer_reader *rd) {
     free(rd->buf);
     rd->buf = NULL;
@@ -108,7 +111,7 @@ static int reader_fill(const g2f_model *m, g2f_layer_reader *rd, const g2f_tenso
             views[k] = (const float *)(const void *)(rd->buf + at);
             bits |= 1 << k;
         }
-        at += (x[k]->nbytes + 63) / 64 * 64;
+        at += slot_bytes(x[k]);
     }
     return bits;
 }
@@ -134,13 +137,18 @@ g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_read
         if (s != G2F_OK) return s;
     }
     uint64_t need = 0, in_place = 0;
+    g2f_layer_reader *use = rd;
     for (int k = 0; k < G2F_FFN_TENSORS; k++) {
-        if (x[k] && !g2f_model_in_place(x[k])) need += x[k]->numel; /* sizes validated against the file */
-        if (x[k] && g2f_model_in_place(x[k])) in_place += (x[k]->nbytes + 63) / 64 * 64;
+        if (!x[k]) continue;
+        if (!g2f_model_in_place(x[k])) {
+            need += x[k]->numel; /* sizes validated against the file */
+            continue;
+        }
+        in_place += slot_bytes(x[k]);
         /* as g2f_mapping_populate: a hostile file's huge (sparse) tensor is
          * never read, nor a buffer for it allocated, ahead of the checks on
          * the work it asks for; it is viewed */
-        if (x[k] && g2f_model_in_place(x[k]) && x[k]->nbytes > G2F_POPULATE_MAX) rd = NULL;
+        if (x[k]->nbytes > G2F_POPULATE_MAX) use = NULL;
     }
     if (need) {
         out->owned = g2f_alloc_array((size_t)need, sizeof(float));
@@ -149,8 +157,8 @@ g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_read
                                  (unsigned long long)need);
     }
     const float *views[G2F_FFN_TENSORS] = {0};
-    if (rd && in_place && rd->mode == G2F_READ_UNDECIDED) reader_decide(m, rd, x, in_place);
-    if (rd && in_place && rd->mode == G2F_READ_PREAD) out->read = reader_fill(m, rd, x, in_place, views);
+    if (use && in_place && use->mode == G2F_READ_UNDECIDED) reader_decide(m, use, x, in_place);
+    if (use && in_place && use->mode == G2F_READ_PREAD) out->read = reader_fill(m, use, x, in_place, views);
     for (int k = 0; k < G2F_FFN_TENSORS; k++) out->src[k] = x[k];
     float *cur = out->owned;
     for (int k = 0; k < G2F_FFN_TENSORS; k++) {

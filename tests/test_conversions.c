@@ -104,26 +104,49 @@ static size_t span_misses(const float *in, const float *out, size_t k) {
     return bad;
 }
 
+/* The grid of the span tests (every top 19 bits with each of edges' low
+ * 13) in chunks of GRID_CHUNK floats (an odd size: every offset of the 8
+ * lanes); check(in, k) counts the misses of a chunk. */
+enum { GRID_CHUNK = 4099 };
+static size_t over_grid(size_t (*check)(const float *in, size_t k)) {
+    static float in[GRID_CHUNK];
+    size_t bad = 0, k = 0, n_edges = sizeof edges / sizeof edges[0];
+    for (uint32_t top = 0; top < (1u << 19); top++)
+        for (size_t e = 0; e < n_edges; e++) {
+            in[k++] = from_bits(top << 13 | (edges[e] & 0x1fffu));
+            if (k < GRID_CHUNK && !(top + 1 == (1u << 19) && e + 1 == n_edges)) continue;
+            bad += check(in, k);
+            k = 0;
+        }
+    return bad;
+}
+
+/* into another buffer, then in place */
+static size_t round_span_misses(const float *in, size_t k) {
+    static float out[GRID_CHUNK];
+    g2f_cpu_round_f16_span(in, out, k);
+    size_t bad = span_misses(in, out, k);
+    memcpy(out, in, k * sizeof(float));
+    g2f_cpu_round_f16_span(out, out, k);
+    return bad + span_misses(in, out, k);
+}
+
 /* The span form (8 at a time, g2f_cpu_round_f16_span, which the f16 table
  * form's tolerance uses, in place) gives g2f_cpu_round_f16's bits on the
  * same grid, at every offset of the 8, into another buffer and in place. */
 static void f16c_round_span_should_equal_one_at_a_time(void) {
     if (!g2f_cpu_features()->f16c) return; /* said by the test above */
-    enum { CHUNK = 4099 };
-    static float in[CHUNK], out[CHUNK];
-    size_t bad = 0, k = 0;
-    for (uint32_t top = 0; top < (1u << 19); top++)
-        for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
-            in[k++] = from_bits(top << 13 | (edges[e] & 0x1fffu));
-            if (k < CHUNK && !(top + 1 == (1u << 19) && e + 1 == sizeof edges / sizeof edges[0])) continue;
-            g2f_cpu_round_f16_span(in, out, k);
-            bad += span_misses(in, out, k);
-            memcpy(out, in, k * sizeof(float));
-            g2f_cpu_round_f16_span(out, out, k);
-            bad += span_misses(in, out, k);
-            k = 0;
-        }
-    CHECK(bad == 0);
+    CHECK(over_grid(round_span_misses) == 0);
+}
+
+static size_t half_span_misses(const float *in, size_t k) {
+    static unsigned short out[GRID_CHUNK];
+    size_t bad = 0;
+    g2f_cpu_f32_to_f16_span(in, out, k);
+    for (size_t i = 0; i < k; i++)
+        if (out[i] != g2f_f32_to_f16(in[i]) && bad++ < 5)
+            fprintf(stderr, "span half of %a: 0x%04x, want 0x%04x\n", (double)in[i], out[i], g2f_f32_to_f16(in[i]));
+    return bad;
 }
 
 /* The halves 8 at a time (g2f_cpu_f32_to_f16_span, which the f16 table
@@ -131,22 +154,7 @@ static void f16c_round_span_should_equal_one_at_a_time(void) {
  * payloads too, at every offset of the 8. */
 static void f16c_half_span_should_equal_the_portable_halves(void) {
     if (!g2f_cpu_features()->f16c) return; /* said by the test above */
-    enum { CHUNK = 4099 };
-    static float in[CHUNK];
-    static unsigned short out[CHUNK];
-    size_t bad = 0, k = 0;
-    for (uint32_t top = 0; top < (1u << 19); top++)
-        for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
-            in[k++] = from_bits(top << 13 | (edges[e] & 0x1fffu));
-            if (k < CHUNK && !(top + 1 == (1u << 19) && e + 1 == sizeof edges / sizeof edges[0])) continue;
-            g2f_cpu_f32_to_f16_span(in, out, k);
-            for (size_t i = 0; i < k; i++)
-                if (out[i] != g2f_f32_to_f16(in[i]) && bad++ < 5)
-                    fprintf(stderr, "span half of %a: 0x%04x, want 0x%04x\n", (double)in[i], out[i],
-                            g2f_f32_to_f16(in[i]));
-            k = 0;
-        }
-    CHECK(bad == 0);
+    CHECK(over_grid(half_span_misses) == 0);
 }
 
 /* |round(x) - x| <= u |x| for every normal x, and some x comes within 1% of

@@ -36,11 +36,13 @@ static const shape shapes[] = {
     {130, 96, 384, "two row blocks of 96, c_proj over two depth blocks of 256"},
     {64, 64, 2100, "c_fc wider than one 2048-column block"},
     {200, 160, 640, "c_proj over three depth blocks (256, 256, 128)"},
+    {777, 40, 300, "many rows: two or more row blocks whatever the L2, the last a part of a panel"},
 };
 #define N_SHAPES (sizeof shapes / sizeof shapes[0])
 
 /* Digests per shape, of the function above, made by this test from the
- * kernels of commit f107282 (AVX2: an Intel Xeon with AVX-512, GCC 12). */
+ * kernels of commit f107282 (AVX2: an Intel Xeon with AVX-512, GCC 12); the
+ * 777-token shape's from 27c3e0e (AMD EPYC Zen 5, GCC 12). */
 static const char *const want_fma[N_SHAPES] = {
     "aa175b0a95d5769c2f50a804ebbc09d3bf6871dd7583b4342a9b4de5457d0c9c",
     "18b1d56ac8a461d4f21621e79fa9f3e4405ddf4b92074c5615a5317e435a2376",
@@ -48,6 +50,7 @@ static const char *const want_fma[N_SHAPES] = {
     "643b04b4f4c0a6b81ea01c3ef43a409d6d661aac1403789a3bffca7e883458e6",
     "1d79d0bda2215bdc5a2d7bf36f25f858de82bba7fdc6de8d6d3f132c6294e826",
     "af76ba46baf006c79c372225b2e7753760ac381d0c3c03ea53deeaa13d03d515",
+    "4272ea88228aff7ad966a9460de254e5f50a04a931c0b45be5cb7e252b058168",
 };
 /* The same outputs without the sums of squares (digest_shape with sq_hex),
  * on avx2 and avx512 (this test, an Intel Xeon with AMX, GCC 12): what the
@@ -59,6 +62,7 @@ static const char *const want_values[N_SHAPES] = {
     "8ac017d7bc0d81c06ac5cb79aa10a3a87e6659f017fa373c84ad2d63a8d00ddf",
     "a3151ed9a5fd61dd84f94bacf053c4477aa97444d8a60222d89141f0afc7e90b",
     "cefdadc579f96d4a0f7e33eafc1423e85c07d04682bbe2114853ad220510f255",
+    "006ac3af93d312de72d47c8038691033b8b6d7f084c7bbc39211893f4d6d8edf",
 };
 static const char *const want_portable[N_SHAPES] = {
     "4bdb6f6a71f7d289ab5f2978ada1ff5d0c5e22930a42516d504998a78b77019c",
@@ -67,6 +71,7 @@ static const char *const want_portable[N_SHAPES] = {
     "66a22e4f860213da9c931155c16a957b96cba3e8be953c3e9286fdc17757377f",
     "7f11c0b0ecd1990eb30c5610ee592a9e7f4644d38b42cd85367a47d18c83179f",
     "2328185f668648c6231b8c99a65bef578700f8c825e1af1c9a0fe4ce46382daa",
+    "23b8ace6551a551ab0583a68c25b6d7b26591631cb11eb32f8634d2e7ec4bd59",
 };
 
 static void fill(float *v, size_t n, float scale, uint64_t *s) {

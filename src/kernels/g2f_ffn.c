@@ -31,6 +31,15 @@
  *   packed once for all. bench-ab against packing B (2 threads, an Intel
  *   Xeon with AVX-512 on a busy host): 1.6x at d 768 and 2.1x at d 1600 for
  *   64 tokens, 1.7x at d 1600 for 128; the same bits.
+ *   With AVX-512, more rows take that path too, in row blocks of mc_direct
+ *   rows whose tasks each read their panels of B again (from memory or
+ *   L3, copied into L1 with the fetches spread over the tiles as below):
+ *   no packing of B and no barrier before the first FMA. bench-ab against
+ *   matmul_goto (2 threads, AMD EPYC Zen 5 with AVX-512, a busy PVM
+ *   guest): 1.02x at d 768 and 1.05x at d 1600 for 1024 tokens, 1.10x at
+ *   d 1600 for 512, 1.14x at d 768 for 256; 0.99x on one thread; the same
+ *   bits. The AVX2 tile reads B in place and loses there (0.77x at d 768
+ *   for 1024 tokens): it keeps matmul_goto.
  *   Edge tiles of at most 4 or 8 rows do only their rows' FMAs (64 tokens:
  *   5 x 12 + 4 rows): bench-ab 1.04-1.05x at 64 tokens.
  *   With AVX-512 each panel is first copied into a thread's own KC x 32
@@ -102,13 +111,14 @@ typedef struct kern {
     int isa;
     size_t mr, nr;   /* the tile */
     size_t mc;       /* rows of a thread's A block */
+    size_t mc_direct; /* rows of a row block on matmul_direct's path, when more than mc */
     size_t nc_bytes; /* the shared B column block */
     int amx;         /* sums of squares on the AMX tile unit (g2f_amx_sq) */
     int dpbf;        /* sums of squares with VDPBF16PS (g2f_dpbf_tile): their panels as bfloat16 pairs */
 } kern;
 
 static kern kern_of(const g2f_cpu *c) {
-    kern k = {ISA_PORTABLE, G2F_MR, G2F_NR, 96, (size_t)16 << 20, 0, 0};
+    kern k = {ISA_PORTABLE, G2F_MR, G2F_NR, 96, 192, (size_t)16 << 20, 0, 0};
     if (c->avx2_fma) k.isa = ISA_AVX2;
     if (c->avx2_fma && c->avx512f) k.isa = ISA_AVX512, k.mr = G2F_MR512, k.nr = G2F_NR512;
     k.amx = k.isa == ISA_AVX512 && c->amx_bf16;
@@ -120,6 +130,11 @@ static kern kern_of(const g2f_cpu *c) {
     size_t l2 = c->l2 ? c->l2 : (size_t)512 << 10, mc = l2 / 4 / (KC * sizeof(float));
     mc = mc < 48 ? 48 : mc > 192 ? 192 : mc;
     k.mc = mc / 24 * 24; /* whole 6-, 8- and 12-row panels */
+    /* matmul_direct's row blocks (B not packed: each row block reads it
+     * again) twice as tall: 1024 tokens, 2 threads, 2 MiB L2 (bench-ab
+     * against mc rows): 1.02x at d 768, 1.07x at d 1600; 264 rows alike,
+     * 516 and 576 rows 0.93-0.98x */
+    k.mc_direct = 2 * k.mc;
     /* the B column block in half the L3 (shared with the other cores and
      * the A blocks), between 2 and 16 MiB */
     size_t l3 = c->l3 ? c->l3 : (size_t)32 << 20, nb = l3 / 2;
@@ -761,13 +776,12 @@ static g2f_simd_fetch direct_fetch(const gemm *g, const float *b, size_t pb2, si
     return f;
 }
 
-/* One column task of matmul_direct: panels [s0, s1) of every depth block
- * (panel_src), each through all of A's panels. */
-static void direct_task(const gemm *g, long s0, long s1, const float *ap, const float *ap2, size_t a_block,
-                        float *panel, float *pairs) {
+/* One task of matmul_direct: panels [s0, s1) of every depth block
+ * (panel_src), each through A's panels [p0, p1). */
+static void direct_task(const gemm *g, size_t p0, size_t p1, long s0, long s1, const float *ap, const float *ap2,
+                        size_t a_block, float *panel, float *pairs) {
     const kern *kn = g->kn;
     size_t MR = kn->mr, NR = kn->nr, n = g->n, depth_blocks = (g->k + KC - 1) / KC;
-    size_t a_panels = (g->m + MR - 1) / MR;
     for (size_t pb = 0; pb < depth_blocks; pb++) {
         size_t pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
         const float *ab = ap + pb * a_block, *ab2 = ap2 ? ap2 + pb * a_block : NULL;
@@ -777,9 +791,9 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
             if (ab2 && kn->dpbf) square_panel(kn, src.b, kc, pairs); /* AVX-512: src.b is packed, NR a row */
             size_t pb_ahead = 0;
             const float *ahead = kn->isa == ISA_AVX512 ? panel_ahead(g, s0, s1, pb, s, FETCH_AHEAD, &pb_ahead) : NULL;
-            for (size_t p = 0; p < a_panels; p++) {
+            for (size_t p = p0; p < p1; p++) {
                 size_t mr = g->m - p * MR < MR ? g->m - p * MR : MR;
-                g2f_simd_fetch f = direct_fetch(g, ahead, pb_ahead, p, a_panels);
+                g2f_simd_fetch f = direct_fetch(g, ahead, pb_ahead, p - p0, p1 - p0);
                 tile_b(kn, ab + p * KC * MR, &src, 0, kc, g->c, n, p * MR, j, mr, nr, pc == 0,
                        pb + 1 == depth_blocks ? g->ep : NULL, &f);
                 src.pf = NULL; /* fetched once */
@@ -804,7 +818,28 @@ static void direct_task(const gemm *g, long s0, long s1, const float *ap, const 
  * tasks' sizes differ by one panel at most, the larger first. */
 #define TASKS_PER_THREAD 2L
 
-/* Few rows (m <= mc: one row block) and B as Conv1D rows: B is read where it
+/* How matmul_direct shares out an m x n product: row blocks of rb_panels
+ * A panels (all of them when m <= mc), each one's panels of B in tasks. */
+typedef struct direct_split {
+    size_t a_panels, rb_panels;
+    long row_blocks, panels, tasks; /* tasks: column tasks per row block */
+} direct_split;
+
+static direct_split direct_split_of(const kern *kn, size_t m, size_t n, int threads) {
+    direct_split sp = {(m + kn->mr - 1) / kn->mr, 0, 1, (long)((n + kn->nr - 1) / kn->nr), TASKS_PER_THREAD * threads};
+    sp.rb_panels = sp.a_panels;
+    if (m > kn->mc) { /* as matmul_goto: at least 8 tasks a thread, the columns split when rows are few */
+        sp.rb_panels = kn->mc_direct / kn->mr;
+        sp.row_blocks = (long)((sp.a_panels + sp.rb_panels - 1) / sp.rb_panels);
+        sp.tasks = sp.row_blocks >= 8L * threads ? 1 : (8L * threads + sp.row_blocks - 1) / sp.row_blocks;
+    }
+    if (sp.tasks > sp.panels) sp.tasks = sp.panels;
+    return sp;
+}
+
+/* Few rows (m <= mc: one row block; with AVX-512 also more, in row blocks
+ * of mc_direct rows, each one's columns split as matmul_goto splits them)
+ * and B as Conv1D rows: B is read where it
  * lies, each panel by the one task that uses it (panel_src: with AVX-512
  * copied into the task's L1 buffer just before its tiles), instead of all
  * of it being packed for the threads first (that copy wrote as many bytes
@@ -822,9 +857,8 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     float *ap = ws_take(ws, a_total + (size_t)threads * per_thread);
     if (!ap) return 0;
     float *ap2 = two ? ap + depth_blocks * a_block : NULL;
-    long panels = (long)((g->n + NR - 1) / NR), tasks = TASKS_PER_THREAD * threads;
-    tasks = tasks < panels ? tasks : panels;
-    long base = panels / tasks, rem = panels % tasks; /* task t: base panels, one more for the first rem */
+    direct_split sp = direct_split_of(kn, g->m, g->n, threads);
+    long base = sp.panels / sp.tasks, rem = sp.panels % sp.tasks; /* task t: base panels, one more for the first rem */
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
@@ -838,10 +872,12 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (long t = 0; t < tasks; t++) {
+        for (long u = 0; u < sp.row_blocks * sp.tasks; u++) {
+            long t = u % sp.tasks, ib = u / sp.tasks; /* a row block's column tasks one after the other */
             long s0 = t * base + (t < rem ? t : rem), s1 = s0 + base + (t < rem);
+            size_t p0 = (size_t)ib * sp.rb_panels, p1 = p0 + sp.rb_panels < sp.a_panels ? p0 + sp.rb_panels : sp.a_panels;
             float *panel = ap + a_total + (size_t)me * per_thread;
-            if (s0 < s1) direct_task(g, s0, s1, ap, ap2, a_block, panel, panel + KC * NR);
+            if (s0 < s1) direct_task(g, p0, p1, s0, s1, ap, ap2, a_block, panel, panel + KC * NR);
         }
     }
     if (!ws) free(ap);
@@ -903,6 +939,14 @@ static void matmul_tasks(const gemm *g, int n_threads) {
     }
 }
 
+/* Whether matmul_direct's A (all of it, packed; with two, A2's too) fits
+ * in A_SHARED_MAX, as matmul_goto's shared A must. */
+static int direct_a_fits(const kern *kn, size_t m, size_t k, int two) {
+    size_t MR = kn->mr, depth_blocks = (k + KC - 1) / KC;
+    size_t a_block = ((m + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16;
+    return a_block <= A_SHARED_MAX / sizeof(float) / ((two ? 2 : 1) * depth_blocks);
+}
+
 /* sc NULL: one product, a single row by the GEMV; sc not NULL (even with no
  * c2): never the GEMV, so that a row's results do not depend on how many
  * rows are computed with it (the GEMV sums in another order). */
@@ -914,7 +958,8 @@ static void matmul_ex(const float *a, size_t m, size_t k, const float *b, int b_
         finish_block(c, n, 0, 1, 0, n, ep);
         return;
     }
-    int direct = k > 0 && !b_trans && m <= kn.mc && kn.isa != ISA_PORTABLE;
+    int direct = k > 0 && !b_trans && kn.isa != ISA_PORTABLE &&
+                 (m <= kn.mc || (kn.isa == ISA_AVX512 && !kn.amx && direct_a_fits(&kn, m, k, sc && sc->c2)));
     second values_only = {NULL, NULL};
     if (sc && sc->c2 && kn.amx) { /* the sums of squares on AMX: the same chains either way */
         uint16_t *a2p = direct ? g2f_amx_pack_a2(a, sc->a2, m, k, g2f_threads(n_threads)) : NULL;

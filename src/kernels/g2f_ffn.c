@@ -58,7 +58,12 @@
  *   time), prefetches into L1 spread over all of a panel's tiles (0.75-0.80 s
  *   against 0.66 s), the task's panels packed per depth block (0.75 s), its
  *   next depth block's rows fetched into L2 row by row over the tiles
- *   (1.02-1.05x the burst).
+ *   (1.02-1.05x the burst). The copy is no pass of its own: the panel's
+ *   first tile reads it in place and stores each row into the buffer as it
+ *   loads it (g2f_simd512_tile_pack; two stores a depth step beside 24
+ *   FMAs), the other tiles read the buffer. bench-ab against the copy (2
+ *   threads, AMD EPYC Zen 5): 1.04x at d 768 and 1.05x at d 1600 for 64
+ *   tokens, 1.02x for 1024; the same bits.
  * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
  * ahead (the weights come from memory, once per call); A and Linear B are
  * transposed 8 x 8 in registers (g2f_simd_pack_cols).
@@ -703,6 +708,7 @@ static void tile_b(const kern *kn, const float *ap, const g2f_simd_bsrc *src, in
     float *cij = c + i * n + j;
     if (kn->isa != ISA_AVX512) g2f_simd_tile_b(ap, src, sq, kc, cij, n, mr, nr, first, ep ? &e : NULL);
     else if (sq) g2f_simd512_tile_sq(ap, src->b, kc, cij, n, mr, nr, first);
+    else if (src->pack) g2f_simd512_tile_pack(ap, src->b, src->ldb, src->pack, kc, cij, n, mr, nr, first, ep ? &e : NULL, f);
     else g2f_simd512_tile_fetch(ap, src->b, kc, cij, n, mr, nr, first, ep ? &e : NULL, f);
 }
 
@@ -738,19 +744,29 @@ static const float *panel_ahead(const gemm *g, long s0, long s1, size_t pb, long
  * copied there (in place, a panel's rows are one row of B apart and fall in
  * a few of L1's sets: the later tiles would read it from L2 again), from L2
  * where the tiles three panels before fetched it (direct_fetch; a task's
- * first three from memory); with AVX2 read in place, its first tile
- * fetching the next panel into L2. */
-static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long s, float *panel) {
+ * first three from memory): by its first tile (src.pack), or now when
+ * copy_now (the squares' pairs are made from it before any tile); with
+ * AVX2 read in place, its first tile fetching the next panel into L2. */
+static g2f_simd_bsrc panel_src(const gemm *g, long s0, long s1, size_t pb, long s, float *panel, int copy_now) {
     const kern *kn = g->kn;
     size_t NR = kn->nr, n = g->n, j = (size_t)s * NR, pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
-    g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_ahead(g, s0, s1, pb, s, 1, NULL), n};
+    g2f_simd_bsrc src = {g->b + pc * n + j, n, panel_ahead(g, s0, s1, pb, s, 1, NULL), n, NULL};
     if (n - j < NR) {
         pack_b(kn, g->b, 0, g->k, n, pc, kc, j, n - j, panel);
         src.b = panel, src.ldb = NR;
-    } else if (kn->isa == ISA_AVX512) {
+    } else if (kn->isa == ISA_AVX512 && copy_now) {
         g2f_simd512_copy_panel(src.b, n, kc, panel);
         src.b = panel, src.ldb = NR, src.pf = NULL;
+    } else if (kn->isa == ISA_AVX512) { /* the first tile packs it (src_packed after it) */
+        src.pack = panel, src.pf = NULL;
     }
+    return src;
+}
+
+/* src once its first tile has run: the panel that tile packed, if it did. */
+static g2f_simd_bsrc src_packed(g2f_simd_bsrc src, size_t NR) {
+    if (src.pack) src.b = src.pack, src.ldb = NR, src.pack = NULL;
+    src.pf = NULL; /* fetched once */
     return src;
 }
 
@@ -787,8 +803,8 @@ static void direct_task(const gemm *g, size_t p0, size_t p1, long s0, long s1, c
         const float *ab = ap + pb * a_block, *ab2 = ap2 ? ap2 + pb * a_block : NULL;
         for (long s = s0; s < s1; s++) {
             size_t j = (size_t)s * NR, nr = n - j < NR ? n - j : NR;
-            g2f_simd_bsrc src = panel_src(g, s0, s1, pb, s, panel);
-            if (ab2 && kn->dpbf) square_panel(kn, src.b, kc, pairs); /* AVX-512: src.b is packed, NR a row */
+            g2f_simd_bsrc src = panel_src(g, s0, s1, pb, s, panel, ab2 && kn->dpbf);
+            if (ab2 && kn->dpbf) square_panel(kn, src.b, kc, pairs); /* src.b is packed (copied now), NR a row */
             size_t pb_ahead = 0;
             const float *ahead = kn->isa == ISA_AVX512 ? panel_ahead(g, s0, s1, pb, s, FETCH_AHEAD, &pb_ahead) : NULL;
             for (size_t p = p0; p < p1; p++) {
@@ -796,7 +812,7 @@ static void direct_task(const gemm *g, size_t p0, size_t p1, long s0, long s1, c
                 g2f_simd_fetch f = direct_fetch(g, ahead, pb_ahead, p - p0, p1 - p0);
                 tile_b(kn, ab + p * KC * MR, &src, 0, kc, g->c, n, p * MR, j, mr, nr, pc == 0,
                        pb + 1 == depth_blocks ? g->ep : NULL, &f);
-                src.pf = NULL; /* fetched once */
+                src = src_packed(src, NR);
                 if (ab2 && kn->dpbf)
                     g2f_dpbf_tile(ab2 + p * KC * MR, pairs, kc, g->sc->c2 + p * MR * n + j, n, mr, nr, pc == 0);
                 else if (ab2)

@@ -61,6 +61,14 @@ typedef struct g2f_simd_fetch {
 void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                             int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f);
 
+/* g2f_simd512_tile_fetch on a B panel read in place (row kk, G2F_NR512
+ * floats at any alignment, at b + kk * ldb), each row also stored into
+ * pack (kc x G2F_NR512) as it is loaded: the first tile on a panel packs
+ * it for the others, without a pass of its own. The same sums, bit for
+ * bit, as on the panel packed. */
+void g2f_simd512_tile_pack(const float *ap, const float *b, size_t ldb, float *pack, size_t kc, float *c, size_t ldc,
+                           size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f);
+
 /* Where a tile on B read in place (g2f_simd_tile_b) gets its panel: row kk
  * (NR floats, any alignment) at b + kk * ldb; meanwhile it fetches into L2
  * the rows of pf (the panel used next, rows pf_ld apart; or NULL). */
@@ -69,6 +77,7 @@ typedef struct g2f_simd_bsrc {
     size_t ldb;
     const float *pf;
     size_t pf_ld;
+    float *pack; /* AVX-512 (g2f_simd512_tile_pack): where the tile packs the panel as it reads it, or NULL */
 } g2f_simd_bsrc;
 
 /* g2f_simd_tile on B read from src, squared first when sq (each b * b

@@ -220,17 +220,20 @@ void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n) {
 
 /* The sums of the tile over kc depth steps, from zero, into acc (MR rows
  * of 2 vectors; only the first `rows`, a constant where inlined, so that
- * an edge tile of 4 or 8 rows does 4 or 8 rows' FMAs), on the packed B
- * panel bp, squared first when sq. */
-static inline __attribute__((always_inline)) void tile_sums(const float *ap, const float *bp, int sq, size_t kc,
-                                                            int rows, const g2f_simd_fetch *f, __m512 acc[MR][2]) {
+ * an edge tile of 4 or 8 rows does 4 or 8 rows' FMAs), on the B panel bp
+ * (row kk at bp + kk * ldb: NR for a packed one), squared first when sq;
+ * each row as loaded also stored into pack (kc x NR) unless NULL. */
+static inline __attribute__((always_inline)) void tile_sums(const float *ap, const float *bp, size_t ldb, float *pack,
+                                                            int sq, size_t kc, int rows, const g2f_simd_fetch *f,
+                                                            __m512 acc[MR][2]) {
     /* f's rows (at most kc) spread over the depth steps by a running count:
      * no burst (a core has few fill buffers), no division in the loop */
     size_t due = 0, done = 0, step_rows = f ? f->rows : 0;
 #pragma GCC unroll 12
     for (int r = 0; r < rows; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (size_t kk = 0; kk < kc; kk++) {
-        __m512 b0 = _mm512_loadu_ps(bp + kk * NR), b1 = _mm512_loadu_ps(bp + kk * NR + 16);
+        __m512 b0 = _mm512_loadu_ps(bp + kk * ldb), b1 = _mm512_loadu_ps(bp + kk * ldb + 16);
+        if (pack) _mm512_storeu_ps(pack + kk * NR, b0), _mm512_storeu_ps(pack + kk * NR + 16, b1);
         if (sq) b0 = _mm512_mul_ps(b0, b0), b1 = _mm512_mul_ps(b1, b1); /* as the packed squares are rounded */
         if (f && (due += step_rows) >= kc) { /* every line of the row's 128 bytes: three where not 64-byte aligned */
             const char *row = f->base + done++ * f->ld;
@@ -252,12 +255,12 @@ static inline __attribute__((always_inline)) void tile_sums(const float *ap, con
 /* tile_sums for an mr-row tile: an edge tile of at most 4 or 8 rows does
  * only those rows' FMAs (64 tokens are 5 x 12 + 4 rows); acc's other rows
  * stay unset (tile_store reads mr of them). */
-static inline __attribute__((always_inline)) void tile_sums_rows(const float *ap, const float *bp, int sq, size_t kc,
-                                                                 size_t mr, const g2f_simd_fetch *f,
-                                                                 __m512 acc[MR][2]) {
-    if (mr <= 4) tile_sums(ap, bp, sq, kc, 4, f, acc);
-    else if (mr <= 8) tile_sums(ap, bp, sq, kc, 8, f, acc);
-    else tile_sums(ap, bp, sq, kc, MR, f, acc);
+static inline __attribute__((always_inline)) void tile_sums_rows(const float *ap, const float *bp, size_t ldb,
+                                                                 float *pack, int sq, size_t kc, size_t mr,
+                                                                 const g2f_simd_fetch *f, __m512 acc[MR][2]) {
+    if (mr <= 4) tile_sums(ap, bp, ldb, pack, sq, kc, 4, f, acc);
+    else if (mr <= 8) tile_sums(ap, bp, ldb, pack, sq, kc, 8, f, acc);
+    else tile_sums(ap, bp, ldb, pack, sq, kc, MR, f, acc);
 }
 
 /* A whole tile's sums into C, then + bias (or NULL), straight from the
@@ -312,20 +315,28 @@ void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *
                             int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
     __m512 acc[MR][2];
     if (mr == MR && nr == NR && !ep) {
-        if (f && f->rows) tile_sums(ap, bp, 0, kc, MR, f, acc);
-        else tile_sums(ap, bp, 0, kc, MR, NULL, acc);
+        if (f && f->rows) tile_sums(ap, bp, NR, NULL, 0, kc, MR, f, acc);
+        else tile_sums(ap, bp, NR, NULL, 0, kc, MR, NULL, acc);
         tile_store_whole(acc, c, ldc, first, NULL);
         return;
     }
-    if (f && f->rows) tile_sums_rows(ap, bp, 0, kc, mr, f, acc);
-    else tile_sums_rows(ap, bp, 0, kc, mr, NULL, acc);
+    if (f && f->rows) tile_sums_rows(ap, bp, NR, NULL, 0, kc, mr, f, acc);
+    else tile_sums_rows(ap, bp, NR, NULL, 0, kc, mr, NULL, acc);
+    tile_store(acc, c, ldc, mr, nr, first, ep);
+}
+
+void g2f_simd512_tile_pack(const float *ap, const float *b, size_t ldb, float *pack, size_t kc, float *c, size_t ldc,
+                           size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
+    __m512 acc[MR][2];
+    if (f && f->rows) tile_sums_rows(ap, b, ldb, pack, 0, kc, mr, f, acc);
+    else tile_sums_rows(ap, b, ldb, pack, 0, kc, mr, NULL, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);
 }
 
 void g2f_simd512_tile_sq(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                          int first) {
     __m512 acc[MR][2];
-    tile_sums_rows(ap, bp, 1, kc, mr, NULL, acc);
+    tile_sums_rows(ap, bp, NR, NULL, 1, kc, mr, NULL, acc);
     tile_store(acc, c, ldc, mr, nr, first, NULL);
 }
 

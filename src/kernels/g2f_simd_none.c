@@ -25,6 +25,11 @@ void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *
                             int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
     (void)ap, (void)bp, (void)kc, (void)c, (void)ldc, (void)mr, (void)nr, (void)first, (void)ep, (void)f;
 }
+void g2f_simd512_tile_pack(const float *ap, const float *b, size_t ldb, float *pack, size_t kc, float *c, size_t ldc,
+                           size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
+    (void)ap, (void)b, (void)ldb, (void)pack, (void)kc, (void)c, (void)ldc, (void)mr, (void)nr, (void)first, (void)ep;
+    (void)f;
+}
 void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst) {
     (void)b, (void)ldb, (void)kc, (void)dst;
 }

@@ -99,7 +99,6 @@
 #define PREFETCH_ROWS 4
 #define MB 96
 #define NB 128
-#define A_SLACK 16 /* floats past a packed A block that a 12-row panel's packing may write (pack_a) */
 
 static int simd_ok(void) { return g2f_cpu_features()->avx2_fma; }
 
@@ -361,11 +360,9 @@ static void pack_b(const kern *kn, const float *b, int b_trans, size_t k, size_t
     }
 }
 
-/* Packs A[i0 : i0+mb, k0 : k0+kc] as ceil(mb/MR) micro-panels of (kc x MR).
- * A 12-row panel is packed as rows 8-11, then rows 0-7: the first part's
- * 8-lane stores spill into the next column's rows 0-3, which the second
- * part then writes, and past the last column by 4 floats (the next panel's,
- * packed after it, or the A_SLACK after the block). */
+/* Packs A[i0 : i0+mb, k0 : k0+kc] as ceil(mb/MR) micro-panels of (kc x MR),
+ * rows past mb zero; nothing outside the panels is written, so that
+ * threads may pack neighbouring panels at once. */
 static void pack_a(const kern *kn, const float *a, size_t k, size_t i0, size_t mb, size_t k0, size_t kc,
                    float *restrict buf) {
     const size_t MR = kn->mr;
@@ -374,7 +371,7 @@ static void pack_a(const kern *kn, const float *a, size_t k, size_t i0, size_t m
         size_t rows = mb - p * MR < MR ? mb - p * MR : MR;
         const float *src = a + (i0 + p * MR) * k + k0;
         if (kn->isa != ISA_PORTABLE) { /* 8 x 8 register transposes */
-            if (MR > 8) g2f_simd_pack_cols(rows > 8 ? src + 8 * k : src, k, rows > 8 ? rows - 8 : 0, kc, MR, panel + 8);
+            if (MR > 8) g2f_simd_pack_cols4(rows > 8 ? src + 8 * k : src, k, rows > 8 ? rows - 8 : 0, kc, MR, panel + 8);
             g2f_simd_pack_cols(src, k, rows < 8 ? rows : 8, kc, MR, panel);
             continue;
         }
@@ -649,8 +646,8 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     size_t NR = kn->nr, MR = kn->mr, MC = kn->mc, ncb = column_block(kn, g->k, g->n);
     size_t ncap = g->n < ncb ? g->n : ncb, depth_blocks = (g->k + KC - 1) / KC;
     size_t block_floats = (ncap + NR - 1) / NR * KC * NR; /* one depth block of the column block */
-    size_t a_floats = ((MC + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16; /* a thread's A block, 64-byte multiple */
-    size_t a_block = ((g->m + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16; /* all of A, one depth block */
+    size_t a_floats = ((MC + MR - 1) / MR * MR * KC + 15) / 16 * 16; /* a thread's A block, 64-byte multiple */
+    size_t a_block = ((g->m + MR - 1) / MR * MR * KC + 15) / 16 * 16; /* all of A, one depth block */
     int two = g->sc && g->sc->c2, threads = g2f_threads(n_threads);
     size_t b_total = (two ? 2 : 1) * depth_blocks * block_floats, a_total = (two ? 2 : 1) * depth_blocks * a_block;
     int share = a_total <= A_SHARED_MAX / sizeof(float);
@@ -713,16 +710,25 @@ static void tile_b(const kern *kn, const float *ap, const g2f_simd_bsrc *src, in
 }
 
 /* Packs every depth block of A (and A2) once, shared: for few rows, where
- * every column task would otherwise pack the same A again. */
+ * every column task would otherwise pack the same A again. The threads
+ * take panels, each read front to back across its depth blocks (whole
+ * rows: shared out by depth block, each read 1 KiB runs a row apart): with
+ * the 12-row panels packed without spilling past them (g2f_simd_pack_cols4),
+ * bench-ab 1.02x at d 768 and 1.04x at d 1600 for 1024 tokens, 1.01x for
+ * 64 (2 threads, AMD EPYC Zen 5); the same bits. */
 static void pack_all_a(const gemm *g, float *ap, float *ap2, size_t a_block) {
-    size_t depth_blocks = (g->k + KC - 1) / KC;
+    size_t MR = g->kn->mr, depth_blocks = (g->k + KC - 1) / KC;
+    long panels = (long)((g->m + MR - 1) / MR);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-    for (long pb = 0; pb < (long)depth_blocks; pb++) {
-        size_t pc = (size_t)pb * KC, kc = g->k - pc < KC ? g->k - pc : KC;
-        pack_a(g->kn, g->a, g->k, 0, g->m, pc, kc, ap + (size_t)pb * a_block);
-        if (ap2) pack_a2(g->kn, g->sc, ap + (size_t)pb * a_block, g->k, 0, g->m, pc, kc, ap2 + (size_t)pb * a_block);
+    for (long q = 0; q < panels; q++) { /* a panel's rows, read whole, into every depth block */
+        size_t i0 = (size_t)q * MR, mb = g->m - i0 < MR ? g->m - i0 : MR;
+        for (size_t pb = 0; pb < depth_blocks; pb++) {
+            size_t pc = pb * KC, kc = g->k - pc < KC ? g->k - pc : KC, at = pb * a_block + i0 * KC;
+            pack_a(g->kn, g->a, g->k, i0, mb, pc, kc, ap + at);
+            if (ap2) pack_a2(g->kn, g->sc, ap + at, g->k, i0, mb, pc, kc, ap2 + at);
+        }
     }
     /* the loop's barrier: A is packed before anyone uses it */
 }
@@ -866,7 +872,7 @@ static direct_split direct_split_of(const kern *kn, size_t m, size_t n, int thre
 static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     const kern *kn = g->kn;
     size_t MR = kn->mr, NR = kn->nr, depth_blocks = (g->k + KC - 1) / KC;
-    size_t a_block = ((g->m + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16;
+    size_t a_block = ((g->m + MR - 1) / MR * MR * KC + 15) / 16 * 16;
     int two = g->sc && g->sc->c2 && !g->amx_a2, threads = g2f_threads(n_threads);
     size_t a_total = (two ? 2 : 1) * depth_blocks * a_block;
     size_t per_thread = (two && kn->dpbf ? 2 : 1) * KC * NR; /* a panel (and its squares' pairs) */
@@ -916,9 +922,9 @@ static void matmul_tasks(const gemm *g, int n_threads) {
     {
         /* per-thread packing buffers, sized by the blocks (224 KiB of stack) */
         _Alignas(64) float bp[KC * NB];
-        _Alignas(64) float ap[KC * MB + A_SLACK];
+        _Alignas(64) float ap[KC * MB];
         _Alignas(64) float bp2[KC * NB]; /* the second product's (unused without one) */
-        _Alignas(64) float ap2[KC * MB + A_SLACK];
+        _Alignas(64) float ap2[KC * MB];
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -959,7 +965,7 @@ static void matmul_tasks(const gemm *g, int n_threads) {
  * in A_SHARED_MAX, as matmul_goto's shared A must. */
 static int direct_a_fits(const kern *kn, size_t m, size_t k, int two) {
     size_t MR = kn->mr, depth_blocks = (k + KC - 1) / KC;
-    size_t a_block = ((m + MR - 1) / MR * MR * KC + A_SLACK + 15) / 16 * 16;
+    size_t a_block = ((m + MR - 1) / MR * MR * KC + 15) / 16 * 16;
     return a_block <= A_SHARED_MAX / sizeof(float) / ((two ? 2 : 1) * depth_blocks);
 }
 

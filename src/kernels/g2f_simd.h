@@ -102,6 +102,10 @@ void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst);
  * overwrites; the last column writes only its 6) or >= 8. */
 void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst);
 
+/* The same for up to 4 rows: dst[kk * width + r] = A[r, kk] for r < 4
+ * (width >= 4), nothing else written (rows 8-11 of a 12-row panel). */
+void g2f_simd_pack_cols4(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst);
+
 /* out[i] = GELU(in[i]) in double precision (see g2f_gelu_math.h); erf != 0
  * for the exact form. in and out may be the same. */
 void g2f_simd_gelu(int erf, const float *in, float *out, size_t n);

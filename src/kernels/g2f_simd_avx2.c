@@ -153,6 +153,24 @@ void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size
         for (size_t i = 0; i < 8 && i < width; i++) dst[kk * width + i] = i < rows ? a[i * lda + kk] : 0.0f;
 }
 
+void g2f_simd_pack_cols4(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst) {
+    size_t kk = 0;
+    for (; kk + 8 <= kc; kk += 8) { /* 4 x 8 -> 8 columns of 4: two 4 x 4 transposes, one per 128-bit half */
+        __m256 r[4];
+        for (size_t i = 0; i < 4; i++) r[i] = i < rows ? _mm256_loadu_ps(a + i * lda + kk) : _mm256_setzero_ps();
+        __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xEE),
+                       _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xEE)};
+        for (size_t j = 0; j < 4; j++) {
+            _mm_storeu_ps(dst + (kk + j) * width, _mm256_castps256_ps128(u[j]));
+            _mm_storeu_ps(dst + (kk + j + 4) * width, _mm256_extractf128_ps(u[j], 1));
+        }
+    }
+    for (; kk < kc; kk++)
+        for (size_t i = 0; i < 4; i++) dst[kk * width + i] = i < rows ? a[i * lda + kk] : 0.0f;
+}
+
 /* ---- GELU in double: the algorithm of g2f_gelu_math.h, on GELU_NV vectors
  * of 4 lanes at a time: the Horner and Clenshaw recurrences are chains of
  * dependent operations, and independent chains keep the FP units busy. */

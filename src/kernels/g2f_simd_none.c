@@ -36,6 +36,9 @@ void g2f_simd512_copy_panel(const float *b, size_t ldb, size_t kc, float *dst) {
 void g2f_simd_pack_cols(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst) {
     (void)a, (void)lda, (void)rows, (void)kc, (void)width, (void)dst;
 }
+void g2f_simd_pack_cols4(const float *a, size_t lda, size_t rows, size_t kc, size_t width, float *dst) {
+    (void)a, (void)lda, (void)rows, (void)kc, (void)width, (void)dst;
+}
 void g2f_dpbf_pairs(const float *src, size_t kc, size_t width, int square, float *dst) {
     (void)src, (void)kc, (void)width, (void)square, (void)dst;
 }

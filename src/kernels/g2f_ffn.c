@@ -863,7 +863,7 @@ static direct_split direct_split_of(const kern *kn, size_t m, size_t n, int thre
  * of mc_direct rows, each one's columns split as matmul_goto splits them)
  * and B as Conv1D rows: B is read where it
  * lies, each panel by the one task that uses it (panel_src: with AVX-512
- * copied into the task's L1 buffer just before its tiles), instead of all
+ * packed into the task's L1 buffer by its first tile), instead of all
  * of it being packed for the threads first (that copy wrote as many bytes
  * as it read, and waited at a barrier before any FMA; the weights stream
  * from memory either way). A is packed once for all tasks. The same tiles

@@ -213,11 +213,38 @@ static void huge_tensor_should_be_viewed_not_read(void) {
     g2f_error err;
     CHECK(g2f_model_layer_read(m, 0, &rd, &r, &err) == G2F_OK);
     CHECK(r.read == 0 && rd.buf == NULL && rd.cap == 0);
+    CHECK(g2f_model_tensor_read(m, r.src[G2F_FFN_FC_W], &rd) == NULL && rd.buf == NULL);
     g2f_layer_free(&r);
     g2f_layer_reader_free(&rd);
     unsetenv("GPT2FFN_WEIGHTS");
     g2f_model_close(m);
     remove(in_dir("huge.safetensors"));
+}
+
+/* g2f_model_tensor_read (diff's reads): with GPT2FFN_WEIGHTS=read each
+ * float32 tensor's floats out of the file, bit for bit the mapped ones,
+ * lasting until the next call; with map, without a reader or a tensor, NULL. */
+static void tensor_read_should_give_the_mapped_floats(void) {
+    checkpoint("small.safetensors", 8, 8);
+    g2f_model *m = open_model("small.safetensors");
+    if (!m) return;
+    const g2f_tensor *x[G2F_FFN_TENSORS];
+    g2f_error err;
+    CHECK(g2f_model_layer_tensors(m, 1, x, &err) == G2F_OK);
+    g2f_layer_reader rd = {0};
+    setenv("GPT2FFN_WEIGHTS", "read", 1);
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        const float *f = g2f_model_tensor_read(m, x[k], &rd);
+        CHECK(f != NULL && (const void *)f != (const void *)x[k]->data);
+        if (f) CHECK(same_floats(f, (const float *)(const void *)x[k]->data, (size_t)x[k]->numel));
+    }
+    CHECK(g2f_model_tensor_read(m, NULL, &rd) == NULL && g2f_model_tensor_read(m, x[0], NULL) == NULL);
+    g2f_layer_reader_free(&rd);
+    setenv("GPT2FFN_WEIGHTS", "map", 1);
+    CHECK(g2f_model_tensor_read(m, x[0], &rd) == NULL && rd.buf == NULL);
+    g2f_layer_reader_free(&rd);
+    unsetenv("GPT2FFN_WEIGHTS");
+    g2f_model_close(m);
 }
 
 static void mapping_read_should_refuse_ranges_outside_the_mapping(void) {
@@ -244,6 +271,7 @@ int main(void) {
     RUN(mixed_layer_should_read_its_f32_tensors_only);
     RUN(file_renamed_over_should_never_be_read);
     RUN(huge_tensor_should_be_viewed_not_read);
+    RUN(tensor_read_should_give_the_mapped_floats);
     RUN(mapping_read_should_refuse_ranges_outside_the_mapping);
     remove_tmpdir(dir);
     CHECK_EXIT();

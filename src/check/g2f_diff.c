@@ -154,6 +154,7 @@ static tol tol_for(g2f_dtype a, g2f_dtype b) {
 typedef struct side {
     const g2f_tensor *t;
     int linear;
+    const float *f; /* t's floats read out of the file (g2f_model_tensor_read), or NULL: t's in place */
 } side;
 
 typedef struct shape {
@@ -216,6 +217,7 @@ static const float *read_side(const side *s, const walk *w, size_t start, size_t
     const g2f_tensor *t = s->t;
     if (!gathered(s, w)) { /* a contiguous range of the file */
         size_t e0 = w->flat ? start : start * w->sh.cols, n = w->flat ? count : count * w->sh.cols;
+        if (s->f) return s->f + e0;
         if (t->dtype == G2F_DTYPE_F32 && ((uintptr_t)t->data % _Alignof(float)) == 0)
             return (const float *)(const void *)t->data + e0;
         g2f_tensor_read_f32(t, e0, n, vals);
@@ -335,6 +337,7 @@ typedef struct differ {
     bstats *blocks;                            /* per block of the current tensor */
     size_t blocks_cap;
     double roundoff;                           /* the largest rounding allowed so far */
+    g2f_layer_reader rd[2];                    /* A's and B's tensor of the current pair, read where faster */
 } differ;
 
 typedef enum pass_kind {
@@ -577,7 +580,7 @@ static g2f_status probe_layer(void *u, size_t K, int *stop, g2f_error *err) {
     const g2f_tensor *ts[G2F_LAYER_TENSORS];
     int split, ok = 0;
     g2f_status st = g2f_model_layer_tensors_all(df->a, K, ts, &split, err);
-    side other = {ts[p->r->k], p->A->linear};
+    side other = {ts[p->r->k], p->A->linear, NULL};
     if (st == G2F_OK && other.t) st = within(df, &other, p->B, p->sh, p->t, &ok, err);
     if (st != G2F_OK) return st;
     if (ok) {
@@ -612,7 +615,7 @@ static g2f_status later_verdicts(differ *df, const role *r, const side *A, const
     o->max_steps = o->bound_ratio = 0;
     if (rounded_kind(df, A, B, w, t, m, o)) return G2F_OK;
     if (r->two_d) { /* A's bytes read in the other layout */
-        side other = {A->t, !A->linear};
+        side other = {A->t, !A->linear, NULL};
         g2f_status st = within(df, &other, B, w->sh, t, &ok, err);
         if (st != G2F_OK) return st;
         if (ok) return o->kind = G2F_DIFF_TRANSPOSED, G2F_OK;
@@ -735,7 +738,10 @@ static g2f_status pair_verdict(differ *df, const pair *p, g2f_diff_tensor *o, g2
         else o->kind = G2F_DIFF_HELD_BY_ONE;
         return G2F_OK;
     }
-    side A = {p->a, p->lin_a}, B = {p->b, p->lin_b};
+    /* read out of the files where that beats first touches of the mapping
+     * (on a guest whose page tables the hypervisor shadows) */
+    side A = {p->a, p->lin_a, g2f_model_tensor_read(df->a, p->a, &df->rd[0])};
+    side B = {p->b, p->lin_b, g2f_model_tensor_read(df->b, p->b, &df->rd[1])};
     return classify(df, &p->r, &A, &B, p->sh, o, err);
 }
 
@@ -1065,10 +1071,11 @@ g2f_status g2f_diff_run_scoped(const g2f_model *a, const g2f_model *b, g2f_diff_
         return G2F_OK;
     }
     out->same_sizes = 1;
-    differ df = {a, b, ia->n_embd, ia->n_inner, NULL, NULL, 0, 1, NULL, 0, 0};
+    differ df = {a, b, ia->n_embd, ia->n_inner, NULL, NULL, 0, 1, NULL, 0, 0, {{0}, {0}}};
 #ifdef _OPENMP
     df.n_threads = omp_get_max_threads();
 #endif
+    df.rd[0].n_threads = df.rd[1].n_threads = df.n_threads;
     size_t n_layer = ia->n_layer;
     out->tensors = calloc(n_layer ? n_layer : 1, sizeof *out->tensors);
     df.sig = calloc(n_layer ? n_layer : 1, sizeof *df.sig);
@@ -1089,6 +1096,8 @@ done:
     free(df.sig);
     free(df.blocks);
     scratch_free(&df);
+    g2f_layer_reader_free(&df.rd[0]);
+    g2f_layer_reader_free(&df.rd[1]);
     if (st != G2F_OK) g2f_diff_result_free(out);
     return st;
 }

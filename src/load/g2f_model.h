@@ -184,6 +184,12 @@ enum { G2F_READ_UNDECIDED = 0, G2F_READ_MAP = 1, G2F_READ_PREAD = 2 };
 g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_reader *rd, g2f_layer *out,
                                 g2f_error *err);
 void g2f_layer_reader_free(g2f_layer_reader *rd);
+/* One tensor t of m (as m's tables give it), read into rd's buffer when it
+ * is float32 in place in the mapping, at most G2F_POPULATE_MAX bytes, and
+ * rd (may be NULL) decides reading is faster, as g2f_model_layer_read
+ * decides; NULL otherwise (then read it in place). The floats last until
+ * the next call with rd or g2f_layer_reader_free. */
+const float *g2f_model_tensor_read(const g2f_model *m, const g2f_tensor *t, g2f_layer_reader *rd);
 /* Every file the model was read from, appended to out: the checkpoint file
  * (for a sharded one the index and every shard) and the config.json read,
  * if any. For g2f_output_check. */

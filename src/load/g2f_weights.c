@@ -126,6 +126,30 @@ g2f_status g2f_model_layer_load(const g2f_model *m, size_t layer, g2f_layer *out
     return g2f_model_layer_read(m, layer, NULL, out, err);
 }
 
+/* The float32 tensors of x in place in the mapping, read into rd's buffer
+ * when rd (may be NULL) decides reading is faster (views[k] set for each);
+ * none when one of them is over G2F_POPULATE_MAX (as g2f_mapping_populate:
+ * a hostile file's huge, sparse tensor is never read, nor a buffer for it
+ * allocated, ahead of the checks on the work it asks for). Returns the bits
+ * of the tensors read. */
+static int reader_take(const g2f_model *m, g2f_layer_reader *rd, const g2f_tensor *const *x, const float *views[]) {
+    uint64_t in_place = 0;
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        if (!x[k] || !g2f_model_in_place(x[k])) continue;
+        if (x[k]->nbytes > G2F_POPULATE_MAX) return 0;
+        in_place += slot_bytes(x[k]);
+    }
+    if (!rd || !in_place) return 0;
+    if (rd->mode == G2F_READ_UNDECIDED) reader_decide(m, rd, x, in_place);
+    return rd->mode == G2F_READ_PREAD ? reader_fill(m, rd, x, in_place, views) : 0;
+}
+
+const float *g2f_model_tensor_read(const g2f_model *m, const g2f_tensor *t, g2f_layer_reader *rd) {
+    const g2f_tensor *x[G2F_FFN_TENSORS] = {t};
+    const float *views[G2F_FFN_TENSORS] = {0};
+    return t && reader_take(m, rd, x, views) ? views[0] : NULL;
+}
+
 g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_reader *rd, g2f_layer *out,
                                 g2f_error *err) {
     memset(out, 0, sizeof *out);
@@ -136,20 +160,9 @@ g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_read
         g2f_status s = x[k] ? g2f_quant_check(x[k], m->path, err) : G2F_OK;
         if (s != G2F_OK) return s;
     }
-    uint64_t need = 0, in_place = 0;
-    g2f_layer_reader *use = rd;
-    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
-        if (!x[k]) continue;
-        if (!g2f_model_in_place(x[k])) {
-            need += x[k]->numel; /* sizes validated against the file */
-            continue;
-        }
-        in_place += slot_bytes(x[k]);
-        /* as g2f_mapping_populate: a hostile file's huge (sparse) tensor is
-         * never read, nor a buffer for it allocated, ahead of the checks on
-         * the work it asks for; it is viewed */
-        if (x[k]->nbytes > G2F_POPULATE_MAX) use = NULL;
-    }
+    uint64_t need = 0;
+    for (int k = 0; k < G2F_FFN_TENSORS; k++)
+        if (x[k] && !g2f_model_in_place(x[k])) need += x[k]->numel; /* sizes validated against the file */
     if (need) {
         out->owned = g2f_alloc_array((size_t)need, sizeof(float));
         if (!out->owned)
@@ -157,8 +170,7 @@ g2f_status g2f_model_layer_read(const g2f_model *m, size_t layer, g2f_layer_read
                                  (unsigned long long)need);
     }
     const float *views[G2F_FFN_TENSORS] = {0};
-    if (use && in_place && use->mode == G2F_READ_UNDECIDED) reader_decide(m, use, x, in_place);
-    if (use && in_place && use->mode == G2F_READ_PREAD) out->read = reader_fill(m, use, x, in_place, views);
+    out->read = reader_take(m, rd, x, views);
     for (int k = 0; k < G2F_FFN_TENSORS; k++) out->src[k] = x[k];
     float *cur = out->owned;
     for (int k = 0; k < G2F_FFN_TENSORS; k++) {

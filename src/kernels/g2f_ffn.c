@@ -31,7 +31,8 @@
  *   packed once for all. bench-ab against packing B (2 threads, an Intel
  *   Xeon with AVX-512 on a busy host): 1.6x at d 768 and 2.1x at d 1600 for
  *   64 tokens, 1.7x at d 1600 for 128; the same bits.
- *   With AVX-512, more rows take that path too, in row blocks of mc_direct
+ *   With AVX-512 (without AMX, and while all of packed A fits in
+ *   A_SHARED_MAX), more rows take that path too, in row blocks of mc_direct
  *   rows whose tasks each read their panels of B again (from memory or
  *   L3, copied into L1 with the fetches spread over the tiles as below):
  *   no packing of B and no barrier before the first FMA. bench-ab against
@@ -42,8 +43,8 @@
  *   for 1024 tokens): it keeps matmul_goto.
  *   Edge tiles of at most 4 or 8 rows do only their rows' FMAs (64 tokens:
  *   5 x 12 + 4 rows): bench-ab 1.04-1.05x at 64 tokens.
- *   With AVX-512 each panel is first copied into a thread's own KC x 32
- *   buffer (g2f_simd512_copy_panel), from L2, where the tiles of the panel
+ *   With AVX-512 each panel is copied into a thread's own KC x 32 buffer
+ *   (by its first tile, below), from L2, where the tiles of the panel
  *   three before fetched it a row every few depth steps (direct_fetch): in
  *   place its rows lie one row of B apart (25.6 KB for c_fc of GPT-2 XL),
  *   so they fall into 4 to 16 of L1's 64 sets, the 32 KiB panel cannot stay
@@ -66,7 +67,8 @@
  *   tokens, 1.02x for 1024; the same bits.
  * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
  * ahead (the weights come from memory, once per call); A and Linear B are
- * transposed 8 x 8 in registers (g2f_simd_pack_cols).
+ * transposed 8 x 8 in registers (g2f_simd_pack_cols; rows 8-11 of a
+ * 12-row A panel 4 x 4, g2f_simd_pack_cols4).
  * The epilogue (bias; for c_fc then GELU into act) runs on each tile of the
  * last depth block before it leaves the registers, instead of a pass over
  * the hidden buffer (alternating calls: within 1% of a pass per row block
@@ -697,7 +699,9 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
 
 /* A tile on B from src, squared when sq; the epilogue on the last depth
  * block; with AVX-512 fetching f's rows of a later panel meanwhile (or f
- * NULL). AVX-512 tiles read packed panels only (direct_task copies them). */
+ * NULL). AVX-512 tiles read packed panels, but for the one that packs its
+ * panel as it reads it in place (src->pack); the squares' tile comes after
+ * it, on the packed panel. */
 static void tile_b(const kern *kn, const float *ap, const g2f_simd_bsrc *src, int sq, size_t kc, float *c, size_t n,
                    size_t i, size_t j, size_t mr, size_t nr, int first, const epilogue *ep, const g2f_simd_fetch *f) {
     g2f_simd_epilogue e = {ep && ep->bias ? ep->bias + j : NULL, ep ? ep->gelu : 0,
@@ -829,7 +833,9 @@ static void direct_task(const gemm *g, size_t p0, size_t p1, long s0, long s1, c
     }
 }
 
-/* matmul_direct's column tasks a thread. Each task reads all of packed A
+/* matmul_direct's column tasks a thread when m <= mc (more rows: at least
+ * 8 tasks a thread, as matmul_goto, each on its row block's A only). Each
+ * task reads all of packed A
  * (every depth block, 1.6 MiB for 64 rows of GPT-2 XL's c_proj: beyond L2
  * once the fetched B panels pass through) again, so fewer tasks read A
  * less; a few keep some balance when a core is busy elsewhere. g2f_matmul

@@ -207,6 +207,16 @@ static void inspect_should_report_statistics(void) {
     CHECK(s->count == 64 * 256 && s->nan == 0 && s->inf == 0);
     CHECK(s->min < s->mean && s->mean < s->max && s->std > 0.1 && s->std < 0.5);
     CHECK(strcmp(r.layers[3].tensor[G2F_FFN_PROJ_B]->name, "transformer.h.3.mlp.c_proj.bias") == 0);
+    /* the same statistics with every tensor read out of the file (g2f_model_tensor_read) */
+    setenv("GPT2FFN_WEIGHTS", "read", 1);
+    g2f_inspect_result rr;
+    CHECK(g2f_inspect_run(m, &rr, &err) == G2F_OK);
+    unsetenv("GPT2FFN_WEIGHTS");
+    for (size_t L = 0; L < r.n_layers && rr.n_layers == r.n_layers; L++)
+        for (int k = 0; k < G2F_LAYER_TENSORS; k++)
+            CHECK(rr.layers[L].tensor[k] == r.layers[L].tensor[k] &&
+                  memcmp(&rr.layers[L].stats[k], &r.layers[L].stats[k], sizeof(g2f_stats)) == 0);
+    g2f_inspect_result_free(&rr);
     g2f_inspect_result_free(&r);
     g2f_model_close(m);
     const float v[5] = {1, 2, NAN, INFINITY, 3};

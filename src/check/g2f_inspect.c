@@ -25,6 +25,50 @@ void g2f_stats_compute(const float *v, size_t n, g2f_stats *o) {
     o->std = k > 1 ? sqrt(m2 / (double)k) : 0;
 }
 
+/* Statistics of one of a block's other tensors (at most 3 d^2 floats):
+ * read out of the file where rd finds that faster than the mapping, else
+ * converted whole into a buffer. */
+static g2f_status other_stats(const g2f_model *m, const g2f_tensor *t, g2f_layer_reader *rd, g2f_stats *o,
+                              g2f_error *err) {
+    const float *f = g2f_model_tensor_read(m, t, rd);
+    if (f) {
+        g2f_stats_compute(f, (size_t)t->numel, o);
+        return G2F_OK;
+    }
+    float *buf = g2f_alloc_work((size_t)t->numel, 1, sizeof(float), t->name, err);
+    if (!buf) return err ? err->status : G2F_ERR_NOMEM;
+    g2f_tensor_read_f32(t, 0, (size_t)t->numel, buf);
+    g2f_stats_compute(buf, (size_t)t->numel, o);
+    free(buf);
+    g2f_mapping_release(t->data, t->nbytes);
+    return G2F_OK;
+}
+
+/* Layer L's tensors and their statistics into il; rd reads the FFN's
+ * weights, rd_other the others (where reading beats first touches of the
+ * mapping, as in run and diff). */
+static g2f_status inspect_layer(const g2f_model *m, size_t L, g2f_layer_reader *rd, g2f_layer_reader *rd_other,
+                                g2f_inspect_layer *il, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    size_t d = mi->n_embd, h = mi->n_inner;
+    g2f_layer l;
+    g2f_status s = g2f_model_layer_read(m, L, rd, &l, err);
+    if (s != G2F_OK) return s;
+    if (rd_other->mode == G2F_READ_UNDECIDED) rd_other->mode = rd->mode; /* one decision for the walk */
+    const float *v[G2F_FFN_TENSORS] = {l.w.w_fc, l.w.b_fc, l.w.w_proj, l.w.b_proj};
+    const size_t n[G2F_FFN_TENSORS] = {d * h, h, d * h, d};
+    for (int k = 0; k < G2F_FFN_TENSORS; k++) {
+        il->tensor[k] = l.src[k];
+        if (v[k]) g2f_stats_compute(v[k], n[k], &il->stats[k]);
+    }
+    g2f_layer_free(&l);
+    const g2f_tensor *all[G2F_LAYER_TENSORS];
+    if ((s = g2f_model_layer_tensors_all(m, L, all, &il->attn_split, err)) != G2F_OK) return s;
+    for (int k = G2F_FFN_TENSORS; k < G2F_LAYER_TENSORS && s == G2F_OK; k++)
+        if (all[k] && (s = other_stats(m, all[k], rd_other, &il->stats[k], err)) == G2F_OK) il->tensor[k] = all[k];
+    return s;
+}
+
 g2f_status g2f_inspect_run(const g2f_model *m, g2f_inspect_result *out, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
     memset(out, 0, sizeof *out);
@@ -32,44 +76,13 @@ g2f_status g2f_inspect_run(const g2f_model *m, g2f_inspect_result *out, g2f_erro
     if (!out->layers) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
     out->n_layers = mi->n_layer;
     out->ffn_params = g2f_model_ffn_params(m);
-    size_t d = mi->n_embd, h = mi->n_inner;
-    for (size_t L = 0; L < mi->n_layer; L++) {
-        g2f_layer l;
-        g2f_status s = g2f_model_layer_load(m, L, &l, err);
-        if (s != G2F_OK) {
-            g2f_inspect_result_free(out);
-            return s;
-        }
-        g2f_inspect_layer *il = &out->layers[L];
-        const float *v[G2F_FFN_TENSORS] = {l.w.w_fc, l.w.b_fc, l.w.w_proj, l.w.b_proj};
-        const size_t n[G2F_FFN_TENSORS] = {d * h, h, d * h, d};
-        for (int k = 0; k < G2F_FFN_TENSORS; k++) {
-            il->tensor[k] = l.src[k];
-            if (v[k]) g2f_stats_compute(v[k], n[k], &il->stats[k]);
-        }
-        g2f_layer_free(&l);
-        /* the block's other tensors, each read whole (at most 3 d^2 floats) */
-        const g2f_tensor *all[G2F_LAYER_TENSORS];
-        if ((s = g2f_model_layer_tensors_all(m, L, all, &il->attn_split, err)) != G2F_OK) {
-            g2f_inspect_result_free(out);
-            return s;
-        }
-        for (int k = G2F_FFN_TENSORS; k < G2F_LAYER_TENSORS; k++) {
-            const g2f_tensor *t = all[k];
-            if (!t) continue;
-            float *buf = g2f_alloc_work((size_t)t->numel, 1, sizeof(float), t->name, err);
-            if (!buf) {
-                g2f_inspect_result_free(out);
-                return err ? err->status : G2F_ERR_NOMEM;
-            }
-            g2f_tensor_read_f32(t, 0, (size_t)t->numel, buf);
-            g2f_stats_compute(buf, (size_t)t->numel, &il->stats[k]);
-            free(buf);
-            g2f_mapping_release(t->data, t->nbytes);
-            il->tensor[k] = t;
-        }
-    }
-    return G2F_OK;
+    g2f_layer_reader rd = {0}, rd_other = {0};
+    g2f_status s = G2F_OK;
+    for (size_t L = 0; L < mi->n_layer && s == G2F_OK; L++) s = inspect_layer(m, L, &rd, &rd_other, &out->layers[L], err);
+    g2f_layer_reader_free(&rd);
+    g2f_layer_reader_free(&rd_other);
+    if (s != G2F_OK) g2f_inspect_result_free(out);
+    return s;
 }
 
 void g2f_inspect_result_free(g2f_inspect_result *r) {

@@ -227,8 +227,9 @@ static const float *read_side(const side *s, const walk *w, size_t start, size_t
      * the logical block is the file's row j, elements [start, start + count) */
     size_t rows = w->sh.rows, cols = w->sh.cols;
     for (size_t j = 0; j < cols; j++) {
-        g2f_tensor_read_f32(t, j * rows + start, count, tmp);
-        for (size_t i = 0; i < count; i++) vals[i * cols + j] = tmp[i];
+        const float *col = s->f ? s->f + j * rows + start : tmp;
+        if (!s->f) g2f_tensor_read_f32(t, j * rows + start, count, tmp);
+        for (size_t i = 0; i < count; i++) vals[i * cols + j] = col[i];
     }
     return vals;
 }

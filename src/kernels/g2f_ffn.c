@@ -560,6 +560,15 @@ static size_t column_block(const kern *kn, size_t k, size_t n) {
     return ((n + col_blocks - 1) / col_blocks + NR - 1) / NR * NR;
 }
 
+/* How many column groups each of row_blocks row blocks is split into: at
+ * least 8 tasks per thread, taken dynamically, so that uneven blocks still
+ * balance; with few rows (few tokens) the columns are split too; at most
+ * one group a panel. Which thread does what never changes a sum. */
+static long column_groups(long row_blocks, long panels, int threads) {
+    long groups = row_blocks >= 8L * threads ? 1 : (8L * threads + row_blocks - 1) / row_blocks;
+    return groups < panels ? groups : panels;
+}
+
 /* The operands of one product as matmul_goto shares them with its threads. */
 typedef struct gemm {
     const float *a, *b;
@@ -675,11 +684,7 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
             size_t nc = g->n - jc < ncb ? g->n - jc : ncb;
             long panels = (long)((nc + NR - 1) / NR);
             pack_column_block(g, jc, nc, block_floats, bp, bp2);
-            /* At least 8 tasks per thread, taken dynamically, so that uneven
-             * blocks still balance; with few rows (few tokens) the columns are
-             * split too. Which thread does what never changes a sum. */
-            long groups = row_blocks >= 8L * threads ? 1 : (8L * threads + row_blocks - 1) / row_blocks;
-            if (groups > panels) groups = panels;
+            long groups = column_groups(row_blocks, panels, threads);
             long per_group = (panels + groups - 1) / groups;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
@@ -856,12 +861,13 @@ typedef struct direct_split {
 static direct_split direct_split_of(const kern *kn, size_t m, size_t n, int threads) {
     direct_split sp = {(m + kn->mr - 1) / kn->mr, 0, 1, (long)((n + kn->nr - 1) / kn->nr), TASKS_PER_THREAD * threads};
     sp.rb_panels = sp.a_panels;
-    if (m > kn->mc) { /* as matmul_goto: at least 8 tasks a thread, the columns split when rows are few */
+    if (m > kn->mc) { /* columns split as matmul_goto splits them */
         sp.rb_panels = kn->mc_direct / kn->mr;
         sp.row_blocks = (long)((sp.a_panels + sp.rb_panels - 1) / sp.rb_panels);
-        sp.tasks = sp.row_blocks >= 8L * threads ? 1 : (8L * threads + sp.row_blocks - 1) / sp.row_blocks;
+        sp.tasks = column_groups(sp.row_blocks, sp.panels, threads);
+    } else if (sp.tasks > sp.panels) {
+        sp.tasks = sp.panels;
     }
-    if (sp.tasks > sp.panels) sp.tasks = sp.panels;
     return sp;
 }
 

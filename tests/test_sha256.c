@@ -2,9 +2,12 @@
  * the SHA-NI compression (when the CPU has it) against the portable one on
  * every length from 0 to 300 bytes and on uneven update splits, and
  * g2f_sha256_file (read in 256 KiB pieces) against the digest of the same
- * bytes in memory, at and around the pieces' borders. */
+ * bytes in memory, at and around the pieces' borders, and the error of a
+ * file that ends before the size its open saw (g2f_sha256_fd). */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "g2f_sha256.h"
@@ -83,9 +86,40 @@ static void file_digest_should_match_the_bytes_digest(void) {
     remove_tmpdir(dir);
 }
 
+/* A file truncated between its open and its hash: the size the open saw
+ * is hashed or nothing is; the error names the file, the piece and why. */
+static void short_file_should_fail_naming_file_and_offset(void) {
+    char dir[256], path[300];
+    if (make_tmpdir(dir, sizeof dir, "sha256s") != 0) return;
+    snprintf(path, sizeof path, "%s/short.bin", dir);
+    const size_t piece = (size_t)256 << 10, have = piece + 100;
+    unsigned char *buf = calloc(have, 1);
+    CHECK(buf != NULL);
+    CHECK(buf && write_bytes(path, buf, have) == 0);
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    if (buf && fd >= 0) {
+        char want[65], got[65] = "";
+        g2f_error err = {0};
+        digest(-1, buf, have, 0, want);
+        CHECK(g2f_sha256_fd(fd, have, path, got, &err) == G2F_OK); /* the size as it is */
+        CHECK(!strcmp(want, got));
+        CHECK(g2f_sha256_fd(fd, 2 * piece, path, got, &err) == G2F_ERR_IO); /* it ends in the second piece */
+        CHECK(strstr(err.msg, path) != NULL);
+        CHECK(strstr(err.msg, "262144 bytes at offset 262144") != NULL);
+        CHECK(strstr(err.msg, "the file ended first") != NULL);
+        CHECK(g2f_sha256_fd(fd, piece + 101, path, got, &err) == G2F_ERR_IO); /* one byte short */
+        CHECK(strstr(err.msg, "101 bytes at offset 262144") != NULL);
+    }
+    if (fd >= 0) close(fd);
+    free(buf);
+    remove_tmpdir(dir);
+}
+
 int main(void) {
     RUN(test_known_vectors);
     RUN(test_ni_matches_portable);
     RUN(file_digest_should_match_the_bytes_digest);
+    RUN(short_file_should_fail_naming_file_and_offset);
     CHECK_EXIT();
 }

@@ -101,16 +101,10 @@ void g2f_sha256_final_hex(g2f_sha256 *s, char hex[65]) {
  * size is the one the open saw: a file that shrinks meanwhile is an error,
  * bytes it gains are not hashed. */
 #define HASH_PIECE ((size_t)256 << 10)
-g2f_status g2f_sha256_file(const char *path, char hex[65], g2f_error *err) {
-    int fd = -1;
-    uint64_t size = 0;
-    g2f_status st = g2f_file_open_regular(path, &fd, &size, err);
-    if (st != G2F_OK) return st;
+g2f_status g2f_sha256_fd(int fd, uint64_t size, const char *path, char hex[65], g2f_error *err) {
     unsigned char *buf = malloc(HASH_PIECE);
-    if (!buf) {
-        close(fd);
-        return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory for hashing", path);
-    }
+    if (!buf) return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory for hashing", path);
+    g2f_status st = G2F_OK;
     g2f_sha256 s;
     g2f_sha256_init(&s);
     for (uint64_t off = 0; off < size && st == G2F_OK; off += HASH_PIECE) {
@@ -124,7 +118,16 @@ g2f_status g2f_sha256_file(const char *path, char hex[65], g2f_error *err) {
                            (unsigned long long)off, e ? strerror(e) : "the file ended first (truncated meanwhile?)");
     }
     free(buf);
-    close(fd);
     if (st == G2F_OK) g2f_sha256_final_hex(&s, hex);
+    return st;
+}
+
+g2f_status g2f_sha256_file(const char *path, char hex[65], g2f_error *err) {
+    int fd = -1;
+    uint64_t size = 0;
+    g2f_status st = g2f_file_open_regular(path, &fd, &size, err);
+    if (st != G2F_OK) return st;
+    st = g2f_sha256_fd(fd, size, path, hex, err);
+    close(fd);
     return st;
 }

@@ -22,5 +22,9 @@ void g2f_sha256_update(g2f_sha256 *s, const void *data, size_t len);
 void g2f_sha256_final_hex(g2f_sha256 *s, char hex[65]);
 /* Digest of a whole regular file (read once with pread, 256 KiB at a time). */
 g2f_status g2f_sha256_file(const char *path, char hex[65], g2f_error *err);
+/* Digest of the first size bytes of fd (g2f_sha256_file's pass, on the size
+ * its open saw): G2F_ERR_IO naming path and the offset when a read fails
+ * or the file ends before size (truncated meanwhile); hex is then unset. */
+g2f_status g2f_sha256_fd(int fd, uint64_t size, const char *path, char hex[65], g2f_error *err);
 
 #endif

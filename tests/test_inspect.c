@@ -1,11 +1,15 @@
 /* g2f_inspect: the value statistics `inspect` reports (min, max, mean,
  * population std over the finite values, NaN and Inf counted apart), on
  * hand-made values and on every FFN tensor of fixtures/tiny against a
- * direct computation. argv[1] is the fixtures folder. */
+ * direct computation, and every tensor's statistics in its own slot and
+ * bit for bit the same on 1, 2 and 3 threads (the tensors are shared out
+ * to workers). argv[1] is the fixtures folder. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
+#include "g2f_cpu.h"
 #include "g2f_inspect.h"
 
 static const char *fixtures; /* argv[1] */
@@ -50,10 +54,46 @@ static void inspect_should_give_each_tensors_extremes(void) {
     g2f_model_close(m);
 }
 
+static void inspect_should_match_each_tensor_on_any_thread_count(void) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tiny", fixtures);
+    g2f_model *m = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_model_open(path, NULL, &m, &err) == G2F_OK);
+    if (!m) return;
+    g2f_inspect_result r[3] = {{0}, {0}, {0}};
+    for (int th = 1; th <= 3; th++) {
+        g2f_threads_set_default(th);
+        CHECK(g2f_inspect_run(m, &r[th - 1], &err) == G2F_OK);
+    }
+    g2f_threads_set_default(2);
+    size_t seen = 0;
+    for (size_t L = 0; L < r[0].n_layers; L++)
+        for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
+            const g2f_tensor *t = r[0].layers[L].tensor[k];
+            for (int i = 1; i < 3; i++)
+                CHECK(r[i].n_layers == r[0].n_layers && r[i].layers[L].tensor[k] == t &&
+                      !memcmp(&r[i].layers[L].stats[k], &r[0].layers[L].stats[k], sizeof(g2f_stats)));
+            if (!t) continue;
+            float *v = malloc((size_t)t->numel * sizeof *v);
+            if (!v) { check_failures++; continue; }
+            g2f_tensor_read_f32(t, 0, t->numel, v);
+            g2f_stats want;
+            g2f_stats_compute(v, (size_t)t->numel, &want);
+            CHECK(!memcmp(&want, &r[0].layers[L].stats[k], sizeof want));
+            free(v);
+            seen++;
+        }
+    CHECK(seen == 4 * (size_t)G2F_LAYER_TENSORS); /* fixtures/tiny has every tensor of every block */
+    for (int i = 0; i < 3; i++) g2f_inspect_result_free(&r[i]);
+    g2f_model_close(m);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     RUN(stats_should_cover_the_finite_values_and_count_the_others);
     fixtures = argv[1];
     RUN(inspect_should_give_each_tensors_extremes);
+    RUN(inspect_should_match_each_tensor_on_any_thread_count);
     CHECK_EXIT();
 }

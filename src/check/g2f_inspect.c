@@ -54,11 +54,11 @@ typedef struct stat_job {
     const g2f_tensor *t;
 } stat_job;
 
-#define INSPECT_WORKERS 2
+#define INSPECT_WORKERS 8 /* at most; the thread count decides */
 
 /* Jobs to workers, largest first to the least loaded: each tensor's
  * statistics stay one sequential pass (the same digits however many
- * workers), and GPT-2's four matrices (4, 4, 3 and 1 d^2) split 7 : 5
+ * workers); on two workers GPT-2's four matrices (4, 4, 3 and 1 d^2) split 7 : 5
  * instead of running one after another. who[k] = the worker of job k. */
 static void share_jobs(const stat_job *job, int count, int workers, int *who) {
     size_t load[INSPECT_WORKERS] = {0};

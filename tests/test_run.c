@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "g2f_ffn.h"
+#include "g2f_model.h"
 #include "g2f_source.h"
 #include "test_util.h"
 
@@ -258,6 +260,68 @@ static void run_should_write_a_readable_header_whatever_the_checkpoint_path(void
     g2f_source_close(s);
 }
 
+/* Whether tensor name of t holds exactly the n floats of want. */
+static int holds(const g2f_table *t, const char *name, const float *want, size_t n) {
+    const g2f_tensor *x = g2f_table_find(t, name);
+    float *v = x && x->numel == n ? malloc(n * sizeof *v) : NULL;
+    if (!v) return 0;
+    g2f_tensor_read_f32(x, 0, n, v);
+    int same = memcmp(v, want, n * sizeof *v) == 0;
+    free(v);
+    return same;
+}
+
+/* Layers of fixtures/tiny (d 64, h 256: 19660 tokens a chunk of work
+ * buffers) with 20000 tokens (two chunks, each pass recomputing), then 3
+ * (one chunk, smaller than the buffers left by the layer before): every
+ * output tensor bit for bit the FFN computed on all of the layer's tokens
+ * at once (g2f_ffn_fc_gelu_sq, g2f_ffn_proj_sq). */
+static void run_should_give_the_same_values_whatever_the_chunking(void) {
+    enum { D = 64, H = 256, T0 = 20000, T1 = 3 };
+    char in[400], out[400], ck[400], args[1400];
+    snprintf(in, sizeof in, "%s/chunks_in.safetensors", dir);
+    snprintf(out, sizeof out, "%s/chunks_out.safetensors", dir);
+    snprintf(ck, sizeof ck, "%s/tiny", fixtures);
+    const size_t T[2] = {T0, T1};
+    float *x[2] = {malloc((size_t)T0 * D * sizeof(float)), malloc((size_t)T1 * D * sizeof(float))};
+    uint64_t seed = 11;
+    for (int L = 0; L < 2; L++)
+        for (size_t i = 0; x[L] && i < T[L] * D; i++) x[L][i] = 3.0f * rnd_unit(&seed);
+    st_entry e[2] = {{"h.0.mlp.in", "F32", 2, {T0, D}, x[0], (size_t)T0 * D * sizeof(float)},
+                     {"h.1.mlp.in", "F32", 2, {T1, D}, x[1], (size_t)T1 * D * sizeof(float)}};
+    CHECK(x[0] && x[1] && st_write(in, NULL, e, 2, 1) == 0);
+    snprintf(args, sizeof args, "run '%s' '%s' -o '%s' --save pre,act --threads 2", ck, in, out);
+    CHECK(run(args) == 0);
+    g2f_model *m = NULL;
+    g2f_source *s = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_model_open(ck, NULL, &m, &err) == G2F_OK && g2f_source_open(out, &s, &err) == G2F_OK);
+    float *pre = malloc((size_t)T0 * H * sizeof *pre), *act = malloc((size_t)T0 * H * sizeof *act);
+    float *o = malloc((size_t)T0 * D * sizeof *o);
+    for (int L = 0; L < 2 && m && s && pre && act && o && x[L]; L++) {
+        g2f_layer l;
+        CHECK(g2f_model_layer_read(m, (size_t)L, NULL, &l, &err) == G2F_OK);
+        g2f_ffn_fc_gelu_sq(&l.w, x[L], T[L], G2F_GELU_TANH, pre, act, NULL, 1, NULL);
+        g2f_ffn_proj_sq(&l.w, act, NULL, T[L], o, NULL, 1, NULL);
+        g2f_layer_free(&l);
+        const g2f_table *t = g2f_source_table(s);
+        char name[64];
+        snprintf(name, sizeof name, "h.%d.mlp.in", L);
+        CHECK(holds(t, name, x[L], T[L] * D));
+        snprintf(name, sizeof name, "h.%d.mlp.out", L);
+        CHECK(holds(t, name, o, T[L] * D));
+        snprintf(name, sizeof name, "h.%d.mlp.pre", L);
+        CHECK(holds(t, name, pre, T[L] * H));
+        snprintf(name, sizeof name, "h.%d.mlp.act", L);
+        CHECK(holds(t, name, act, T[L] * H));
+    }
+    free(pre), free(act), free(o), free(x[0]), free(x[1]);
+    g2f_source_close(s);
+    g2f_model_close(m);
+    unlink(in);
+    unlink(out);
+}
+
 /* Inputs large enough that `run` is still computing when it is signalled:
  * one layer of 2^17 tokens (32 MiB in, 64 MiB out). */
 static void write_big_inputs(const char *path) {
@@ -323,6 +387,7 @@ int main(int argc, char **argv) {
     cli = argv[2];
     RUN(run_should_write_a_fixture_that_verifies_and_matches_pytorch);
     RUN(run_should_keep_the_inputs_naming_and_honour_options);
+    RUN(run_should_give_the_same_values_whatever_the_chunking);
     RUN(run_should_never_leave_a_partial_file);
     RUN(run_should_refuse_to_overwrite_its_inputs);
     RUN(run_should_record_the_documented_digest_of_a_sharded_checkpoint);

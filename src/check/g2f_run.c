@@ -65,17 +65,14 @@ static g2f_status put_digest(g2f_writer *w, const g2f_run_params *p, g2f_error *
 }
 
 /* One layer, one output tensor after the other (the file holds each whole):
- * in, out, then pre and act when asked. A layer that fits in one chunk is
+ * in, out, then pre and act when asked, through x, the work buffers of
+ * chunk_tokens(T) tokens (work_buffers). A layer that fits in one chunk is
  * computed once; otherwise each pass recomputes what it writes, chunk by
  * chunk. Every product is a GEMM (never the one-row GEMV), so the values
  * equal verify's whatever the chunking. */
-static g2f_status run_layer(const g2f_ffn_weights *wt, const g2f_tensor *in, size_t L, const g2f_run_params *p,
+static g2f_status run_layer(const g2f_ffn_weights *wt, const g2f_tensor *in, const g2f_run_params *p, float *x,
                             g2f_writer *w, g2f_ffn_ws *ws, size_t *tokens, g2f_error *err) {
     size_t d = wt->n_embd, h = wt->n_inner, T = (size_t)(in->numel / d), C = chunk_tokens(T, d, h);
-    char what[96];
-    snprintf(what, sizeof what, "layer %zu: the work buffers for %zu tokens at a time", L, C);
-    float *x = g2f_alloc_work(C, work_width(d, h), sizeof(float), what, err);
-    if (!x) return err ? err->status : G2F_ERR_NOMEM;
     float *out = x + C * d, *pre = out + C * d, *act = pre + C * h;
     g2f_status st = G2F_OK;
     int whole = C == T; /* computed once, every tensor written from the buffers */
@@ -92,9 +89,26 @@ static g2f_status run_layer(const g2f_ffn_weights *wt, const g2f_tensor *in, siz
             st = g2f_writer_put_part(w, src, n * (pass < 2 ? d : h), err);
         }
     }
-    free(x);
     *tokens = T;
     return st;
+}
+
+/* The work buffers of the largest chunk of the selected layers, one
+ * allocation for the run: a fresh one per layer touched every page again
+ * (GPT-2 XL x 1024 tokens: 48 MiB a layer, and under a hypervisor that
+ * shadows page tables each first touch traps into it: 8 s of system time).
+ * g2f_run_check has checked the sizes. */
+static float *work_buffers(const g2f_model *m, const g2f_fixture *inputs, const g2f_run_params *p, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    size_t d = mi->n_embd, h = mi->n_inner, C = 0;
+    for (size_t L = 0; L < mi->n_layer; L++) {
+        if (!selected(p, inputs, L)) continue;
+        size_t c = chunk_tokens((size_t)(g2f_fixture_input(inputs, L)->numel / d), d, h);
+        C = c > C ? c : C;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "the work buffers for %zu tokens at a time", C);
+    return g2f_alloc_work(C ? C : 1, work_width(d, h), sizeof(float), what, err);
 }
 
 g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *out_path, const g2f_run_params *p,
@@ -146,15 +160,18 @@ g2f_status g2f_run(const g2f_model *m, const g2f_fixture *inputs, const char *ou
     g2f_ffn_ws ws = {0}; /* kept across layers */
     g2f_layer_reader rd = {0}; /* each layer's weights, read where that beats the mapping */
     rd.n_threads = p->n_threads;
+    float *x = work_buffers(m, inputs, p, err);
+    if (!x) st = err ? err->status : G2F_ERR_NOMEM;
     for (size_t L = 0; L < mi->n_layer && st == G2F_OK; L++) {
         if (!selected(p, inputs, L)) continue;
         g2f_layer lw;
         if ((st = g2f_model_layer_read(m, L, &rd, &lw, err)) != G2F_OK) break;
-        st = run_layer(&lw.w, g2f_fixture_input(inputs, L), L, p, w, &ws, &r->tokens, err);
+        st = run_layer(&lw.w, g2f_fixture_input(inputs, L), p, x, w, &ws, &r->tokens, err);
         g2f_layer_free(&lw);
         r->layers++;
         r->tensors += per;
     }
+    free(x);
     g2f_ffn_ws_free(&ws);
     g2f_layer_reader_free(&rd);
     if (st == G2F_OK) st = put_digest(w, p, err);

@@ -68,7 +68,9 @@
  * Packing: B rows are copied in 64-byte pieces with a prefetch a few rows
  * ahead (the weights come from memory, once per call); A and Linear B are
  * transposed 8 x 8 in registers (g2f_simd_pack_cols; rows 8-11 of a
- * 12-row A panel 4 x 4, g2f_simd_pack_cols4).
+ * 12-row A panel 4 x 4, g2f_simd_pack_cols4). c_fc's epilogue storing act
+ * as c_proj's packed A instead (no pass over act) measured 1.00x (bench-ab,
+ * AMD EPYC Zen 5): its scattered stores cost what the pass did.
  * The epilogue (bias; for c_fc then GELU into act) runs on each tile of the
  * last depth block before it leaves the registers, instead of a pass over
  * the hidden buffer (alternating calls: within 1% of a pass per row block

@@ -74,14 +74,15 @@ static void share_jobs(const stat_job *job, int count, int workers, int *who) {
     }
 }
 
-/* The jobs of worker me, in order; a failure recorded in st[k] (and err
- * of the worker). */
+/* The jobs of worker me, in order, up to its first failure (recorded in
+ * st[k] and err[k]: the caller reports the first in tensor order, whatever
+ * worker had it). */
 static void run_jobs(const g2f_model *m, const stat_job *job, const int *who, int count, int me,
                      g2f_layer_reader *rd, g2f_inspect_layer *il, g2f_status *st, g2f_error *err) {
     for (int k = 0; k < count; k++) {
         if (who[k] != me) continue;
         if (job[k].v) g2f_stats_compute(job[k].v, job[k].n, &il->stats[k]);
-        else if (job[k].t) st[k] = other_stats(m, job[k].t, rd, &il->stats[k], err);
+        else if (job[k].t && (st[k] = other_stats(m, job[k].t, rd, &il->stats[k], &err[k])) != G2F_OK) return;
     }
 }
 
@@ -114,7 +115,7 @@ static g2f_status inspect_layer(const g2f_model *m, size_t L, g2f_layer_reader *
     }
     int who[G2F_LAYER_TENSORS], workers = g2f_threads(0) < INSPECT_WORKERS ? g2f_threads(0) : INSPECT_WORKERS;
     g2f_status st[G2F_LAYER_TENSORS];
-    g2f_error errs[INSPECT_WORKERS];
+    g2f_error errs[G2F_LAYER_TENSORS]; /* a tensor's, set with its st */
     for (int k = 0; k < G2F_LAYER_TENSORS; k++) st[k] = G2F_OK;
     for (int w = 0; w < INSPECT_WORKERS; w++)
         if (rd_other[w].mode == G2F_READ_UNDECIDED) rd_other[w].mode = rd->mode; /* one decision for the walk */
@@ -122,11 +123,11 @@ static g2f_status inspect_layer(const g2f_model *m, size_t L, g2f_layer_reader *
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static, 1) num_threads(workers)
 #endif
-    for (int w = 0; w < workers; w++) run_jobs(m, job, who, G2F_LAYER_TENSORS, w, &rd_other[w], il, st, &errs[w]);
+    for (int w = 0; w < workers; w++) run_jobs(m, job, who, G2F_LAYER_TENSORS, w, &rd_other[w], il, st, errs);
     g2f_layer_free(&l);
     for (int k = G2F_FFN_TENSORS; k < G2F_LAYER_TENSORS; k++) {
         if (st[k] != G2F_OK) { /* the first failure in tensor order */
-            if (err) *err = errs[who[k]];
+            if (err) *err = errs[k];
             return st[k];
         }
         if (all[k]) il->tensor[k] = all[k];

@@ -1,0 +1,30 @@
+/* A malloc that fails for the sizes listed in FAIL_SIZES (comma-separated
+ * bytes), loaded with LD_PRELOAD into the CLI by test_inspect_nomem: the
+ * out-of-memory paths of a real process, where the library gives no hook.
+ * Not built under the sanitizers (their runtime must come first). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+
+static int listed(size_t n) {
+    const char *p = getenv("FAIL_SIZES");
+    while (p && *p) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p) return 0;
+        if (v == n) return 1;
+        p = *end == ',' ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+void *malloc(size_t n) {
+    static void *(*real)(size_t);
+    if (!real) real = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    if (listed(n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return real(n);
+}

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "check.h"
 #include "test_util.h"
@@ -21,18 +20,11 @@ static char dir[256];
 /* inspect of fixtures/tiny with the mapped tensors' buffers of these sizes
  * refused; its exit code, stderr into err. */
 static int inspect_failing(const char *sizes, int threads, char *err, size_t cap) {
-    char cmd[2048], path[300];
-    snprintf(path, sizeof path, "%s/err.txt", dir);
-    snprintf(cmd, sizeof cmd,
-             "GPT2FFN_WEIGHTS=map OMP_NUM_THREADS=%d FAIL_SIZES=%s LD_PRELOAD='%s' '%s' inspect '%s/tiny' "
-             ">/dev/null 2>'%s'",
-             threads, sizes, shim, cli, fixtures, path);
-    int st = system(cmd);
-    FILE *fp = fopen(path, "rb");
-    size_t n = fp ? fread(err, 1, cap - 1, fp) : 0;
-    err[n] = '\0';
-    if (fp) fclose(fp);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char prefix[1024], args[600], out[4096];
+    snprintf(prefix, sizeof prefix, "GPT2FFN_WEIGHTS=map OMP_NUM_THREADS=%d FAIL_SIZES=%s LD_PRELOAD='%s'", threads,
+             sizes, shim);
+    snprintf(args, sizeof args, "inspect '%s/tiny'", fixtures);
+    return run_cli_in(prefix, cli, args, dir, out, sizeof out, err, cap);
 }
 
 /* tiny: d 64, so attn.c_attn.weight is 64 x 192 floats (49152 bytes) and

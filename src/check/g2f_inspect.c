@@ -86,14 +86,31 @@ static void run_jobs(const g2f_model *m, const stat_job *job, const int *who, in
     }
 }
 
+/* Layer L's jobs: the FFN's tensors from l (their sources into il), the
+ * block's others from all. */
+static void layer_jobs(const g2f_model *m, const g2f_layer *l, const g2f_tensor *const *all, g2f_inspect_layer *il,
+                       stat_job *job) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    size_t d = mi->n_embd, h = mi->n_inner;
+    const float *v[G2F_FFN_TENSORS] = {l->w.w_fc, l->w.b_fc, l->w.w_proj, l->w.b_proj};
+    const size_t n[G2F_FFN_TENSORS] = {d * h, h, d * h, d};
+    for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
+        job[k] = (stat_job){NULL, 0, NULL};
+        if (k < G2F_FFN_TENSORS) {
+            il->tensor[k] = l->src[k];
+            if (v[k]) job[k] = (stat_job){v[k], n[k], NULL};
+        } else if (all[k]) {
+            job[k] = (stat_job){NULL, (size_t)all[k]->numel, all[k]};
+        }
+    }
+}
+
 /* Layer L's tensors and their statistics into il, the tensors shared out
  * to the workers (share_jobs); rd reads the FFN's weights, rd_other[w] the
  * others of worker w (where reading beats first touches of the mapping, as
  * in run and diff). */
 static g2f_status inspect_layer(const g2f_model *m, size_t L, g2f_layer_reader *rd, g2f_layer_reader *rd_other,
                                 g2f_inspect_layer *il, g2f_error *err) {
-    const g2f_model_info *mi = g2f_model_get_info(m);
-    size_t d = mi->n_embd, h = mi->n_inner;
     g2f_layer l;
     g2f_status s = g2f_model_layer_read(m, L, rd, &l, err);
     if (s != G2F_OK) return s;
@@ -102,18 +119,9 @@ static g2f_status inspect_layer(const g2f_model *m, size_t L, g2f_layer_reader *
         g2f_layer_free(&l);
         return s;
     }
-    const float *v[G2F_FFN_TENSORS] = {l.w.w_fc, l.w.b_fc, l.w.w_proj, l.w.b_proj};
-    const size_t n[G2F_FFN_TENSORS] = {d * h, h, d * h, d};
-    stat_job job[G2F_LAYER_TENSORS] = {{0}};
-    for (int k = 0; k < G2F_LAYER_TENSORS; k++) {
-        if (k < G2F_FFN_TENSORS) {
-            il->tensor[k] = l.src[k];
-            if (v[k]) job[k] = (stat_job){v[k], n[k], NULL};
-        } else if (all[k]) {
-            job[k] = (stat_job){NULL, (size_t)all[k]->numel, all[k]};
-        }
-    }
-    int who[G2F_LAYER_TENSORS], workers = g2f_threads(0) < INSPECT_WORKERS ? g2f_threads(0) : INSPECT_WORKERS;
+    stat_job job[G2F_LAYER_TENSORS];
+    layer_jobs(m, &l, all, il, job);
+    int who[G2F_LAYER_TENSORS], threads = g2f_threads(0), workers = threads < INSPECT_WORKERS ? threads : INSPECT_WORKERS;
     g2f_status st[G2F_LAYER_TENSORS];
     g2f_error errs[G2F_LAYER_TENSORS]; /* a tensor's, set with its st */
     for (int k = 0; k < G2F_LAYER_TENSORS; k++) st[k] = G2F_OK;

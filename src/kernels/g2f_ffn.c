@@ -562,6 +562,12 @@ static size_t column_block(const kern *kn, size_t k, size_t n) {
     return ((n + col_blocks - 1) / col_blocks + NR - 1) / NR * NR;
 }
 
+/* Floats of rows rows of A packed for one depth block (MR-row panels of
+ * KC x MR), a 64-byte multiple. */
+static size_t packed_a_floats(size_t MR, size_t rows) {
+    return ((rows + MR - 1) / MR * MR * KC + 15) / 16 * 16;
+}
+
 /* How many column groups each of row_blocks row blocks is split into: at
  * least 8 tasks per thread, taken dynamically, so that uneven blocks still
  * balance; with few rows (few tokens) the columns are split too; at most
@@ -659,8 +665,8 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     size_t NR = kn->nr, MR = kn->mr, MC = kn->mc, ncb = column_block(kn, g->k, g->n);
     size_t ncap = g->n < ncb ? g->n : ncb, depth_blocks = (g->k + KC - 1) / KC;
     size_t block_floats = (ncap + NR - 1) / NR * KC * NR; /* one depth block of the column block */
-    size_t a_floats = ((MC + MR - 1) / MR * MR * KC + 15) / 16 * 16; /* a thread's A block, 64-byte multiple */
-    size_t a_block = ((g->m + MR - 1) / MR * MR * KC + 15) / 16 * 16; /* all of A, one depth block */
+    size_t a_floats = packed_a_floats(MR, MC); /* a thread's A block, 64-byte multiple */
+    size_t a_block = packed_a_floats(MR, g->m); /* all of A, one depth block */
     int two = g->sc && g->sc->c2, threads = g2f_threads(n_threads);
     size_t b_total = (two ? 2 : 1) * depth_blocks * block_floats, a_total = (two ? 2 : 1) * depth_blocks * a_block;
     int share = a_total <= A_SHARED_MAX / sizeof(float);
@@ -886,7 +892,7 @@ static direct_split direct_split_of(const kern *kn, size_t m, size_t n, int thre
 static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     const kern *kn = g->kn;
     size_t MR = kn->mr, NR = kn->nr, depth_blocks = (g->k + KC - 1) / KC;
-    size_t a_block = ((g->m + MR - 1) / MR * MR * KC + 15) / 16 * 16;
+    size_t a_block = packed_a_floats(MR, g->m);
     int two = g->sc && g->sc->c2 && !g->amx_a2, threads = g2f_threads(n_threads);
     size_t a_total = (two ? 2 : 1) * depth_blocks * a_block;
     size_t per_thread = (two && kn->dpbf ? 2 : 1) * KC * NR; /* a panel (and its squares' pairs) */
@@ -979,7 +985,7 @@ static void matmul_tasks(const gemm *g, int n_threads) {
  * in A_SHARED_MAX, as matmul_goto's shared A must. */
 static int direct_a_fits(const kern *kn, size_t m, size_t k, int two) {
     size_t MR = kn->mr, depth_blocks = (k + KC - 1) / KC;
-    size_t a_block = ((m + MR - 1) / MR * MR * KC + 15) / 16 * 16;
+    size_t a_block = packed_a_floats(MR, m);
     return a_block <= A_SHARED_MAX / sizeof(float) / ((two ? 2 : 1) * depth_blocks);
 }
 

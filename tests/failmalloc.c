@@ -1,6 +1,7 @@
-/* A malloc that fails for the sizes listed in FAIL_SIZES (comma-separated
- * bytes), loaded with LD_PRELOAD into the CLI by test_inspect_nomem: the
- * out-of-memory paths of a real process, where the library gives no hook.
+/* A malloc and an aligned_alloc (g2f_alloc_work's) that fail for the sizes
+ * listed in FAIL_SIZES (comma-separated bytes), loaded with LD_PRELOAD into
+ * the CLI by test_inspect_nomem: the out-of-memory paths of a real process,
+ * where the library gives no hook.
  * Not built under the sanitizers (their runtime must come first). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -27,4 +28,14 @@ void *malloc(size_t n) {
         return NULL;
     }
     return real(n);
+}
+
+void *aligned_alloc(size_t align, size_t n) {
+    static void *(*real)(size_t, size_t);
+    if (!real) real = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+    if (listed(n)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return real(align, n);
 }

@@ -248,7 +248,7 @@ static void human_bytes(double b, char *buf, size_t n) {
 void *g2f_alloc_work(size_t rows, size_t cols, size_t elsize, const char *what, g2f_error *err) {
     size_t n, bytes;
     char need[32], have[32];
-    if (__builtin_mul_overflow(rows, cols, &n) || __builtin_mul_overflow(n, elsize, &bytes)) {
+    if (__builtin_mul_overflow(rows, cols, &n) || __builtin_mul_overflow(n, elsize, &bytes) || bytes > SIZE_MAX - 64) {
         human_bytes((double)rows * (double)cols * (double)elsize, need, sizeof need);
         g2f_error_set(err, G2F_ERR_NOMEM, "%s: %zu x %zu values need %s of memory, beyond what any machine can address",
                       what, rows, cols, need);
@@ -262,7 +262,9 @@ void *g2f_alloc_work(size_t rows, size_t cols, size_t elsize, const char *what, 
                       rows, cols, need, have);
         return NULL;
     }
-    void *p = malloc(bytes ? bytes : 1);
+    /* whole 64-byte lines: the kernels stream whole lines into work
+     * buffers (the AVX-512 epilogue's act rows), and only into aligned ones */
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes == 0) * 64);
     if (!p) {
         human_bytes((double)bytes, need, sizeof need);
         g2f_error_set(err, G2F_ERR_NOMEM, "%s: cannot allocate %s of memory", what, need);

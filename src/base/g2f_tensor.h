@@ -143,9 +143,10 @@ void *g2f_alloc_array(size_t count, size_t size);
 uint64_t g2f_physical_memory(void);
 /* Work buffers whose size is a product of counts from files (tokens x
  * n_inner, ...): rows x cols elements of elsize bytes, the product checked
- * for overflow and against the machine's physical memory before malloc, so
- * a hostile size is an error naming `what` (G2F_ERR_NOMEM), never a wrapped
- * size or a process killed for memory. NULL with err set on failure. */
+ * for overflow and against the machine's physical memory before the
+ * allocation (64-byte aligned; free() it), so a hostile size is an error
+ * naming `what` (G2F_ERR_NOMEM), never a wrapped size or a process killed
+ * for memory. NULL with err set on failure. */
 void *g2f_alloc_work(size_t rows, size_t cols, size_t elsize, const char *what, g2f_error *err);
 
 #endif

@@ -74,7 +74,9 @@
  * The epilogue (bias; for c_fc then GELU into act) runs on each tile of the
  * last depth block before it leaves the registers, instead of a pass over
  * the hidden buffer (alternating calls: within 1% of a pass per row block
- * while in L2; the GELU's arithmetic, not memory, is its cost). When the shared B
+ * while in L2; the GELU's arithmetic, not memory, is its cost); the AVX-512
+ * tile streams act's aligned rows past the caches (put_act_rows), so each
+ * thread fences before the barrier that ends a product. When the shared B
  * buffer cannot be allocated, independent (MB x NB) tasks with their own
  * packing give the same results.
  * One token (m = 1) is a matrix-vector product limited by memory bandwidth:
@@ -705,6 +707,7 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
             /* and this loop's barrier keeps the next column block's packing
              * from overwriting B while it is still in use */
         }
+        if (kn->isa != ISA_PORTABLE) g2f_simd_stream_fence(); /* act, before the region's barrier */
     }
     if (!ws) free(bp);
     return 1;
@@ -921,6 +924,7 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
             float *panel = ap + a_total + (size_t)me * per_thread;
             if (s0 < s1) direct_task(g, p0, p1, s0, s1, ap, ap2, a_block, panel, panel + KC * NR);
         }
+        g2f_simd_stream_fence(); /* act, before the region's barrier */
     }
     if (!ws) free(ap);
     return 1;

@@ -34,6 +34,11 @@ typedef struct g2f_simd_epilogue {
     float *act;
     size_t ld_act;
 } g2f_simd_epilogue;
+/* Orders the calling thread's streamed stores (the AVX-512 epilogue writes
+ * act past the caches) before its later stores: each thread that ran tiles
+ * with an epilogue calls it before the barrier after which others read act. */
+void g2f_simd_stream_fence(void);
+
 /* C tile (mr <= MR rows, nr <= NR cols, row stride ldc) (+)= A panel x B
  * panel over kc: first starts from zero instead of C; sums in kk order with
  * one FMA per term; then ep (or NULL): the same results as a separate pass

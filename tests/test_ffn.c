@@ -203,6 +203,34 @@ static void workspace_reuse_should_not_change_results(void) {
     CHECK(ws.buf == NULL && ws.cap == 0);
 }
 
+/* More rows than one row block (matmul_direct's row blocks, each one's
+ * columns in tasks, the last row block's in narrower ones; with few threads
+ * a task's columns capped by the L2): the same bits as 100 rows at a time
+ * (one row block), on 1 to 3 threads, every output written (NaN first). */
+static void ffn_row_blocks_should_give_the_bits_of_short_batches(void) {
+    const size_t d = 64, h = 4096, T = 400, part = 100;
+    rand_ffn r;
+    rand_ffn_init(&r, d, h, G2F_LAYOUT_CONV1D, 41);
+    uint64_t s = 13;
+    float *x = malloc(T * d * sizeof(float)), *pre = malloc(T * h * sizeof(float)),
+          *act = malloc(T * h * sizeof(float)), *out = malloc(T * d * sizeof(float)),
+          *pre1 = malloc(T * h * sizeof(float)), *act1 = malloc(T * h * sizeof(float)),
+          *out1 = malloc(T * d * sizeof(float));
+    for (size_t i = 0; i < T * d; i++) x[i] = rnd_unit(&s) * 1.5f;
+    for (size_t t0 = 0; t0 < T; t0 += part)
+        g2f_ffn_forward(&r.w, x + t0 * d, part, G2F_GELU_TANH, pre1 + t0 * h, act1 + t0 * h, out1 + t0 * d, 1, NULL);
+    for (int threads = 1; threads <= 3; threads++) {
+        for (size_t i = 0; i < T * h; i++) pre[i] = act[i] = NAN;
+        for (size_t i = 0; i < T * d; i++) out[i] = NAN;
+        g2f_ffn_forward(&r.w, x, T, G2F_GELU_TANH, pre, act, out, threads, NULL);
+        CHECK(memcmp(pre, pre1, T * h * sizeof(float)) == 0);
+        CHECK(memcmp(act, act1, T * h * sizeof(float)) == 0);
+        CHECK(memcmp(out, out1, T * d * sizeof(float)) == 0);
+    }
+    free(x); free(pre); free(act); free(out); free(pre1); free(act1); free(out1);
+    rand_ffn_free(&r);
+}
+
 /* The AVX-512 epilogue streams a tile's act rows that start a 64-byte line
  * past the caches and stores the others: the same values either way. act
  * 64-byte aligned (rows streamed where h keeps them aligned; h 200 makes
@@ -219,6 +247,7 @@ static void act_should_not_depend_on_its_alignment(void) {
               *o1 = malloc(T * d * sizeof(float)), *o2 = malloc(T * d * sizeof(float));
         size_t bytes = (T * h * sizeof(float) + 64 + 63) / 64 * 64;
         float *lined = aligned_alloc(64, bytes), *a2 = aligned_alloc(64, bytes), *shifted = a2 + 1;
+        float *sq = malloc(T * h * sizeof(float));
         for (size_t j = 0; j < T * d; j++) x[j] = rnd_unit(&s) * 3;
         for (int g = 0; g < 2; g++)
             for (int threads = 1; threads <= 3; threads++) {
@@ -227,8 +256,11 @@ static void act_should_not_depend_on_its_alignment(void) {
                 g2f_ffn_forward(&r.w, x, T, gelu, pre, shifted, o2, threads, NULL);
                 CHECK(memcmp(lined, shifted, T * h * sizeof(float)) == 0);
                 CHECK(memcmp(o1, o2, T * d * sizeof(float)) == 0);
+                /* and beside the sums of squares, as run and verify call it */
+                g2f_ffn_fc_gelu_sq(&r.w, x, T, gelu, pre, lined, sq, threads, NULL);
+                CHECK(memcmp(lined, shifted, T * h * sizeof(float)) == 0);
             }
-        free(x); free(pre); free(o1); free(o2); free(lined); free(a2);
+        free(x); free(pre); free(o1); free(o2); free(lined); free(a2); free(sq);
         rand_ffn_free(&r);
     }
 }
@@ -373,6 +405,7 @@ int main(void) {
     RUN(matmul_should_add_bias_after_the_sum);
     RUN(workspace_reuse_should_not_change_results);
     RUN(act_should_not_depend_on_its_alignment);
+    RUN(ffn_row_blocks_should_give_the_bits_of_short_batches);
     RUN(matmul_sq_should_equal_the_product_of_squares);
     RUN(round_tf32_should_keep_10_bits_ties_to_even);
     CHECK_EXIT();

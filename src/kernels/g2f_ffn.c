@@ -122,13 +122,14 @@ typedef struct kern {
     size_t mr, nr;   /* the tile */
     size_t mc;       /* rows of a thread's A block */
     size_t mc_direct; /* rows of a row block on matmul_direct's path, when more than mc */
+    size_t task_panels; /* at most this many B panels in a column task of such a row block */
     size_t nc_bytes; /* the shared B column block */
     int amx;         /* sums of squares on the AMX tile unit (g2f_amx_sq) */
     int dpbf;        /* sums of squares with VDPBF16PS (g2f_dpbf_tile): their panels as bfloat16 pairs */
 } kern;
 
 static kern kern_of(const g2f_cpu *c) {
-    kern k = {ISA_PORTABLE, G2F_MR, G2F_NR, 96, 192, (size_t)16 << 20, 0, 0};
+    kern k = {ISA_PORTABLE, G2F_MR, G2F_NR, 96, 192, 1, (size_t)16 << 20, 0, 0};
     if (c->avx2_fma) k.isa = ISA_AVX2;
     if (c->avx2_fma && c->avx512f) k.isa = ISA_AVX512, k.mr = G2F_MR512, k.nr = G2F_NR512;
     k.amx = k.isa == ISA_AVX512 && c->amx_bf16;
@@ -145,6 +146,13 @@ static kern kern_of(const g2f_cpu *c) {
      * against mc rows): 1.02x at d 768, 1.07x at d 1600; 264 rows alike,
      * 516 and 576 rows 0.93-0.98x */
     k.mc_direct = 2 * k.mc;
+    /* such a task's C block (mc_direct rows, added to at every depth step)
+     * in half the L2, beside the row block's A: GPT-2 XL's c_fc at 1024
+     * tokens had 34 panels a task, 1.6 MiB of C in a 2 MiB L2 (bench-ab
+     * with the split of the last row block below, 2 threads, AMD EPYC Zen
+     * 5: 1.05x at d 1600, 1.02x at 512 tokens) */
+    k.task_panels = l2 / 2 / (k.mc_direct * k.nr * sizeof(float));
+    if (k.task_panels < 1) k.task_panels = 1;
     /* the B column block in half the L3 (shared with the other cores and
      * the A blocks), between 2 and 16 MiB */
     size_t l3 = c->l3 ? c->l3 : (size_t)32 << 20, nb = l3 / 2;
@@ -863,23 +871,41 @@ static void direct_task(const gemm *g, size_t p0, size_t p1, long s0, long s1, c
 #define TASKS_PER_THREAD 2L
 
 /* How matmul_direct shares out an m x n product: row blocks of rb_panels
- * A panels (all of them when m <= mc), each one's panels of B in tasks. */
+ * A panels (all of them when m <= mc), each one's panels of B in tasks:
+ * tasks of them a row block, tasks_last in the last row block. */
 typedef struct direct_split {
     size_t a_panels, rb_panels;
-    long row_blocks, panels, tasks; /* tasks: column tasks per row block */
+    long row_blocks, panels, tasks, tasks_last;
 } direct_split;
 
 static direct_split direct_split_of(const kern *kn, size_t m, size_t n, int threads) {
-    direct_split sp = {(m + kn->mr - 1) / kn->mr, 0, 1, (long)((n + kn->nr - 1) / kn->nr), TASKS_PER_THREAD * threads};
+    direct_split sp = {(m + kn->mr - 1) / kn->mr, 0, 1, (long)((n + kn->nr - 1) / kn->nr), TASKS_PER_THREAD * threads, 0};
     sp.rb_panels = sp.a_panels;
-    if (m > kn->mc) { /* columns split as matmul_goto splits them */
+    if (m > kn->mc) { /* columns split as matmul_goto splits them, each task's C within task_panels */
         sp.rb_panels = kn->mc_direct / kn->mr;
         sp.row_blocks = (long)((sp.a_panels + sp.rb_panels - 1) / sp.rb_panels);
         sp.tasks = column_groups(sp.row_blocks, sp.panels, threads);
-    } else if (sp.tasks > sp.panels) {
-        sp.tasks = sp.panels;
+        long fit = (sp.panels + (long)kn->task_panels - 1) / (long)kn->task_panels;
+        if (sp.tasks < fit) sp.tasks = fit;
+        /* the product ends on tasks half as wide, so that the threads
+         * finish closer together (bench-ab 1.01-1.02x at 1024 tokens) */
+        sp.tasks_last = 2 * sp.tasks < sp.panels ? 2 * sp.tasks : sp.panels;
+        return sp;
     }
+    if (sp.tasks > sp.panels) sp.tasks = sp.panels;
+    sp.tasks_last = sp.tasks;
     return sp;
+}
+
+/* Task u of a split: its row block *ib and its panels [*s0, *s1), the row
+ * block's tasks one after the other, their sizes differing by one panel at
+ * most (the larger first). */
+static void direct_task_of(const direct_split *sp, long u, long *ib, long *s0, long *s1) {
+    long head = (sp->row_blocks - 1) * sp->tasks, per = u < head ? sp->tasks : sp->tasks_last;
+    long t = u < head ? u % per : u - head, base = sp->panels / per, rem = sp->panels % per;
+    *ib = u < head ? u / per : sp->row_blocks - 1;
+    *s0 = t * base + (t < rem ? t : rem);
+    *s1 = *s0 + base + (t < rem);
 }
 
 /* Few rows (m <= mc: one row block; with AVX-512 also more, in row blocks
@@ -903,7 +929,6 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
     if (!ap) return 0;
     float *ap2 = two ? ap + depth_blocks * a_block : NULL;
     direct_split sp = direct_split_of(kn, g->m, g->n, threads);
-    long base = sp.panels / sp.tasks, rem = sp.panels % sp.tasks; /* task t: base panels, one more for the first rem */
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
 #endif
@@ -917,9 +942,9 @@ static int matmul_direct(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (long u = 0; u < sp.row_blocks * sp.tasks; u++) {
-            long t = u % sp.tasks, ib = u / sp.tasks; /* a row block's column tasks one after the other */
-            long s0 = t * base + (t < rem ? t : rem), s1 = s0 + base + (t < rem);
+        for (long u = 0; u < (sp.row_blocks - 1) * sp.tasks + sp.tasks_last; u++) {
+            long ib, s0, s1;
+            direct_task_of(&sp, u, &ib, &s0, &s1);
             size_t p0 = (size_t)ib * sp.rb_panels, p1 = p0 + sp.rb_panels < sp.a_panels ? p0 + sp.rb_panels : sp.a_panels;
             float *panel = ap + a_total + (size_t)me * per_thread;
             if (s0 < s1) direct_task(g, p0, p1, s0, s1, ap, ap2, a_block, panel, panel + KC * NR);

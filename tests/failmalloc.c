@@ -1,7 +1,8 @@
 /* A malloc and an aligned_alloc (g2f_alloc_work's) that fail for the sizes
  * listed in FAIL_SIZES (comma-separated bytes), loaded with LD_PRELOAD into
  * the CLI by test_inspect_nomem: the out-of-memory paths of a real process,
- * where the library gives no hook.
+ * where the library gives no hook. aligned_alloc is asked for whole 64-byte
+ * lines, so only such sizes can be refused there.
  * Not built under the sanitizers (their runtime must come first). */
 #define _GNU_SOURCE
 #include <dlfcn.h>

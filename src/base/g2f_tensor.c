@@ -264,7 +264,7 @@ void *g2f_alloc_work(size_t rows, size_t cols, size_t elsize, const char *what, 
     }
     /* whole 64-byte lines: the kernels stream whole lines into work
      * buffers (the AVX-512 epilogue's act rows), and only into aligned ones */
-    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64 + (bytes == 0) * 64);
+    void *p = aligned_alloc(64, bytes ? (bytes + 63) / 64 * 64 : 64);
     if (!p) {
         human_bytes((double)bytes, need, sizeof need);
         g2f_error_set(err, G2F_ERR_NOMEM, "%s: cannot allocate %s of memory", what, need);

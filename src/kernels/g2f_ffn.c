@@ -715,7 +715,7 @@ static int matmul_goto(const gemm *g, int n_threads, g2f_ffn_ws *ws) {
             /* and this loop's barrier keeps the next column block's packing
              * from overwriting B while it is still in use */
         }
-        if (kn->isa != ISA_PORTABLE) g2f_simd_stream_fence(); /* act, before the region's barrier */
+        g2f_simd_stream_fence(); /* act, before the region's barrier */
     }
     if (!ws) free(bp);
     return 1;

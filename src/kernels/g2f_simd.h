@@ -55,11 +55,13 @@ void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, siz
  * works (g2f_simd512_tile_fetch): `rows` rows of 128 bytes (at most the
  * tile's kc), row r at base + r * ld, three lines each (0, 64 and 127 bytes
  * in: any alignment), spread evenly over the tile's depth steps (one row a
- * step at most). */
+ * step at most). And, unless NULL, the packed A panel of a later tile
+ * (kc x G2F_MR512 floats at a_next), MR floats a depth step. */
 typedef struct g2f_simd_fetch {
     const char *base;
     size_t ld; /* bytes */
     size_t rows;
+    const float *a_next;
 } g2f_simd_fetch;
 
 /* g2f_simd512_tile, fetching f's lines meanwhile (f may be NULL). */

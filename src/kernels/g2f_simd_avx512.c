@@ -242,6 +242,7 @@ static inline __attribute__((always_inline)) void tile_sums(const float *ap, con
             _mm_prefetch(row + 64, _MM_HINT_T1);
             _mm_prefetch(row + 127, _MM_HINT_T1);
         }
+        if (f && f->a_next) _mm_prefetch((const char *)(f->a_next + kk * MR), _MM_HINT_T1);
         const float *a = ap + kk * MR;
 #pragma GCC unroll 12
         for (int r = 0; r < rows; r++) {
@@ -338,12 +339,12 @@ void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *
                             int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
     __m512 acc[MR][2];
     if (mr == MR && nr == NR && !ep) {
-        if (f && f->rows) tile_sums(ap, bp, NR, NULL, 0, kc, MR, f, acc);
+        if (f && (f->rows || f->a_next)) tile_sums(ap, bp, NR, NULL, 0, kc, MR, f, acc);
         else tile_sums(ap, bp, NR, NULL, 0, kc, MR, NULL, acc);
         tile_store_whole(acc, c, ldc, first, NULL);
         return;
     }
-    if (f && f->rows) tile_sums_rows(ap, bp, NR, NULL, 0, kc, mr, f, acc);
+    if (f && (f->rows || f->a_next)) tile_sums_rows(ap, bp, NR, NULL, 0, kc, mr, f, acc);
     else tile_sums_rows(ap, bp, NR, NULL, 0, kc, mr, NULL, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);
 }
@@ -351,7 +352,7 @@ void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *
 void g2f_simd512_tile_pack(const float *ap, const float *b, size_t ldb, float *pack, size_t kc, float *c, size_t ldc,
                            size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
     __m512 acc[MR][2];
-    if (f && f->rows) tile_sums_rows(ap, b, ldb, pack, 0, kc, mr, f, acc);
+    if (f && (f->rows || f->a_next)) tile_sums_rows(ap, b, ldb, pack, 0, kc, mr, f, acc);
     else tile_sums_rows(ap, b, ldb, pack, 0, kc, mr, NULL, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);
 }

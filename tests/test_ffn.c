@@ -265,6 +265,45 @@ static void act_should_not_depend_on_its_alignment(void) {
     }
 }
 
+/* The GELU fused into c_fc's tiles (from registers, with AVX-512) gives
+ * g2f_gelu_eval's bits for every pre-activation, a NaN's payload too: rows
+ * of x with NaN, infinities and huge values make pre NaN, infinite or
+ * beyond the clamps, beside ordinary rows, in whole 12 x 32 tiles and at
+ * the edges, on 1 and 2 threads. */
+static void fused_gelu_should_give_the_scalar_bits_on_nan_and_inf(void) {
+    const size_t d = 64, h = 200, T = 30;
+    rand_ffn r;
+    rand_ffn_init(&r, d, h, G2F_LAYOUT_CONV1D, 41);
+    uint64_t s = 23;
+    float *x = malloc(T * d * sizeof(float)), *pre = malloc(T * h * sizeof(float)), *act = malloc(T * h * sizeof(float));
+    float *out = malloc(T * d * sizeof(float));
+    for (size_t t = 0; t < T; t++)
+        for (size_t j = 0; j < d; j++) {
+            float v = rnd_unit(&s) * 3;
+            if (t % 5 == 1 && j == t % d) v = NAN;
+            if (t % 5 == 2 && j == 3) v = t % 2 ? INFINITY : -INFINITY;
+            if (t % 5 == 3) v *= 1e30f;
+            x[t * d + j] = v;
+        }
+    size_t bad = 0, nan = 0;
+    for (int g = 0; g < 2; g++)
+        for (int threads = 1; threads <= 2; threads++) {
+            g2f_gelu gelu = g ? G2F_GELU_ERF : G2F_GELU_TANH;
+            g2f_ffn_forward(&r.w, x, T, gelu, pre, act, out, threads, NULL);
+            for (size_t i = 0; i < T * h; i++) {
+                float want = g2f_gelu_eval(gelu, pre[i]);
+                bad += memcmp(&act[i], &want, sizeof want) != 0;
+                nan += isnan(pre[i]) != 0;
+            }
+        }
+    fprintf(stderr, "  %zu of %zu act values differ from the scalar GELU (%zu NaN pre-activations)\n", bad,
+            4 * T * h, nan);
+    CHECK(nan > 0);
+    CHECK(bad == 0);
+    free(x); free(pre); free(act); free(out);
+    rand_ffn_free(&r);
+}
+
 /* c2 (m, n), g2f_matmul_sq's second product of A2 (m, k) and the squares
  * b2 of B (layout bt), against r2 (g2f_matmul on the squared operands):
  * the same bits on the float paths; on "amx" (g2f_amx_sq) and
@@ -405,6 +444,7 @@ int main(void) {
     RUN(matmul_should_add_bias_after_the_sum);
     RUN(workspace_reuse_should_not_change_results);
     RUN(act_should_not_depend_on_its_alignment);
+    RUN(fused_gelu_should_give_the_scalar_bits_on_nan_and_inf);
     RUN(ffn_row_blocks_should_give_the_bits_of_short_batches);
     RUN(matmul_sq_should_equal_the_product_of_squares);
     RUN(round_tf32_should_keep_10_bits_ties_to_even);

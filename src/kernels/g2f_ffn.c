@@ -142,13 +142,13 @@ static kern kern_of(const g2f_cpu *c) {
     mc = mc < 48 ? 48 : mc > 192 ? 192 : mc;
     k.mc = mc / 24 * 24; /* whole 6-, 8- and 12-row panels */
     /* matmul_direct's row blocks (B not packed: each row block reads it
-     * again) twice as tall: 1024 tokens, 2 threads, 2 MiB L2 (bench-ab
+     * again) twice as tall: 1024 tokens, 2 threads, 1 MiB L2 (bench-ab
      * against mc rows): 1.02x at d 768, 1.07x at d 1600; 264 rows alike,
      * 516 and 576 rows 0.93-0.98x */
     k.mc_direct = 2 * k.mc;
     /* such a task's C block (mc_direct rows, added to at every depth step)
      * in half the L2, beside the row block's A: GPT-2 XL's c_fc at 1024
-     * tokens had 34 panels a task, 1.6 MiB of C in a 2 MiB L2 (bench-ab
+     * tokens had 34 panels a task, 1.6 MiB of C in a 1 MiB L2 (bench-ab
      * with the split of the last row block below, 2 threads, AMD EPYC Zen
      * 5: 1.05x at d 1600, 1.02x at 512 tokens) */
     k.task_panels = l2 / 2 / (k.mc_direct * k.nr * sizeof(float));
@@ -828,7 +828,7 @@ static g2f_simd_fetch direct_fetch(const gemm *g, const float *b, size_t pb2, si
 
 /* The packed A panel that a task's tile (depth block pb, B panel s, A panel
  * p) fetches for a later tile, or NULL. A row block's packed A (every depth
- * block: 1.5 MiB for 480 rows of GPT-2 small's c_fc, 5.6 MiB of its c_proj)
+ * block: 1.1 MiB for 384 rows of GPT-2 small's c_fc, 4.5 MiB of its c_proj)
  * is beyond L2, and half of it was packed by the other thread: the first
  * pass over a depth block (s == s0) reads it from L3, so it fetches the
  * next A panel, and the last pass the next depth block's first (MR

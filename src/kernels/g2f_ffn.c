@@ -75,7 +75,7 @@
  * last depth block before it leaves the registers, instead of a pass over
  * the hidden buffer (alternating calls: within 1% of a pass per row block
  * while in L2; the GELU's arithmetic, not memory, is its cost); the AVX-512
- * tile streams act's aligned rows past the caches (put_act_rows), so each
+ * tile streams act's aligned rows past the caches (put_act), so each
  * thread fences before the barrier that ends a product. When the shared B
  * buffer cannot be allocated, independent (MB x NB) tasks with their own
  * packing give the same results.

@@ -285,7 +285,8 @@ static inline __attribute__((always_inline)) void tile_store_whole(__m512 acc[MR
     }
 }
 
-/* A whole tile's GELU values (MR rows of NR in act) into ep's rows. act is
+/* A GELU value's 16 floats (half 0 or 1 of an act row) and a whole tile's
+ * (MR rows of NR in act) into ep's rows. act is
  * not read again by this product (c_proj packs it after a barrier): a row
  * that starts a 64-byte line is two whole lines, streamed past the caches
  * instead of each line read for ownership first and later written back.
@@ -296,16 +297,15 @@ static inline __attribute__((always_inline)) void tile_store_whole(__m512 acc[MR
  * 0.92-0.96 s against 0.99-1.21 s (whole processes, interleaved).
  * The callers fence the streamed stores before another thread reads act
  * (g2f_simd_stream_fence). */
+static inline void put_act(float *row, int half, __m512 v) {
+    if ((uintptr_t)row % 64 == 0) _mm512_stream_ps(row + 16 * half, v);
+    else _mm512_storeu_ps(row + 16 * half, v);
+}
+
 static void put_act_rows(const float *act, const g2f_simd_epilogue *ep) {
-    for (int r = 0; r < MR; r++) {
-        float *row = ep->act + (size_t)r * ep->ld_act;
-        if ((uintptr_t)row % 64 == 0) {
-            _mm512_stream_ps(row, _mm512_loadu_ps(act + r * NR));
-            _mm512_stream_ps(row + 16, _mm512_loadu_ps(act + r * NR + 16));
-        } else {
-            memcpy(row, act + r * NR, sizeof(float) * NR);
-        }
-    }
+    for (int r = 0; r < MR; r++)
+        for (int half = 0; half < 2; half++)
+            put_act(ep->act + (size_t)r * ep->ld_act, half, _mm512_loadu_ps(act + r * NR + 16 * half));
 }
 
 /* 16 floats as two vectors of 8 doubles, and back. */
@@ -341,9 +341,7 @@ static void tile_gelu_tanh(const float *c, size_t ldc, const g2f_simd_epilogue *
         for (int q = 0; q < GELU_NV / 2; q++) { /* NaN in, NaN out: the clamps would hide it */
             __m512 v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(f[q], f[q], _CMP_UNORD_Q),
                                             narrow(y[2 * q], y[2 * q + 1]), f[q]);
-            float *row = ep->act + (size_t)(r + q / 2) * ep->ld_act;
-            if ((uintptr_t)row % 64 == 0) _mm512_stream_ps(row + 16 * (q % 2), v);
-            else _mm512_storeu_ps(row + 16 * (q % 2), v);
+            put_act(ep->act + (size_t)(r + q / 2) * ep->ld_act, q % 2, v);
         }
     }
 }
@@ -374,6 +372,9 @@ static void tile_store(__m512 acc[MR][2], float *c, size_t ldc, size_t mr, size_
     }
 }
 
+/* Whether a tile has anything to fetch (else tile_sums without f). */
+static inline int fetches(const g2f_simd_fetch *f) { return f && (f->rows || f->a_next); }
+
 void g2f_simd512_tile(const float *ap, const float *bp, size_t kc, float *c, size_t ldc, size_t mr, size_t nr,
                       int first, const g2f_simd_epilogue *ep) {
     g2f_simd512_tile_fetch(ap, bp, kc, c, ldc, mr, nr, first, ep, NULL);
@@ -383,12 +384,12 @@ void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *
                             int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
     __m512 acc[MR][2];
     if (mr == MR && nr == NR && !ep) {
-        if (f && (f->rows || f->a_next)) tile_sums(ap, bp, NR, NULL, 0, kc, MR, f, acc);
+        if (fetches(f)) tile_sums(ap, bp, NR, NULL, 0, kc, MR, f, acc);
         else tile_sums(ap, bp, NR, NULL, 0, kc, MR, NULL, acc);
         tile_store_whole(acc, c, ldc, first, NULL);
         return;
     }
-    if (f && (f->rows || f->a_next)) tile_sums_rows(ap, bp, NR, NULL, 0, kc, mr, f, acc);
+    if (fetches(f)) tile_sums_rows(ap, bp, NR, NULL, 0, kc, mr, f, acc);
     else tile_sums_rows(ap, bp, NR, NULL, 0, kc, mr, NULL, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);
 }
@@ -396,7 +397,7 @@ void g2f_simd512_tile_fetch(const float *ap, const float *bp, size_t kc, float *
 void g2f_simd512_tile_pack(const float *ap, const float *b, size_t ldb, float *pack, size_t kc, float *c, size_t ldc,
                            size_t mr, size_t nr, int first, const g2f_simd_epilogue *ep, const g2f_simd_fetch *f) {
     __m512 acc[MR][2];
-    if (f && (f->rows || f->a_next)) tile_sums_rows(ap, b, ldb, pack, 0, kc, mr, f, acc);
+    if (fetches(f)) tile_sums_rows(ap, b, ldb, pack, 0, kc, mr, f, acc);
     else tile_sums_rows(ap, b, ldb, pack, 0, kc, mr, NULL, acc);
     tile_store(acc, c, ldc, mr, nr, first, ep);
 }

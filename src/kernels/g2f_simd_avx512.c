@@ -104,6 +104,32 @@ static inline void gelu_tanh_pdn(const __m512d x[GELU_NV], __m512d y[GELU_NV]) {
     LANES y[v] = _mm512_div_pd(x[v], _mm512_add_pd(_mm512_set1_pd(1.0), e[v]));
 }
 
+/* 16 floats as two vectors of 8 doubles, and back. */
+static inline void widen(__m512 v, __m512d *lo, __m512d *hi) {
+    *lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    *hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+static inline __m512 narrow(__m512d lo, __m512d hi) {
+    __m512d l = _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)));
+    return _mm512_castpd_ps(_mm512_insertf64x4(l, _mm256_castps_pd(_mm512_cvtpd_ps(hi)), 1));
+}
+
+/* The tanh GELU of GELU_NV / 2 vectors of 16 floats, each value in double
+ * (gelu_tanh_pdn); a NaN comes out as it went in (the clamps would hide
+ * it). What g2f_simd512_gelu and c_fc's fused epilogue (tile_gelu_tanh)
+ * both compute. */
+#if GELU_NV % 2 != 0
+#error "gelu_tanh_16 takes GELU_NV vectors of 8 doubles as pairs"
+#endif
+static inline void gelu_tanh_16(const __m512 f[GELU_NV / 2], __m512 g[GELU_NV / 2]) {
+    __m512d x[GELU_NV], y[GELU_NV];
+    for (int q = 0; q < GELU_NV / 2; q++) widen(f[q], &x[2 * q], &x[2 * q + 1]);
+    gelu_tanh_pdn(x, y);
+    for (int q = 0; q < GELU_NV / 2; q++)
+        g[q] = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(f[q], f[q], _CMP_UNORD_Q), narrow(y[2 * q], y[2 * q + 1]), f[q]);
+}
+
 /* ---- the erf form by branch: g2f_simd_avx2.c's gelu_erf_pdn computes
  * erfc(z) both ways, by the series (|z| < 0.5) and by erfcx(|z|) exp(-z^2),
  * for every lane, then keeps one. Here a block's values go to two lists by
@@ -209,14 +235,10 @@ void g2f_simd512_gelu(int erf, const float *in, float *out, size_t n) {
     }
     size_t i = 0;
     for (; i + 8 * GELU_NV <= n; i += 8 * GELU_NV) {
-        __m256 f[GELU_NV];
-        __m512d x[GELU_NV], y[GELU_NV];
-        LANES f[v] = _mm256_loadu_ps(in + i + 8 * v), x[v] = _mm512_cvtps_pd(f[v]);
-        gelu_tanh_pdn(x, y);
-        LANES { /* NaN in, NaN out: the clamps would hide it */
-            __m256 r = _mm512_cvtpd_ps(y[v]);
-            _mm256_storeu_ps(out + i + 8 * v, _mm256_blendv_ps(r, f[v], _mm256_cmp_ps(f[v], f[v], _CMP_UNORD_Q)));
-        }
+        __m512 f[GELU_NV / 2], g[GELU_NV / 2];
+        for (int q = 0; q < GELU_NV / 2; q++) f[q] = _mm512_loadu_ps(in + i + 16 * q);
+        gelu_tanh_16(f, g);
+        for (int q = 0; q < GELU_NV / 2; q++) _mm512_storeu_ps(out + i + 16 * q, g[q]);
     }
     if (i < n) g2f_simd_gelu(0, in + i, out + i, n - i);
 }
@@ -285,8 +307,8 @@ static inline __attribute__((always_inline)) void tile_store_whole(__m512 acc[MR
     }
 }
 
-/* A GELU value's 16 floats (half 0 or 1 of an act row) and a whole tile's
- * (MR rows of NR in act) into ep's rows. act is
+/* 16 GELU values into half 0 or 1 of an act row (put_act), and a whole
+ * tile's (MR rows of NR in act) into ep's rows (put_act_rows). act is
  * not read again by this product (c_proj packs it after a barrier): a row
  * that starts a 64-byte line is two whole lines, streamed past the caches
  * instead of each line read for ownership first and later written back.
@@ -308,20 +330,9 @@ static void put_act_rows(const float *act, const g2f_simd_epilogue *ep) {
             put_act(ep->act + (size_t)r * ep->ld_act, half, _mm512_loadu_ps(act + r * NR + 16 * half));
 }
 
-/* 16 floats as two vectors of 8 doubles, and back. */
-static inline void widen(__m512 v, __m512d *lo, __m512d *hi) {
-    *lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    *hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-}
-
-static inline __m512 narrow(__m512d lo, __m512d hi) {
-    __m512d l = _mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(lo)));
-    return _mm512_castpd_ps(_mm512_insertf64x4(l, _mm256_castps_pd(_mm512_cvtpd_ps(hi)), 1));
-}
-
 /* The tanh GELU of a whole tile's stored sums (c) into ep's act rows, GELU_ROWS
- * rows (GELU_NV vectors of 8 doubles) at a time: g2f_simd512_gelu's
- * operations on each value, so its bits, but each row loaded as it was
+ * rows (GELU_NV vectors of 8 doubles) at a time: gelu_tanh_16, as in
+ * g2f_simd512_gelu, so its bits, but each row loaded as it was
  * stored (16 floats) and the values written from registers, instead of
  * through buffers (sums copied out, loaded 8 floats of each 16 stored, the
  * results stored by 8 and loaded by 16 to be written). */
@@ -331,18 +342,10 @@ static inline __m512 narrow(__m512d lo, __m512d hi) {
 #endif
 static void tile_gelu_tanh(const float *c, size_t ldc, const g2f_simd_epilogue *ep) {
     for (int r = 0; r < MR; r += GELU_ROWS) {
-        __m512 f[GELU_NV / 2];
-        __m512d x[GELU_NV], y[GELU_NV];
-        for (int q = 0; q < GELU_NV / 2; q++) {
-            f[q] = _mm512_loadu_ps(c + (size_t)(r + q / 2) * ldc + 16 * (q % 2));
-            widen(f[q], &x[2 * q], &x[2 * q + 1]);
-        }
-        gelu_tanh_pdn(x, y);
-        for (int q = 0; q < GELU_NV / 2; q++) { /* NaN in, NaN out: the clamps would hide it */
-            __m512 v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(f[q], f[q], _CMP_UNORD_Q),
-                                            narrow(y[2 * q], y[2 * q + 1]), f[q]);
-            put_act(ep->act + (size_t)(r + q / 2) * ep->ld_act, q % 2, v);
-        }
+        __m512 f[GELU_NV / 2], g[GELU_NV / 2];
+        for (int q = 0; q < GELU_NV / 2; q++) f[q] = _mm512_loadu_ps(c + (size_t)(r + q / 2) * ldc + 16 * (q % 2));
+        gelu_tanh_16(f, g);
+        for (int q = 0; q < GELU_NV / 2; q++) put_act(ep->act + (size_t)(r + q / 2) * ep->ld_act, q % 2, g[q]);
     }
 }
 

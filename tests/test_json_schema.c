@@ -358,6 +358,62 @@ static const field diff_fields[] = {
     {"held_by_one_tensors", A, 1, NULL, diff_held_fields, O, NULL},
     END};
 
+/* verify's report of a generation fixture (kind "generation") */
+static const field gen_token_fields[] = {
+    {"id", I, 1, NULL, NULL, 0, NULL}, {"text", S, 0, NULL, NULL, 0, NULL}, END};
+#define GEN_STEP_FIELDS                                                                                        \
+    {"sequence", I, 1, NULL, NULL, 0, NULL}, {"step", I, 1, NULL, NULL, 0, NULL},                               \
+        {"reference", O, 1, NULL, gen_token_fields, 0, NULL}, {"port", O, 1, NULL, gen_token_fields, 0, NULL}, \
+        {"gap", N | Z, 1, NULL, NULL, 0, NULL}, {"window", N | Z, 1, NULL, NULL, 0, NULL},                     \
+        {"rank", I, 1, NULL, NULL, 0, NULL}, {"logits_margin", N | Z, 1, NULL, NULL, 0, NULL}
+static const field gen_step_fields[] = {GEN_STEP_FIELDS, END};
+static const field gen_cause_fields[] = {
+    {"codes", A, 1, NULL, NULL, S, "<code>"},
+    {"words", S, 1, NULL, NULL, 0, NULL},
+    {"margin", N | Z, 1, NULL, NULL, 0, NULL},
+    END};
+static const field gen_divergence_fields[] = {
+    GEN_STEP_FIELDS,
+    {"rows_diverged", I, 1, NULL, NULL, 0, NULL},
+    {"later_steps", I, 1, NULL, NULL, 0, NULL},
+    {"hypotheses_tried", I, 1, NULL, NULL, 0, NULL},
+    {"diagnosis", A, 1, NULL, NULL, S, "<code>"},
+    {"causes", A, 1, NULL, gen_cause_fields, O, NULL},
+    END};
+static const field gen_logits_fields[] = {
+    {"compared_steps", I, 1, NULL, NULL, 0, NULL},
+    {"failed_steps", I, 1, NULL, NULL, 0, NULL},
+    {"max_margin", N | Z, 1, NULL, NULL, 0, NULL},
+    END};
+static const field gen_fields[] = {
+    {"kind", S, 1, "generation", NULL, 0, NULL},
+    {"checkpoint", S, 1, NULL, NULL, 0, NULL},
+    {"fixture", S, 1, NULL, NULL, 0, NULL},
+    {"gelu", S, 1, "tanh|erf|sigmoid|mlx_approx|f16_table", NULL, 0, NULL},
+    {"gelu_source", S, 1, "<gelu_source>", NULL, 0, NULL},
+    {"lambda", N, 1, NULL, NULL, 0, NULL},
+    {"sequences", I, 1, NULL, NULL, 0, NULL},
+    {"steps", I, 1, NULL, NULL, 0, NULL},
+    {"vocab", I, 1, NULL, NULL, 0, NULL},
+    {"prompt_min", I, 1, NULL, NULL, 0, NULL},
+    {"prompt_max", I, 1, NULL, NULL, 0, NULL},
+    {"padded_rows", I, 1, NULL, NULL, 0, NULL},
+    {"step_logits", S | Z, 1, FLOAT_DTYPES, NULL, 0, NULL},
+    {"eos_token_id", I | Z, 1, NULL, NULL, 0, NULL},
+    {"compared_steps", I, 1, NULL, NULL, 0, NULL},
+    {"same_token", I, 1, NULL, NULL, 0, NULL},
+    {"diverged_steps", I, 1, NULL, NULL, 0, NULL},
+    {"after_eos", I, 1, NULL, NULL, 0, NULL},
+    {"tie_flip_count", I, 1, NULL, NULL, 0, NULL},
+    {"tie_flips", A, 1, NULL, gen_step_fields, O, NULL},
+    {"logits", O | Z, 1, NULL, gen_logits_fields, 0, NULL},
+    {"divergence", O | Z, 1, NULL, gen_divergence_fields, 0, NULL},
+    {"verdict", S, 1, NULL, NULL, 0, NULL},
+    {"counts", S, 1, NULL, NULL, 0, NULL},
+    {"teacher_forced", O | Z, 1, NULL, verify_fields, 0, NULL},
+    {"status", S, 1, "pass|fail", NULL, 0, NULL},
+    END};
+
 /* Enumerations written as rules: the diagnosis codes and diff verdicts
  * carry a parameter; gelu_source is one of three phrasings. */
 #define CODES "gelu_erf|gelu_tanh|fc_bias_missing|proj_bias_missing|residual_included|weights_f16_rounded|" \
@@ -366,7 +422,8 @@ static const field diff_fields[] = {
               "attn_mask_missing|attn_scale_missing|attn_scale_layer_idx|heads_interleaved|ln_bias_missing|" \
               "ln_weight_missing|attn_bias_missing:c_attn|attn_bias_missing:attn.c_proj|layout_misread:c_attn|" \
               "layout_misread:attn.c_proj|residual_missing:mid|residual_missing:out|wpe_missing|ln_f_missing|" \
-              "lm_head_untied|embed_scaled"
+              "lm_head_untied|embed_scaled|cache_position_reset|cache_not_appended|cache_k_scaled|"         \
+              "cache_kv_before_bias|cache_kv_swapped|padding_positions"
 #define STAGE_TENSORS "ln_1.out|attn.qkv|attn.hook_q|attn.hook_k|attn.hook_v|attn.probs|attn.merged|attn.hook_z|" \
                       "attn.out|mid|ln_2.out|mlp.pre|mlp.act|mlp.out|out"
 #define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different|shape_differs|" \
@@ -398,6 +455,7 @@ static int valid_value(const char *v, const char *values) {
                 strchr(v + 10, 'v')) ||
                (!strncmp(v, "ln_eps:", 7) && (strtod(v + 7, &end), end != v + 7 && !*end)) ||
                (!strncmp(v, "wpe_offset:", 11) && (strtol(v + 11, &end, 10), end != v + 11 && !*end)) ||
+               (!strncmp(v, "cache_offset:", 13) && (strtol(v + 13, &end, 10), end != v + 13 && !*end)) ||
                (!strncmp(v, "propagated:", 11) && v[11]) ||
                in_list(v, "attn_scale:1/sqrt(n_embd)|attn_scale:1/d_head") ||
                (!strncmp(v, "attn_scale:", 11) && (strtod(v + 11, &end), end != v + 11 && !*end));
@@ -553,9 +611,27 @@ static void check_verify_rules(const cJSON *root, const char *where) {
     if (cJSON_IsNull(first) == any_fail) fail(where, "first_divergence disagrees with the layers", "first_divergence");
 }
 
+/* The rules of a generation report beyond each field's own type: a
+ * divergence exactly when a step diverged, a pass only with steps compared
+ * and none diverged, the tie flips listed up to 16. */
+static void check_gen_rules(const cJSON *root, const char *where) {
+    double compared = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(root, "compared_steps"));
+    double diverged = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(root, "diverged_steps"));
+    double flips = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(root, "tie_flip_count"));
+    int listed = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "tie_flips"));
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(root, "status");
+    int pass = cJSON_IsString(status) && !strcmp(status->valuestring, "pass");
+    if (cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root, "divergence")) != (diverged == 0))
+        fail(where, "divergence is there exactly when a step diverged", "divergence");
+    if (pass && (compared < 1 || diverged > 0)) fail(where, "a pass needs steps compared and none diverged", "status");
+    if (listed != (flips < 16 ? flips : 16)) fail(where, "tie_flips lists the first 16 tie flips", "tie_flips");
+    const cJSON *tf = cJSON_GetObjectItemCaseSensitive(root, "teacher_forced");
+    if (cJSON_IsObject(tf)) check_verify_rules(tf, where);
+}
+
 /* ---- the reports -------------------------------------------------------- */
 
-typedef enum { K_VERIFY, K_INSPECT, K_DIFF } kind;
+typedef enum { K_VERIFY, K_INSPECT, K_DIFF, K_GEN } kind;
 static size_t reports_checked;
 
 /* Runs the CLI (args, with --json - for stdout) and checks the report; the
@@ -563,7 +639,7 @@ static size_t reports_checked;
 static void check_report(kind k, const char *args) {
     char cmd[2400], path[400];
     snprintf(path, sizeof path, "%s/report.json", dir);
-    snprintf(cmd, sizeof cmd, "'%s' %s %s --json - > '%s' 2> /dev/null", cli, args, k == K_VERIFY ? "--threads 1" : "",
+    snprintf(cmd, sizeof cmd, "'%s' %s %s --json - > '%s' 2> /dev/null", cli, args, k == K_VERIFY || k == K_GEN ? "--threads 1" : "",
              path);
     int st = system(cmd);
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -579,9 +655,12 @@ static void check_report(kind k, const char *args) {
     if (!cJSON_IsObject(root)) fprintf(stderr, "not a JSON object: %s\n", args);
     int before = schema_errors;
     if (root) {
-        const field *fs = k == K_VERIFY ? verify_fields : k == K_INSPECT ? inspect_fields : diff_fields;
+        const field *fs = k == K_VERIFY ? verify_fields : k == K_INSPECT ? inspect_fields
+                                                         : k == K_GEN   ? gen_fields
+                                                                        : diff_fields;
         check_object(root, fs, args);
         if (k == K_VERIFY) check_verify_rules(root, args);
+        if (k == K_GEN) check_gen_rules(root, args);
     }
     CHECK(schema_errors == before);
     reports_checked++;
@@ -670,7 +749,24 @@ static void reports_should_follow_the_documented_schema(void) {
         snprintf(args, sizeof args, "diff '%s/%s' '%s/%s' %s", fixtures, dx[i][0], fixtures, dx[i][1], dx[i][2]);
         check_report(K_DIFF, args);
     }
-    CHECK(reports_checked >= 65);
+    /* generations: every bundled fixture (each code, tie flips, eos, padding, tokens only), a
+     * generation with its steps' stages (teacher-forced beside), token text from a tokenizer */
+    static const char *const gx[] = {"attn_scale_missing", "cache_k_scaled", "cache_kv_before_bias", "cache_kv_swapped",
+                                     "cache_not_appended", "cache_offset_1", "cache_offset_m1", "cache_position_reset",
+                                     "cache_position_reset_ids", "clean", "clean_f16_logits", "clean_ids_i32", "eos",
+                                     "gelu_erf", "padded", "padding_positions", "qkv_order_kqv", "unexplained"};
+    for (size_t i = 0; i < sizeof gx / sizeof gx[0]; i++) {
+        snprintf(args, sizeof args, "verify '%s/tiny' '%s/decode/gen/%s.safetensors'", fixtures, fixtures, gx[i]);
+        check_report(K_GEN, args);
+    }
+    snprintf(args, sizeof args, "verify '%s/decode/near_tie' '%s/decode/gen/tie_flip.safetensors'", fixtures, fixtures);
+    check_report(K_GEN, args);
+    snprintf(cmd, sizeof cmd, "'%s' run '%s/decode/tok' --prompt 'The cat' --generate 4 --save all -o '%s/gen.safetensors' > /dev/null",
+             cli, fixtures, dir);
+    CHECK(system(cmd) == 0);
+    snprintf(args, sizeof args, "verify '%s/decode/tok' '%s/gen.safetensors'", fixtures, dir);
+    check_report(K_GEN, args);
+    CHECK(reports_checked >= 85);
 }
 
 /* ---- docs/json.md against the schema ------------------------------------- */
@@ -725,6 +821,7 @@ static void docs_should_document_exactly_this_schema(void) {
     collect(&schema, verify_fields);
     collect(&schema, inspect_fields);
     collect(&schema, diff_fields);
+    collect(&schema, gen_fields);
     /* every quoted identifier in the page is a field, an enumerated value, a
      * diagnosis code or a verdict */
     names quoted = {{0}, 0};

@@ -809,7 +809,8 @@ static const char usage_main[] =
     "  run CHECKPOINT INPUTS -o OUT reproduce reference activations (a fixture) without Python:\n"
     "                               the whole model from token ids (--ids), or the FFN alone\n"
     "\n"
-    "Run 'gpt2ffn <command> --help' for options and examples.\n"
+    "Run 'gpt2ffn <command> --help' for options and examples; an option's value may\n"
+    "also be given as --option=VALUE. 'gpt2ffn --version' prints the version.\n"
     "Exit codes: 0 pass, 1 mismatch, 2 usage error or unreadable/malformed input.\n";
 
 /* SIGINT, SIGTERM, SIGHUP while an output is being written: remove its

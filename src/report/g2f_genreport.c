@@ -207,15 +207,18 @@ static void jdivergence(jb *b, const g2f_genreport_ctx *c, cJSON *root) {
     jnum(b, d, "rows_diverged", (double)g->rows_diverged);
     jnum(b, d, "later_steps", (double)g->later);
     jnum(b, d, "hypotheses_tried", (double)g->hypotheses_tried);
+    /* as verify's layers: diagnosis every code of every cause, each cause its codes as a list */
     cJSON *codes = jc(b, cJSON_AddArrayToObject(d, "diagnosis")), *causes = jc(b, cJSON_AddArrayToObject(d, "causes"));
     if (!g->n_causes) jarr_add(b, codes, cJSON_CreateString(g->nonfinite ? "nonfinite" : "unexplained"));
     for (size_t i = 0; i < g->n_causes; i++) {
         char one[200], words[300];
         g2f_cause_codes(&g->causes[i], one, sizeof one);
         g2f_cause_words(&g->causes[i], words, sizeof words);
-        jarr_add(b, codes, cJSON_CreateString(one));
-        cJSON *k = cJSON_CreateObject();
-        jstr(b, k, "codes", one);
+        cJSON *k = jc(b, cJSON_CreateObject()), *list = jc(b, k ? cJSON_AddArrayToObject(k, "codes") : NULL);
+        for (char *save = NULL, *tok = strtok_r(one, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            jarr_add(b, list, cJSON_CreateString(tok));
+            jarr_add(b, codes, cJSON_CreateString(tok));
+        }
         jstr(b, k, "words", words);
         jnum(b, k, "margin", g->causes[i].margin);
         jarr_add(b, causes, k);

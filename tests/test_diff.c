@@ -671,6 +671,34 @@ static void diff_should_compare_split_attention_as_c_attn(void) {
     CHECK(diff_cli("formats2/tiny_tl.safetensors", "tl_wk", "") == 1);
 }
 
+/* tiny with one value of layer 1's c_fc.weight made +inf, -inf or NaN */
+static float nonfinite_value;
+static int nonfinite_edit(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t, (void)shape, (void)ndim;
+    if (!strcmp(name, "transformer.h.1.mlp.c_fc.weight")) v[3 * 256 + 5] = nonfinite_value;
+    return 1;
+}
+
+/* Two files holding the same bits, an Inf or a NaN at the same place: the
+ * same bytes, never "identical" nor equivalent (NaN or Inf never passes). */
+static void diff_should_never_count_nonfinite_values_as_equal(void) {
+    const float values[] = {INFINITY, -INFINITY, NAN};
+    for (size_t k = 0; k < sizeof values / sizeof values[0]; k++) {
+        nonfinite_value = values[k];
+        write_copy("tiny/model.safetensors", "nonfinite_a", nonfinite_edit, NULL, 0);
+        write_copy("tiny/model.safetensors", "nonfinite_b", nonfinite_edit, NULL, 0);
+        char a[400], b[400];
+        snprintf(a, sizeof a, "%s/nonfinite_a", dir);
+        snprintf(b, sizeof b, "%s/nonfinite_b", dir);
+        g2f_diff_result r;
+        if (!diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; continue; }
+        const g2f_diff_tensor *w = &r.tensors[1][G2F_FFN_FC_W];
+        CHECK(!r.equivalent && r.differing == 1 && !w->equivalent && w->kind == G2F_DIFF_DIFFERENT);
+        CHECK(r.tensors[0][G2F_FFN_FC_W].kind == G2F_DIFF_IDENTICAL); /* the others stay identical */
+        g2f_diff_result_free(&r);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -684,6 +712,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_compare_the_ends_and_every_other_tensor);
     RUN(diff_should_name_the_layout_of_every_2d_weight);
     RUN(diff_should_compare_split_attention_as_c_attn);
+    RUN(diff_should_never_count_nonfinite_values_as_equal);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -526,7 +526,7 @@ static merged merge_blocks(const differ *df, const side *A, const walk *w, g2f_d
         const bstats *s = &df->blocks[blk];
         size_t start, count;
         block_range(w, blk, &start, &count);
-        m.identical &= !s->neq;
+        m.identical &= !s->neq && !isnan(s->max_abs); /* inf and inf: the same bits, never "identical" */
         if (s->max_abs > o->max_abs || isnan(s->max_abs))
             o->max_abs = s->max_abs, o->worst = logical_index(A, w, start, s->worst);
         if (s->max_rel > o->max_rel) o->max_rel = s->max_rel;

@@ -256,6 +256,68 @@ static void nonfinite_logits_should_not_pass(void) {
     CHECK(!r.pass && r.diverged && r.nonfinite && r.first.seq == 0 && r.first.step == 5 && isinf(r.first.logits_margin));
 }
 
+/* The padded batch cut to its first step, row 0's token replaced by our
+ * runner-up, whose logit is 0.0079 below the top one: far beyond float32's
+ * tie window (about 1e-5) but within what BF16 storage of the logits rounds
+ * (0.02). Stored as F32, as BF16, or not at all, the flip is a divergence:
+ * the port chose its token before storing its logits, so their storage
+ * never widens the tie window. Unflipped, the BF16 logits pass. */
+static void stored_rounding_should_not_excuse_a_flip(void) {
+    char ck[400], path[400], out[400];
+    snprintf(ck, sizeof ck, "%s/tiny", fixtures);
+    snprintf(path, sizeof path, "%s/decode/gen/padded.safetensors", fixtures);
+    g2f_fixture *f = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_fixture_open(path, &f, &err) == G2F_OK);
+    if (!f) return;
+    const g2f_tensor *tp = g2f_fixture_act(f, 0, G2F_ACT_PROMPT_IDS), *tm = g2f_fixture_act(f, 0, G2F_ACT_ATTENTION_MASK);
+    const g2f_tensor *tg = g2f_fixture_act(f, 0, G2F_ACT_GENERATED_IDS), *tz = g2f_fixture_act(f, 0, G2F_ACT_STEP_LOGITS);
+    CHECK(tp && tm && tg && tz && tp->ndim == 2 && tg->ndim == 2 && tz->ndim == 3 && tp->shape[0] == 2 &&
+          tz->shape[2] == 96);
+    if (!(tp && tm && tg && tz && tp->ndim == 2 && tg->ndim == 2 && tz->ndim == 3 && tp->shape[0] == 2 &&
+          tz->shape[2] == 96 && tp->shape[1] <= 8)) {
+        g2f_fixture_close(f);
+        return;
+    }
+    size_t T0 = (size_t)tp->shape[1], N = (size_t)tg->shape[1];
+    int64_t prompt[16], mask[16], gen[2];
+    float z[2][96];
+    uint16_t zb[2][96];
+    g2f_fixture_read_ids(tp, 0, 2 * T0, prompt);
+    g2f_fixture_read_ids(tm, 0, 2 * T0, mask);
+    for (size_t b = 0; b < 2; b++) {
+        g2f_fixture_read_ids(tg, b * N, 1, &gen[b]);
+        g2f_tensor_read_f32(tz, b * N * 96, 96, z[b]);
+    }
+    g2f_fixture_close(f);
+    size_t top = 0, second = top == 0 ? 1 : 0;
+    for (size_t i = 0; i < 96; i++) top = z[0][i] > z[0][top] ? i : top;
+    second = top == 0 ? 1 : 0;
+    for (size_t i = 0; i < 96; i++) second = i != top && z[0][i] > z[0][second] ? i : second;
+    double gap = (double)z[0][top] - z[0][second];
+    CHECK(gen[0] == (int64_t)top && gap > 1e-3 && gap < ldexp(1.0, -8) * (fabs(z[0][top]) + fabs(z[0][second])));
+    for (size_t b = 0; b < 2; b++)
+        for (size_t i = 0; i < 96; i++) zb[b][i] = g2f_f32_to_bf16(z[b][i]);
+    for (int flip = 0; flip < 2; flip++) {
+        int64_t g2[2] = {flip ? (int64_t)second : gen[0], gen[1]};
+        for (int store = 0; store < 3; store++) { /* BF16, F32, none */
+            st_entry e[4] = {{"prompt_ids", "I64", 2, {2, T0}, prompt, 2 * T0 * sizeof *prompt},
+                             {"attention_mask", "I64", 2, {2, T0}, mask, 2 * T0 * sizeof *mask},
+                             {"generated_ids", "I64", 2, {2, 1}, g2, sizeof g2},
+                             {"step_logits", store ? "F32" : "BF16", 3, {2, 1, 96}, NULL, 0}};
+            e[3].data = store ? (const void *)z : (const void *)zb;
+            e[3].nbytes = store ? sizeof z : sizeof zb;
+            snprintf(out, sizeof out, "%s/flip%d_%d.safetensors", dir, flip, store);
+            CHECK(st_write(out, NULL, e, store == 2 ? 3 : 4, 1) == 0);
+            g2f_gen_result r;
+            CHECK(verify_at(ck, out, &r, &err) == G2F_OK);
+            if (r.pass == flip) fprintf(stderr, "  flip %d, logits %s: pass %d\n", flip, store == 0 ? "BF16" : store == 1 ? "F32" : "none", r.pass);
+            CHECK(r.pass == !flip && r.n_flips == 0 && r.compared == 2);
+            CHECK(!flip || (r.diverged && r.first.seq == 0 && r.first.step == 0 && r.first.gap > r.first.window));
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     fixtures = argc > 1 ? argv[1] : "fixtures";
     if (make_tmpdir(dir, sizeof dir, "genverify") != 0) return 1;
@@ -266,6 +328,7 @@ int main(int argc, char **argv) {
     RUN(an_unexplained_divergence_should_fail_unexplained);
     RUN(malformed_generations_should_be_refused);
     RUN(nonfinite_logits_should_not_pass);
+    RUN(stored_rounding_should_not_excuse_a_flip);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -249,7 +249,9 @@ static void judge_step(gv *v, size_t b, size_t k, const float *z, judged *j) {
     size_t top = g2f_argmax(z, V);
     j->s = (g2f_gen_step){b, k, (int64_t)top, port, 0, 0, 0, 0, 0};
     j->s.gap = (double)z[top] - z[port];
-    j->s.window = (double)tol[top] + tol[port] + v->us * (fabs(z[top]) + fabs(z[port]));
+    /* the window is the computation's alone: the port chose its token on the logits it computed,
+     * before storing them rounded (F16, BF16), so that rounding cannot excuse a flip */
+    j->s.window = (double)tol[top] + tol[port];
     for (size_t i = 0; i < V; i++) j->s.rank += z[i] > z[port] || (z[i] == z[port] && i < (size_t)port);
     j->same = top == (size_t)port;
     j->tie = !j->same && j->s.gap <= j->s.window;

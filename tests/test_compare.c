@@ -23,7 +23,8 @@ static void compare_should_count_every_nonfinite_value_as_a_mismatch(void) {
     const float tol[6] = {0.1f, 0.1f, 0.1f, 0.1f, INFINITY, 0.0f};
     g2f_cmp c;
     g2f_compare(expected, computed, tol, 6, &c);
-    CHECK(c.nonfinite == 2 && c.first_nonfinite == 1 && c.nonfinite_in_expected);
+    /* the infinite tolerance counts too (it overflowed: never a pass), the first is the reference's NaN */
+    CHECK(c.nonfinite == 3 && c.first_nonfinite == 1 && c.nonfinite_in_expected && !c.nonfinite_in_tol);
     /* NaN, Inf, a 5x miss and an infinite tolerance; an exact match with tolerance 0 passes */
     CHECK(c.mismatched == 4);
     CHECK_NEAR(c.max_abs, 0.5, 1e-12);
@@ -32,6 +33,11 @@ static void compare_should_count_every_nonfinite_value_as_a_mismatch(void) {
     for (int b = 0; b < G2F_HIST_BINS; b++) in_hist += c.hist[b];
     CHECK(in_hist == 6);
     CHECK(c.hist[G2F_HIST_BINS - 1] >= 3); /* non-finite and infinite-score elements land in the top bin */
+    /* a tolerance that overflowed alone: non-finite, said to be the tolerance's */
+    const double e3[2] = {1024.0, 2.0};
+    const float c3[2] = {1024.0f, 2.0f}, t3[2] = {0.5f, NAN};
+    g2f_compare(e3, c3, t3, 2, &c);
+    CHECK(c.mismatched == 1 && c.nonfinite == 1 && c.first_nonfinite == 1 && !c.nonfinite_in_expected && c.nonfinite_in_tol);
     const double e2[3] = {1, 2, 3};
     const float c2[3] = {1, 2, 3};
     g2f_compare(e2, c2, NULL, 3, &c);

@@ -78,8 +78,10 @@ static void add_seq(g2f_cmp_acc *a, const double *expected, const float *compute
         double score = diff, off = f1 || f2 ? off_flips(diff, f1 ? f1[i] : 0, f2 ? f2[i] : 0) : diff;
         if (tol) {
             double t = tol[i];
-            if (!isfinite(t)) {
+            if (!isfinite(t)) { /* the tolerance overflowed (values near float's range): never a pass */
                 o->mismatched++;
+                if (o->nonfinite++ == 0)
+                    o->first_nonfinite = index0 + i, o->nonfinite_in_expected = 0, o->nonfinite_in_tol = 1;
                 score = INFINITY;
             } else {
                 score = t > 0 ? off / t : (off > 0 ? INFINITY : 0.0);
@@ -103,6 +105,7 @@ void g2f_cmp_acc_merge(g2f_cmp_acc *a, const g2f_cmp_acc *b) {
     if (p->nonfinite && !o->nonfinite) {
         o->first_nonfinite = p->first_nonfinite;
         o->nonfinite_in_expected = p->nonfinite_in_expected;
+        o->nonfinite_in_tol = p->nonfinite_in_tol;
     }
     o->total += p->total;
     o->mismatched += p->mismatched;

@@ -24,9 +24,10 @@ int g2f_cmp_hist_bin(double score);
 
 typedef struct g2f_cmp {
     size_t total, mismatched;
-    size_t nonfinite;             /* elements with NaN/Inf on either side */
+    size_t nonfinite;             /* elements with NaN/Inf on either side, or a non-finite tolerance */
     size_t first_nonfinite;       /* flat index, valid when nonfinite > 0 */
     int nonfinite_in_expected;    /* of the first non-finite element */
+    int nonfinite_in_tol;         /* ... its tolerance (overflowed; values and computation finite) */
     double max_abs, max_rel, margin;
     size_t worst;                 /* flat index of the largest err/tol */
     double worst_expected, worst_computed, worst_tol;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "g2f_cpu.h"
+#include "g2f_gelu_curv.h"
 
 #define BLOCK 4096 /* elements per OpenMP task: fixed, so the thread count changes nothing */
 
@@ -92,6 +93,16 @@ double g2f_tol_var_coef(size_t n_embd, const g2f_tol_units *un) {
  * test_tol_hidden_bits). gpt2ffn verify of 12 layers x 1024 tokens (d 768):
  * this step 0.095 -> 0.076 s with the AVX-512 build and act's square root
  * skipped where act has no reference (2 threads, Intel Xeon). */
+/* Half the largest |GELU''| over [p - e, p + e] (g2f_gelu_curv.h, any form):
+ * |GELU(p + e) - GELU(p) - GELU'(p) e| <= curv_half(p, e) e^2. 0.43 near zero;
+ * far from it, where the GELU is 0 or x, almost nothing (a global bound grew
+ * the tolerance of huge pre values as pre^2). A NaN p takes the global one. */
+static inline double curv_half(double p, double e) {
+    double a = fabs(p) - fabs(e), i = a > 0 ? a * G2F_GELU_CURV_PER : 0;
+    size_t k = i < G2F_GELU_CURV_N - 1 ? (size_t)i : G2F_GELU_CURV_N - 1;
+    return 0.5 * g2f_gelu_curv_env[k];
+}
+
 static inline __attribute__((always_inline)) void
 hidden_plain_body(size_t m, double d, double h, double kin, double uw2, double lambda, double u, const float *pre,
                   const float *act, const float *s, const float *gd, const double *exp_pre, const double *exp_act,
@@ -104,7 +115,7 @@ hidden_plain_body(size_t m, double d, double h, double kin, double uw2, double l
         double g = gd[r], ge = 2.0 * (fabs(ak) + fabs(hk));
         double vact = g * g * v1 + ge * ge;
         double t1 = lambda * u * sqrt(v1);
-        double allow_act = 0.4 * t1 * t1;
+        double allow_act = curv_half(hk, t1) * t1 * t1;
         tp[r] = t1;
         if (exp_act) ta[r] = lambda * u * sqrt(vact) + allow_act; /* unused without act: a square root saved */
         vact += (allow_act * allow_act + 0.0) / (lambda * lambda * u * u);
@@ -263,7 +274,7 @@ static void hidden_flips(const g2f_tol_units *un, const flip_in *fi, double *box
     if (un->table_in) m_pre += flip_moment(G2F_ROUND_F16, fi->pre, tp, sg, &fin, hw);
     double dp = fabs(fp) + fabs(fin), prop = fabs(g) * dp;
     place_flip(fp, fi->fl ? f_pre : NULL, box_pre);
-    *box_act += 0.4 * dp * dp;
+    *box_act += curv_half(fi->pre, dp) * dp * dp;
     place_flip(fp < 0 || fin < 0 || (fp && fin) ? -prop : prop, fi->fl ? f_act1 : NULL, box_act);
     /* act's own rounding: where it can land after a pre step (own), and without one
      * (own0, with its probability) */
@@ -365,10 +376,10 @@ static void hidden_rounds(const hidden_args *x, size_t i0, size_t m, const float
         double g = gd[r], ge = 2.0 * (fabs(ak) + fabs(hk));
         double vact = g * g * v1 + ge * ge;
         /* allowances (absolute) beyond the random-rounding model: the GELU's curvature over
-         * pre's tolerance interval (|GELU''| <= 2 phi(0) < 0.8, so |GELU(p + e) - GELU(p) - g e|
-         * <= 0.4 e^2: negligible for float32 rounding, e ~ 1e-6, not for quantization noise),
+         * pre's tolerance interval (curv_half: |GELU(p + e) - GELU(p) - g e| <= 0.43 e^2 near
+         * zero, less far from it: negligible for float32 rounding, e ~ 1e-6, not for quantization noise),
          * and a rounding boundary within an element's tolerance (one step more) */
-        double tp = tpb[r], ta = lambda * u * sqrt(vact), curv = 0.4 * tp * tp;
+        double tp = tpb[r], ta = lambda * u * sqrt(vact), curv = curv_half(hk, tp) * tp * tp;
         double box_pre = 0, box_act = 0, flips = 0, flip_var = 0;
         float f_pre = 0, f_act1 = 0, f_act2 = 0;
         flip_in fi = {x->pre_u[i], pre[i], x->act_u[i], act[i], g, tp, ta, curv, lambda, fl != NULL, x->f16c};

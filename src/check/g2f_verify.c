@@ -43,7 +43,11 @@ static void explain_nonfinite(g2f_layer_result *r, double bad_value, long bad_in
     }
     elem_name(where, sizeof where, tensor, c->first_nonfinite, width);
     snprintf(r->explanation, sizeof r->explanation, "layer %zu: non-finite value in the %s at %s (%zu such elements)",
-             r->layer, c->nonfinite_in_expected ? "reference" : "computation (check the weights)", where,
+             r->layer,
+             c->nonfinite_in_expected ? "reference"
+             : c->nonfinite_in_tol    ? "tolerance (it overflows float: values near its range)"
+                                      : "computation (check the weights)",
+             where,
              c->nonfinite);
 }
 

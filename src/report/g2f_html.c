@@ -1000,7 +1000,7 @@ static void put_worst(g2f_html_buf *b, const g2f_layer_result *r, size_t width) 
     if (o->nonfinite)
         buf_printf(b, "<dt>non-finite</dt><dd>%zu element(s); the first at token %zu, index %zu, in the %s</dd>\n",
                    o->nonfinite, o->first_nonfinite / width, o->first_nonfinite % width,
-                   o->nonfinite_in_expected ? "expected values" : "computation");
+                   o->nonfinite_in_expected ? "expected values" : o->nonfinite_in_tol ? "tolerance (it overflows float)" : "computation");
 }
 
 static void put_failure(g2f_html_buf *b, const g2f_report_ctx *c, const g2f_layer_result *r) {

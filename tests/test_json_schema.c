@@ -250,7 +250,8 @@ static const field alias_fields[] = {
     {"max_abs_diff", N | Z, 1, NULL, NULL, 0, NULL}, END};
 
 static const field unknown_fields[] = {
-    {"name", S, 1, NULL, NULL, 0, NULL}, {"did_you_mean", S | Z, 1, NULL, NULL, 0, NULL}, END};
+    {"name", S, 1, NULL, NULL, 0, NULL}, {"did_you_mean", S | Z, 1, NULL, NULL, 0, NULL},
+    {"why", S, 0, NULL, NULL, 0, NULL}, END};
 
 static const field norm_fields[] = {
     {"tensor", S, 1, NULL, NULL, 0, NULL}, {"reading", S, 1, "after|before|same|undecided", NULL, 0, NULL},

@@ -43,31 +43,79 @@ static size_t max_edits(const char *w) {
     return n < 1 ? 1 : n > 3 ? 3 : n;
 }
 
-/* Records an unknown tensor name that looks like a stage's, with the
- * nearest known name (or none). Names under a layer prefix are always
- * recorded; others only when a model-level name is near. */
+/* The nearest known name to a name with a layer index written another way
+ * (h.00., h.+1., H.0.MLP.OUT, model.h.0.mlp.out): the canonical name when
+ * the index, the case or a leading prefix is all that differs, else "". */
+static void near_spelling(const char *name, char *buf, size_t n) {
+    char low[128], canon[160];
+    size_t i = 0;
+    for (; name[i] && i + 1 < sizeof low; i++) low[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+    low[i] = '\0';
+    buf[0] = '\0';
+    for (const char *p = low; p; p = strchr(p, '.') ? strchr(p, '.') + 1 : NULL) { /* drop leading parts */
+        const char *d = strchr(p, '.');
+        if (!d) break;
+        size_t bl = (size_t)(d - p);
+        if (!((bl == 1 && p[0] == 'h') || (bl == 6 && !strncmp(p, "blocks", 6)))) continue;
+        const char *q = d + 1, *digits;
+        if (*q == '+') q++;
+        digits = q;
+        while (*q >= '0' && *q <= '9') q++;
+        if (q == digits || *q != '.' || q - digits > 4) continue;
+        long v = strtol(digits, NULL, 10);
+        snprintf(canon, sizeof canon, "%.*s.%ld.%s", (int)bl, p, v, q + 1);
+        size_t layer;
+        int tl;
+        if (g2f_act_match(canon, &layer, &tl) >= 0 && strcmp(canon, name)) {
+            size_t cl = strlen(canon);
+            if (cl < n) memcpy(buf, canon, cl + 1);
+            return;
+        }
+    }
+}
+
+/* Records a tensor the comparisons do not read: its name is not one gpt2ffn
+ * knows. Every one is noted (a fixture's tensor silently left out could
+ * hide a layer), with the nearest known name, or none. */
 static void note_unknown(g2f_fixture *f, const char *name) {
+    static const char *const read_by_name[] = {"__metadata__", "targets", "loss"}; /* npz metadata, the loss stage */
+    for (size_t k = 0; k < sizeof read_by_name / sizeof read_by_name[0]; k++)
+        if (!strcmp(name, read_by_name[k])) return;
     const char *p = name, *rest = NULL, *near = NULL, *known[48];
-    char pre[48] = "";
+    char pre[48] = "", spelled[112];
+    near_spelling(name, spelled, sizeof spelled);
     if (!strncmp(p, "transformer.", 12)) p += 12;
     long v = g2f_act_layer_prefix(p, "h", &rest);
     int tl = v < 0 && (v = g2f_act_layer_prefix(p, "blocks", &rest)) >= 0;
-    if (v >= 0) {
+    if (spelled[0]) {
+        rest = NULL;
+    } else if (v >= 0) {
         size_t n = g2f_act_known_names(1, tl, known, 48);
         near = g2f_closest_name(rest, known, sizeof known[0], n, max_edits(rest));
     } else {
         size_t n = g2f_act_known_names(0, 0, known, 48);
         near = g2f_closest_name(p, known, sizeof known[0], n, max_edits(p));
-        if (!near) return;
         rest = p;
     }
-    snprintf(pre, sizeof pre, "%.*s", (int)(rest - name) < 47 ? (int)(rest - name) : 47, name);
+    if (rest) snprintf(pre, sizeof pre, "%.*s", (int)(rest - name) < 47 ? (int)(rest - name) : 47, name);
     f->n_unknown_total++;
     if (f->n_unknown >= G2F_FIXTURE_UNKNOWN_MAX) return;
     g2f_fixture_unknown *u = &f->unknown[f->n_unknown++];
     snprintf(u->name, sizeof u->name, "%s", name);
     u->suggestion[0] = '\0';
-    if (near) snprintf(u->suggestion, sizeof u->suggestion, "%s%s", pre, near);
+    u->why[0] = '\0';
+    if (spelled[0]) snprintf(u->suggestion, sizeof u->suggestion, "%s", spelled);
+    else if (near) snprintf(u->suggestion, sizeof u->suggestion, "%s%s", pre, near);
+}
+
+/* Records a known tensor that is not compared, and why: it needs `missing` beside it. */
+static void note_unknown_why(g2f_fixture *f, const char *name, const char *missing) {
+    f->n_unknown_total++;
+    if (f->n_unknown >= G2F_FIXTURE_UNKNOWN_MAX) return;
+    g2f_fixture_unknown *u = &f->unknown[f->n_unknown++];
+    snprintf(u->name, sizeof u->name, "%s", name);
+    u->suggestion[0] = '\0';
+    snprintf(u->why, sizeof u->why, "the embedding is compared as hook_embed + hook_pos_embed: %s is missing", missing);
 }
 
 /* "; the fixture holds 'X', which is not a name gpt2ffn knows (did you
@@ -101,6 +149,34 @@ const g2f_fixture_alias *g2f_fixture_alias_at(const g2f_fixture *f, size_t i) {
     return i < f->n_aliases ? &f->aliases[i] : NULL;
 }
 
+/* The residual stream under its other names: h.L+1.in is block L's output
+ * (h.L.out) and h.0.in the embedding (embed, or TransformerLens' hook_embed
+ * + hook_pos_embed). One recorded under one name is compared under the
+ * other (an HF output_hidden_states dump holds the inputs alone); recorded
+ * under both, they are an alias that verify checks to hold the same values
+ * (reported only when they differ: every full capture holds both).
+ * A hook_embed or hook_pos_embed without its other half is noted: it is
+ * not compared. */
+static g2f_status link_stream(g2f_fixture *f, g2f_error *err) {
+    size_t cap = f->table->count + f->n_slots + 2;
+    g2f_fixture_alias *a = realloc(f->aliases, cap * sizeof *a);
+    if (!a) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    f->aliases = a;
+    for (size_t L = 0; L + 1 < f->n_slots; L++) {
+        const g2f_tensor *next_in = f->slots[L + 1][G2F_ACT_IN];
+        if (!next_in) continue;
+        if (f->slots[L][G2F_ACT_OUT]) f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->slots[L][G2F_ACT_OUT], next_in, NULL, 1};
+        else f->slots[L][G2F_ACT_OUT] = next_in;
+    }
+    const g2f_tensor *emb = f->top[G2F_ACT_EMBED], *in0 = f->n_slots ? f->slots[0][G2F_ACT_IN] : NULL;
+    const g2f_tensor *tok = f->top[G2F_ACT_TOK_EMBED], *pos = f->top[G2F_ACT_POS_EMBED];
+    if (emb && in0) f->aliases[f->n_aliases++] = (g2f_fixture_alias){emb, in0, NULL, 1};
+    const g2f_tensor *stream0 = emb ? emb : in0;
+    if (tok && pos && stream0) f->aliases[f->n_aliases++] = (g2f_fixture_alias){stream0, tok, pos, 1};
+    if (!tok != !pos) note_unknown_why(f, tok ? tok->name : pos->name, tok ? "hook_pos_embed" : "hook_embed");
+    return G2F_OK;
+}
+
 /* Maps f->table's tensors to activations: the model's, each layer's slots,
  * aliases and unknown names. */
 static g2f_status map_tensors(g2f_fixture *f, g2f_error *err) {
@@ -116,7 +192,7 @@ static g2f_status map_tensors(g2f_fixture *f, g2f_error *err) {
                                  t->tensors[i].name, MAX_LAYERS);
         int per = k >= 0 && g2f_act_per_layer((g2f_act)k);
         if (per && layer + 1 > f->n_slots) f->n_slots = layer + 1;
-        if (k >= 0 && !per && f->top[k]) f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->top[k], &t->tensors[i]};
+        if (k >= 0 && !per && f->top[k]) f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->top[k], &t->tensors[i], NULL, 0};
         else if (k >= 0 && !per) f->top[k] = &t->tensors[i];
         if (k == -1) note_unknown(f, t->tensors[i].name);
     }
@@ -131,11 +207,11 @@ static g2f_status map_tensors(g2f_fixture *f, g2f_error *err) {
         int tl, k = g2f_act_match(t->tensors[i].name, &layer, &tl);
         if (k < 0 || !g2f_act_per_layer((g2f_act)k)) continue;
         if (f->slots[layer][k]) /* another name of the same stage: checked by verify to hold the same values */
-            f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->slots[layer][k], &t->tensors[i]};
+            f->aliases[f->n_aliases++] = (g2f_fixture_alias){f->slots[layer][k], &t->tensors[i], NULL, 0};
         else
             f->slots[layer][k] = &t->tensors[i];
     }
-    return G2F_OK;
+    return link_stream(f, err);
 }
 
 /* A fixture named path (a copy kept), its tensors read from the file path

@@ -142,20 +142,24 @@ g2f_status g2f_fixture_files(const g2f_fixture *f, g2f_path_list *out, g2f_error
  * names for one tensor differ is a finding, not a refusal). Borrowed. */
 typedef struct g2f_fixture_alias {
     const g2f_tensor *kept, *other;
+    const g2f_tensor *other2; /* or NULL; else other + other2 is the alias (hook_embed + hook_pos_embed) */
+    int stream;               /* the residual stream under its other names (h.L.out and h.L+1.in, embed and
+                                 h.0.in): in every full capture, so reported only when the values differ */
 } g2f_fixture_alias;
 size_t g2f_fixture_n_aliases(const g2f_fixture *f);
 const g2f_fixture_alias *g2f_fixture_alias_at(const g2f_fixture *f, size_t i);
 
-/* A tensor whose name looks like a stage's (under h.L. or blocks.L., or
- * within a few edits of a model-level name) but is not one the tool knows:
- * it is not compared, and the reports say so with the nearest known name
- * ("h.0.mlp.output": did you mean "h.0.mlp.out"?). suggestion is "" when
- * nothing is near. The first G2F_FIXTURE_UNKNOWN_MAX are kept; *total gets
+/* A tensor of the fixture that no comparison reads: a name the tool does
+ * not know (the reports say so with the nearest known name: "h.0.mlp.output":
+ * did you mean "h.0.mlp.out"?; "h.00.mlp.in": "h.0.mlp.in"; suggestion ""
+ * when nothing is near), or a known one that cannot be compared (why: a
+ * hook_embed without its hook_pos_embed). The first G2F_FIXTURE_UNKNOWN_MAX are kept; *total gets
  * how many there are. */
 #define G2F_FIXTURE_UNKNOWN_MAX 16
 typedef struct g2f_fixture_unknown {
     char name[128];            /* a copy, cut to fit */
     char suggestion[112];
+    char why[96];              /* a known name not compared: why ("" for an unknown name) */
 } g2f_fixture_unknown;
 size_t g2f_fixture_n_unknown(const g2f_fixture *f, size_t *total);
 const g2f_fixture_unknown *g2f_fixture_unknown_at(const g2f_fixture *f, size_t i);

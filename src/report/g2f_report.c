@@ -293,8 +293,12 @@ void g2f_report_counts(const g2f_report_ctx *c, char *buf, size_t n) {
     if (used > 0 && (size_t)used < n && res->loss.checked)
         used += snprintf(buf + used, n - (size_t)used, "; loss: %s", res->loss.pass ? "matches" : "does not match");
     if (used > 0 && (size_t)used < n && res->aliases_differ)
-        snprintf(buf + used, n - (size_t)used, "; capture: %zu pair%s of names disagree%s", res->aliases_differ,
-                 res->aliases_differ == 1 ? "" : "s", res->aliases_differ == 1 ? "s" : "");
+        used += snprintf(buf + used, n - (size_t)used, "; capture: %zu pair%s of names disagree%s",
+                         res->aliases_differ, res->aliases_differ == 1 ? "" : "s", res->aliases_differ == 1 ? "s" : "");
+    /* what the fixture holds and nothing read: said in the verdict's own line */
+    if (used > 0 && (size_t)used < n && res->n_unknown_total)
+        snprintf(buf + used, n - (size_t)used, "; %zu fixture tensor%s not compared (see the notes)",
+                 res->n_unknown_total, res->n_unknown_total == 1 ? "" : "s");
 }
 
 /* s as one shell word: as it is when it holds only safe characters, else
@@ -432,7 +436,9 @@ int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char 
     if (i < r->n_unknown) {
         const g2f_fixture_unknown *u = &r->unknown[i];
         *label = "note";
-        if (u->suggestion[0])
+        if (u->why[0])
+            snprintf(buf, n, "'%s' is recorded but not compared (%s)", u->name, u->why);
+        else if (u->suggestion[0])
             snprintf(buf, n, "'%s' is not a name gpt2ffn knows (did you mean '%s'?): not compared", u->name,
                      u->suggestion);
         else
@@ -442,7 +448,7 @@ int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char 
     i -= r->n_unknown;
     if (r->n_unknown_total > r->n_unknown && i-- == 0) {
         *label = "note";
-        snprintf(buf, n, "and %zu more tensors under names gpt2ffn does not know", r->n_unknown_total - r->n_unknown);
+        snprintf(buf, n, "and %zu more tensors not compared", r->n_unknown_total - r->n_unknown);
         return 1;
     }
     for (int k = G2F_NORM_AFTER; k <= G2F_NORM_UNDECIDED; k++)
@@ -1277,6 +1283,7 @@ static void names_json(jb *bp, cJSON *root, const g2f_verify_result *res) {
         j_str(bp, o, "name", res->unknown[i].name);
         if (res->unknown[i].suggestion[0]) j_str(bp, o, "did_you_mean", res->unknown[i].suggestion);
         else j_null(bp, o, "did_you_mean");
+        if (res->unknown[i].why[0]) j_str(bp, o, "why", res->unknown[i].why);
         j_add(bp, uk, NULL, o);
     }
     j_num(bp, root, "unknown_tensors_total", (double)res->n_unknown_total);

@@ -411,6 +411,8 @@ static const field gen_fields[] = {
     {"divergence", O | Z, 1, NULL, gen_divergence_fields, 0, NULL},
     {"verdict", S, 1, NULL, NULL, 0, NULL},
     {"counts", S, 1, NULL, NULL, 0, NULL},
+    {"unknown_tensors", A, 1, NULL, unknown_fields, O, NULL},
+    {"unknown_tensors_total", I, 1, NULL, NULL, 0, NULL},
     {"teacher_forced", O | Z, 1, NULL, verify_fields, 0, NULL},
     {"status", S, 1, "pass|fail", NULL, 0, NULL},
     END};

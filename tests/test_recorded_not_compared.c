@@ -7,7 +7,8 @@
  *     capture whose two names differ fails as inconsistent;
  *   - a hook_embed without its hook_pos_embed, and names the tool does not
  *     know (h.00.mlp.in, H.0.MLP.OUT, model.h.0.mlp.out), are listed as not
- *     compared, with the canonical name, and counted in the result line.
+ *     compared, with the canonical name, and counted in the result line;
+ *   - a generation's misspelt step_logits too.
  * argv[1] = fixtures, argv[2] = CLI. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -189,6 +190,38 @@ static void what_is_not_compared_should_be_said(void) {
     cJSON_Delete(j);
 }
 
+/* A generation whose step_logits is misspelt: its tokens are compared, and the report says the
+ * logits were not (a typo must not pass unseen). */
+static void a_generation_should_say_what_it_did_not_compare(void) {
+    char path[400], out_path[400];
+    snprintf(path, sizeof path, "%s/decode/gen/clean.safetensors", fixtures);
+    snprintf(out_path, sizeof out_path, "%s/typo.safetensors", dir);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_safetensors_open(path, &st, &err) == G2F_OK);
+    if (!st) return;
+    const g2f_table *t = g2f_safetensors_table(st);
+    st_entry e[8];
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 8; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        e[n] = (st_entry){strcmp(x->name, "step_logits") ? x->name : "step_logit",
+                          x->dtype == G2F_DTYPE_I64 ? "I64" : x->dtype == G2F_DTYPE_I32 ? "I32" : "F32",
+                          x->ndim, {0}, x->data, (size_t)x->nbytes};
+        for (size_t k = 0; k < x->ndim; k++) e[n].shape[k] = x->shape[k];
+        n++;
+    }
+    CHECK(st_write(out_path, NULL, e, n, 1) == 0);
+    g2f_safetensors_close(st);
+    static char out[16384];
+    cJSON *j = NULL;
+    CHECK(verify("typo.safetensors", out, sizeof out, &j) == 0); /* the tokens are the greedy ones */
+    CHECK_CONTAINS(out, "'step_logit' is not a name gpt2ffn knows (did you mean 'step_logits'?)");
+    CHECK_CONTAINS(out, "1 fixture tensor not compared");
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(j, "unknown_tensors_total")) == 1);
+    cJSON_Delete(j);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "notcmp") != 0) return 1;
     fixtures = argv[1];
@@ -197,6 +230,7 @@ int main(int argc, char **argv) {
     RUN(hidden_states_should_be_compared_as_block_outputs);
     RUN(two_names_of_the_stream_should_agree);
     RUN(what_is_not_compared_should_be_said);
+    RUN(a_generation_should_say_what_it_did_not_compare);
     for (size_t i = 0; i < n_clean; i++) free(clean[i].data);
     remove_tmpdir(dir);
     CHECK_EXIT();

@@ -164,7 +164,8 @@ int cli_verify_generation(const g2f_model *m, const g2f_fixture *fx, const char 
         cli_bad("%s", err.msg);
         goto done;
     }
-    g2f_genreport_ctx gc = {ck_arg, fx_arg, &shown, vp->gelu, vp->gelu_source, lambda, &gr, tok, teacher ? &tctx : NULL};
+    g2f_genreport_ctx gc = {ck_arg, fx_arg, &shown, vp->gelu, vp->gelu_source, lambda, &gr, tok, teacher ? &tctx : NULL,
+                            fx};
     if (json && emit(json, g2f_genreport_json(&gc), "JSON") != 0) goto done;
     if (html && emit(html, g2f_genreport_html(&gc), "HTML") != 0) goto done;
     if (!json || strcmp(json, "-") != 0) g2f_genreport_text(stdout, &gc);

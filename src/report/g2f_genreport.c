@@ -79,7 +79,20 @@ void g2f_genreport_counts(const g2f_genreport_ctx *c, char *buf, size_t n) {
     if (g->rows_diverged && g->n_seq > 1 && used >= 0 && (size_t)used < n)
         used += snprintf(buf + used, n - (size_t)used, " (in %zu of %zu rows)", g->rows_diverged, g->n_seq);
     if (g->after_eos && used >= 0 && (size_t)used < n)
-        snprintf(buf + used, n - (size_t)used, "; %zu after eos not compared", g->after_eos);
+        used += snprintf(buf + used, n - (size_t)used, "; %zu after eos not compared", g->after_eos);
+    size_t total = 0;
+    if (c->fixture) g2f_fixture_n_unknown(c->fixture, &total);
+    if (total && used >= 0 && (size_t)used < n) /* a misspelt step_logits must not pass unseen */
+        snprintf(buf + used, n - (size_t)used, "; %zu fixture tensor%s not compared (see the notes)", total,
+                 total == 1 ? "" : "s");
+}
+
+/* One line a tensor the fixture holds and nothing compares, as verify's notes. */
+static void unknown_line(const g2f_fixture_unknown *u, char *buf, size_t n) {
+    if (u->why[0]) snprintf(buf, n, "'%s' is recorded but not compared (%s)", u->name, u->why);
+    else if (u->suggestion[0])
+        snprintf(buf, n, "'%s' is not a name gpt2ffn knows (did you mean '%s'?): not compared", u->name, u->suggestion);
+    else snprintf(buf, n, "'%s' is not a name gpt2ffn knows: not compared", u->name);
 }
 
 /* "generation of 20 steps after 2 prompts of 5 tokens; step logits F32; ..." */
@@ -116,8 +129,15 @@ void g2f_genreport_text(FILE *fp, const g2f_genreport_ctx *c) {
     fixture_text(g, line, sizeof line);
     fprintf(fp, "generation  %s: %s\n", g2f_escape(c->fixture_arg, e1, sizeof e1), line);
     fprintf(fp, "gelu        %s (%s)\n", g2f_gelu_name(c->gelu), g2f_escape(c->gelu_source, e1, sizeof e1));
-    fprintf(fp, "tolerance   per logit, %g sigma of fp32 rounding (the full recompute's variance) plus the stored "
-                "dtype's; another token within the two logits' tolerances is a tie flip\n", c->lambda);
+    fprintf(fp, "tolerance   per logit, %g sigma of fp32 rounding (the full recompute's variance), the port's logits "
+                "also within their stored dtype's rounding; another token within the two logits' fp32 tolerances "
+                "is a tie flip\n", c->lambda);
+    size_t total = 0, shown = c->fixture ? g2f_fixture_n_unknown(c->fixture, &total) : 0;
+    for (size_t i = 0; i < shown; i++) {
+        unknown_line(g2f_fixture_unknown_at(c->fixture, i), line, sizeof line);
+        fprintf(fp, "note        %s\n", g2f_escape(line, e1, sizeof e1));
+    }
+    if (total > shown) fprintf(fp, "note        and %zu more tensors not compared\n", total - shown);
     for (size_t i = 0; i < g->n_flips && i < G2F_GEN_MAX_FLIPS; i++) {
         step_line(c, &g->flips[i], line, sizeof line);
         fprintf(fp, "tie flip    %s (tie_flip: expected)\n", g2f_escape(line, e1, sizeof e1));
@@ -254,6 +274,22 @@ static void jsummary(jb *b, const g2f_genreport_ctx *c, cJSON *root) {
     }
 }
 
+/* The tensors nothing compares, as verify's unknown_tensors. */
+static void junknown(jb *b, const g2f_genreport_ctx *c, cJSON *root) {
+    size_t total = 0, shown = c->fixture ? g2f_fixture_n_unknown(c->fixture, &total) : 0;
+    cJSON *a = jc(b, cJSON_AddArrayToObject(root, "unknown_tensors"));
+    for (size_t i = 0; a && i < shown; i++) {
+        const g2f_fixture_unknown *u = g2f_fixture_unknown_at(c->fixture, i);
+        cJSON *o = jc(b, cJSON_CreateObject());
+        jstr(b, o, "name", u->name);
+        if (u->suggestion[0]) jstr(b, o, "did_you_mean", u->suggestion);
+        else jc(b, o ? cJSON_AddNullToObject(o, "did_you_mean") : NULL);
+        if (u->why[0]) jstr(b, o, "why", u->why);
+        jarr_add(b, a, o);
+    }
+    jnum(b, root, "unknown_tensors_total", (double)total);
+}
+
 char *g2f_genreport_json(const g2f_genreport_ctx *c) {
     jb b = {0};
     cJSON *root = jc(&b, cJSON_CreateObject());
@@ -267,6 +303,7 @@ char *g2f_genreport_json(const g2f_genreport_ctx *c) {
     jnum(&b, root, "lambda", c->lambda);
     jsummary(&b, c, root);
     jdivergence(&b, c, root);
+    junknown(&b, c, root);
     g2f_genreport_verdict(c, line, sizeof line);
     jstr(&b, root, "verdict", line);
     g2f_genreport_counts(c, line, sizeof line);

@@ -33,6 +33,7 @@ typedef struct g2f_genreport_ctx {
     const g2f_gen_result *gen;
     const g2f_tokenizer *tokenizer;  /* or NULL */
     const g2f_report_ctx *teacher;   /* the teacher-forced verify of the same file, or NULL */
+    const g2f_fixture *fixture;      /* for the tensors it holds that nothing compares, or NULL */
 } g2f_genreport_ctx;
 
 /* 1 when the verdict of everything (the generation and, with a teacher,

@@ -699,6 +699,51 @@ static void diff_should_never_count_nonfinite_values_as_equal(void) {
     }
 }
 
+/* tiny's weights, byte for byte, under a config.json that changes one value */
+static void write_config_variant(const char *name, const char *from, const char *to) {
+    char src[400], dst[400];
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    mkdir(dst, 0700);
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
+    CHECK(copy_file(src, dst) == 0);
+    snprintf(src, sizeof src, "%s/tiny/config.json", fixtures);
+    char *text = read_whole_file(src, NULL), *at = text ? strstr(text, from) : NULL;
+    CHECK(at != NULL);
+    if (!at) return free(text);
+    char out[4096];
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    snprintf(dst, sizeof dst, "%s/%s/config.json", dir, name);
+    CHECK(write_bytes(dst, out, strlen(out)) == 0);
+    free(text);
+}
+
+/* The same tensors under configs that define other models: another head
+ * count (another attention), another GELU, another LayerNorm epsilon. Not
+ * equivalent, and said; n_head and the epsilon are outside --only ffn. */
+static void diff_should_compare_what_the_configs_define(void) {
+    static const struct {
+        const char *name, *from, *to, *says;
+        int in_ffn;
+    } cases[] = {{"cfg_nh8", "\"n_head\": 4", "\"n_head\": 8", "n_head 4 in A, 8 in B", 0},
+                 {"cfg_erf", "\"gelu_new\"", "\"gelu\"", "activation_function", 1},
+                 {"cfg_eps", "1e-05", "1e-12", "layer_norm_epsilon", 0}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_config_variant(cases[i].name, cases[i].from, cases[i].to);
+        g2f_diff_result r;
+        for (int ffn = 0; ffn < 2; ffn++) {
+            if (!diff_port_scoped(cases[i].name, ffn ? G2F_DIFF_SCOPE_FFN : G2F_DIFF_SCOPE_ALL, &r)) {
+                check_failures++;
+                continue;
+            }
+            int differs = !ffn || cases[i].in_ffn;
+            CHECK(r.differing == 0 && r.compared > 0 && r.equivalent == !differs);
+            CHECK(differs ? strstr(r.config_msg, cases[i].says) != NULL : r.config_msg[0] == '\0');
+            g2f_diff_result_free(&r);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -713,6 +758,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_name_the_layout_of_every_2d_weight);
     RUN(diff_should_compare_split_attention_as_c_attn);
     RUN(diff_should_never_count_nonfinite_values_as_equal);
+    RUN(diff_should_compare_what_the_configs_define);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -348,6 +348,7 @@ static const field diff_fields[] = {
     {"accept", A, 1, NULL, NULL, S, "weights_quantized"},
     {"only", S | Z, 1, "ffn|block", NULL, 0, NULL},
     {"sizes", S, 0, NULL, NULL, 0, NULL},
+    {"config_differs", S, 0, NULL, NULL, 0, NULL},
     {"roundoff", N, 1, NULL, NULL, 0, NULL},
     {"compared", I, 1, NULL, NULL, 0, NULL},
     {"differing", I, 1, NULL, NULL, 0, NULL},

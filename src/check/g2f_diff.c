@@ -118,7 +118,8 @@ void g2f_diff_accept(g2f_diff_result *r, unsigned classes) {
         t->accepted = !t->equivalent && t->accept_class && (t->accept_class & classes) == t->accept_class;
         r->accepted += (size_t)t->accepted;
     }
-    r->all_accepted = r->same_sizes && !r->equivalent && r->compared && !r->held_by_one && r->accepted == r->differing;
+    r->all_accepted = r->same_sizes && !r->config_msg[0] && !r->equivalent && r->compared && !r->held_by_one &&
+                      r->accepted == r->differing;
 }
 
 /* ---- tolerances ------------------------------------------------------------ */
@@ -1053,7 +1054,30 @@ static void count(g2f_diff_result *r) {
         r->held_by_one += t->kind == G2F_DIFF_HELD_BY_ONE;
         r->excused += g2f_diff_kind_excused(t->kind);
     }
-    r->equivalent = r->compared && !r->differing && !r->held_by_one;
+    r->equivalent = r->compared && !r->differing && !r->held_by_one && !r->config_msg[0];
+}
+
+/* The GELU form a config's activation_function names: 1 tanh, 2 erf, 0 unknown or none. */
+static int act_form(const char *a) {
+    if (!a) return 0;
+    if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh") || !strcmp(a, "gelu_fast")) return 1;
+    return !strcmp(a, "gelu") ? 2 : 0;
+}
+
+/* What the two files' configs say that makes them other models, where both say it (sizes aside):
+ * identical tensors under another head count compute another attention. */
+static void compare_config(const g2f_model_info *a, const g2f_model_info *b, g2f_diff_scope scope, g2f_diff_result *out) {
+    char *m = out->config_msg;
+    size_t n = sizeof out->config_msg, used = 0;
+    int block = scope != G2F_DIFF_SCOPE_FFN;
+    if (block && a->n_head && b->n_head && a->n_head != b->n_head)
+        used += (size_t)snprintf(m + used, n - used, "n_head %zu in A, %zu in B", a->n_head, b->n_head);
+    int fa = act_form(a->config_activation), fb = act_form(b->config_activation);
+    if (fa && fb && fa != fb && used < n)
+        used += (size_t)snprintf(m + used, n - used, "%sactivation_function \"%.24s\" in A, \"%.24s\" in B",
+                                 used ? "; " : "", a->config_activation, b->config_activation);
+    if (block && a->config_has_ln_eps && b->config_has_ln_eps && a->ln_eps != b->ln_eps && used < n)
+        snprintf(m + used, n - used, "%slayer_norm_epsilon %g in A, %g in B", used ? "; " : "", a->ln_eps, b->ln_eps);
 }
 
 g2f_status g2f_diff_run(const g2f_model *a, const g2f_model *b, g2f_diff_result *out, g2f_error *err) {
@@ -1072,6 +1096,7 @@ g2f_status g2f_diff_run_scoped(const g2f_model *a, const g2f_model *b, g2f_diff_
         return G2F_OK;
     }
     out->same_sizes = 1;
+    compare_config(ia, ib, scope, out);
     differ df = {a, b, ia->n_embd, ia->n_inner, NULL, NULL, 0, 1, NULL, 0, 0, {{0}, {0}}};
 #ifdef _OPENMP
     df.n_threads = omp_get_max_threads();

@@ -161,6 +161,9 @@ bool g2f_diff_scope_parse(const char *s, g2f_diff_scope *out);
 typedef struct g2f_diff_result {
     int same_sizes;            /* n_layer, n_embd, n_inner agree */
     char sizes_msg[256];       /* when they do not */
+    char config_msg[256];      /* "" or what of the two configs defines another model within the scope: n_head
+                                  (not for --only ffn), the GELU form of activation_function, layer_norm_epsilon
+                                  (not for --only ffn), when both files say; never equivalent then */
     g2f_diff_scope scope;
     double roundoff;           /* the rounding allowed, relative */
     size_t n_layers;

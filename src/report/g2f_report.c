@@ -1562,6 +1562,7 @@ void g2f_report_diff_text(FILE *fp, const g2f_model_info *a, const g2f_model_inf
                              "beside the model's state dict (optimizer state)");
         diff_excused_summary(fp, r, G2F_DIFF_OUTSIDE, "other tensor", "outside --only");
     }
+    if (r->config_msg[0]) fprintf(fp, "\nconfig      the two files define other models: %s\n", r->config_msg);
     size_t quantized = 0, unaccepted = 0;
     for (size_t i = 0; i < g2f_diff_entries(r); i++) {
         const g2f_diff_tensor *t = g2f_diff_entry(r, i, NULL, NULL);
@@ -1629,6 +1630,7 @@ char *g2f_report_diff_json(const g2f_model_info *a, const g2f_model_info *b, con
     if (r->scope != G2F_DIFF_SCOPE_ALL) j_str(&j, root, "only", g2f_diff_scope_name(r->scope));
     else j_null(&j, root, "only");
     if (!r->same_sizes) j_str(&j, root, "sizes", r->sizes_msg);
+    if (r->config_msg[0]) j_str(&j, root, "config_differs", r->config_msg);
     j_num(&j, root, "roundoff", r->roundoff);
     j_num(&j, root, "compared", (double)r->compared);
     j_num(&j, root, "differing", (double)r->differing);

@@ -9,6 +9,9 @@
 #include "g2f_diff.h"
 #include "g2f_inspect.h"
 #include "g2f_safetensors.h"
+#define ZIP_WRITER_BUF (1 << 21)
+#include "pickle_writer.h"
+#include "zip_writer.h"
 #include "test_util.h"
 
 static const char *fixtures, *cli;
@@ -744,6 +747,72 @@ static void diff_should_compare_what_the_configs_define(void) {
     }
 }
 
+/* dir/name: torch.save of a flat state dict, every tensor of tiny under "model." (a wrapper
+ * module's prefix) and then the extra ones ([16, 1], every element its value), all views
+ * into one storage. */
+static void write_flat_torch(const char *name, const char *const *extra_names, const float *extra_values, size_t n_extra) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
+    const g2f_table *t = g2f_safetensors_table(st);
+    static float store[300000];
+    size_t used = 0;
+    start();
+    op('}');
+    op('(');
+    char key[200];
+    for (size_t i = 0; i < t->count + n_extra; i++) {
+        const g2f_tensor *x = i < t->count ? &t->tensors[i] : NULL;
+        int shape[2] = {x ? (int)x->shape[0] : 16, x && x->ndim > 1 ? (int)x->shape[1] : 1}, stride[2] = {shape[1], 1};
+        size_t numel = x ? (size_t)x->numel : 16;
+        if (used + numel > sizeof store / sizeof store[0]) { check_failures++; break; }
+        if (x) g2f_tensor_read_f32(x, 0, numel, store + used);
+        else
+            for (size_t k = 0; k < numel; k++) store[used + k] = extra_values[i - t->count];
+        snprintf(key, sizeof key, "%s%s", x ? "model." : "", x ? x->name : extra_names[i - t->count]);
+        ustr(key);
+        tensor("FloatStorage", "0", 300000, (int)used, x ? (int)x->ndim : 2, shape, stride);
+        used += numel;
+    }
+    op('u');
+    op('.');
+    g2f_safetensors_close(st);
+    zent e[3] = {{"archive/data.pkl", pk, pn, 0, 0}, {"archive/byteorder", "little", 6, 0, 0},
+                 {"archive/data/0", store, sizeof store, 0, 0}};
+    size_t n = zip_write(e, 3);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    CHECK(write_bytes(dst, zbuf, n) == 0);
+}
+
+/* Beside a state dict under "model.", only a training checkpoint's own keys are training state:
+ * a flat state dict of a wrapper module reads the same, and its other parameters (a score head)
+ * are compared, not excused. */
+static void diff_should_excuse_only_training_keys(void) {
+    const char *const names[] = {"score.weight", "optimizer.state.0.exp_avg", "iter_num"};
+    const float values[] = {0.0f, 1.0f, 2.0f};
+    write_flat_torch("wrapper.pt", names, values, 3);
+    /* the same weights with a score head of ones */
+    const extra ones = {"score.weight", 16, 1, 1.0f, 0, NULL};
+    write_copy("tiny/model.safetensors", "scored", NULL, &ones, 1);
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/scored", dir);
+    snprintf(b, sizeof b, "%s/wrapper.pt", dir);
+    g2f_diff_result r;
+    if (!diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    size_t training = 0, score = 0;
+    for (size_t i = 0; i < r.n_others; i++) {
+        training += r.others[i].kind == G2F_DIFF_TRAINING;
+        if (r.others[i].label && !strcmp(r.others[i].label, "score.weight")) {
+            score++;
+            CHECK(r.others[i].kind == G2F_DIFF_DIFFERENT);
+        }
+    }
+    CHECK(!r.equivalent && score == 1 && training == 2 && r.differing == 1);
+    g2f_diff_result_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -759,6 +828,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_compare_split_attention_as_c_attn);
     RUN(diff_should_never_count_nonfinite_values_as_equal);
     RUN(diff_should_compare_what_the_configs_define);
+    RUN(diff_should_excuse_only_training_keys);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -20,7 +20,10 @@ typedef struct zent {
 static void put16(unsigned char *p, unsigned v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); }
 static void put32(unsigned char *p, uint32_t v) { put16(p, v & 0xffff); put16(p + 2, v >> 16); }
 
-static unsigned char zbuf[1 << 18];
+#ifndef ZIP_WRITER_BUF
+#define ZIP_WRITER_BUF (1 << 18)
+#endif
+static unsigned char zbuf[ZIP_WRITER_BUF];
 
 /* A plain (non-ZIP64) archive of n members; returns its size. */
 static size_t zip_write(const zent *e, size_t n) {

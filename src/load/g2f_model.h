@@ -327,7 +327,8 @@ void g2f_split_attn_free(g2f_split_attn *s);
 typedef enum g2f_other_kind {
     G2F_OTHER_UNKNOWN,  /* a tensor the model does not use (score.weight, a port's extra) */
     G2F_OTHER_BUFFER,   /* a non-parameter buffer: <block>.N.attn.bias, .masked_bias, .mask, TransformerLens' IGNORE */
-    G2F_OTHER_TRAINING, /* training state beside the model's state dict (optimizer.*, best_val_loss) */
+    G2F_OTHER_TRAINING, /* training state beside the model's state dict: its known keys (optimizer.*,
+                           best_val_loss, iter_num, scheduler.*, ...); any other tensor there is compared */
     G2F_OTHER_KIND_COUNT
 } g2f_other_kind;
 typedef struct g2f_model_other {

@@ -402,6 +402,22 @@ g2f_status g2f_model_layer_tensors_all(const g2f_model *m, size_t layer, const g
 }
 
 
+/* A training checkpoint's own keys beside the model's state dict (nanoGPT's
+ * optimizer, iter_num, best_val_loss, model_args, config; the common
+ * trainers' scheduler, scaler, epoch, step, rng state): only these are
+ * training state. A flat state dict whose keys carry a wrapper's "model."
+ * prefix reads like a nested {"model": ...} dict, so another tensor beside
+ * it (a score head) is a parameter, compared. */
+static int is_training_key(const char *name) {
+    static const char *const keys[] = {"optimizer", "optimizer_state_dict", "optim", "scheduler", "lr_scheduler",
+                                       "scaler", "best_val_loss", "iter_num", "epoch", "step", "global_step",
+                                       "model_args", "config", "args", "rng_state", "train_state"};
+    size_t n = strcspn(name, ".");
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strlen(keys[i]) == n && !strncmp(name, keys[i], n)) return 1;
+    return 0;
+}
+
 static void mark(unsigned char *used, const g2f_table *t, const g2f_tensor *x) {
     if (x) used[x - t->tensors] = 1;
 }
@@ -438,7 +454,7 @@ g2f_status g2f_model_others(const g2f_model *m, g2f_model_other **out, size_t *n
         const char *name = t->tensors[i].name;
         o[j].t = &t->tensors[i];
         o[j].key = g2f_naming_strip_containers(name);
-        o[j].kind = dict && strncmp(name, dict, strlen(dict)) ? G2F_OTHER_TRAINING
+        o[j].kind = dict && strncmp(name, dict, strlen(dict)) && is_training_key(name) ? G2F_OTHER_TRAINING
                     : g2f_naming_is_buffer(o[j].key)                   ? G2F_OTHER_BUFFER
                                                             : G2F_OTHER_UNKNOWN;
         j++;

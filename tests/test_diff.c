@@ -813,6 +813,22 @@ static void diff_should_excuse_only_training_keys(void) {
     g2f_diff_result_free(&r);
 }
 
+/* B holds two tensors that are one name after the container prefixes: neither is taken for A's,
+ * none is dropped. */
+static void diff_should_not_drop_a_twin_name(void) {
+    const extra a1 = {"score.weight", 16, 1, 1.0f, 0, NULL};
+    const extra b2[2] = {{"transformer.score.weight", 16, 1, 0.0f, 0, NULL}, {"model.score.weight", 16, 1, 1.0f, 0, NULL}};
+    write_copy("tiny/model.safetensors", "twin_a", NULL, &a1, 1);
+    write_copy("tiny/model.safetensors", "twin_b", NULL, b2, 2);
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/twin_a", dir);
+    snprintf(b, sizeof b, "%s/twin_b", dir);
+    g2f_diff_result r;
+    if (!diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    CHECK(!r.equivalent && r.held_by_one == 3 && r.n_others == 3);
+    g2f_diff_result_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -829,6 +845,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_never_count_nonfinite_values_as_equal);
     RUN(diff_should_compare_what_the_configs_define);
     RUN(diff_should_excuse_only_training_keys);
+    RUN(diff_should_not_drop_a_twin_name);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

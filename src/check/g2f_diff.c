@@ -1019,11 +1019,38 @@ static const g2f_model_other *find_other(const g2f_model_other *sorted, size_t n
     return n ? bsearch(&k, sorted, n, sizeof *sorted, other_cmp) : NULL;
 }
 
+/* Two tensors of one file whose names are one after the container prefixes
+ * (transformer.score.weight and model.score.weight): neither can stand for
+ * the other file's, so each keeps its whole name (then held by one file, or
+ * matched exactly), never one compared and the other dropped. */
+static int other_ptr_cmp(const void *x, const void *y) {
+    return strcmp((*(g2f_model_other *const *)x)->key, (*(g2f_model_other *const *)y)->key);
+}
+
+static g2f_status unstrip_twins(g2f_model_other *o, size_t n, g2f_error *err) {
+    if (n < 2) return G2F_OK;
+    g2f_model_other **p = malloc(n * sizeof *p);
+    if (!p) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) p[i] = &o[i];
+    qsort(p, n, sizeof *p, other_ptr_cmp); /* twins side by side; keys are set only after the pass */
+    unsigned char *twin = calloc(n, 1);
+    if (!twin) return free(p), g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    for (size_t i = 1; i < n; i++)
+        if (!strcmp(p[i - 1]->key, p[i]->key)) twin[i - 1] = twin[i] = 1;
+    for (size_t i = 0; i < n; i++)
+        if (twin[i]) p[i]->key = p[i]->t->name;
+    free(twin);
+    free(p);
+    return G2F_OK;
+}
+
 static g2f_status compare_others(differ *df, g2f_diff_scope scope, g2f_diff_result *out, g2f_error *err) {
     g2f_model_other *oa = NULL, *ob = NULL, *sa = NULL, *sb = NULL;
     size_t na = 0, nb = 0;
     g2f_status st = g2f_model_others(df->a, &oa, &na, err);
     if (st == G2F_OK) st = g2f_model_others(df->b, &ob, &nb, err);
+    if (st == G2F_OK) st = unstrip_twins(oa, na, err);
+    if (st == G2F_OK) st = unstrip_twins(ob, nb, err);
     if (st == G2F_OK && (na + nb) &&
         (!(sa = malloc((na ? na : 1) * sizeof *sa)) || !(sb = malloc((nb ? nb : 1) * sizeof *sb)) ||
          !(out->others = calloc(na + nb, sizeof *out->others))))

@@ -359,6 +359,42 @@ static g2f_status group_links(shard *sh, size_t n, g2f_error *err) {
     return G2F_OK;
 }
 
+/* The tensors of the parts that weight_map does not name (mapped[part][i]
+ * 0): a loader that reads whole shards (transformers does) holds them too,
+ * so they join the table, compared like any other; one whose name the
+ * table already has (a second copy of a mapped tensor, or the same name in
+ * two shards) is ambiguous, and refused. */
+static g2f_status merge_unmapped(g2f_source *s, const unsigned char *const *mapped, const char *path,
+                                 g2f_error *err) {
+    size_t extra = 0, n = s->merged.count;
+    for (size_t k = 0; k < s->n_parts; k++)
+        for (size_t i = 0; i < part_table(&s->parts[k])->count; i++) extra += !mapped[k][i];
+    if (!extra) return G2F_OK;
+    g2f_tensor *t = realloc(s->merged.tensors, (n + extra) * sizeof *t);
+    if (!t) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    s->merged.tensors = t;
+    for (size_t k = 0; k < s->n_parts; k++) {
+        const g2f_table *pt = part_table(&s->parts[k]);
+        for (size_t i = 0; i < pt->count; i++) {
+            if (mapped[k][i]) continue;
+            g2f_tensor *m = &s->merged.tensors[s->merged.count];
+            *m = pt->tensors[i];
+            if (!(m->name = g2f_strdup(pt->tensors[i].name))) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+            s->merged.count++;
+        }
+    }
+    g2f_name_ref *r = g2f_names_of_table(&s->merged);
+    if (!r) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
+    size_t d = g2f_names_find_dup(r, s->merged.count);
+    g2f_status st = d ? g2f_error_set(err, G2F_ERR_FORMAT,
+                                      "%s: tensor '%.120s' is in the shards twice, once where weight_map does not "
+                                      "list it: which one a loader reads is not defined",
+                                      path, s->merged.tensors[r[d].index].name)
+                      : G2F_OK;
+    free(r);
+    return st;
+}
+
 static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
     char *text = NULL, *dir = NULL;
     size_t len = 0;
@@ -366,6 +402,7 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
     g2f_name_ref *names = NULL;   /* the distinct shard names, sorted */
     shard *sh = NULL;
     g2f_name_ref **by_name = NULL; /* per part, its tensors sorted by name */
+    unsigned char **mapped = NULL; /* per part, which of its tensors weight_map names */
     size_t n_shards = 0, n_entries = 0;
     g2f_status st = g2f_read_small_file(path, INDEX_MAX_BYTES, &text, &len, err);
     if (st != G2F_OK) return st;
@@ -438,8 +475,9 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
     sh = calloc(n_shards ? n_shards : 1, sizeof *sh);
     s->parts = calloc(n_shards ? n_shards : 1, sizeof *s->parts);
     by_name = calloc(n_shards ? n_shards : 1, sizeof *by_name);
+    mapped = calloc(n_shards ? n_shards : 1, sizeof *mapped);
     s->merged.tensors = calloc(n_entries ? n_entries : 1, sizeof *s->merged.tensors);
-    if (!sh || !s->parts || !by_name || !s->merged.tensors) {
+    if (!sh || !s->parts || !by_name || !mapped || !s->merged.tensors) {
         st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -469,7 +507,9 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
         free(sp);
         if (st != G2F_OK) goto done;
         sh[k].part = s->n_parts++;
-        if (!(by_name[sh[k].part] = g2f_names_of_table(part_table(&s->parts[sh[k].part])))) {
+        size_t cnt = part_table(&s->parts[sh[k].part])->count;
+        if (!(mapped[sh[k].part] = calloc(cnt ? cnt : 1, 1)) ||
+            !(by_name[sh[k].part] = g2f_names_of_table(part_table(&s->parts[sh[k].part])))) {
             st = g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
             goto done;
         }
@@ -486,6 +526,7 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
             goto done;
         }
         const g2f_tensor *t = &pt->tensors[hit->index];
+        mapped[k->part][hit->index] = 1;
         g2f_tensor *m = &s->merged.tensors[s->merged.count];
         *m = *t;
         m->name = g2f_strdup(t->name);
@@ -496,13 +537,15 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
         s->merged.count++;
         bytes += t->nbytes; /* each below the file size: no overflow */
     }
-    /* Tensor names are unique: they are weight_map's keys, checked above. */
+    /* Tensor names are unique: they are weight_map's keys, checked above;
+     * then the shards' tensors it does not list (merge_unmapped). */
     if (total && total_size != bytes) {
         st = g2f_error_set(err, G2F_ERR_FORMAT,
                            "%s: metadata.total_size is %llu but the mapped tensors hold %llu bytes", path,
                            (unsigned long long)total_size, (unsigned long long)bytes);
         goto done;
     }
+    if ((st = merge_unmapped(s, (const unsigned char *const *)mapped, path, err)) != G2F_OK) goto done;
     s->format = s->n_parts ? s->parts[0].format : G2F_FORMAT_SAFETENSORS;
     if (s->n_parts == n_shards)
         snprintf(s->description, sizeof s->description, "%s, %zu shard%s", g2f_format_describe(s->format),
@@ -513,6 +556,8 @@ static g2f_status open_index(g2f_source *s, const char *path, g2f_error *err) {
     s->table = &s->merged;
 done:
     for (size_t k = 0; by_name && k < s->n_parts; k++) free(by_name[k]);
+    for (size_t k = 0; mapped && k < s->n_parts; k++) free(mapped[k]);
+    free(mapped);
     free(by_name);
     free(sh);
     free(names);

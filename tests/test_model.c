@@ -321,6 +321,25 @@ static void model_should_read_sharded_safetensors(void) {
         CHECK(open_model("sharded/model.safetensors.index.json", &m, &err) != G2F_OK && !m);
         CHECK_CONTAINS(err.msg, bad[i].msg);
     }
+    /* a shard's tensor the index leaves out is held too (a whole-shard loader reads it); a second
+     * copy of a mapped one, whichever a loader would keep, is refused */
+    static float head[8];
+    st_entry s2x[3] = {s2[0], s2[1], {"score.weight", "F32", 1, {8}, head, sizeof head}};
+    path_in(p, sizeof p, "sharded/model-00002-of-00002.safetensors");
+    CHECK(st_write(p, NULL, s2x, 3, 1) == 0);
+    write_text("sharded/model.safetensors.index.json", good);
+    m = NULL;
+    CHECK(open_model("sharded", &m, &err) == G2F_OK);
+    size_t n_others = 0;
+    g2f_model_other *o = NULL;
+    if (m) CHECK(g2f_model_others(m, &o, &n_others, &err) == G2F_OK && n_others == 1 && !strcmp(o[0].key, "score.weight"));
+    free(o);
+    g2f_model_close(m);
+    st_entry s2d[3] = {s2[0], s2[1], {"h.0.mlp.c_fc.bias", "F32", 1, {32}, b1, sizeof b1}};
+    CHECK(st_write(p, NULL, s2d, 3, 1) == 0);
+    m = NULL;
+    CHECK(open_model("sharded", &m, &err) != G2F_OK && !m);
+    CHECK_CONTAINS(err.msg, "tensor 'h.0.mlp.c_fc.bias' is in the shards twice, once where weight_map does not list it");
 }
 
 int main(void) {

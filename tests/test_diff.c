@@ -829,6 +829,61 @@ static void diff_should_not_drop_a_twin_name(void) {
     g2f_diff_result_free(&r);
 }
 
+/* dir/name/model.safetensors: tiny's tensors as F64, layer 1's c_fc.weight[0] times (1 + bump)
+ * and layer 2's c_proj.weight[0] set to big (when nonzero). */
+static void write_f64(const char *name, double bump, double big) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    mkdir(dst, 0700);
+    snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
+    const g2f_table *t = g2f_safetensors_table(st);
+    static st_entry e[160];
+    double *bufs[160] = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 150; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        if (x->dtype != G2F_DTYPE_F32) continue;
+        double *d = bufs[n] = malloc((size_t)x->numel * sizeof *d + 8);
+        g2f_tensor_read_f64(x, 0, x->numel, d);
+        if (!strcmp(x->name, "transformer.h.1.mlp.c_fc.weight")) d[0] *= 1 + bump;
+        if (big != 0 && !strcmp(x->name, "transformer.h.2.mlp.c_proj.weight")) d[0] = big;
+        e[n] = (st_entry){x->name, "F64", x->ndim, {0}, d, (size_t)x->numel * sizeof *d};
+        for (size_t k = 0; k < x->ndim; k++) e[n].shape[k] = x->shape[k];
+        n++;
+    }
+    CHECK(st_write(dst, NULL, e, n, 1) == 0);
+    for (size_t i = 0; i < n; i++) free(bufs[i]);
+    g2f_safetensors_close(st);
+}
+
+/* F64 tensors are compared in double: a difference below float's precision, or between two
+ * values beyond its range, is a difference; the same values are identical, even beyond float's
+ * range; tiny's F32 values stored as F64 are identical to tiny. */
+static void diff_should_compare_f64_in_double(void) {
+    write_f64("f64_a", 0, 1e300);
+    write_f64("f64_b", 1e-12, 1e300);
+    write_f64("f64_c", 0, 1e40);
+    write_f64("f64_tiny", 0, 0);
+    char a[400], b[400];
+    static const struct { const char *a, *b; int equivalent; } cases[] = {
+        {"f64_a", "f64_a", 1}, {"f64_a", "f64_b", 0}, {"f64_a", "f64_c", 0}, {NULL, "f64_tiny", 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].a) snprintf(a, sizeof a, "%s/%s", dir, cases[i].a);
+        else snprintf(a, sizeof a, "%s/tiny", fixtures);
+        snprintf(b, sizeof b, "%s/%s", dir, cases[i].b);
+        g2f_diff_result r;
+        if (!diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; continue; }
+        if (r.equivalent != cases[i].equivalent) fprintf(stderr, "  %s vs %s: equivalent %d\n", a, b, r.equivalent);
+        CHECK(r.equivalent == cases[i].equivalent && r.differing == (size_t)!cases[i].equivalent);
+        if (!cases[i].equivalent) CHECK(r.tensors[0][G2F_FFN_FC_W].kind == G2F_DIFF_IDENTICAL);
+        g2f_diff_result_free(&r);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -846,6 +901,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_compare_what_the_configs_define);
     RUN(diff_should_excuse_only_training_keys);
     RUN(diff_should_not_drop_a_twin_name);
+    RUN(diff_should_compare_f64_in_double);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

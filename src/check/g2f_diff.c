@@ -658,6 +658,52 @@ static int inconsistent(const differ *df, const side *A, const side *B, g2f_diff
     return 0;
 }
 
+/* A side's file index of logical element (i, j). */
+static uint64_t file_at(const side *s, shape sh, size_t i, size_t j) {
+    return s->linear && sh.rows > 1 ? (uint64_t)j * sh.rows + i : (uint64_t)i * sh.cols + j;
+}
+
+/* Both sides in double, element by element in the logical order: 1 when every value is the same
+ * finite number, 0 otherwise; *max_abs the largest |a - b| (NaN sticks). */
+static int same_in_double(const side *A, const side *B, shape sh, double *max_abs) {
+    enum { CH = 1024 };
+    double a[CH], b[CH];
+    int same = 1;
+    *max_abs = 0;
+    for (size_t i = 0; i < sh.rows; i++)
+        for (size_t j0 = 0; j0 < sh.cols; j0 += CH) {
+            size_t n = sh.cols - j0 < CH ? sh.cols - j0 : CH;
+            for (size_t j = 0; j < n; j++) { /* a row's run is contiguous on a Conv1D side */
+                g2f_tensor_read_f64(A->t, file_at(A, sh, i, j0 + j), 1, &a[j]);
+                g2f_tensor_read_f64(B->t, file_at(B, sh, i, j0 + j), 1, &b[j]);
+            }
+            for (size_t j = 0; j < n; j++) {
+                double d = fabs(a[j] - b[j]);
+                same &= a[j] == b[j] && isfinite(a[j]);
+                if (!(d <= *max_abs)) *max_abs = d;
+            }
+        }
+    return same;
+}
+
+/* With an F64 side the passes' float reads lose what a double holds below float's precision and
+ * beyond its range (both sides Inf there), so "identical" is decided in double: the same finite
+ * values, identical; the same only as floats, an F64 side rounded to the other's dtype (rounded,
+ * equivalent), or two F64 tensors that differ (different). Returns 1 when it decided. */
+static int f64_verdict(const side *A, const side *B, shape sh, int float_identical, g2f_diff_tensor *o) {
+    if (A->t->dtype != G2F_DTYPE_F64 && B->t->dtype != G2F_DTYPE_F64) return 0;
+    double mx;
+    if (same_in_double(A, B, sh, &mx)) {
+        o->kind = G2F_DIFF_IDENTICAL, o->equivalent = 1, o->max_abs = o->max_rel = 0;
+        return 1;
+    }
+    if (!float_identical) return 0;
+    o->max_abs = mx;
+    o->kind = A->t->dtype != B->t->dtype ? G2F_DIFF_ROUNDED : G2F_DIFF_DIFFERENT;
+    o->equivalent = A->t->dtype != B->t->dtype;
+    return 1;
+}
+
 static g2f_status classify(differ *df, const role *r, const side *A, const side *B, shape sh, g2f_diff_tensor *o,
                            g2f_error *err) {
     walk w = walk_of(A, B, sh);
@@ -669,6 +715,7 @@ static g2f_status classify(differ *df, const role *r, const side *A, const side 
     pass ps = {PASS_STATS, t, 0, 0};
     run_pass(df, A, B, &w, &ps);
     merged m = merge_blocks(df, A, &w, o);
+    if (!quant && f64_verdict(A, B, sh, m.identical, o)) return o->max_steps = o->bound_ratio = 0, G2F_OK;
     /* the verdicts in order, the first that fits */
     if (m.identical || (t.rel > 0 && !m.out_t)) {
         o->kind = m.identical ? G2F_DIFF_IDENTICAL : G2F_DIFF_ROUNDED;

@@ -413,7 +413,7 @@ static void cli_should_exit_2_when_a_mapped_checkpoint_is_truncated(void) {
     path_in(errf, sizeof errf, "trunc.err");
     snprintf(tanh, sizeof tanh, "%s/tiny_tanh.safetensors", fixtures);
     int hit = 0, attempts = 0;
-    for (; !hit && attempts < 8; attempts++) {
+    for (; !hit && attempts < 16; attempts++) { /* a busy machine (ctest -j2) misses more often */
         off_t keep = 0;
         CHECK(write_padded_tiny(ck, (size_t)48 << 20, &keep) == 0);
         struct stat st;

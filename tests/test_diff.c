@@ -884,6 +884,57 @@ static void diff_should_compare_f64_in_double(void) {
     }
 }
 
+static int subnormal_edit(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t, (void)shape, (void)ndim;
+    if (!strcmp(name, "transformer.h.0.mlp.c_fc.bias")) v[0] = 1e-40f, v[1] = -3e-39f;
+    return 1;
+}
+
+/* dir/name/model.safetensors: dir/from's tensors rounded to BF16 (round to nearest even). */
+static void write_bf16_of(const char *from, const char *name) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/%s/model.safetensors", dir, from);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    mkdir(dst, 0700);
+    snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
+    const g2f_table *t = g2f_safetensors_table(st);
+    static st_entry e[160];
+    uint16_t *bufs[160] = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 150; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        if (x->dtype != G2F_DTYPE_F32) continue;
+        float *f = malloc((size_t)x->numel * sizeof *f + 4);
+        uint16_t *h = bufs[n] = malloc((size_t)x->numel * sizeof *h + 2);
+        g2f_tensor_read_f32(x, 0, x->numel, f);
+        for (uint64_t k = 0; k < x->numel; k++) h[k] = g2f_f32_to_bf16(f[k]);
+        free(f);
+        e[n] = (st_entry){x->name, "BF16", x->ndim, {0}, h, (size_t)x->numel * sizeof *h};
+        for (size_t k = 0; k < x->ndim; k++) e[n].shape[k] = x->shape[k];
+        n++;
+    }
+    CHECK(st_write(dst, NULL, e, n, 1) == 0);
+    for (size_t i = 0; i < n; i++) free(bufs[i]);
+    g2f_safetensors_close(st);
+}
+
+/* A BF16 port rounded correctly is equivalent, subnormal weights too (their rounding is
+ * absolute: half of BF16's subnormal step), not "bf16_rounded". */
+static void diff_should_accept_subnormals_rounded_to_bf16(void) {
+    write_copy("tiny/model.safetensors", "sub_f32", subnormal_edit, NULL, 0);
+    write_bf16_of("sub_f32", "sub_bf16");
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/sub_f32", dir);
+    snprintf(b, sizeof b, "%s/sub_bf16", dir);
+    g2f_diff_result r;
+    if (!diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    CHECK(r.equivalent && r.tensors[0][G2F_FFN_FC_B].kind == G2F_DIFF_ROUNDED);
+    g2f_diff_result_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -902,6 +953,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_excuse_only_training_keys);
     RUN(diff_should_not_drop_a_twin_name);
     RUN(diff_should_compare_f64_in_double);
+    RUN(diff_should_accept_subnormals_rounded_to_bf16);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -138,11 +138,21 @@ typedef struct tol {
     double rel, abs; /* |a - b| <= rel |a| + abs */
 } tol;
 
+/* Half the step of a dtype's subnormals: where rounding to it is absolute, not relative. */
+static double subnormal_half_step(g2f_dtype d) {
+    switch (d) {
+    case G2F_DTYPE_F16: return ldexp(1.0, -25);
+    case G2F_DTYPE_BF16: return ldexp(1.0, -134);
+    case G2F_DTYPE_F32: return ldexp(1.0, -150);
+    default: return 0;
+    }
+}
+
 static tol tol_for(g2f_dtype a, g2f_dtype b) {
     if (a == b) return (tol){0, 0}; /* same dtype: a faithful port is bit-identical */
-    double ra = storage_roundoff(a), rb = storage_roundoff(b);
-    int f16 = a == G2F_DTYPE_F16 || b == G2F_DTYPE_F16;
-    return (tol){ra > rb ? ra : rb, f16 ? ldexp(1.0, -25) : 0}; /* F16 subnormals: absolute steps of 2^-24 */
+    double ra = storage_roundoff(a), rb = storage_roundoff(b), sa = subnormal_half_step(a),
+           sb = subnormal_half_step(b);
+    return (tol){ra > rb ? ra : rb, sa > sb ? sa : sb}; /* the coarser dtype's subnormals: absolute steps */
 }
 
 /* ---- one side of a comparison ------------------------------------------ */

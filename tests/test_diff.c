@@ -935,6 +935,46 @@ static void diff_should_accept_subnormals_rounded_to_bf16(void) {
     g2f_diff_result_free(&r);
 }
 
+/* dir/name/model.safetensors: tiny's F32 tensors and a 4-byte "flags" of dtype dt (U8 or BOOL). */
+static void write_with_flags(const char *name, const char *dt) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    mkdir(dst, 0700);
+    snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
+    const g2f_table *t = g2f_safetensors_table(st);
+    static st_entry e[160];
+    static const unsigned char flags[4] = {1, 0, 1, 1};
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 150; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        if (x->dtype != G2F_DTYPE_F32) continue;
+        e[n] = (st_entry){x->name, "F32", x->ndim, {0}, x->data, (size_t)x->nbytes};
+        for (size_t k = 0; k < x->ndim; k++) e[n].shape[k] = x->shape[k];
+        n++;
+    }
+    e[n++] = (st_entry){"flags", dt, 1, {4}, flags, sizeof flags};
+    CHECK(st_write(dst, NULL, e, n, 1) == 0);
+    g2f_safetensors_close(st);
+}
+
+/* The same bytes and shape under two dtypes that are not numbers (U8, BOOL): different, not a
+ * shape that differs. */
+static void diff_should_call_another_dtype_different(void) {
+    write_with_flags("flags_u8", "U8");
+    write_with_flags("flags_bool", "BOOL");
+    char a[400], b[400];
+    snprintf(a, sizeof a, "%s/flags_u8", dir);
+    snprintf(b, sizeof b, "%s/flags_bool", dir);
+    g2f_diff_result r;
+    if (!diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    CHECK(!r.equivalent && r.n_others == 1 && r.others[0].kind == G2F_DIFF_DIFFERENT);
+    g2f_diff_result_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -954,6 +994,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_not_drop_a_twin_name);
     RUN(diff_should_compare_f64_in_double);
     RUN(diff_should_accept_subnormals_rounded_to_bf16);
+    RUN(diff_should_call_another_dtype_different);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -1040,10 +1040,9 @@ static g2f_status compare_other_pair(differ *df, const g2f_tensor *a, const g2f_
     for (size_t i = 0; same_shape && i < a->ndim; i++) same_shape = a->shape[i] == b->shape[i];
     int floats = g2f_dtype_is_convertible(a->dtype) && g2f_dtype_is_convertible(b->dtype);
     o->from_layer = -1;
-    if (!same_shape || (!floats && (a->dtype != b->dtype || a->nbytes != b->nbytes))) {
-        o->kind = G2F_DIFF_SHAPE;
-        return G2F_OK;
-    }
+    if (!same_shape) return o->kind = G2F_DIFF_SHAPE, G2F_OK;
+    if (!floats && (a->dtype != b->dtype || a->nbytes != b->nbytes)) /* U8 against BOOL: the same shape */
+        return o->kind = G2F_DIFF_DIFFERENT, G2F_OK;
     if (!floats) {
         o->kind = a->nbytes && memcmp(a->data, b->data, (size_t)a->nbytes) ? G2F_DIFF_DIFFERENT : G2F_DIFF_IDENTICAL;
         o->equivalent = o->kind == G2F_DIFF_IDENTICAL;

@@ -975,6 +975,30 @@ static void diff_should_call_another_dtype_different(void) {
     g2f_diff_result_free(&r);
 }
 
+static int big_edit(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t, (void)shape, (void)ndim;
+    if (!strcmp(name, "transformer.h.0.mlp.c_fc.weight")) v[0] = nonfinite_value;
+    return 1;
+}
+
+/* An Inf, or a value whose block scale overflows float16, beside a quantized port: never within
+ * the bound (an infinite bound would take anything), never accepted. */
+static void diff_should_not_accept_inf_beside_a_quantized_port(void) {
+    const float values[] = {INFINITY, -INFINITY, 1e10f};
+    char a[400], b[400];
+    snprintf(b, sizeof b, "%s/quant/tiny_q8_0.gguf", fixtures);
+    for (size_t k = 0; k < 3; k++) {
+        nonfinite_value = values[k];
+        write_copy("tiny/model.safetensors", "qinf", big_edit, NULL, 0);
+        snprintf(a, sizeof a, "%s/qinf", dir);
+        g2f_diff_result r;
+        if (!diff_paths(a, b, G2F_DIFF_SCOPE_FFN, &r)) { check_failures++; continue; }
+        g2f_diff_accept(&r, G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED);
+        CHECK(!r.all_accepted && !r.tensors[0][G2F_FFN_FC_W].accepted && r.tensors[1][G2F_FFN_FC_W].accepted);
+        g2f_diff_result_free(&r);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -995,6 +1019,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_compare_f64_in_double);
     RUN(diff_should_accept_subnormals_rounded_to_bf16);
     RUN(diff_should_call_another_dtype_different);
+    RUN(diff_should_not_accept_inf_beside_a_quantized_port);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

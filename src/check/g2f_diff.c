@@ -316,7 +316,9 @@ static void block_stats(const float *a, const float *b, size_t n, tol t, const f
         g2f_diffstat_run_ref(a, b, n, 0, t.rel, t.abs, &ds);
         for (size_t i = 0; i < n; i++) { /* quantized weights: their bound and grid too */
             double d = fabs((double)a[i] - b[i]);
-            o->out_q |= !(d <= t.rel * fabs(a[i]) + t.abs + qb[i]);
+            /* an Inf (or a block's bound made infinite by one) never fits: inf <= inf would */
+            o->out_q |= !(d <= t.rel * fabs(a[i]) + t.abs + qb[i]) || !isfinite(a[i]) || !isfinite(b[i]) ||
+                        !isfinite(qb[i]);
             double steps = d == 0 ? 0 : step[i] > 0 ? d / step[i] : INFINITY, ratio = d == 0 ? 0 : d / qb[i];
             if (steps > o->max_steps) o->max_steps = steps;
             if (ratio > o->max_ratio) o->max_ratio = ratio;

@@ -935,7 +935,8 @@ static void diff_should_accept_subnormals_rounded_to_bf16(void) {
     g2f_diff_result_free(&r);
 }
 
-/* dir/name/model.safetensors: tiny's F32 tensors and a 4-byte "flags" of dtype dt (U8 or BOOL). */
+/* dir/name/model.safetensors: tiny's F32 tensors and a 4-byte "flags" of dtype dt (U8, BOOL, F8_*). */
+static unsigned char flags[4] = {1, 0, 1, 1};
 static void write_with_flags(const char *name, const char *dt) {
     char src[400], dst[400];
     snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
@@ -947,7 +948,6 @@ static void write_with_flags(const char *name, const char *dt) {
     if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
     const g2f_table *t = g2f_safetensors_table(st);
     static st_entry e[160];
-    static const unsigned char flags[4] = {1, 0, 1, 1};
     size_t n = 0;
     for (size_t i = 0; i < t->count && n < 150; i++) {
         const g2f_tensor *x = &t->tensors[i];
@@ -999,6 +999,25 @@ static void diff_should_not_accept_inf_beside_a_quantized_port(void) {
     }
 }
 
+/* 8-bit floats are compared as bytes, but their NaN and Inf never equal. */
+static void diff_should_not_count_f8_nonfinite_as_equal(void) {
+    static const struct { const char *dt; unsigned char b0; int equivalent; } cases[] = {
+        {"F8_E4M3", 0x7F, 0}, {"F8_E4M3", 0xFF, 0}, {"F8_E5M2", 0x7C, 0}, {"F8_E5M2", 0xFE, 0}, {"F8_E4M3", 0x38, 1}};
+    char a[400], b[400];
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        flags[0] = cases[k].b0;
+        write_with_flags("f8_a", cases[k].dt);
+        write_with_flags("f8_b", cases[k].dt);
+        snprintf(a, sizeof a, "%s/f8_a", dir);
+        snprintf(b, sizeof b, "%s/f8_b", dir);
+        g2f_diff_result r;
+        if (!diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; continue; }
+        CHECK(r.equivalent == cases[k].equivalent && r.n_others == 1);
+        g2f_diff_result_free(&r);
+    }
+    flags[0] = 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -1020,6 +1039,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_accept_subnormals_rounded_to_bf16);
     RUN(diff_should_call_another_dtype_different);
     RUN(diff_should_not_accept_inf_beside_a_quantized_port);
+    RUN(diff_should_not_count_f8_nonfinite_as_equal);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -1034,8 +1034,17 @@ static int other_cmp(const void *x, const void *y) {
     return strcmp(((const g2f_model_other *)x)->key, ((const g2f_model_other *)y)->key);
 }
 
+/* An 8-bit float's byte is NaN or Inf: E4M3 (OCP) has NaN at S.1111.111 and
+ * no Inf; E5M2 has Inf and NaN where the exponent is all ones. */
+static int f8_nonfinite(g2f_dtype d, unsigned char b) {
+    if (d == G2F_DTYPE_F8_E4M3) return (b & 0x7F) == 0x7F;
+    if (d == G2F_DTYPE_F8_E5M2) return (b & 0x7C) == 0x7C;
+    return 0;
+}
+
 /* Two other tensors of one name: compared as flat arrays of the same
- * shape, bytes for dtypes that are not floats. */
+ * shape, bytes for dtypes that are not floats (an 8-bit float's NaN or
+ * Inf never equal, as everywhere). */
 static g2f_status compare_other_pair(differ *df, const g2f_tensor *a, const g2f_tensor *b, g2f_diff_tensor *o,
                                      g2f_error *err) {
     int same_shape = a->ndim == b->ndim && a->numel == b->numel;
@@ -1046,7 +1055,11 @@ static g2f_status compare_other_pair(differ *df, const g2f_tensor *a, const g2f_
     if (!floats && (a->dtype != b->dtype || a->nbytes != b->nbytes)) /* U8 against BOOL: the same shape */
         return o->kind = G2F_DIFF_DIFFERENT, G2F_OK;
     if (!floats) {
-        o->kind = a->nbytes && memcmp(a->data, b->data, (size_t)a->nbytes) ? G2F_DIFF_DIFFERENT : G2F_DIFF_IDENTICAL;
+        int nonfinite = 0;
+        for (uint64_t i = 0; i < a->nbytes && (a->dtype == G2F_DTYPE_F8_E4M3 || a->dtype == G2F_DTYPE_F8_E5M2); i++)
+            nonfinite |= f8_nonfinite(a->dtype, a->data[i]);
+        o->kind = nonfinite || (a->nbytes && memcmp(a->data, b->data, (size_t)a->nbytes)) ? G2F_DIFF_DIFFERENT
+                                                                                         : G2F_DIFF_IDENTICAL;
         o->equivalent = o->kind == G2F_DIFF_IDENTICAL;
         return G2F_OK;
     }

@@ -228,6 +228,16 @@ static void malformed_generations_should_be_refused(void) {
     CHECK_CONTAINS(err.msg, "need 33 positions but the checkpoint has 32");
     x[1].shape[1] = 29, x[1].nbytes = 2 * 29 * 8; /* 4 + 29 - 1 = 32: fits */
     CHECK(write_and_check("fits", x, 2, &err) == G2F_OK);
+    /* the port's tokens twice, under a prefixed name too: refused when they differ, not one dropped */
+    base(&g);
+    st_entry twin[6];
+    memcpy(twin, e, sizeof e);
+    int64_t other[2][3] = {{3, 3, 3}, {3, 3, 4}};
+    twin[5] = (st_entry){"transformer.generated_ids", "I64", 2, {2, 3}, other, sizeof other};
+    CHECK(write_and_check("twin", twin, 6, &err) == G2F_ERR_FORMAT);
+    CHECK_CONTAINS(err.msg, "'generated_ids' and 'transformer.generated_ids' name one tensor of the generation");
+    other[1][2] = 3; /* the same values: one tensor under two names, fine */
+    CHECK(write_and_check("twin_same", twin, 6, &err) == G2F_OK);
 }
 
 /* NaN in the port's logits never passes: a divergence, nonfinite. */

@@ -153,6 +153,36 @@ static g2f_status check_values(const gen_t *g, g2f_error *err) {
     return G2F_OK;
 }
 
+/* A generation tensor recorded under two names (generated_ids and
+ * transformer.generated_ids) must hold the same values: which one is the
+ * port's is not defined otherwise (the same values within the coarser
+ * dtype's rounding, as verify's aliases). */
+static g2f_status check_twins(const gen_t *g, g2f_error *err) {
+    const g2f_tensor *gen[5] = {g->prompt, g->gen, g->logits, g->mask, g->eos};
+    for (size_t i = 0; i < g2f_fixture_n_aliases(g->f); i++) {
+        const g2f_fixture_alias *a = g2f_fixture_alias_at(g->f, i);
+        int ours = 0;
+        for (int k = 0; k < 5; k++) ours |= gen[k] && a->kept == gen[k];
+        if (!ours) continue;
+        int same = a->kept->numel == a->other->numel && !a->other2;
+        double u = a->kept->dtype == a->other->dtype ? 0 : fmax(g2f_dtype_store_roundoff(a->kept->dtype),
+                                                                g2f_dtype_store_roundoff(a->other->dtype));
+        int ids = is_id_dtype(a->kept->dtype) && is_id_dtype(a->other->dtype);
+        for (uint64_t j = 0; same && ids && j < a->kept->numel; j++) same = int_at(a->kept, j) == int_at(a->other, j);
+        for (uint64_t j = 0; same && !ids && j < a->kept->numel; j++) {
+            double x, y;
+            g2f_tensor_read_f64(a->kept, j, 1, &x);
+            g2f_tensor_read_f64(a->other, j, 1, &y);
+            same = x == y || fabs(x - y) <= u * fmax(fabs(x), fabs(y));
+        }
+        if (!same)
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: '%s' and '%s' name one tensor of the generation with "
+                                 "different values: which one is the port's is not defined",
+                                 g2f_fixture_path(g->f), a->kept->name, a->other->name);
+    }
+    return G2F_OK;
+}
+
 static g2f_status gen_open(gen_t *g, const g2f_model *m, const g2f_fixture *f, g2f_error *err) {
     memset(g, 0, sizeof *g);
     g->f = f;
@@ -167,6 +197,7 @@ static g2f_status gen_open(gen_t *g, const g2f_model *m, const g2f_fixture *f, g
     if (!g->V) return g2f_error_set(err, G2F_ERR_FORMAT, "%s: no token embedding (wte): a generation cannot be checked",
                                     mi->path);
     g2f_status st = check_tensors(g, err);
+    if (st == G2F_OK) st = check_twins(g, err);
     return st == G2F_OK ? check_values(g, err) : st;
 }
 

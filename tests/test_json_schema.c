@@ -176,6 +176,7 @@ static const field first_div_fields[] = {
     {"tensor", S, 1, NULL, NULL, 0, NULL},
     {"margin", N | Z, 1, NULL, NULL, 0, NULL},
     {"codes", A, 1, NULL, NULL, S, "<code>"},
+    {"not_diagnosed", S, 0, NULL, NULL, 0, NULL},
     END};
 static const field stage_margin_fields[] = {
     {"ln_1", N | Z, 0, NULL, NULL, 0, NULL}, {"attn", N | Z, 0, NULL, NULL, 0, NULL},

@@ -843,6 +843,10 @@ static g2f_status try_layer(void *u, size_t K, int *stop, g2f_error *err) {
  * another layer's weights. */
 static g2f_status diagnose_stage(ctx *c, g2f_stage st, const how *base, const g2f_model *m, g2f_stage_result *r,
                                  g2f_error *err) {
+    if (r->worst.nonfinite) { /* NaN or Inf: named, as the FFN's; no bug makes one */
+        r->causes[r->n_causes++] = (g2f_cause){.codes = G2F_DIAG_BIT(G2F_DIAG_NONFINITE), .stage = st, .margin = INFINITY};
+        return G2F_OK;
+    }
     g2f_status e = try_table(c, st, base, r, err);
     /* any other constant scale: fitted, then checked like every hypothesis */
     if (e == G2F_OK && !r->n_causes && st == G2F_STAGE_ATTN) e = fit_attn_scale(c, base, r, err);

@@ -198,6 +198,7 @@ void g2f_cmp_acc_add_rows(g2f_cmp_acc *a, const double *expected, const float *c
 void g2f_cmp_acc_finish(const g2f_cmp_acc *a, g2f_cmp *o) {
     *o = a->c;
     o->margin = a->with_tol ? (a->worst_score < 0 ? 0 : a->worst_score) : 0;
+    if (a->with_tol && o->nonfinite) o->margin = INFINITY; /* a NaN or Inf is the worst there is, never a margin below 1 */
     o->cosine = a->ee > 0 && a->cc > 0 ? a->dot / sqrt(a->ee * a->cc) : (a->ee == a->cc ? 1.0 : 0.0);
     o->sqnr_db = a->noise > 0 ? 10.0 * log10(a->ee / a->noise) : INFINITY;
 }

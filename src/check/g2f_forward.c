@@ -614,6 +614,11 @@ static void isolated_pass(fwd *w, const g2f_model_how *how, int diagnose, g2f_mo
         if (!w->k->tg[s].t || (s == G2F_STAGE_EMBED ? !w->ids : !w->iso_in[s]) || out->not_computable[s]) continue;
         iso_stage(w->k, s, w->ids, how, w->iso_in[s], w->ib, w->p, &out->iso[s]);
         if (out->iso[s].pass || !diagnose) continue;
+        if (out->iso[s].worst.nonfinite) { /* NaN or Inf: named, no bug makes one */
+            g2f_cause nf = {.codes = G2F_DIAG_BIT(G2F_DIAG_NONFINITE), .stage = (g2f_stage)s, .margin = INFINITY};
+            add_cause(&out->iso[s], &nf);
+            continue;
+        }
         g2f_model_how hw[16];
         g2f_cause cs[16];
         size_t n = hypotheses(w->k, s, hw, cs, 16);
@@ -687,7 +692,9 @@ static g2f_status first_divergence(fwd *w, int diagnose, g2f_model_result *out, 
     out->first_tensor = fr->worst_tensor;
     out->first_margin = fr->margin;
     g2f_stage_result *iso = &out->iso[first_m];
-    if (iso->n_causes) {
+    if (fr->worst.nonfinite && !iso->n_causes) { /* NaN or Inf in the chained comparison: no bug makes one */
+        snprintf(out->first_codes, sizeof out->first_codes, "%s", g2f_diag_name(G2F_DIAG_NONFINITE));
+    } else if (iso->n_causes) {
         join_causes(iso, out->first_codes, sizeof out->first_codes);
     } else if (out->chained && diagnose) {
         g2f_stage_result found = {0};

@@ -183,6 +183,8 @@ typedef struct g2f_model_result {
     const char *first_tensor;
     double first_margin;
     char first_codes[256];        /* the diagnosis at that stage, "" when none (g2f_verify fills a block's) */
+    char first_not_diagnosed[120]; /* "" or why that stage was not diagnosed (its layer outside --layers, the
+                                      stage not recorded beside its input): then no cause is claimed or denied */
     size_t compared;              /* model-level and chained stages compared (0: input_ids alone) */
     size_t failed;                /* of those, the ones that do not match (propagated ones included) */
     g2f_diag_set accepted;        /* the precision codes the stages were judged with (--accept), or 0 */

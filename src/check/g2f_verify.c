@@ -509,6 +509,17 @@ static void model_codes(g2f_verify_result *out) {
     g2f_model_result *mr = &out->model;
     if (!mr->diverged || mr->first_layer < 0 || (size_t)mr->first_layer >= out->n_layers) return;
     const g2f_layer_result *r = &out->layers[mr->first_layer];
+    int s0 = (int)mr->first_stage, iso = s0 == G2F_STAGE_MLP ? r->has_ffn : r->block.stage[s0].checked;
+    if (mr->layers && mr->layers[mr->first_layer].stage[s0].worst.nonfinite) { /* NaN or Inf there: that is all */
+        snprintf(mr->first_codes, sizeof mr->first_codes, "%s", g2f_diag_name(G2F_DIAG_NONFINITE));
+        return;
+    }
+    if (r->status == G2F_LAYER_SKIPPED || !iso) { /* the stage's own check, the one diagnosed, did not run */
+        snprintf(mr->first_not_diagnosed, sizeof mr->first_not_diagnosed, "not diagnosed: %s",
+                 r->not_selected ? "the layer is outside --layers"
+                                 : "the fixture does not record this stage beside its input");
+        return;
+    }
     for (int s = G2F_BLOCK_FIRST; s <= G2F_BLOCK_LAST; s++) {
         if (s != (int)mr->first_stage) continue;
         if (s == G2F_STAGE_MLP)
@@ -667,6 +678,7 @@ static g2f_status verify_one(layer_pass *lp, size_t L, g2f_verify_result *out, g
     r->status = G2F_LAYER_SKIPPED;
     r->best_gelu = G2F_BEST_NEITHER;
     if (p->select && !p->select[L]) {
+        r->not_selected = 1;
         snprintf(r->explanation, sizeof r->explanation, "layer %zu not selected by --layers", L);
         return G2F_OK;
     }

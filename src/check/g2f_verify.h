@@ -70,6 +70,7 @@ typedef struct g2f_layer_result {
     g2f_diag_set accepted;  /* --accept: the accepted cause's codes (the layer was judged on it), or 0 */
     g2f_cause accepted_cause;
     char explanation[1024]; /* one sentence */
+    int not_selected;       /* skipped because --layers left it out */
     int has_ffn;            /* the FFN compared (mlp.in and mlp.out recorded) */
     int has_block;          /* other stages of the block recorded (g2f_block) */
     g2f_block_result block; /* their checks; stage[G2F_STAGE_MLP] mirrors the FFN's */

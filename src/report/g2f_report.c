@@ -218,7 +218,9 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
         if (mr->first_layer >= 0) snprintf(where, sizeof where, "layer %ld, %s", mr->first_layer, fs);
         else snprintf(where, sizeof where, "%s", fs);
         snprintf(buf, n, "first divergence: %s: %s (%s margin %.3g)", where,
-                 mr->first_codes[0] ? mr->first_codes : "no known cause explains it",
+                 mr->first_codes[0]           ? mr->first_codes
+                 : mr->first_not_diagnosed[0] ? mr->first_not_diagnosed
+                                              : "no known cause explains it",
                  mr->first_tensor ? mr->first_tensor : "", mr->first_margin);
         return 1;
     }
@@ -690,7 +692,7 @@ void g2f_report_chain_layer(const g2f_model_result *mr, size_t L, char *cell, si
     snprintf(diag, dn, "-");
     if (!v->diverged || !mr->diverged) return;
     if (mr->first_layer == (long)L) /* the first divergence: the diagnosis at that stage */
-        snprintf(diag, dn, "%s", mr->first_codes[0] ? mr->first_codes : "unexplained");
+        snprintf(diag, dn, "%s", mr->first_codes[0] ? mr->first_codes : mr->first_not_diagnosed[0] ? "not diagnosed" : "unexplained");
     else if (mr->first_layer >= 0 && (long)L > mr->first_layer)
         snprintf(diag, dn, "%s:h.%ld.%s", g2f_diag_name(G2F_DIAG_PROPAGATED), mr->first_layer,
                  g2f_stage_name(mr->first_stage));
@@ -1248,6 +1250,7 @@ static cJSON *forward_json(jb *b, const g2f_report_ctx *c, size_t d) {
         snprintf(buf, sizeof buf, "%s", mr->first_codes);
         for (char *save = NULL, *tok = strtok_r(buf, " |", &save); codes && tok; tok = strtok_r(NULL, " |", &save))
             j_add(b, codes, NULL, cJSON_CreateString(tok));
+        if (mr->first_not_diagnosed[0]) j_str(b, fd, "not_diagnosed", mr->first_not_diagnosed);
     }
     size_t w[G2F_STAGE_COUNT] = {[G2F_STAGE_EMBED] = d, [G2F_STAGE_LN_F] = d, [G2F_STAGE_LOGITS] = mr->vocab};
     cJSON *ch = j_obj(b, o, "chained_stages"), *iso = j_obj(b, o, "isolated_stages");

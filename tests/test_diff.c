@@ -1018,6 +1018,26 @@ static void diff_should_not_count_f8_nonfinite_as_equal(void) {
     flags[0] = 1;
 }
 
+/* config.json's n_head against the file's own (TransformerLens' W_Q shape here, 4 heads): the
+ * config cannot silently override what the weights are shaped for. */
+static void config_n_head_should_agree_with_the_file(void) {
+    char src[400], dst[400];
+    snprintf(dst, sizeof dst, "%s/tl_cfg8", dir);
+    mkdir(dst, 0700);
+    snprintf(src, sizeof src, "%s/formats2/tiny_tl.safetensors", fixtures);
+    snprintf(dst, sizeof dst, "%s/tl_cfg8/model.safetensors", dir);
+    CHECK(copy_file(src, dst) == 0);
+    snprintf(dst, sizeof dst, "%s/tl_cfg8/config.json", dir);
+    const char *cfg = "{\"n_layer\": 4, \"n_embd\": 64, \"n_head\": 8, \"n_positions\": 32, \"vocab_size\": 96}";
+    CHECK(write_bytes(dst, cfg, strlen(cfg)) == 0);
+    snprintf(dst, sizeof dst, "%s/tl_cfg8", dir);
+    g2f_model *m = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_model_open(dst, NULL, &m, &err) != G2F_OK && !m);
+    CHECK_CONTAINS(err.msg, "config.json n_head is 8 but TransformerLens W_Q's shape is 4");
+    g2f_model_close(m);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -1040,6 +1060,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_call_another_dtype_different);
     RUN(diff_should_not_accept_inf_beside_a_quantized_port);
     RUN(diff_should_not_count_f8_nonfinite_as_equal);
+    RUN(config_n_head_should_agree_with_the_file);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

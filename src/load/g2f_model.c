@@ -165,7 +165,7 @@ static g2f_status read_config(g2f_model *m, const char *dir, const char *given, 
         m->info.config_path = m->config_path;
         s = g2f_config_check(m->config_path, &m->info, &m->activation, err);
     }
-    if (s != G2F_OK || m->info.n_head) return s;
+    if (s != G2F_OK) return s;
     const g2f_scheme *S = g2f_model_scheme(m);
     const g2f_tensor *wq = NULL; /* TransformerLens: W_Q's shape tells n_head */
     if (S->split_attn[0]) {
@@ -173,7 +173,17 @@ static g2f_status read_config(g2f_model *m, const char *dir, const char *given, 
         snprintf(name, sizeof name, "%s%s.0.%s", m->prefix, S->block, S->split_attn[0]);
         wq = g2f_table_find(g2f_source_table(m->src), name);
     }
-    return g2f_config_head_count(g2f_source_table(m->src), g2f_source_format(m->src), wq, &m->info, err);
+    if (!m->info.n_head)
+        return g2f_config_head_count(g2f_source_table(m->src), g2f_source_format(m->src), wq, &m->info, err);
+    /* config.json says; the file's own word (GGUF, llm.c, a trainer's dict, TransformerLens' shapes) must agree */
+    g2f_model_info own = m->info;
+    own.n_head = 0;
+    if ((s = g2f_config_head_count(g2f_source_table(m->src), g2f_source_format(m->src), wq, &own, err)) != G2F_OK)
+        return s;
+    if (own.n_head && own.n_head != m->info.n_head)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s is %zu but %s is %zu: which one the model runs is not defined",
+                             m->info.path, m->info.n_head_source, m->info.n_head, own.n_head_source, own.n_head);
+    return G2F_OK;
 }
 
 g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model **out, g2f_error *err) {

@@ -1155,11 +1155,12 @@ static void count(g2f_diff_result *r) {
     r->equivalent = r->compared && !r->differing && !r->held_by_one && !r->config_msg[0];
 }
 
-/* The GELU form a config's activation_function names: 1 tanh, 2 erf, 0 unknown or none. */
-static int act_form(const char *a) {
-    if (!a) return 0;
-    if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh") || !strcmp(a, "gelu_fast")) return 1;
-    return !strcmp(a, "gelu") ? 2 : 0;
+/* The GELU a file's model runs, where the file says (config.json's activation_function, else the
+ * checkpoint's own code: a nanoGPT training checkpoint runs erf); *why names it; -1 when unsaid. */
+static int gelu_said(const g2f_model_info *m, const char **why) {
+    if (m->config_has_gelu) return *why = m->config_activation ? m->config_activation : "config.json", (int)m->config_gelu;
+    if (m->file_has_gelu) return *why = "the checkpoint's own code", (int)m->file_gelu;
+    return *why = NULL, -1;
 }
 
 /* What the two files' configs say that makes them other models, where both say it (sizes aside):
@@ -1170,10 +1171,11 @@ static void compare_config(const g2f_model_info *a, const g2f_model_info *b, g2f
     int block = scope != G2F_DIFF_SCOPE_FFN;
     if (block && a->n_head && b->n_head && a->n_head != b->n_head)
         used += (size_t)snprintf(m + used, n - used, "n_head %zu in A, %zu in B", a->n_head, b->n_head);
-    int fa = act_form(a->config_activation), fb = act_form(b->config_activation);
-    if (fa && fb && fa != fb && used < n)
-        used += (size_t)snprintf(m + used, n - used, "%sactivation_function \"%.24s\" in A, \"%.24s\" in B",
-                                 used ? "; " : "", a->config_activation, b->config_activation);
+    const char *wa, *wb;
+    int fa = gelu_said(a, &wa), fb = gelu_said(b, &wb);
+    if (fa >= 0 && fb >= 0 && fa != fb && used < n)
+        used += (size_t)snprintf(m + used, n - used, "%sthe GELU: %s in A (%.40s), %s in B (%.40s)", used ? "; " : "",
+                                 g2f_gelu_name((g2f_gelu)fa), wa, g2f_gelu_name((g2f_gelu)fb), wb);
     if (block && a->config_has_ln_eps && b->config_has_ln_eps && a->ln_eps != b->ln_eps && used < n)
         snprintf(m + used, n - used, "%slayer_norm_epsilon %g in A, %g in B", used ? "; " : "", a->ln_eps, b->ln_eps);
 }

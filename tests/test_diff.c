@@ -1049,6 +1049,60 @@ static void config_n_head_should_agree_with_the_file(void) {
     g2f_model_close(m);
 }
 
+/* dir/name: fixtures/formats2/tiny_full.gguf with the 4-byte value of metadata key `key` (a u32 or
+ * f32 one, or a 4-character string's characters) replaced by `value`. */
+static void patch_gguf(const char *name, const char *key, const void *value) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/formats2/tiny_full.gguf", fixtures);
+    size_t n = 0;
+    unsigned char *b = (unsigned char *)read_whole_file(src, &n);
+    CHECK(b != NULL);
+    if (!b) return;
+    size_t kl = strlen(key);
+    unsigned char *at = NULL;
+    for (size_t i = 8; !at && i + kl + 16 < n; i++) /* the key's string, after its u64 length */
+        if (!memcmp(b + i, key, kl) && b[i - 8] == kl) at = b + i + kl;
+    CHECK(at != NULL);
+    if (at) {
+        uint32_t type;
+        memcpy(&type, at, 4);
+        memcpy(at + 4 + (type == 8 ? 8 : 0), value, 4); /* GGUF string: a u64 length first */
+    }
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    CHECK(write_bytes(dst, b, n) == 0);
+    free(b);
+}
+
+/* A GGUF's own words are the model's: an architecture other than gpt2, or sizes the tensors do
+ * not have, are refused; its layer_norm_epsilon is compared like a config's. */
+static void gguf_metadata_should_be_checked(void) {
+    const uint32_t eight = 8;
+    const float eps = 1e-3f;
+    patch_gguf("arch.gguf", "general.architecture", "gptj");
+    patch_gguf("blocks.gguf", "gpt2.block_count", &eight);
+    patch_gguf("eps.gguf", "gpt2.attention.layer_norm_epsilon", &eps);
+    char p[400];
+    g2f_model *m = NULL;
+    g2f_error err = {0};
+    snprintf(p, sizeof p, "%s/arch.gguf", dir);
+    CHECK(g2f_model_open(p, NULL, &m, &err) != G2F_OK && !m);
+    CHECK_CONTAINS(err.msg, "general.architecture is 'gptj', not gpt2");
+    snprintf(p, sizeof p, "%s/blocks.gguf", dir);
+    CHECK(g2f_model_open(p, NULL, &m, &err) != G2F_OK && !m);
+    CHECK_CONTAINS(err.msg, "gpt2.block_count is 8 but the tensors have 4 layers");
+    char a[400];
+    snprintf(a, sizeof a, "%s/tiny", fixtures);
+    snprintf(p, sizeof p, "%s/eps.gguf", dir);
+    g2f_diff_result r;
+    if (!diff_paths(a, p, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    CHECK(!r.equivalent && strstr(r.config_msg, "layer_norm_epsilon 1e-05 in A, 0.001 in B"));
+    g2f_diff_result_free(&r);
+    snprintf(p, sizeof p, "%s/formats2/tiny_full.gguf", fixtures); /* the unpatched one: the same model */
+    if (!diff_paths(a, p, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
+    CHECK(r.equivalent);
+    g2f_diff_result_free(&r);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -1072,6 +1126,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_not_accept_inf_beside_a_quantized_port);
     RUN(diff_should_not_count_f8_nonfinite_as_equal);
     RUN(config_n_head_should_agree_with_the_file);
+    RUN(gguf_metadata_should_be_checked);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

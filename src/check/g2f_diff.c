@@ -1176,7 +1176,8 @@ static void compare_config(const g2f_model_info *a, const g2f_model_info *b, g2f
     if (fa >= 0 && fb >= 0 && fa != fb && used < n)
         used += (size_t)snprintf(m + used, n - used, "%sthe GELU: %s in A (%.40s), %s in B (%.40s)", used ? "; " : "",
                                  g2f_gelu_name((g2f_gelu)fa), wa, g2f_gelu_name((g2f_gelu)fb), wb);
-    if (block && a->config_has_ln_eps && b->config_has_ln_eps && a->ln_eps != b->ln_eps && used < n)
+    /* relative 1e-6: a GGUF holds its epsilon as a float32 */
+    if (block && a->config_has_ln_eps && b->config_has_ln_eps && fabs(a->ln_eps - b->ln_eps) > 1e-6 * a->ln_eps && used < n)
         snprintf(m + used, n - used, "%slayer_norm_epsilon %g in A, %g in B", used ? "; " : "", a->ln_eps, b->ln_eps);
 }
 

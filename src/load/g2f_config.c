@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,6 +224,40 @@ g2f_status g2f_config_head_count(const g2f_table *t, g2f_format f, const g2f_ten
         in->n_head = (size_t)q->shape[0];
         in->n_head_source = "TransformerLens W_Q's shape";
     }
+    return G2F_OK;
+}
+
+/* A GGUF's own words about the model (llama.cpp builds the model from
+ * them): general.architecture gpt2, the sizes the tensors have, and
+ * layer_norm_epsilon, which config.json (when it says) must match and
+ * which is the model's otherwise. A contradiction is an error: which one
+ * the model runs is not defined. */
+g2f_status g2f_config_gguf_words(const g2f_table *t, g2f_format f, g2f_model_info *in, g2f_error *err) {
+    if (f != G2F_FORMAT_GGUF) return G2F_OK;
+    const char *arch = g2f_table_meta(t, "general.architecture");
+    if (arch && strcmp(arch, "gpt2"))
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: general.architecture is '%.40s', not gpt2", in->path, arch);
+    static const struct { const char *key, *what; } sizes[] = {
+        {"gpt2.block_count", "layers"}, {"gpt2.embedding_length", "n_embd"}, {"gpt2.feed_forward_length", "n_inner"}};
+    const size_t have[3] = {in->n_layer, in->n_embd, in->n_inner};
+    for (int i = 0; i < 3; i++) {
+        size_t v = 0;
+        int k = meta_size(t, sizes[i].key, &v);
+        if (k < 0 || (k > 0 && v != have[i]))
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s is %.24s but the tensors have %zu %s", in->path,
+                                 sizes[i].key, g2f_table_meta(t, sizes[i].key), have[i], sizes[i].what);
+    }
+    const char *e = g2f_table_meta(t, "gpt2.attention.layer_norm_epsilon");
+    if (!e) return G2F_OK;
+    char *end;
+    double eps = strtod(e, &end);
+    if (*end || !(eps > 0 && eps < 1))
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: gpt2.attention.layer_norm_epsilon is %.24s: not in (0, 1)",
+                             in->path, e);
+    if (in->config_has_ln_eps && fabs(in->ln_eps - eps) > 1e-6 * eps) /* the GGUF's is a float32 */
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: config.json layer_norm_epsilon is %g but the GGUF's is %g", in->path,
+                             in->ln_eps, eps);
+    in->ln_eps = eps, in->config_has_ln_eps = 1;
     return G2F_OK;
 }
 

@@ -43,6 +43,11 @@ g2f_status g2f_config_check(const char *cfg, g2f_model_info *in, char **activati
  * in->n_head_source, or leaves them when nothing says. */
 g2f_status g2f_config_head_count(const g2f_table *t, g2f_format f, const g2f_tensor *tl_wq, g2f_model_info *in,
                                  g2f_error *err);
+/* A GGUF's general.architecture (gpt2), block_count, embedding_length and
+ * feed_forward_length against the tensors, and its layer_norm_epsilon
+ * against config.json's, then into in (config_has_ln_eps: said); other
+ * formats: nothing. */
+g2f_status g2f_config_gguf_words(const g2f_table *t, g2f_format f, g2f_model_info *in, g2f_error *err);
 
 /* A nanoGPT training checkpoint (a torch.save dict with model_args beside
  * the model) says which GELU its code runs: sets in->file_has_gelu,

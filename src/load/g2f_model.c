@@ -165,6 +165,7 @@ static g2f_status read_config(g2f_model *m, const char *dir, const char *given, 
         m->info.config_path = m->config_path;
         s = g2f_config_check(m->config_path, &m->info, &m->activation, err);
     }
+    if (s == G2F_OK) s = g2f_config_gguf_words(g2f_source_table(m->src), g2f_source_format(m->src), &m->info, err);
     if (s != G2F_OK) return s;
     const g2f_scheme *S = g2f_model_scheme(m);
     const g2f_tensor *wq = NULL; /* TransformerLens: W_Q's shape tells n_head */

@@ -840,11 +840,14 @@ static void diff_should_not_drop_a_twin_name(void) {
     g2f_diff_result_free(&r);
 }
 
-/* dir/name/model.safetensors: tiny's tensors as F64, layer 1's c_fc.weight[0] times (1 + bump)
- * and layer 2's c_proj.weight[0] set to big (when nonzero). */
-static void write_f64(const char *name, double bump, double big) {
-    char src[400], dst[400];
-    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+/* One tensor of a converted copy: x's values into a malloc'd buffer (*nbytes), named dtype. */
+typedef void *(*convert_fn)(const g2f_tensor *x, size_t *nbytes);
+
+/* dir/name/model.safetensors: every F32 tensor of src (a safetensors path) through conv, then
+ * `more` (or NULL). */
+static void write_converted(const char *src, const char *name, const char *dtype, convert_fn conv,
+                            const st_entry *more) {
+    char dst[400];
     snprintf(dst, sizeof dst, "%s/%s", dir, name);
     mkdir(dst, 0700);
     snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
@@ -853,22 +856,51 @@ static void write_f64(const char *name, double bump, double big) {
     if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
     const g2f_table *t = g2f_safetensors_table(st);
     static st_entry e[160];
-    double *bufs[160] = {0};
+    void *bufs[160] = {0};
     size_t n = 0;
     for (size_t i = 0; i < t->count && n < 150; i++) {
         const g2f_tensor *x = &t->tensors[i];
         if (x->dtype != G2F_DTYPE_F32) continue;
-        double *d = bufs[n] = malloc((size_t)x->numel * sizeof *d + 8);
-        g2f_tensor_read_f64(x, 0, x->numel, d);
-        if (!strcmp(x->name, "transformer.h.1.mlp.c_fc.weight")) d[0] *= 1 + bump;
-        if (big != 0 && !strcmp(x->name, "transformer.h.2.mlp.c_proj.weight")) d[0] = big;
-        e[n] = (st_entry){x->name, "F64", x->ndim, {0}, d, (size_t)x->numel * sizeof *d};
+        size_t nb = (size_t)x->nbytes;
+        const void *d = conv ? (bufs[n] = conv(x, &nb)) : x->data;
+        e[n] = (st_entry){x->name, dtype, x->ndim, {0}, d, nb};
         for (size_t k = 0; k < x->ndim; k++) e[n].shape[k] = x->shape[k];
         n++;
     }
+    if (more) e[n++] = *more;
     CHECK(st_write(dst, NULL, e, n, 1) == 0);
     for (size_t i = 0; i < n; i++) free(bufs[i]);
     g2f_safetensors_close(st);
+}
+
+static double f64_bump, f64_big;
+
+/* F64: layer 1's c_fc.weight[0] times (1 + f64_bump), layer 2's c_proj.weight[0] f64_big (when nonzero) */
+static void *to_f64(const g2f_tensor *x, size_t *nbytes) {
+    double *d = malloc((size_t)x->numel * sizeof *d + 8);
+    g2f_tensor_read_f64(x, 0, x->numel, d);
+    if (!strcmp(x->name, "transformer.h.1.mlp.c_fc.weight")) d[0] *= 1 + f64_bump;
+    if (f64_big != 0 && !strcmp(x->name, "transformer.h.2.mlp.c_proj.weight")) d[0] = f64_big;
+    *nbytes = (size_t)x->numel * sizeof *d;
+    return d;
+}
+
+static void *to_bf16(const g2f_tensor *x, size_t *nbytes) {
+    float *f = malloc((size_t)x->numel * sizeof *f + 4);
+    uint16_t *h = malloc((size_t)x->numel * sizeof *h + 2);
+    g2f_tensor_read_f32(x, 0, x->numel, f);
+    for (uint64_t k = 0; k < x->numel; k++) h[k] = g2f_f32_to_bf16(f[k]);
+    free(f);
+    *nbytes = (size_t)x->numel * sizeof *h;
+    return h;
+}
+
+/* dir/name/model.safetensors: tiny's tensors as F64 (to_f64 with bump and big). */
+static void write_f64(const char *name, double bump, double big) {
+    char src[400];
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    f64_bump = bump, f64_big = big;
+    write_converted(src, name, "F64", to_f64, NULL);
 }
 
 /* F64 tensors are compared in double: a difference below float's precision, or between two
@@ -903,33 +935,9 @@ static int subnormal_edit(const g2f_table *t, const char *name, float *v, uint64
 
 /* dir/name/model.safetensors: dir/from's tensors rounded to BF16 (round to nearest even). */
 static void write_bf16_of(const char *from, const char *name) {
-    char src[400], dst[400];
+    char src[400];
     snprintf(src, sizeof src, "%s/%s/model.safetensors", dir, from);
-    snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    mkdir(dst, 0700);
-    snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
-    g2f_safetensors *st = NULL;
-    g2f_error err = {0};
-    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
-    const g2f_table *t = g2f_safetensors_table(st);
-    static st_entry e[160];
-    uint16_t *bufs[160] = {0};
-    size_t n = 0;
-    for (size_t i = 0; i < t->count && n < 150; i++) {
-        const g2f_tensor *x = &t->tensors[i];
-        if (x->dtype != G2F_DTYPE_F32) continue;
-        float *f = malloc((size_t)x->numel * sizeof *f + 4);
-        uint16_t *h = bufs[n] = malloc((size_t)x->numel * sizeof *h + 2);
-        g2f_tensor_read_f32(x, 0, x->numel, f);
-        for (uint64_t k = 0; k < x->numel; k++) h[k] = g2f_f32_to_bf16(f[k]);
-        free(f);
-        e[n] = (st_entry){x->name, "BF16", x->ndim, {0}, h, (size_t)x->numel * sizeof *h};
-        for (size_t k = 0; k < x->ndim; k++) e[n].shape[k] = x->shape[k];
-        n++;
-    }
-    CHECK(st_write(dst, NULL, e, n, 1) == 0);
-    for (size_t i = 0; i < n; i++) free(bufs[i]);
-    g2f_safetensors_close(st);
+    write_converted(src, name, "BF16", to_bf16, NULL);
 }
 
 /* A BF16 port rounded correctly is equivalent, subnormal weights too (their rounding is
@@ -949,27 +957,10 @@ static void diff_should_accept_subnormals_rounded_to_bf16(void) {
 /* dir/name/model.safetensors: tiny's F32 tensors and a 4-byte "flags" of dtype dt (U8, BOOL, F8_*). */
 static unsigned char flags[4] = {1, 0, 1, 1};
 static void write_with_flags(const char *name, const char *dt) {
-    char src[400], dst[400];
+    char src[400];
     snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
-    snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    mkdir(dst, 0700);
-    snprintf(dst, sizeof dst, "%s/%s/model.safetensors", dir, name);
-    g2f_safetensors *st = NULL;
-    g2f_error err = {0};
-    if (g2f_safetensors_open(src, &st, &err) != G2F_OK) { check_failures++; return; }
-    const g2f_table *t = g2f_safetensors_table(st);
-    static st_entry e[160];
-    size_t n = 0;
-    for (size_t i = 0; i < t->count && n < 150; i++) {
-        const g2f_tensor *x = &t->tensors[i];
-        if (x->dtype != G2F_DTYPE_F32) continue;
-        e[n] = (st_entry){x->name, "F32", x->ndim, {0}, x->data, (size_t)x->nbytes};
-        for (size_t k = 0; k < x->ndim; k++) e[n].shape[k] = x->shape[k];
-        n++;
-    }
-    e[n++] = (st_entry){"flags", dt, 1, {4}, flags, sizeof flags};
-    CHECK(st_write(dst, NULL, e, n, 1) == 0);
-    g2f_safetensors_close(st);
+    const st_entry f = {"flags", dt, 1, {4}, flags, sizeof flags};
+    write_converted(src, name, "F32", NULL, &f);
 }
 
 /* The same bytes and shape under two dtypes that are not numbers (U8, BOOL): different, not a

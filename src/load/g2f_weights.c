@@ -436,7 +436,11 @@ g2f_status g2f_model_others(const g2f_model *m, g2f_model_other **out, size_t *n
             for (int k = 0; k < 2; k++) mark(used, t, g2f_model_find(m, S->ln[w][k], (int)L));
         for (int k = 0; k < 4; k++)
             if (S->attn[k]) mark(used, t, g2f_model_find(m, S->attn[k], (int)L));
-        for (int k = 0; S->split_attn[0] && k < 8; k++) mark(used, t, g2f_model_find(m, S->split_attn[k], (int)L));
+        /* TransformerLens' split attention is compared assembled only when W_Q, W_K, W_V and W_O are all
+         * there; else its parts are other tensors, compared by name, never silently left out */
+        int whole = S->split_attn[0] != NULL;
+        for (int k = 0; whole && k < 7; k += k == 2 ? 4 : 1) whole = g2f_model_find(m, S->split_attn[k], (int)L) != NULL;
+        for (int k = 0; whole && k < 8; k++) mark(used, t, g2f_model_find(m, S->split_attn[k], (int)L));
     }
     for (int r = 0; r < G2F_EMB_COUNT; r++) mark(used, t, g2f_model_find_end(m, r));
     for (int k = 0; k < 2; k++) mark(used, t, g2f_model_find(m, S->ln_f[k], -1));

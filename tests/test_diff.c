@@ -1120,6 +1120,21 @@ static void diff_should_compare_the_parts_of_an_unassembled_attention(void) {
     g2f_diff_result_free(&r);
 }
 
+/* tie_word_embeddings false and no head stored: the model's logits are not defined, not "tied". */
+static void an_untied_config_without_a_head_should_be_refused(void) {
+    write_config_variant("untied", "\"vocab_size\": 96", "\"vocab_size\": 96, \"tie_word_embeddings\": false");
+    char p[400];
+    snprintf(p, sizeof p, "%s/untied", dir);
+    g2f_model *m = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_model_open(p, NULL, &m, &err) != G2F_OK && !m);
+    CHECK_CONTAINS(err.msg, "tie_word_embeddings is false but");
+    write_config_variant("tied", "\"vocab_size\": 96", "\"vocab_size\": 96, \"tie_word_embeddings\": true");
+    snprintf(p, sizeof p, "%s/tied", dir);
+    CHECK(g2f_model_open(p, NULL, &m, &err) == G2F_OK && m);
+    g2f_model_close(m);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -1145,6 +1160,7 @@ int main(int argc, char **argv) {
     RUN(config_n_head_should_agree_with_the_file);
     RUN(gguf_metadata_should_be_checked);
     RUN(diff_should_compare_the_parts_of_an_unassembled_attention);
+    RUN(an_untied_config_without_a_head_should_be_refused);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -108,6 +108,8 @@ static g2f_status read_heads_and_ends(const cJSON *root, const char *cfg, g2f_mo
         return s;
     in->config_vocab = vocab;
     in->config_n_positions = n_pos;
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
+    in->config_untied = cJSON_IsFalse(tie);
     return G2F_OK;
 }
 

@@ -214,6 +214,11 @@ g2f_status g2f_model_open(const char *path, const char *config_path, g2f_model *
     if ((s = read_config(m, dir, config_path, err)) != G2F_OK) goto fail;
     g2f_config_file_gelu(t, g2f_source_format(m->src), &m->info);
     g2f_model_note_ends(m);
+    if (m->info.config_untied && m->info.has_wte && !m->info.has_lm_head) { /* HF would make a new, random head */
+        s = g2f_error_set(err, G2F_ERR_FORMAT, "%s: tie_word_embeddings is false but %s stores no output head "
+                          "(lm_head.weight): the model's logits are not defined", m->info.config_path, m->info.path);
+        goto fail;
+    }
     free(dir);
     *out = m;
     return G2F_OK;

@@ -104,6 +104,7 @@ typedef struct g2f_model_info {
     int has_lm_head;           /* the checkpoint stores its own head tensor (maybe a tied copy) */
     int has_wte;               /* it holds a token embedding (an FFN-only file holds none) */
     long config_vocab, config_n_positions; /* config.json vocab_size / n_positions (n_ctx), -1 when absent */
+    int config_untied;         /* config.json says tie_word_embeddings false */
 } g2f_model_info;
 
 /* The four FFN tensors of a layer, in the one order every per-tensor array

@@ -87,13 +87,6 @@ void g2f_genreport_counts(const g2f_genreport_ctx *c, char *buf, size_t n) {
                  total == 1 ? "" : "s");
 }
 
-/* One line a tensor the fixture holds and nothing compares, as verify's notes. */
-static void unknown_line(const g2f_fixture_unknown *u, char *buf, size_t n) {
-    if (u->why[0]) snprintf(buf, n, "'%s' is recorded but not compared (%s)", u->name, u->why);
-    else if (u->suggestion[0])
-        snprintf(buf, n, "'%s' is not a name gpt2ffn knows (did you mean '%s'?): not compared", u->name, u->suggestion);
-    else snprintf(buf, n, "'%s' is not a name gpt2ffn knows: not compared", u->name);
-}
 
 /* "generation of 20 steps after 2 prompts of 5 tokens; step logits F32; ..." */
 static void fixture_text(const g2f_gen_result *g, char *buf, size_t n) {
@@ -134,7 +127,7 @@ void g2f_genreport_text(FILE *fp, const g2f_genreport_ctx *c) {
                 "is a tie flip\n", c->lambda);
     size_t total = 0, shown = c->fixture ? g2f_fixture_n_unknown(c->fixture, &total) : 0;
     for (size_t i = 0; i < shown; i++) {
-        unknown_line(g2f_fixture_unknown_at(c->fixture, i), line, sizeof line);
+        g2f_report_unknown_line(g2f_fixture_unknown_at(c->fixture, i), line, sizeof line);
         fprintf(fp, "note        %s\n", g2f_escape(line, e1, sizeof e1));
     }
     if (total > shown) fprintf(fp, "note        and %zu more tensors not compared\n", total - shown);

@@ -284,6 +284,13 @@ int g2f_report_verdict(const g2f_report_ctx *c, char *buf, size_t n) {
     return 1;
 }
 
+void g2f_report_unknown_line(const g2f_fixture_unknown *u, char *buf, size_t n) {
+    if (u->why[0]) snprintf(buf, n, "'%s' is recorded but not compared (%s)", u->name, u->why);
+    else if (u->suggestion[0])
+        snprintf(buf, n, "'%s' is not a name gpt2ffn knows (did you mean '%s'?): not compared", u->name, u->suggestion);
+    else snprintf(buf, n, "'%s' is not a name gpt2ffn knows: not compared", u->name);
+}
+
 void g2f_report_counts(const g2f_report_ctx *c, char *buf, size_t n) {
     const g2f_verify_result *res = c->result;
     const g2f_model_result *mr = &res->model;
@@ -438,13 +445,7 @@ int g2f_report_note(const g2f_report_ctx *c, size_t i, const char **label, char 
     if (i < r->n_unknown) {
         const g2f_fixture_unknown *u = &r->unknown[i];
         *label = "note";
-        if (u->why[0])
-            snprintf(buf, n, "'%s' is recorded but not compared (%s)", u->name, u->why);
-        else if (u->suggestion[0])
-            snprintf(buf, n, "'%s' is not a name gpt2ffn knows (did you mean '%s'?): not compared", u->name,
-                     u->suggestion);
-        else
-            snprintf(buf, n, "'%s' is not a name gpt2ffn knows: not compared", u->name);
+        g2f_report_unknown_line(u, buf, n);
         return 1;
     }
     i -= r->n_unknown;

@@ -66,6 +66,10 @@ int g2f_report_provenance(const g2f_report_ctx *c, char *buf, size_t n);
  * model: 21 stages compared, 2 failed" and "; capture: 1 pair of names
  * disagrees", so that a FAIL's counts show what failed. */
 void g2f_report_counts(const g2f_report_ctx *c, char *buf, size_t n);
+/* The note on a fixture tensor nothing compares: "'X' is not a name gpt2ffn knows (did you mean 'Y'?):
+ * not compared", or a known one "recorded but not compared (why)". Shared by verify's and the
+ * generation's reports. */
+void g2f_report_unknown_line(const g2f_fixture_unknown *u, char *buf, size_t n);
 /* The fixture's notes, i = 0, 1, ... until it returns 0: a pair of names
  * for one stage that hold different values (label "capture": the capture
  * is inconsistent), the pairs that hold the same values (label "aliases",

@@ -954,6 +954,63 @@ static void diff_should_accept_subnormals_rounded_to_bf16(void) {
     g2f_diff_result_free(&r);
 }
 
+static int binade_edit(const g2f_table *t, const char *name, float *v, uint64_t *shape, size_t ndim) {
+    (void)t, (void)shape, (void)ndim;
+    if (!strcmp(name, "transformer.h.0.mlp.c_fc.weight"))
+        v[0] = 1.0f, v[1] = -0.5f, v[2] = 1.0f + 0x1p-8f, v[3] = 1.0f + 0x1p-11f; /* [2]: a BF16 tie, [3]: an F16 one */
+    return 1;
+}
+
+/* binade_bits[k] replaces element k of h.0's c_fc.weight in the narrow copy (0: keep). */
+static uint16_t binade_bits[4];
+static int binade_f16;
+
+static void *to_narrow_edited(const g2f_tensor *x, size_t *nbytes) {
+    float *f = malloc((size_t)x->numel * sizeof *f + 4);
+    uint16_t *h = malloc((size_t)x->numel * sizeof *h + 2);
+    g2f_tensor_read_f32(x, 0, x->numel, f);
+    for (uint64_t k = 0; k < x->numel; k++) h[k] = binade_f16 ? g2f_f32_to_f16(f[k]) : g2f_f32_to_bf16(f[k]);
+    if (!strcmp(x->name, "transformer.h.0.mlp.c_fc.weight"))
+        for (int k = 0; k < 4; k++)
+            if (binade_bits[k]) h[k] = binade_bits[k];
+    free(f);
+    *nbytes = (size_t)x->numel * sizeof *h;
+    return h;
+}
+
+/* Storage rounding is the nearest value, not a relative distance: one step below 1.0 or -0.5 (the
+ * bottom of a binade, where the step halves) is within 2^-8 (2^-11) of it but is not 1.0 rounded,
+ * and is a difference; an exact tie rounded either way is rounding. BF16 and F16 alike. */
+static void diff_should_call_one_step_off_at_a_binade_bottom_different(void) {
+    write_copy("tiny/model.safetensors", "binade_f32", binade_edit, NULL, 0);
+    char src[400], a[400], b[400];
+    snprintf(src, sizeof src, "%s/binade_f32/model.safetensors", dir);
+    snprintf(a, sizeof a, "%s/binade_f32", dir);
+    snprintf(b, sizeof b, "%s/binade_narrow", dir);
+    static const struct { int f16; uint16_t bits[4]; int equivalent; } cases[] = {
+        {0, {0}, 1},
+        {0, {0x3f7f}, 0},              /* BF16 0.99609375 for 1.0 */
+        {0, {0, 0xbeff}, 0},           /* BF16 -0.49804688 for -0.5 */
+        {0, {0, 0, 0x3f81}, 1},        /* the tie 1 + 2^-8 rounded up, not to even */
+        {0, {0, 0, 0x3f82}, 0},        /* two steps */
+        {1, {0}, 1},
+        {1, {0x3bff}, 0},              /* F16 0.99951172 for 1.0 */
+        {1, {0, 0, 0, 0x3c01}, 1},     /* the tie 1 + 2^-11 rounded up */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        binade_f16 = cases[i].f16;
+        memcpy(binade_bits, cases[i].bits, sizeof binade_bits);
+        write_converted(src, "binade_narrow", cases[i].f16 ? "F16" : "BF16", to_narrow_edited, NULL);
+        g2f_diff_result r;
+        if (!diff_paths(a, b, G2F_DIFF_SCOPE_FFN, &r)) { check_failures++; continue; }
+        g2f_diff_kind k = r.tensors[0][G2F_FFN_FC_W].kind;
+        if (r.equivalent != cases[i].equivalent) fprintf(stderr, "  case %zu: equivalent %d, kind %d\n", i, r.equivalent, (int)k);
+        CHECK(r.equivalent == cases[i].equivalent);
+        CHECK(cases[i].equivalent ? k == G2F_DIFF_ROUNDED : k != G2F_DIFF_ROUNDED);
+        g2f_diff_result_free(&r);
+    }
+}
+
 /* dir/name/model.safetensors: tiny's F32 tensors and a 4-byte "flags" of dtype dt (U8, BOOL, F8_*). */
 static unsigned char flags[4] = {1, 0, 1, 1};
 static void write_with_flags(const char *name, const char *dt) {
@@ -1154,6 +1211,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_not_drop_a_twin_name);
     RUN(diff_should_compare_f64_in_double);
     RUN(diff_should_accept_subnormals_rounded_to_bf16);
+    RUN(diff_should_call_one_step_off_at_a_binade_bottom_different);
     RUN(diff_should_call_another_dtype_different);
     RUN(diff_should_not_accept_inf_beside_a_quantized_port);
     RUN(diff_should_not_count_f8_nonfinite_as_equal);

@@ -135,7 +135,8 @@ static double storage_roundoff(g2f_dtype d) {
 }
 
 typedef struct tol {
-    double rel, abs; /* |a - b| <= rel |a| + abs */
+    double rel, abs;     /* |a - b| <= rel |a| + abs: a quick necessary test */
+    g2f_dtype da, db;    /* the two dtypes where they differ (rounding_fits decides) */
 } tol;
 
 /* Half the step of a dtype's subnormals: where rounding to it is absolute, not relative. */
@@ -149,10 +150,72 @@ static double subnormal_half_step(g2f_dtype d) {
 }
 
 static tol tol_for(g2f_dtype a, g2f_dtype b) {
-    if (a == b) return (tol){0, 0}; /* same dtype: a faithful port is bit-identical */
+    if (a == b) return (tol){0, 0, a, b}; /* same dtype: a faithful port is bit-identical */
     double ra = storage_roundoff(a), rb = storage_roundoff(b), sa = subnormal_half_step(a),
-           sb = subnormal_half_step(b);
-    return (tol){ra > rb ? ra : rb, sa > sb ? sa : sb}; /* the coarser dtype's subnormals: absolute steps */
+           sb = subnormal_half_step(b), r = ra > rb ? ra : rb;
+    /* F16 beside BF16, neither holding the other: both roundings of one value x; with |a - b| <= h_a + h_b,
+     * h <= r |x| for each, the bound relative to |a| is (ra + rb) / (1 - the larger) */
+    if (ra >= 0x1p-11 && rb >= 0x1p-11) r = (ra + rb) / (1 - r);
+    return (tol){r, sa > sb ? sa : sb, a, b}; /* the coarser dtype's subnormals: absolute steps */
+}
+
+/* ---- storage rounding, exactly ----------------------------------------- */
+
+/* The grid a value read as float lies on: F16 and BF16 their own; every other dtype (F32, F64 and the
+ * quantized ones read as float) float's. p bits of significand, emin the least normal exponent. */
+static void grid_of(g2f_dtype d, int *p, int *emin) {
+    *p = d == G2F_DTYPE_F16 ? 11 : d == G2F_DTYPE_BF16 ? 8 : 24;
+    *emin = d == G2F_DTYPE_F16 ? -14 : -126;
+}
+
+/* [*lo, *hi]: the reals that round to the finite v on grid (p, emin), ties included (either way). */
+static void rounding_interval(double v, int p, int emin, double *lo, double *hi) {
+    double m = fabs(v);
+    int e = emin;
+    if (m >= ldexp(1.0, emin)) frexp(m, &e), e -= 1; /* m in [2^e, 2^(e+1)) */
+    double gap = ldexp(1.0, e - p + 1), below = m == ldexp(1.0, e) && e > emin ? gap / 2 : gap;
+    double toward = m == 0 ? gap / 2 : below / 2; /* toward zero; away from it gap / 2 */
+    if (v < 0) *lo = v - gap / 2, *hi = v + toward;
+    else *lo = v - toward, *hi = v + gap / 2;
+}
+
+/* Whether every wide[i] (a value on float's grid) rounds to narrow[i] (on F16's or BF16's) to nearest,
+ * ties either way, both finite. In float's bits the narrow grid is every 2^16 (BF16) or 2^13 (F16)
+ * steps, its midpoints half that, all linear in the bits within a binade and at its bottom (the
+ * midpoint below lies in the binade below, on its spacing); F16's subnormals (|v| <= 2^-14) are an
+ * absolute grid of 2^-24. Branch-free over the elements (vectorizable). */
+static int rounds_nearest(const float *wide, const float *narrow, size_t n, g2f_dtype nd) {
+    uint32_t half = nd == G2F_DTYPE_BF16 ? 0x8000u : 0x1000u;
+    float sub = nd == G2F_DTYPE_BF16 ? -1.0f : 0x1p-14f; /* BF16: none, its subnormals are float's */
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t wb, nb;
+        memcpy(&wb, &wide[i], 4), memcpy(&nb, &narrow[i], 4);
+        uint32_t wm = wb & 0x7fffffffu, nm = nb & 0x7fffffffu, d = wm > nm ? wm - nm : nm - wm;
+        int finite = wm < 0x7f800000u && nm < 0x7f800000u;
+        int near = fabsf(narrow[i]) <= sub ? fabs((double)wide[i] - narrow[i]) <= 0x1p-25
+                                                        : d <= half && (nm == 0 || !((wb ^ nb) >> 31));
+        bad |= !(finite && near);
+    }
+    return !bad;
+}
+
+/* Whether every pair a[i] (dtype da) and b[i] (db) can be one value stored in both: finite, and the
+ * reals that round to each on its dtype's grid overlap; where one grid holds the other (float's and
+ * F16's or BF16's), the wider value rounds to the narrower to nearest. The relative test alone would
+ * take a one-step error at the bottom of a binade (1.0 beside BF16 0.99609375). */
+static int rounding_fits(const float *a, const float *b, size_t n, g2f_dtype da, g2f_dtype db) {
+    int pa, pb, ea, eb;
+    grid_of(da, &pa, &ea), grid_of(db, &pb, &eb);
+    if (pa == 24 && pb < 24) return rounds_nearest(a, b, n, db);
+    if (pb == 24 && pa < 24) return rounds_nearest(b, a, n, da);
+    for (size_t i = 0; i < n; i++) {
+        double la, ha, lb, hb;
+        if (!isfinite(a[i]) || !isfinite(b[i])) return 0;
+        rounding_interval(a[i], pa, ea, &la, &ha), rounding_interval(b[i], pb, eb, &lb, &hb);
+        if ((la > lb ? la : lb) > (ha < hb ? ha : hb)) return 0;
+    }
+    return 1;
 }
 
 /* ---- one side of a comparison ------------------------------------------ */
@@ -325,6 +388,7 @@ static void block_stats(const float *a, const float *b, size_t n, tol t, const f
         }
     }
     int neq = ds.neq, out_t = ds.out_tol, out_q = o->out_q;
+    if (neq && t.rel > 0 && !out_t) out_t = !rounding_fits(a, b, n, t.da, t.db);
     o->neq = neq;
     o->max_abs = ds.max_abs;
     o->worst = ds.worst;
@@ -642,7 +706,7 @@ static g2f_status later_verdicts(differ *df, const role *r, const side *A, const
     if (quant) return G2F_OK; /* a scale is not looked for under quantization noise */
     double c = m->saa > 0 ? m->sab / m->saa : 0;
     if (c != 0 && fabs(c - 1) > 1e-6) {
-        tol loose = {t.rel > 0x1p-23 ? t.rel : 0x1p-23, t.abs}; /* for derived values: one more rounding */
+        tol loose = {t.rel > 0x1p-23 ? t.rel : 0x1p-23, t.abs, t.da, t.db}; /* for derived values: one more rounding */
         pass ps = {PASS_SCALED, loose, c, 0};
         run_pass(df, A, B, w, &ps);
         if (ps.ok) o->kind = G2F_DIFF_SCALED, o->scale = c;

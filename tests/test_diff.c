@@ -1122,7 +1122,7 @@ static void patch_gguf(const char *name, const char *key, const void *value) {
 }
 
 /* A GGUF's own words are the model's: an architecture other than gpt2, or sizes the tensors do
- * not have, are refused; its layer_norm_epsilon is compared like a config's. */
+ * not have (a context_length that is not wpe's rows too), are refused; its layer_norm_epsilon is compared like a config's. */
 static void gguf_metadata_should_be_checked(void) {
     const uint32_t eight = 8;
     const float eps = 1e-3f;
@@ -1145,6 +1145,18 @@ static void gguf_metadata_should_be_checked(void) {
     if (!diff_paths(a, p, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
     CHECK(!r.equivalent && strstr(r.config_msg, "layer_norm_epsilon 1e-05 in A, 0.001 in B"));
     g2f_diff_result_free(&r);
+    const uint32_t ctx = 2048; /* wpe has fewer rows: llama.cpp would read positions past them */
+    patch_gguf("ctx.gguf", "gpt2.context_length", &ctx);
+    snprintf(p, sizeof p, "%s/ctx.gguf", dir);
+    if (g2f_model_open(p, NULL, &m, &err) == G2F_OK) {
+        g2f_model_ends ends;
+        CHECK(g2f_model_end_tensors(m, &ends, &err) != G2F_OK);
+        CHECK_CONTAINS(err.msg, "n_positions is 2048 (the GGUF's gpt2.context_length) but tensor");
+        g2f_model_close(m);
+    } else {
+        CHECK_CONTAINS(err.msg, "n_positions is 2048 (the GGUF's gpt2.context_length) but tensor");
+    }
+    CHECK(diff_cli("tiny", "ctx.gguf", "") == 2 && strstr(out_text, "gpt2.context_length"));
     snprintf(p, sizeof p, "%s/formats2/tiny_full.gguf", fixtures); /* the unpatched one: the same model */
     if (!diff_paths(a, p, G2F_DIFF_SCOPE_ALL, &r)) { check_failures++; return; }
     CHECK(r.equivalent);

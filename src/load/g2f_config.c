@@ -108,6 +108,7 @@ static g2f_status read_heads_and_ends(const cJSON *root, const char *cfg, g2f_mo
         return s;
     in->config_vocab = vocab;
     in->config_n_positions = n_pos;
+    in->n_positions_said_by = cfg;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     in->config_untied = cJSON_IsFalse(tie);
     return G2F_OK;
@@ -249,6 +250,15 @@ g2f_status g2f_config_gguf_words(const g2f_table *t, g2f_format f, g2f_model_inf
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: %s is %.24s but the tensors have %zu %s", in->path,
                                  sizes[i].key, g2f_table_meta(t, sizes[i].key), have[i], sizes[i].what);
     }
+    size_t ctx = 0; /* the positions llama.cpp runs: wpe must have that many rows (g2f_ends) */
+    int k = meta_size(t, "gpt2.context_length", &ctx);
+    if (k < 0)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: gpt2.context_length is %.24s: not a positive integer", in->path,
+                             g2f_table_meta(t, "gpt2.context_length"));
+    if (k > 0 && in->config_n_positions > 0 && (size_t)in->config_n_positions != ctx)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: gpt2.context_length is %zu but config.json n_positions is %ld",
+                             in->path, ctx, in->config_n_positions);
+    if (k > 0) in->config_n_positions = (long)ctx, in->n_positions_said_by = "the GGUF's gpt2.context_length";
     const char *e = g2f_table_meta(t, "gpt2.attention.layer_norm_epsilon");
     if (!e) return G2F_OK;
     char *end;

@@ -89,8 +89,9 @@ static g2f_status ends_shapes(const g2f_model *m, const g2f_tensor *const x[G2F_
         if (!np) return shape_error(m, x[G2F_EMB_WPE], "position embedding", want, err);
         *n_pos = (size_t)np;
         if (in->config_n_positions > 0 && (uint64_t)in->config_n_positions != np)
-            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_positions is %ld but tensor '%s' has %llu rows",
-                                 in->config_path, in->config_n_positions, x[G2F_EMB_WPE]->name, (unsigned long long)np);
+            return g2f_error_set(err, G2F_ERR_FORMAT, "%s: n_positions is %ld (%s) but tensor '%s' has %llu rows",
+                                 in->path, in->config_n_positions, in->n_positions_said_by, x[G2F_EMB_WPE]->name,
+                                 (unsigned long long)np);
     }
     const g2f_tensor *h = x[G2F_EMB_HEAD], *hb = x[G2F_EMB_HEAD_B];
     if (h) { /* without wte, the head's own vocabulary */

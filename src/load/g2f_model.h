@@ -103,7 +103,9 @@ typedef struct g2f_model_info {
     size_t n_positions;        /* wpe's rows */
     int has_lm_head;           /* the checkpoint stores its own head tensor (maybe a tied copy) */
     int has_wte;               /* it holds a token embedding (an FFN-only file holds none) */
-    long config_vocab, config_n_positions; /* config.json vocab_size / n_positions (n_ctx), -1 when absent */
+    long config_vocab, config_n_positions; /* config.json vocab_size / n_positions (n_ctx), -1 when absent;
+                                              n_positions also a GGUF's gpt2.context_length */
+    const char *n_positions_said_by; /* where config_n_positions comes from (a path, or the GGUF key) */
     int config_untied;         /* config.json says tie_word_embeddings false */
 } g2f_model_info;
 

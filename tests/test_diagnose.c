@@ -315,6 +315,64 @@ static void diagnosis_should_explain_a_rounded_checkpoint(void) {
     g2f_verify_result_free(&r.res);
 }
 
+/* dir/name: fixtures/tiny_tanh.safetensors stored as BF16 (round to nearest even), every
+ * h.L.mlp.out times scale first. */
+static void write_bf16_scaled(const char *name, float scale) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/tiny_tanh.safetensors", fixtures);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_safetensors_open(src, &st, &err) == G2F_OK);
+    if (!st) return;
+    const g2f_table *t = g2f_safetensors_table(st);
+    st_entry e[64] = {{0}};
+    uint16_t *bufs[64] = {0};
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 64; i++) {
+        const g2f_tensor *x = &t->tensors[i];
+        float *f = malloc(x->numel * sizeof(float));
+        bufs[n] = malloc(x->numel * sizeof(uint16_t));
+        g2f_tensor_read_f32(x, 0, x->numel, f);
+        float k = strstr(x->name, ".mlp.out") ? scale : 1.0f;
+        for (uint64_t j = 0; j < x->numel; j++) bufs[n][j] = g2f_f32_to_bf16(f[j] * k);
+        free(f);
+        e[n] = (st_entry){x->name, "BF16", x->ndim, {0}, bufs[n], x->numel * 2};
+        for (size_t d = 0; d < x->ndim; d++) e[n].shape[d] = x->shape[d];
+        n++;
+    }
+    CHECK(st_write(dst, NULL, e, n, 1) == 0);
+    for (size_t i = 0; i < n; i++) free(bufs[i]);
+    g2f_safetensors_close(st);
+}
+
+/* A BF16 reference whose FFN output is off by a uniform scale of 2-8%: bfloat16 arithmetic's wide
+ * tolerance (autocast, activations stored in bfloat16) takes it element by element, but its
+ * rounding does not leave every error along the output's values, so none of those is named: no
+ * known cause explains it. Unscaled, the same file passes. */
+static void diagnosis_should_not_name_bf16_arithmetic_for_a_scaled_output(void) {
+    static const float scales[] = {1.0f, 1.02f, 1.05f, 1.08f, 0.95f};
+    char model[400], fx[400];
+    snprintf(model, sizeof model, "%s/tiny", fixtures);
+    for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {
+        write_bf16_scaled("scaled_bf16.safetensors", scales[k]);
+        snprintf(fx, sizeof fx, "%s/scaled_bf16.safetensors", dir);
+        run_result r = verify(model, fx, G2F_GELU_TANH);
+        CHECK(r.status == G2F_OK);
+        if (r.status != G2F_OK) continue;
+        for (size_t L = 0; L < r.res.n_layers; L++) {
+            char got[512];
+            codes_of(&r.res.layers[L], got, sizeof got);
+            int ok = scales[k] == 1.0f ? r.res.layers[L].status == G2F_LAYER_PASS
+                                       : r.res.layers[L].status == G2F_LAYER_FAIL && !strcmp(got, "unexplained");
+            if (!ok) fprintf(stderr, "  scale %g layer %zu: %s \"%s\"\n", scales[k], L,
+                             g2f_layer_status_name(r.res.layers[L].status), got);
+            CHECK(ok);
+        }
+        g2f_verify_result_free(&r.res);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "diag") != 0) return 1;
     fixtures = argv[1];
@@ -327,6 +385,7 @@ int main(int argc, char **argv) {
     RUN(diagnosis_should_call_gelu_undetermined_for_tiny_preactivations);
     RUN(diagnosis_should_report_ties_as_undetermined);
     RUN(diagnosis_should_explain_a_rounded_checkpoint);
+    RUN(diagnosis_should_not_name_bf16_arithmetic_for_a_scaled_output);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

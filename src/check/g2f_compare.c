@@ -2,6 +2,7 @@
 #include "g2f_compare.h"
 
 #include "g2f_cpu.h"
+#include "g2f_tol.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 void g2f_cmp_acc_init(g2f_cmp_acc *a, int with_tol) {
     memset(a, 0, sizeof *a);
     a->worst_score = -1;
+    a->lambda = G2F_TOL_LAMBDA;
     a->with_tol = with_tol;
 }
 
@@ -86,6 +88,9 @@ static void add_seq(g2f_cmp_acc *a, const double *expected, const float *compute
             } else {
                 score = t > 0 ? off / t : (off > 0 ? INFINITY : 0.0);
                 if (off > t) o->mismatched++;
+                double s2 = t * t / (a->lambda * a->lambda) + (f1 ? (double)f1[i] * f1[i] : 0) +
+                            (f2 ? (double)f2[i] * f2[i] : 0);
+                if (s2 > 0) a->tdc += (c - e) * c / s2, a->tcc += c * c / s2;
             }
             o->hist[g2f_cmp_hist_bin(score)]++;
         }
@@ -117,6 +122,8 @@ void g2f_cmp_acc_merge(g2f_cmp_acc *a, const g2f_cmp_acc *b) {
     a->ee += b->ee;
     a->cc += b->cc;
     a->noise += b->noise;
+    a->tdc += b->tdc;
+    a->tcc += b->tcc;
     if (b->worst_score > a->worst_score) { /* strictly: the earlier element wins a tie, as in one pass */
         a->worst_score = b->worst_score;
         o->worst = p->worst;
@@ -137,6 +144,7 @@ void g2f_cmp_acc_add_flips(g2f_cmp_acc *a, const double *expected, const float *
     if (n <= G2F_CMP_BLOCK) {
         g2f_cmp_acc part;
         g2f_cmp_acc_init(&part, a->with_tol);
+        part.lambda = a->lambda;
         add_seq(&part, expected, computed, tol, f1, f2, n, index0);
         g2f_cmp_acc_merge(a, &part);
         return;
@@ -148,6 +156,7 @@ void g2f_cmp_acc_add_flips(g2f_cmp_acc *a, const double *expected, const float *
             size_t i0 = b * G2F_CMP_BLOCK, m = n - i0 < G2F_CMP_BLOCK ? n - i0 : G2F_CMP_BLOCK;
             g2f_cmp_acc part;
             g2f_cmp_acc_init(&part, a->with_tol);
+            part.lambda = a->lambda;
             add_seq(&part, expected + i0, computed + i0, AT(tol, i0), AT(f1, i0), AT(f2, i0), m, index0 + i0);
             g2f_cmp_acc_merge(a, &part);
         }
@@ -161,6 +170,7 @@ void g2f_cmp_acc_add_flips(g2f_cmp_acc *a, const double *expected, const float *
     for (long b = 0; b < nb; b++) {
         size_t i0 = (size_t)b * G2F_CMP_BLOCK, m = n - i0 < G2F_CMP_BLOCK ? n - i0 : G2F_CMP_BLOCK;
         g2f_cmp_acc_init(&parts[b], a->with_tol);
+        parts[b].lambda = a->lambda;
         add_seq(&parts[b], expected + i0, computed + i0, AT(tol, i0), AT(f1, i0), AT(f2, i0), m, index0 + i0);
     }
     for (size_t b = 0; b < blocks; b++) g2f_cmp_acc_merge(a, &parts[b]);
@@ -188,6 +198,7 @@ void g2f_cmp_acc_add_rows(g2f_cmp_acc *a, const double *expected, const float *c
         size_t r = (size_t)t / per, i0 = (size_t)t % per * G2F_CMP_BLOCK, o = r * width + i0;
         size_t m = width - i0 < G2F_CMP_BLOCK ? width - i0 : G2F_CMP_BLOCK;
         g2f_cmp_acc_init(&parts[t], a->with_tol);
+        parts[t].lambda = a->lambda;
         add_seq(&parts[t], expected + o, computed + o, AT(tol, o), AT(f1, o), AT(f2, o), m, row_index[r] * width + i0);
     }
     for (size_t t = 0; t < count; t++) g2f_cmp_acc_merge(a, &parts[t]);
@@ -201,6 +212,7 @@ void g2f_cmp_acc_finish(const g2f_cmp_acc *a, g2f_cmp *o) {
     if (a->with_tol && o->nonfinite) o->margin = INFINITY; /* a NaN or Inf is the worst there is, never a margin below 1 */
     o->cosine = a->ee > 0 && a->cc > 0 ? a->dot / sqrt(a->ee * a->cc) : (a->ee == a->cc ? 1.0 : 0.0);
     o->sqnr_db = a->noise > 0 ? 10.0 * log10(a->ee / a->noise) : INFINITY;
+    o->trend = a->tcc > 0 ? a->tdc / sqrt(a->tcc) : 0;
 }
 
 void g2f_compare(const double *expected, const float *computed, const float *tol, size_t n, g2f_cmp *o) {

@@ -32,6 +32,11 @@ typedef struct g2f_cmp {
     size_t worst;                 /* flat index of the largest err/tol */
     double worst_expected, worst_computed, worst_tol;
     double cosine, sqnr_db;       /* of computed against expected */
+    /* With a tolerance: the error's component along the computed values, in standard deviations,
+     * sum (c - e) c / s^2 / sqrt(sum c^2 / s^2), s^2 = (tol / lambda)^2 plus each flip's step
+     * squared (the deviation each element's tolerance stands for, at least): what a wrong scale
+     * leaves behind, which rounding noise of either sign does not (a few deviations at most). */
+    double trend;
     size_t hist[G2F_HIST_BINS];   /* with a tolerance only */
 } g2f_cmp;
 
@@ -50,6 +55,8 @@ typedef struct g2f_cmp_acc {
     g2f_cmp c;                   /* counts, maxima, worst, histogram so far */
     double dot, ee, cc, noise;   /* sums for cosine and sqnr */
     double worst_score;          /* -1 before the first finite element */
+    double tdc, tcc;             /* sums for trend */
+    double lambda;               /* the deviations a tolerance stands for: G2F_TOL_LAMBDA unless set after init */
     int with_tol;
 } g2f_cmp_acc;
 void g2f_cmp_acc_init(g2f_cmp_acc *a, int with_tol);

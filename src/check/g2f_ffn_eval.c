@@ -641,9 +641,9 @@ static void eval_init(eval *ev, const g2f_ffn_how *how, const g2f_fixture_views 
                ev->tact ? ev->tact->dtype : G2F_DTYPE_F32);
     if (!ev->user) eval_f16(ev, ws, g2f_tol_lambda(p));
     g2f_cmp_acc *accs[5] = {&ev->a_out, &ev->a_pre, &ev->a_act, &ev->a_act2, &ev->a_out2};
-    for (int k = 0; k < 5; k++) g2f_cmp_acc_init(accs[k], 1);
+    for (int k = 0; k < 5; k++) g2f_cmp_acc_init(accs[k], 1), accs[k]->lambda = g2f_tol_lambda(p);
     for (int g = 0; g < G2F_GELU_COUNT; g++)
-        for (int k = 0; k < 3; k++) g2f_cmp_acc_init(&ev->a_form[g][k], 1);
+        for (int k = 0; k < 3; k++) g2f_cmp_acc_init(&ev->a_form[g][k], 1), ev->a_form[g][k].lambda = g2f_tol_lambda(p);
     ev->t = (tail_ctx){how, p, ev->tpre != NULL, ev->tact != NULL, NULL, NULL, ev->d, ev->h, g2f_tol_lambda(p),
                        ev->user, n_threads, !ev->user, &ws->ffn};
     if (ev->t.flips) ev->fpre = c->fl_pre, ev->fa1 = c->fl_act1, ev->fa2 = c->fl_act2, ev->fout = c->fl_out;

@@ -157,6 +157,35 @@ static void fixture_should_check_aliases_value_for_value(void) {
         }
 }
 
+/* An alias stored in a narrower dtype agrees when it is the other rounded to nearest, not when it
+ * is within the relative roundoff: BF16 0.99609375 beside F32 1.0 (one step off at the bottom of
+ * a binade) differs; 1.0 itself, and an exact tie rounded either way, agree. */
+static void fixture_aliases_should_agree_only_by_rounding(void) {
+    static float in[2 * 64], out[2 * 64];
+    static uint16_t narrow[2 * 64];
+    memset(out, 0, sizeof out);
+    for (size_t i = 0; i < 2 * 64; i++) in[i] = 0.01f * (float)i - 0.5f;
+    in[5] = 1.0f, in[6] = 1.0f + 0x1p-8f; /* [6]: a BF16 tie */
+    static const struct { uint16_t at5, at6; int differ; } cases[] = {
+        {0x3f80, 0x3f80, 0}, {0x3f80, 0x3f81, 0}, {0x3f7f, 0x3f80, 1}, {0x3f80, 0x3f82, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        for (size_t i = 0; i < 2 * 64; i++) narrow[i] = g2f_f32_to_bf16(in[i]);
+        narrow[5] = cases[c].at5, narrow[6] = cases[c].at6;
+        st_entry e[3] = {{"h.0.mlp.in", "F32", 2, {2, 64}, in, sizeof in},
+                         {"h.0.ln_2.out", "BF16", 2, {2, 64}, narrow, sizeof narrow},
+                         {"h.0.mlp.out", "F32", 2, {2, 64}, out, sizeof out}};
+        char path[400];
+        snprintf(path, sizeof path, "%s/alias_bf16_%zu.safetensors", dir, c);
+        CHECK(st_write(path, NULL, e, 3, 1) == 0);
+        g2f_verify_result res;
+        g2f_error err = {0};
+        CHECK(verify_file(path, &res, &err) == G2F_OK);
+        CHECK(res.n_aliases == 1 && res.aliases_differ == (size_t)cases[c].differ);
+        if (res.n_aliases) CHECK(res.aliases[0].differing == (size_t)cases[c].differ);
+        g2f_verify_result_free(&res);
+    }
+}
+
 /* The tensor t read as float (f32) or double, against got: 1 when equal bit for bit. */
 static int holds(const g2f_tensor *t, const void *got, int f32) {
     size_t n = (size_t)t->numel, size = f32 ? sizeof(float) : sizeof(double);
@@ -221,6 +250,7 @@ int main(int argc, char **argv) {
     RUN(fixture_should_accept_transformerlens_cache_names);
     RUN(fixture_should_name_each_fault);
     RUN(fixture_should_check_aliases_value_for_value);
+    RUN(fixture_aliases_should_agree_only_by_rounding);
     RUN(layer_load_should_hold_what_the_views_read);
     remove_tmpdir(dir);
     CHECK_EXIT();

@@ -68,6 +68,57 @@ double g2f_dtype_store_roundoff(g2f_dtype dtype) {
     }
 }
 
+/* [*lo, *hi]: the reals that round to the finite v on a grid of p significant bits with least
+ * normal exponent emin, ties either way; p 0: v alone. */
+static void rounding_interval(double v, int p, int emin, double *lo, double *hi) {
+    *lo = *hi = v;
+    if (!p) return;
+    double m = fabs(v);
+    int e = emin;
+    if (m >= ldexp(1.0, emin)) frexp(m, &e), e -= 1; /* m in [2^e, 2^(e+1)) */
+    double gap = ldexp(1.0, e - p + 1), below = m == ldexp(1.0, e) && e > emin ? gap / 2 : gap;
+    double toward = m == 0 ? gap / 2 : below / 2; /* toward zero; away from it gap / 2 */
+    if (v < 0) *lo = v - gap / 2, *hi = v + toward;
+    else *lo = v - toward, *hi = v + gap / 2;
+}
+
+static void grid_of(g2f_dtype d, int *p, int *emin) {
+    *p = d == G2F_DTYPE_F16 ? 11 : d == G2F_DTYPE_BF16 ? 8 : d == G2F_DTYPE_F32 ? 24 : 0;
+    *emin = d == G2F_DTYPE_F16 ? -14 : -126;
+}
+
+bool g2f_dtype_values_agree(double x, g2f_dtype dx, double y, g2f_dtype dy) {
+    if (isnan(x) || isnan(y)) return isnan(x) && isnan(y);
+    if (dx == dy || !isfinite(x) || !isfinite(y)) return x == y;
+    int px, py, ex, ey;
+    grid_of(dx, &px, &ex), grid_of(dy, &py, &ey);
+    double lx, hx, ly, hy;
+    rounding_interval(x, px, ex, &lx, &hx), rounding_interval(y, py, ey, &ly, &hy);
+    return (lx > ly ? lx : ly) <= (hx < hy ? hx : hy);
+}
+
+bool g2f_dtype_is_int(g2f_dtype d) {
+    return d == G2F_DTYPE_I64 || d == G2F_DTYPE_I32 || d == G2F_DTYPE_I8 || d == G2F_DTYPE_U8 || d == G2F_DTYPE_BOOL;
+}
+
+int64_t g2f_tensor_int_at(const g2f_tensor *t, uint64_t i) {
+    const unsigned char *p = t->data + i * g2f_dtype_size(t->dtype);
+    switch (t->dtype) {
+    case G2F_DTYPE_I64: {
+        int64_t v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    case G2F_DTYPE_I32: {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    case G2F_DTYPE_I8: return (int8_t)p[0];
+    default: return p[0]; /* U8, BOOL */
+    }
+}
+
 void g2f_table_free(g2f_table *table) {
     if (!table) return;
     for (size_t i = 0; i < table->count; i++) free((char *)table->tensors[i].name);

@@ -73,6 +73,11 @@ bool g2f_dtype_is_convertible(g2f_dtype dtype);
 /* Unit roundoff of storing a float32 value in this dtype: 0 for F32 and F64
  * (no loss), 2^-11 for F16, 2^-8 for BF16. Used by the tolerance model. */
 double g2f_dtype_store_roundoff(g2f_dtype dtype);
+/* Whether x (as dtype dx holds it) and y (dy) can be one value stored in both: in one dtype,
+ * equal; in two, the reals that round to each to nearest on its dtype's grid overlap (F64 and the
+ * others taken as exact), so one step off is a difference even where it is within the relative
+ * roundoff (1.0 beside BF16 0.99609375). Both NaN agree; an infinity only with itself. */
+bool g2f_dtype_values_agree(double x, g2f_dtype dx, double y, g2f_dtype dy);
 
 #define G2F_MAX_DIMS 8
 
@@ -127,6 +132,10 @@ void g2f_tensor_read_f32(const g2f_tensor *t, uint64_t start, uint64_t count, fl
 /* Same, to double (exact for every float dtype; a dequantized value is a
  * float32, widened). */
 void g2f_tensor_read_f64(const g2f_tensor *t, uint64_t start, uint64_t count, double *dst);
+/* True for the integer dtypes g2f_tensor_int_at reads: I64, I32, I8, U8, BOOL. */
+bool g2f_dtype_is_int(g2f_dtype dtype);
+/* Element i of a tensor of such a dtype (its bounds checked by the caller). */
+int64_t g2f_tensor_int_at(const g2f_tensor *t, uint64_t i);
 
 float g2f_f16_to_f32(uint16_t h);
 float g2f_bf16_to_f32(uint16_t b);

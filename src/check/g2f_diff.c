@@ -161,23 +161,9 @@ static tol tol_for(g2f_dtype a, g2f_dtype b) {
 
 /* ---- storage rounding, exactly ----------------------------------------- */
 
-/* The grid a value read as float lies on: F16 and BF16 their own; every other dtype (F32, F64 and the
- * quantized ones read as float) float's. p bits of significand, emin the least normal exponent. */
-static void grid_of(g2f_dtype d, int *p, int *emin) {
-    *p = d == G2F_DTYPE_F16 ? 11 : d == G2F_DTYPE_BF16 ? 8 : 24;
-    *emin = d == G2F_DTYPE_F16 ? -14 : -126;
-}
-
-/* [*lo, *hi]: the reals that round to the finite v on grid (p, emin), ties included (either way). */
-static void rounding_interval(double v, int p, int emin, double *lo, double *hi) {
-    double m = fabs(v);
-    int e = emin;
-    if (m >= ldexp(1.0, emin)) frexp(m, &e), e -= 1; /* m in [2^e, 2^(e+1)) */
-    double gap = ldexp(1.0, e - p + 1), below = m == ldexp(1.0, e) && e > emin ? gap / 2 : gap;
-    double toward = m == 0 ? gap / 2 : below / 2; /* toward zero; away from it gap / 2 */
-    if (v < 0) *lo = v - gap / 2, *hi = v + toward;
-    else *lo = v - toward, *hi = v + gap / 2;
-}
+/* The dtype whose grid a value read as float lies on: F16 and BF16 their own; every other dtype
+ * (F32, F64 and the quantized ones read as float) float's. */
+static g2f_dtype grid_of(g2f_dtype d) { return d == G2F_DTYPE_F16 || d == G2F_DTYPE_BF16 ? d : G2F_DTYPE_F32; }
 
 /* Whether every wide[i] (a value on float's grid) rounds to narrow[i] (on F16's or BF16's) to nearest,
  * ties either way, both finite. In float's bits the narrow grid is every 2^16 (BF16) or 2^13 (F16)
@@ -205,16 +191,11 @@ static int rounds_nearest(const float *wide, const float *narrow, size_t n, g2f_
  * F16's or BF16's), the wider value rounds to the narrower to nearest. The relative test alone would
  * take a one-step error at the bottom of a binade (1.0 beside BF16 0.99609375). */
 static int rounding_fits(const float *a, const float *b, size_t n, g2f_dtype da, g2f_dtype db) {
-    int pa, pb, ea, eb;
-    grid_of(da, &pa, &ea), grid_of(db, &pb, &eb);
-    if (pa == 24 && pb < 24) return rounds_nearest(a, b, n, db);
-    if (pb == 24 && pa < 24) return rounds_nearest(b, a, n, da);
-    for (size_t i = 0; i < n; i++) {
-        double la, ha, lb, hb;
-        if (!isfinite(a[i]) || !isfinite(b[i])) return 0;
-        rounding_interval(a[i], pa, ea, &la, &ha), rounding_interval(b[i], pb, eb, &lb, &hb);
-        if ((la > lb ? la : lb) > (ha < hb ? ha : hb)) return 0;
-    }
+    g2f_dtype ga = grid_of(da), gb = grid_of(db);
+    if (ga == G2F_DTYPE_F32 && gb != ga) return rounds_nearest(a, b, n, gb);
+    if (gb == G2F_DTYPE_F32 && ga != gb) return rounds_nearest(b, a, n, ga);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(a[i]) || !isfinite(b[i]) || !g2f_dtype_values_agree(a[i], ga, b[i], gb)) return 0;
     return 1;
 }
 

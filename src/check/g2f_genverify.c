@@ -30,25 +30,6 @@ static int is_mask_dtype(g2f_dtype d) {
     return is_id_dtype(d) || d == G2F_DTYPE_U8 || d == G2F_DTYPE_BOOL || d == G2F_DTYPE_I8;
 }
 
-/* Element i of an integer tensor (its dtype checked). */
-static int64_t int_at(const g2f_tensor *t, uint64_t i) {
-    const unsigned char *p = t->data + i * g2f_dtype_size(t->dtype);
-    switch (t->dtype) {
-    case G2F_DTYPE_I64: {
-        int64_t v;
-        memcpy(&v, p, 8);
-        return v;
-    }
-    case G2F_DTYPE_I32: {
-        int32_t v;
-        memcpy(&v, p, 4);
-        return v;
-    }
-    case G2F_DTYPE_I8: return (int8_t)p[0];
-    default: return p[0]; /* U8, BOOL */
-    }
-}
-
 int g2f_genverify_present(const g2f_fixture *f) { return g2f_fixture_act(f, 0, G2F_ACT_GENERATED_IDS) != NULL; }
 
 static g2f_status bad(const gen_t *g, const g2f_tensor *t, const char *what, g2f_error *err) {
@@ -118,14 +99,14 @@ static void at_text(const gen_t *g, size_t b, size_t j, char *buf, size_t n) {
 /* The values: mask 0/1 with a token per row, ids in the vocabulary, eos an id, positions. */
 static g2f_status check_values(const gen_t *g, g2f_error *err) {
     char what[200], at[48];
-    int64_t eos = g->eos ? int_at(g->eos, 0) : -1;
+    int64_t eos = g->eos ? g2f_tensor_int_at(g->eos, 0) : -1;
     if (g->eos && (eos < 0 || (uint64_t)eos >= g->V))
         return snprintf(what, sizeof what, "%lld is outside the vocabulary 0..%zu", (long long)eos, g->V - 1),
                bad(g, g->eos, what, err);
     for (size_t b = 0; b < g->B; b++) {
         size_t L = 0, N = g->N;
         for (size_t j = 0; j < g->T0; j++) {
-            int64_t m = g->mask ? int_at(g->mask, b * g->T0 + j) : 1, id = int_at(g->prompt, b * g->T0 + j);
+            int64_t m = g->mask ? g2f_tensor_int_at(g->mask, b * g->T0 + j) : 1, id = g2f_tensor_int_at(g->prompt, b * g->T0 + j);
             at_text(g, b, j, at, sizeof at);
             if (m != 0 && m != 1)
                 return snprintf(what, sizeof what, "%lld at %s: expected 0 (padding) or 1", (long long)m, at),
@@ -138,7 +119,7 @@ static g2f_status check_values(const gen_t *g, g2f_error *err) {
         if (L == 0)
             return snprintf(what, sizeof what, "row %zu is all padding (no 1)", b), bad(g, g->mask, what, err);
         for (size_t k = 0; k < g->N; k++) {
-            int64_t id = int_at(g->gen, b * g->N + k);
+            int64_t id = g2f_tensor_int_at(g->gen, b * g->N + k);
             at_text(g, b, k, at, sizeof at);
             if (id < 0 || (uint64_t)id >= g->V)
                 return snprintf(what, sizeof what, "token id %lld at %s is outside the vocabulary 0..%zu", (long long)id,
@@ -164,18 +145,10 @@ static g2f_status check_twins(const gen_t *g, g2f_error *err) {
         int ours = 0;
         for (int k = 0; k < 5; k++) ours |= gen[k] && a->kept == gen[k];
         if (!ours) continue;
-        int same = a->kept->numel == a->other->numel && !a->other2;
-        double u = a->kept->dtype == a->other->dtype ? 0 : fmax(g2f_dtype_store_roundoff(a->kept->dtype),
-                                                                g2f_dtype_store_roundoff(a->other->dtype));
-        int ids = is_id_dtype(a->kept->dtype) && is_id_dtype(a->other->dtype);
-        for (uint64_t j = 0; same && ids && j < a->kept->numel; j++) same = int_at(a->kept, j) == int_at(a->other, j);
-        for (uint64_t j = 0; same && !ids && j < a->kept->numel; j++) {
-            double x, y;
-            g2f_tensor_read_f64(a->kept, j, 1, &x);
-            g2f_tensor_read_f64(a->other, j, 1, &y);
-            same = x == y || fabs(x - y) <= u * fmax(fabs(x), fabs(y));
-        }
-        if (!same)
+        g2f_alias_values v;
+        g2f_status st = g2f_fixture_alias_values(a, &v, err);
+        if (st != G2F_OK) return st;
+        if (v.not_comparable || v.differing || a->other2)
             return g2f_error_set(err, G2F_ERR_FORMAT, "%s: '%s' and '%s' name one tensor of the generation with "
                                  "different values: which one is the port's is not defined",
                                  g2f_fixture_path(g->f), a->kept->name, a->other->name);
@@ -238,20 +211,20 @@ static g2f_status rows_make(gv *v, g2f_error *err) {
     v->ids = g2f_alloc_work(g->B, w, sizeof *v->ids, "verify: the generation's tokens", err);
     if (!v->ids) return err ? err->status : G2F_ERR_NOMEM;
     if (!v->rows) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-    int64_t eos = g->eos ? int_at(g->eos, 0) : -1;
+    int64_t eos = g->eos ? g2f_tensor_int_at(g->eos, 0) : -1;
     for (size_t b = 0; b < g->B; b++) {
         row_t *r = &v->rows[b];
         int64_t *s = v->ids + b * w;
         int seen = 0;
         r->left = 1;
         for (size_t j = 0; j < g->T0; j++) {
-            int on = !g->mask || int_at(g->mask, b * g->T0 + j) != 0;
-            if (on) s[r->L++] = int_at(g->prompt, b * g->T0 + j), seen = 1;
+            int on = !g->mask || g2f_tensor_int_at(g->mask, b * g->T0 + j) != 0;
+            if (on) s[r->L++] = g2f_tensor_int_at(g->prompt, b * g->T0 + j), seen = 1;
             else r->pads++, r->left &= !seen;
         }
         r->N = g->N;
         for (size_t k = 0; k < g->N; k++) {
-            s[r->L + k] = int_at(g->gen, b * g->N + k);
+            s[r->L + k] = g2f_tensor_int_at(g->gen, b * g->N + k);
             if (s[r->L + k] == eos && r->N == g->N) r->N = k + 1;
         }
         r->seq = s;
@@ -589,7 +562,7 @@ static void describe(const gv *v, g2f_gen_result *out) {
     out->n_seq = g->B, out->steps = g->N, out->vocab = g->V;
     out->has_logits = g->logits != NULL, out->has_mask = g->mask != NULL, out->has_eos = g->eos != NULL;
     out->logits_dtype = g->logits ? g->logits->dtype : G2F_DTYPE_F32;
-    out->eos = g->eos ? int_at(g->eos, 0) : -1;
+    out->eos = g->eos ? g2f_tensor_int_at(g->eos, 0) : -1;
     out->prompt_min = SIZE_MAX;
     for (size_t b = 0; b < g->B; b++) {
         const row_t *r = &v->rows[b];

@@ -585,45 +585,17 @@ static char *alias_other_name(const g2f_fixture_alias *a) {
     return s;
 }
 
-/* Compares an alias pair value for value, a chunk at a time; other + other2
- * (a sum in float32 in the port) within one float32 rounding of the sum. */
+/* Compares an alias pair value for value (g2f_fixture_alias_values). */
 static g2f_status alias_check(const g2f_fixture_alias *a, g2f_alias_check *o, g2f_error *err) {
     memset(o, 0, sizeof *o);
     if (!(o->kept = g2f_strdup(a->kept->name)) || !(o->other = alias_other_name(a)))
         return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");
-    const g2f_tensor *b2 = a->other2;
-    if (a->kept->numel != a->other->numel || !g2f_dtype_is_float(a->other->dtype) ||
-        !g2f_dtype_is_float(a->kept->dtype) || (b2 && (b2->numel != a->kept->numel || !g2f_dtype_is_float(b2->dtype)))) {
-        o->shapes_differ = 1;
-        return G2F_OK;
-    }
-    double ua = g2f_dtype_store_roundoff(a->kept->dtype), ub = g2f_dtype_store_roundoff(a->other->dtype);
-    double u = a->kept->dtype == a->other->dtype ? 0.0 : (ua > ub ? ua : ub > 0 ? ub : 0x1p-24);
-    if (b2) { /* the sum's own rounding, and the coarsest of the three */
-        double u2 = g2f_dtype_store_roundoff(b2->dtype);
-        u = fmax(fmax(u, u2), fmax(ua, 0x1p-24));
-    }
-    enum { CH = 4096 };
-    double *buf = g2f_alloc_work(3, CH, sizeof(double), "verify: comparing a fixture's aliases", err);
-    if (!buf) return err ? err->status : G2F_ERR_NOMEM;
-    o->total = (size_t)a->kept->numel;
-    for (uint64_t i0 = 0; i0 < a->kept->numel; i0 += CH) {
-        uint64_t n = a->kept->numel - i0 < CH ? a->kept->numel - i0 : CH;
-        g2f_tensor_read_f64(a->kept, i0, n, buf);
-        g2f_tensor_read_f64(a->other, i0, n, buf + CH);
-        if (b2) {
-            g2f_tensor_read_f64(b2, i0, n, buf + 2 * CH);
-            for (uint64_t i = 0; i < n; i++) buf[CH + i] += buf[2 * CH + i];
-        }
-        for (uint64_t i = 0; i < n; i++) {
-            double x = buf[i], y = buf[CH + i], dd = fabs(x - y);
-            if ((isnan(x) && isnan(y)) || dd <= u * fmax(fabs(x), fabs(y))) continue;
-            if (!o->differing++) o->first = (size_t)(i0 + i);
-            if (!(dd <= o->max_abs)) o->max_abs = dd; /* NaN sticks */
-        }
-    }
-    free(buf);
-    o->same = o->differing == 0;
+    g2f_alias_values v;
+    g2f_status st = g2f_fixture_alias_values(a, &v, err);
+    if (st != G2F_OK) return st;
+    o->shapes_differ = v.not_comparable;
+    o->total = v.total, o->differing = v.differing, o->first = v.first, o->max_abs = v.max_abs;
+    o->same = !v.not_comparable && v.differing == 0;
     return G2F_OK;
 }
 

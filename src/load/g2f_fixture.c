@@ -1,6 +1,7 @@
 /* g2f_fixture: see g2f_fixture.h. */
 #include "g2f_fixture.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,64 @@ size_t g2f_fixture_n_aliases(const g2f_fixture *f) { return f->n_aliases; }
 
 const g2f_fixture_alias *g2f_fixture_alias_at(const g2f_fixture *f, size_t i) {
     return i < f->n_aliases ? &f->aliases[i] : NULL;
+}
+
+static void alias_ints(const g2f_fixture_alias *a, g2f_alias_values *o) {
+    for (uint64_t j = 0; j < a->kept->numel; j++) {
+        int64_t x = g2f_tensor_int_at(a->kept, j), y = g2f_tensor_int_at(a->other, j);
+        if (x == y) continue;
+        if (!o->differing++) o->first = (size_t)j;
+        double d = fabs((double)x - (double)y);
+        if (d > o->max_abs) o->max_abs = d;
+    }
+}
+
+/* Whether x and the alias's y (y2 added: a sum) agree; u: the sum's rounding. */
+static int alias_agree(const g2f_fixture_alias *a, double x, double y, double u) {
+    if (!a->other2) return g2f_dtype_values_agree(x, a->kept->dtype, y, a->other->dtype);
+    return (isnan(x) && isnan(y)) || fabs(x - y) <= u * fmax(fabs(x), fabs(y));
+}
+
+static g2f_status alias_floats(const g2f_fixture_alias *a, g2f_alias_values *o, g2f_error *err) {
+    const g2f_tensor *b2 = a->other2;
+    double u = 0; /* a sum: its own float32 rounding, and the coarsest of the three */
+    if (b2) u = fmax(fmax(0x1p-24, g2f_dtype_store_roundoff(b2->dtype)),
+                     fmax(g2f_dtype_store_roundoff(a->kept->dtype), g2f_dtype_store_roundoff(a->other->dtype)));
+    enum { CH = 4096 };
+    double *buf = g2f_alloc_work(3, CH, sizeof(double), "comparing a fixture's aliases", err);
+    if (!buf) return err ? err->status : G2F_ERR_NOMEM;
+    for (uint64_t i0 = 0; i0 < a->kept->numel; i0 += CH) {
+        uint64_t n = a->kept->numel - i0 < CH ? a->kept->numel - i0 : CH;
+        g2f_tensor_read_f64(a->kept, i0, n, buf);
+        g2f_tensor_read_f64(a->other, i0, n, buf + CH);
+        if (b2) {
+            g2f_tensor_read_f64(b2, i0, n, buf + 2 * CH);
+            for (uint64_t i = 0; i < n; i++) buf[CH + i] += buf[2 * CH + i];
+        }
+        for (uint64_t i = 0; i < n; i++) {
+            double x = buf[i], y = buf[CH + i], dd = fabs(x - y);
+            if (alias_agree(a, x, y, u)) continue;
+            if (!o->differing++) o->first = (size_t)(i0 + i);
+            if (!(dd <= o->max_abs)) o->max_abs = dd; /* NaN sticks */
+        }
+    }
+    free(buf);
+    return G2F_OK;
+}
+
+g2f_status g2f_fixture_alias_values(const g2f_fixture_alias *a, g2f_alias_values *o, g2f_error *err) {
+    memset(o, 0, sizeof *o);
+    const g2f_tensor *b2 = a->other2;
+    o->total = (size_t)a->kept->numel;
+    int ints = g2f_dtype_is_int(a->kept->dtype) && g2f_dtype_is_int(a->other->dtype) && !b2;
+    int floats = g2f_dtype_is_float(a->kept->dtype) && g2f_dtype_is_float(a->other->dtype) &&
+                 (!b2 || g2f_dtype_is_float(b2->dtype));
+    if (a->kept->numel != a->other->numel || (b2 && b2->numel != a->kept->numel) || !(ints || floats)) {
+        o->not_comparable = 1;
+        return G2F_OK;
+    }
+    if (ints) return alias_ints(a, o), G2F_OK;
+    return alias_floats(a, o, err);
 }
 
 /* The residual stream under its other names: h.L+1.in is block L's output

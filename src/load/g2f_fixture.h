@@ -149,6 +149,18 @@ typedef struct g2f_fixture_alias {
 size_t g2f_fixture_n_aliases(const g2f_fixture *f);
 const g2f_fixture_alias *g2f_fixture_alias_at(const g2f_fixture *f, size_t i);
 
+/* How an alias pair's values agree, element by element: integers (ids, masks) equal; floats one
+ * value stored in both dtypes (g2f_dtype_values_agree: the same in one dtype, one rounded to
+ * nearest in the other's), other + other2 (a sum in float32 in the port) within one rounding of
+ * the sum in the coarsest of the three. */
+typedef struct g2f_alias_values {
+    int not_comparable;   /* different element counts, or integers beside floats */
+    size_t total, differing;
+    size_t first;         /* flat index of the first differing element */
+    double max_abs;       /* the largest |kept - other| of those (NaN when one side is NaN) */
+} g2f_alias_values;
+g2f_status g2f_fixture_alias_values(const g2f_fixture_alias *a, g2f_alias_values *o, g2f_error *err);
+
 /* A tensor of the fixture that no comparison reads: a name the tool does
  * not know (the reports say so with the nearest known name: "h.0.mlp.output":
  * did you mean "h.0.mlp.out"?; "h.00.mlp.in": "h.0.mlp.in"; suggestion ""

@@ -843,7 +843,7 @@ static void diff_should_not_drop_a_twin_name(void) {
 /* One tensor of a converted copy: x's values into a malloc'd buffer (*nbytes), named dtype. */
 typedef void *(*convert_fn)(const g2f_tensor *x, size_t *nbytes);
 
-/* dir/name/model.safetensors: every F32 tensor of src (a safetensors path) through conv, then
+/* dir/name/model.safetensors: every float tensor of src (a safetensors path) through conv, then
  * `more` (or NULL). */
 static void write_converted(const char *src, const char *name, const char *dtype, convert_fn conv,
                             const st_entry *more) {
@@ -860,7 +860,7 @@ static void write_converted(const char *src, const char *name, const char *dtype
     size_t n = 0;
     for (size_t i = 0; i < t->count && n < 150; i++) {
         const g2f_tensor *x = &t->tensors[i];
-        if (x->dtype != G2F_DTYPE_F32) continue;
+        if (!g2f_dtype_is_float(x->dtype)) continue;
         size_t nb = (size_t)x->nbytes;
         const void *d = conv ? (bufs[n] = conv(x, &nb)) : x->data;
         e[n] = (st_entry){x->name, dtype, x->ndim, {0}, d, nb};
@@ -1007,6 +1007,83 @@ static void diff_should_call_one_step_off_at_a_binade_bottom_different(void) {
         if (r.equivalent != cases[i].equivalent) fprintf(stderr, "  case %zu: equivalent %d, kind %d\n", i, r.equivalent, (int)k);
         CHECK(r.equivalent == cases[i].equivalent);
         CHECK(cases[i].equivalent ? k == G2F_DIFF_ROUNDED : k != G2F_DIFF_ROUNDED);
+        g2f_diff_result_free(&r);
+    }
+}
+
+/* F32: each value of a BF16 file widened, plus 3/8 of half its BF16 step (not on BF16's grid). */
+static void *widen_noisy(const g2f_tensor *x, size_t *nbytes) {
+    float *f = malloc((size_t)x->numel * sizeof *f + 4);
+    g2f_tensor_read_f32(x, 0, x->numel, f);
+    for (uint64_t k = 0; k < x->numel; k++) {
+        int e;
+        frexpf(f[k], &e);
+        if (f[k] != 0) f[k] += ldexpf(3.0f / 16, e - 8);
+    }
+    *nbytes = (size_t)x->numel * sizeof *f;
+    return f;
+}
+
+/* F64: h.0's c_fc.bias[0] 1 + 2^-11 + 2^-40, just above F16's midpoint (1 + 2^-11), which its float
+ * is; F16: the same with that value rounded through float first (1.0, one F16 step off) or
+ * directly (1 + 2^-10). */
+static int mid_nearest;
+static void *to_f64_mid(const g2f_tensor *x, size_t *nbytes) {
+    double *d = malloc((size_t)x->numel * sizeof *d + 8);
+    g2f_tensor_read_f64(x, 0, x->numel, d);
+    if (!strcmp(x->name, "transformer.h.0.mlp.c_fc.bias")) d[0] = 1 + 0x1p-11 + 0x1p-40;
+    *nbytes = (size_t)x->numel * sizeof *d;
+    return d;
+}
+static void *to_f16_mid(const g2f_tensor *x, size_t *nbytes) {
+    uint16_t *h = malloc((size_t)x->numel * sizeof *h + 2);
+    float *f = malloc((size_t)x->numel * sizeof *f + 4);
+    g2f_tensor_read_f32(x, 0, x->numel, f);
+    for (uint64_t k = 0; k < x->numel; k++) h[k] = g2f_f32_to_f16(f[k]);
+    if (!strcmp(x->name, "transformer.h.0.mlp.c_fc.bias")) h[0] = mid_nearest ? 0x3c01 : 0x3c00;
+    free(f);
+    *nbytes = (size_t)x->numel * sizeof *h;
+    return h;
+}
+
+/* B is the port, A the original: B in a dtype at least as wide must hold A's values themselves (a
+ * BF16 original widened to F32 with noise below half a BF16 step is not "rounded"); a float port of
+ * a quantized original holds its dequantized values (tiny's originals beside its Q4_0 are different,
+ * quantized only the other way round); an F64 original is rounded to B's dtype from its double, not
+ * from its float (which lands on F16's midpoint and took either neighbour). */
+static void diff_should_round_from_the_original_only(void) {
+    char src[400], a[400], b[400];
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    write_converted(src, "orig_bf16", "BF16", to_bf16, NULL);
+    snprintf(src, sizeof src, "%s/orig_bf16/model.safetensors", dir);
+    write_converted(src, "widened_noisy", "F32", widen_noisy, NULL);
+    snprintf(a, sizeof a, "%s/orig_bf16", dir);
+    snprintf(b, sizeof b, "%s/widened_noisy", dir);
+    g2f_diff_result r;
+    if (diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) {
+        CHECK(!r.equivalent && r.tensors[0][G2F_FFN_FC_W].kind != G2F_DIFF_ROUNDED);
+        g2f_diff_result_free(&r);
+    }
+    if (diff_paths(b, a, G2F_DIFF_SCOPE_ALL, &r)) { /* the other way round: B is A rounded to BF16 */
+        CHECK(r.equivalent && r.tensors[0][G2F_FFN_FC_W].kind == G2F_DIFF_ROUNDED);
+        g2f_diff_result_free(&r);
+    }
+    snprintf(a, sizeof a, "%s/quant/tiny_q4_0.gguf", fixtures);
+    snprintf(b, sizeof b, "%s/tiny", fixtures);
+    for (int k = 0; k < 2; k++) {
+        if (!diff_paths(k ? b : a, k ? a : b, G2F_DIFF_SCOPE_FFN, &r)) { check_failures++; continue; }
+        g2f_diff_accept(&r, G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED);
+        CHECK(r.all_accepted == k && (r.tensors[0][G2F_FFN_FC_W].kind == G2F_DIFF_QUANTIZED) == k);
+        g2f_diff_result_free(&r);
+    }
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    write_converted(src, "mid64", "F64", to_f64_mid, NULL);
+    snprintf(a, sizeof a, "%s/mid64", dir);
+    for (mid_nearest = 0; mid_nearest < 2; mid_nearest++) {
+        write_converted(src, "mid16", "F16", to_f16_mid, NULL);
+        snprintf(b, sizeof b, "%s/mid16", dir);
+        if (!diff_paths(a, b, G2F_DIFF_SCOPE_FFN, &r)) { check_failures++; continue; }
+        CHECK(r.equivalent == mid_nearest && (r.tensors[0][G2F_FFN_FC_B].kind == G2F_DIFF_ROUNDED) == mid_nearest);
         g2f_diff_result_free(&r);
     }
 }
@@ -1224,6 +1301,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_compare_f64_in_double);
     RUN(diff_should_accept_subnormals_rounded_to_bf16);
     RUN(diff_should_call_one_step_off_at_a_binade_bottom_different);
+    RUN(diff_should_round_from_the_original_only);
     RUN(diff_should_call_another_dtype_different);
     RUN(diff_should_not_accept_inf_beside_a_quantized_port);
     RUN(diff_should_not_count_f8_nonfinite_as_equal);

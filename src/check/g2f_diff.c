@@ -186,16 +186,16 @@ static int rounds_nearest(const float *wide, const float *narrow, size_t n, g2f_
     return !bad;
 }
 
-/* Whether every pair a[i] (dtype da) and b[i] (db) can be one value stored in both: finite, and the
- * reals that round to each on its dtype's grid overlap; where one grid holds the other (float's and
- * F16's or BF16's), the wider value rounds to the narrower to nearest. The relative test alone would
- * take a one-step error at the bottom of a binade (1.0 beside BF16 0.99609375). */
+/* Whether every b[i], the port's value in dtype db, is A's a[i] rounded to db to nearest (ties
+ * either way), both finite: A is the original, so B in a dtype at least as wide must hold A's value
+ * itself (a BF16 original widened to F32 is exact: noise below half a BF16 step is a change). The
+ * relative test alone would also take a one-step error at the bottom of a binade (1.0 beside BF16
+ * 0.99609375). */
 static int rounding_fits(const float *a, const float *b, size_t n, g2f_dtype da, g2f_dtype db) {
     g2f_dtype ga = grid_of(da), gb = grid_of(db);
     if (ga == G2F_DTYPE_F32 && gb != ga) return rounds_nearest(a, b, n, gb);
-    if (gb == G2F_DTYPE_F32 && ga != gb) return rounds_nearest(b, a, n, ga);
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(a[i]) || !isfinite(b[i]) || !g2f_dtype_values_agree(a[i], ga, b[i], gb)) return 0;
+    for (size_t i = 0; i < n; i++) /* A's value exact (F64's point), B's grid */
+        if (!isfinite(a[i]) || !isfinite(b[i]) || !g2f_dtype_values_agree(a[i], G2F_DTYPE_F64, b[i], gb)) return 0;
     return 1;
 }
 
@@ -413,23 +413,18 @@ typedef struct pass {
     int ok;         /* PASS_WITHIN, PASS_SCALED: AND over the blocks */
 } pass;
 
-/* The quantization bound of a block (NULL when neither side is quantized)
- * and the quantized side's step: from the float side's values, or A's when
- * both are quantized (each side's bound added). */
+/* The quantization bound of a block and B's step: B's, the port's, from A's values (A's
+ * dequantized ones when A is quantized too); NULL when B is not quantized. */
 static const float *quant_bound(const side *A, const side *B, const walk *w, const float *a, const float *b,
                                 size_t count, size_t n, scratch *sc, const float **step) {
-    g2f_dtype qa = side_quant(A), qb = side_quant(B);
-    int has_a = qa != G2F_DTYPE_F32, has_b = qb != G2F_DTYPE_F32;
+    (void)A, (void)b;
+    g2f_dtype qb = side_quant(B);
     *step = NULL;
-    if (!has_a && !has_b) return NULL;
-    const float *ref = has_a && !has_b ? b : a;
+    if (qb == G2F_DTYPE_F32) return NULL; /* a float port of a quantized A can only hold A's values */
     size_t cols = w->flat ? 1 : w->sh.cols;
-    if (has_b) ref_bounds(qb, gathered(B, w), ref, count, cols, n, sc->step_b, sc->bound_b, sc->tmp);
-    if (has_a) ref_bounds(qa, gathered(A, w), ref, count, cols, n, sc->step_a, sc->bound_a, sc->tmp);
-    *step = has_b ? sc->step_b : sc->step_a;
-    if (!has_a || !has_b) return has_b ? sc->bound_b : sc->bound_a;
-    for (size_t i = 0; i < n; i++) sc->qsum[i] = sc->bound_a[i] + sc->bound_b[i];
-    return sc->qsum;
+    ref_bounds(qb, gathered(B, w), a, count, cols, n, sc->step_b, sc->bound_b, sc->tmp);
+    *step = sc->step_b;
+    return sc->bound_b;
 }
 
 static void run_pass(differ *df, const side *A, const side *B, const walk *w, pass *ps) {
@@ -720,44 +715,57 @@ static uint64_t file_at(const side *s, shape sh, size_t i, size_t j) {
     return s->linear && sh.rows > 1 ? (uint64_t)j * sh.rows + i : (uint64_t)i * sh.cols + j;
 }
 
-/* Both sides in double, element by element in the logical order: 1 when every value is the same
- * finite number, 0 otherwise; *max_abs the largest |a - b| (NaN sticks). */
-static int same_in_double(const side *A, const side *B, shape sh, double *max_abs) {
+/* A side's logical row i, columns [j0, j0 + n), in double: a Conv1D row is one run of the file. */
+static void row_in_double(const side *S, shape sh, size_t i, size_t j0, size_t n, double *v) {
+    if (!S->linear || sh.rows == 1) {
+        g2f_tensor_read_f64(S->t, file_at(S, sh, i, j0), n, v);
+        return;
+    }
+    for (size_t j = 0; j < n; j++) g2f_tensor_read_f64(S->t, file_at(S, sh, i, j0 + j), 1, &v[j]);
+}
+
+/* Both sides in double, in the logical order: *same when every value is the same finite number,
+ * *rounded when every B value is A's rounded to B's dtype to nearest (g2f_dtype_values_agree, A
+ * taken as exact), *max_abs the largest |a - b| (NaN sticks). */
+static void compare_in_double(const side *A, const side *B, shape sh, int *same, int *rounded, double *max_abs) {
     enum { CH = 1024 };
     double a[CH], b[CH];
-    int same = 1;
+    *same = *rounded = 1;
     *max_abs = 0;
     for (size_t i = 0; i < sh.rows; i++)
         for (size_t j0 = 0; j0 < sh.cols; j0 += CH) {
             size_t n = sh.cols - j0 < CH ? sh.cols - j0 : CH;
-            for (size_t j = 0; j < n; j++) { /* a row's run is contiguous on a Conv1D side */
-                g2f_tensor_read_f64(A->t, file_at(A, sh, i, j0 + j), 1, &a[j]);
-                g2f_tensor_read_f64(B->t, file_at(B, sh, i, j0 + j), 1, &b[j]);
-            }
+            row_in_double(A, sh, i, j0, n, a), row_in_double(B, sh, i, j0, n, b);
             for (size_t j = 0; j < n; j++) {
                 double d = fabs(a[j] - b[j]);
-                same &= a[j] == b[j] && isfinite(a[j]);
+                *same &= a[j] == b[j] && isfinite(a[j]);
+                *rounded &= isfinite(a[j]) && isfinite(b[j]) &&
+                            g2f_dtype_values_agree(a[j], G2F_DTYPE_F64, b[j], B->t->dtype);
                 if (!(d <= *max_abs)) *max_abs = d;
             }
         }
-    return same;
 }
 
 /* With an F64 side the passes' float reads lose what a double holds below float's precision and
- * beyond its range (both sides Inf there), so "identical" is decided in double: the same finite
- * values, identical; the same only as floats, an F64 side rounded to the other's dtype (rounded,
- * equivalent), or two F64 tensors that differ (different). Returns 1 when it decided. */
-static int f64_verdict(const side *A, const side *B, shape sh, int float_identical, g2f_diff_tensor *o) {
+ * beyond its range (both sides Inf there), so "identical" and "rounded" are decided in double: the
+ * same finite values, identical; B, the port, in a narrower dtype holding A's values rounded to it
+ * to nearest, rounded (equivalent); else neither, whatever the floats say (*not_rounding), and the
+ * later verdicts decide (an F64 port of F32 weights that differ below float's precision, F64 A one
+ * F16 step from B where A's float lands on the midpoint). Returns 1 when it decided. */
+static int f64_verdict(const side *A, const side *B, shape sh, int *not_rounding, g2f_diff_tensor *o) {
+    *not_rounding = 0;
     if (A->t->dtype != G2F_DTYPE_F64 && B->t->dtype != G2F_DTYPE_F64) return 0;
+    int same, rounded;
     double mx;
-    if (same_in_double(A, B, sh, &mx)) {
+    compare_in_double(A, B, sh, &same, &rounded, &mx);
+    if (same) {
         o->kind = G2F_DIFF_IDENTICAL, o->equivalent = 1, o->max_abs = o->max_rel = 0;
         return 1;
     }
-    if (!float_identical) return 0;
+    *not_rounding = 1;
+    if (A->t->dtype != G2F_DTYPE_F64 || B->t->dtype == G2F_DTYPE_F64 || !rounded) return 0;
     o->max_abs = mx;
-    o->kind = A->t->dtype != B->t->dtype ? G2F_DIFF_ROUNDED : G2F_DIFF_DIFFERENT;
-    o->equivalent = A->t->dtype != B->t->dtype;
+    o->kind = G2F_DIFF_ROUNDED, o->equivalent = 1;
     return 1;
 }
 
@@ -768,25 +776,27 @@ static g2f_status classify(differ *df, const role *r, const side *A, const side 
     if (st != G2F_OK) return st;
     tol t = tol_for(A->t->dtype, B->t->dtype);
     if (t.rel > df->roundoff) df->roundoff = t.rel;
-    int quant = side_quant(A) != G2F_DTYPE_F32 || side_quant(B) != G2F_DTYPE_F32;
+    /* B, the port, quantized: its bound; A quantized alone: B must hold A's dequantized values */
+    int quant = side_quant(B) != G2F_DTYPE_F32, quant_a = side_quant(A) != G2F_DTYPE_F32;
     pass ps = {PASS_STATS, t, 0, 0};
     run_pass(df, A, B, &w, &ps);
     merged m = merge_blocks(df, A, &w, o);
-    if (!quant && f64_verdict(A, B, sh, m.identical, o)) return o->max_steps = o->bound_ratio = 0, G2F_OK;
+    int not_rounding = 0;
+    if (!quant && f64_verdict(A, B, sh, &not_rounding, o)) return o->max_steps = o->bound_ratio = 0, G2F_OK;
     /* the verdicts in order, the first that fits */
-    if (m.identical || (t.rel > 0 && !m.out_t)) {
+    if (!not_rounding && (m.identical || (t.rel > 0 && !m.out_t))) {
         o->kind = m.identical ? G2F_DIFF_IDENTICAL : G2F_DIFF_ROUNDED;
         o->equivalent = 1;
         o->max_steps = o->bound_ratio = 0;
         return G2F_OK;
     }
-    if (quant && inconsistent(df, A, B, o)) {
+    if ((quant || quant_a) && inconsistent(df, A, B, o)) {
         o->max_steps = o->bound_ratio = 0;
         return G2F_OK;
     }
     if (quant && !m.out_q) {
         o->kind = G2F_DIFF_QUANTIZED;
-        o->quant = side_quant(B) != G2F_DTYPE_F32 ? B->t->dtype : A->t->dtype;
+        o->quant = B->t->dtype;
         o->accept_class = G2F_DIFF_ACCEPT_WEIGHTS_QUANTIZED;
         return G2F_OK;
     }

@@ -1088,6 +1088,35 @@ static void diff_should_round_from_the_original_only(void) {
     }
 }
 
+static void *to_f64_plain(const g2f_tensor *x, size_t *nbytes) {
+    double *d = malloc((size_t)x->numel * sizeof *d + 8);
+    g2f_tensor_read_f64(x, 0, x->numel, d);
+    *nbytes = (size_t)x->numel * sizeof *d;
+    return d;
+}
+
+/* TransformerLens' c_attn, assembled from W_Q, W_K, W_V, has the dtype they are stored in: a BF16
+ * port of the F32 original is "rounded" (it was "bf16_rounded", stored wider, and DIFFERENT), an
+ * F64 checkpoint against itself identical in double (the assembled buffer, dropped from memory like
+ * a file's pages after the first pass, read back as zeros: DIFFERENT). */
+static void diff_should_keep_the_dtype_of_an_assembled_attention(void) {
+    char src[400], a[400], b[400];
+    snprintf(src, sizeof src, "%s/formats2/tiny_tl.safetensors", fixtures);
+    write_converted(src, "tl_bf16", "BF16", to_bf16, NULL);
+    write_converted(src, "tl_f64", "F64", to_f64_plain, NULL);
+    g2f_diff_result r;
+    snprintf(b, sizeof b, "%s/tl_bf16", dir);
+    if (diff_paths(src, b, G2F_DIFF_SCOPE_ALL, &r)) {
+        CHECK(r.equivalent && r.tensors[0][G2F_BLK_ATTN_W].kind == G2F_DIFF_ROUNDED);
+        g2f_diff_result_free(&r);
+    }
+    snprintf(a, sizeof a, "%s/tl_f64", dir);
+    if (diff_paths(a, a, G2F_DIFF_SCOPE_ALL, &r)) {
+        CHECK(r.equivalent && r.tensors[0][G2F_BLK_ATTN_W].kind == G2F_DIFF_IDENTICAL);
+        g2f_diff_result_free(&r);
+    }
+}
+
 /* dir/name/model.safetensors: tiny's F32 tensors and a 4-byte "flags" of dtype dt (U8, BOOL, F8_*). */
 static unsigned char flags[4] = {1, 0, 1, 1};
 static void write_with_flags(const char *name, const char *dt) {
@@ -1302,6 +1331,7 @@ int main(int argc, char **argv) {
     RUN(diff_should_accept_subnormals_rounded_to_bf16);
     RUN(diff_should_call_one_step_off_at_a_binade_bottom_different);
     RUN(diff_should_round_from_the_original_only);
+    RUN(diff_should_keep_the_dtype_of_an_assembled_attention);
     RUN(diff_should_call_another_dtype_different);
     RUN(diff_should_not_accept_inf_beside_a_quantized_port);
     RUN(diff_should_not_count_f8_nonfinite_as_equal);

@@ -469,8 +469,8 @@ static void run_pass(differ *df, const side *A, const side *B, const walk *w, pa
      * tensor, not per block, since dropping pages that several threads have
      * mapped costs a TLB shootdown each time (measured: per-block release
      * made diff of two GPT-2 124M files 2x slower on 2 threads). */
-    g2f_mapping_release(A->t->data, A->t->nbytes);
-    g2f_mapping_release(B->t->data, B->t->nbytes);
+    g2f_model_release(df->a, A->t);
+    g2f_model_release(df->b, B->t);
 }
 
 /* ---- scratch --------------------------------------------------------------- */
@@ -763,8 +763,8 @@ static int f64_verdict(const side *A, const side *B, shape sh, int *not_rounding
         return 1;
     }
     *not_rounding = 1;
+    if (mx > o->max_abs || isnan(mx)) o->max_abs = mx; /* what the floats could not see */
     if (A->t->dtype != G2F_DTYPE_F64 || B->t->dtype == G2F_DTYPE_F64 || !rounded) return 0;
-    o->max_abs = mx;
     o->kind = G2F_DIFF_ROUNDED, o->equivalent = 1;
     return 1;
 }

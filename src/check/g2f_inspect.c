@@ -42,7 +42,7 @@ static g2f_status other_stats(const g2f_model *m, const g2f_tensor *t, g2f_layer
     g2f_tensor_read_f32(t, 0, (size_t)t->numel, buf);
     g2f_stats_compute(buf, (size_t)t->numel, o);
     free(buf);
-    g2f_mapping_release(t->data, t->nbytes);
+    g2f_model_release(m, t);
     return G2F_OK;
 }
 

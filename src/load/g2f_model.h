@@ -193,6 +193,10 @@ void g2f_layer_reader_free(g2f_layer_reader *rd);
  * decides; NULL otherwise (then read it in place). The floats last until
  * the next call with rd or g2f_layer_reader_free. */
 const float *g2f_model_tensor_read(const g2f_model *m, const g2f_tensor *t, g2f_layer_reader *rd);
+/* Drops t's pages from the resident set (g2f_mapping_release) when its bytes lie in one of m's file
+ * mappings; memory of its own (TransformerLens' assembled c_attn, an inflated member) is left
+ * alone: MADV_DONTNEED would zero it, and the next read of t would see zeros. */
+void g2f_model_release(const g2f_model *m, const g2f_tensor *t);
 /* Every file the model was read from, appended to out: the checkpoint file
  * (for a sharded one the index and every shard) and the config.json read,
  * if any. For g2f_output_check. */
@@ -311,7 +315,9 @@ g2f_status g2f_model_end_tensors(const g2f_model *m, g2f_model_ends *out, g2f_er
  * HF tensors it stands for, t[k - G2F_BLK_ATTN_W] for the roles
  * G2F_BLK_ATTN_W .. G2F_BLK_APROJ_B: c_attn Conv1D (d, 3d) with q | k | v
  * along the 3d and head h's columns at h d_head, and its bias (3d),
- * assembled in float32 into a buffer it owns; c_proj (d, d) a view of W_O
+ * assembled into a buffer it owns in the parts' dtype (float32 when they
+ * differ, float64 when one of them is F64), so that a diff sees what the
+ * file stores (a BF16 port's c_attn is BF16); c_proj (d, d) a view of W_O
  * (row h d_head + j, Conv1D) and b_O. present[k] 0 when absent (a bias);
  * all 0 for a layer without W_Q (and for other schemes). n_head is W_Q's.
  * The same reshaping g2f_model_block_load computes the block with. Free
@@ -320,7 +326,7 @@ typedef struct g2f_split_attn {
     g2f_tensor t[4];
     int present[4];
     size_t n_head;
-    float *owned;
+    unsigned char *owned;
     const g2f_tensor *src[8]; /* W_Q, W_K, W_V, b_Q, b_K, b_V, W_O, b_O as found (borrowed) */
 } g2f_split_attn;
 g2f_status g2f_model_split_attn(const g2f_model *m, size_t layer, g2f_split_attn *out, g2f_error *err);

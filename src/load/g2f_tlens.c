@@ -26,6 +26,24 @@ static g2f_status tl_shapes(const g2f_model *m, const g2f_tensor *const x[8], si
     return G2F_OK;
 }
 
+/* The dtype c_attn is assembled in: the parts' own when they share one, else F64 when one is
+ * F64 (nothing lost), else F32 (which holds F16 and BF16 exactly). */
+static g2f_dtype assembled_dtype(const g2f_tensor *const src[8]) {
+    g2f_dtype dt = src[0]->dtype;
+    int same = 1, f64 = 0;
+    for (int k = 0; k < 6; k++)
+        if (src[k]) same &= src[k]->dtype == dt, f64 |= src[k]->dtype == G2F_DTYPE_F64;
+    return same ? dt : f64 ? G2F_DTYPE_F64 : G2F_DTYPE_F32;
+}
+
+/* t's first n values in dtype dt: its own bytes when it has that dtype, else converted into tmp. */
+static const unsigned char *in_dtype(const g2f_tensor *t, g2f_dtype dt, size_t n, unsigned char *tmp) {
+    if (t->dtype == dt) return t->data;
+    if (dt == G2F_DTYPE_F64) g2f_tensor_read_f64(t, 0, n, (double *)(void *)tmp);
+    else g2f_tensor_read_f32(t, 0, n, (float *)(void *)tmp);
+    return tmp;
+}
+
 /* The split attention found with n_head H (0: W_Q's own), into s. */
 static g2f_status split_attn(const g2f_model *m, size_t L, size_t H, g2f_split_attn *s, g2f_error *err) {
     memset(s, 0, sizeof *s);
@@ -44,31 +62,31 @@ static g2f_status split_attn(const g2f_model *m, size_t L, size_t H, g2f_split_a
     if (!H) H = (size_t)q->shape[0];
     g2f_status st = tl_shapes(m, s->src, d, H, err);
     if (st != G2F_OK) return st;
-    size_t dh = d / H, n = 3 * d * d + 3 * d;
-    float *buf = g2f_alloc_work(n, 1, sizeof(float), "the attention weights", err);
-    float *tmp = buf ? g2f_alloc_work(d * d, 1, sizeof(float), "the attention weights", err) : NULL;
+    size_t dh = d / H;
+    g2f_dtype dt = assembled_dtype(s->src);
+    size_t es = g2f_dtype_size(dt);
+    unsigned char *buf = g2f_alloc_work(3 * d * d + 3 * d, es, 1, "the attention weights", err);
+    unsigned char *tmp = buf ? g2f_alloc_work(d * d, es, 1, "the attention weights", err) : NULL;
     if (!tmp) {
         free(buf);
         return err ? err->status : G2F_ERR_NOMEM;
     }
-    float *cw = buf, *cb = buf + 3 * d * d;
+    unsigned char *cw = buf, *cb = buf + 3 * d * d * es;
     for (int k = 0; k < 3; k++) {
-        g2f_tensor_read_f32(s->src[k], 0, d * d, tmp); /* [h, i, j]: q_h[j] = sum_i x_i W[h, i, j] */
+        const unsigned char *w = in_dtype(s->src[k], dt, d * d, tmp); /* [h, i, j]: q_h[j] = sum_i x_i W[h, i, j] */
         for (size_t h = 0; h < H; h++)
             for (size_t i = 0; i < d; i++)
-                for (size_t j = 0; j < dh; j++) cw[i * 3 * d + k * d + h * dh + j] = tmp[(h * d + i) * dh + j];
-        if (s->src[3 + k]) g2f_tensor_read_f32(s->src[3 + k], 0, d, cb + k * d);
-        else memset(cb + k * d, 0, d * sizeof(float));
+                memcpy(cw + (i * 3 * d + k * d + h * dh) * es, w + (h * d + i) * dh * es, dh * es);
+        if (s->src[3 + k]) memcpy(cb + k * d * es, in_dtype(s->src[3 + k], dt, d, tmp), d * es);
+        else memset(cb + k * d * es, 0, d * es); /* zero bytes: 0 in every float dtype */
     }
     free(tmp);
     s->owned = buf;
     s->n_head = H;
     static const char *const names[4] = {"attn.c_attn.weight (W_Q, W_K, W_V)", "attn.c_attn.bias (b_Q, b_K, b_V)",
                                          "attn.c_proj.weight (W_O)", "attn.c_proj.bias (b_O)"};
-    s->t[0] = (g2f_tensor){names[0], G2F_DTYPE_F32, 2, {d, 3 * d}, 3 * d * d, (const unsigned char *)cw,
-                           3 * d * d * sizeof(float), NULL};
-    s->t[1] = (g2f_tensor){names[1], G2F_DTYPE_F32, 1, {3 * d}, 3 * d, (const unsigned char *)cb, 3 * d * sizeof(float),
-                           NULL};
+    s->t[0] = (g2f_tensor){names[0], dt, 2, {d, 3 * d}, 3 * d * d, cw, 3 * d * d * es, NULL};
+    s->t[1] = (g2f_tensor){names[1], dt, 1, {3 * d}, 3 * d, cb, 3 * d * es, NULL};
     s->t[2] = *s->src[6]; /* [h, j, o]: rows h d_head + j of a Conv1D (d, d) */
     s->t[2].ndim = 2;
     s->t[2].shape[0] = s->t[2].shape[1] = d;
@@ -105,7 +123,8 @@ g2f_status g2f_tlens_block_attention(const g2f_model *m, size_t L, size_t H, g2f
         return err ? err->status : G2F_ERR_NOMEM;
     }
     float *cw = buf, *cb = buf + 3 * d * d, *pw = cb + 3 * d, *pb = pw + d * d;
-    memcpy(cw, sa.owned, (3 * d * d + 3 * d) * sizeof(float));
+    g2f_tensor_read_f32(&sa.t[0], 0, 3 * d * d, cw);
+    g2f_tensor_read_f32(&sa.t[1], 0, 3 * d, cb);
     g2f_tensor_read_f32(&sa.t[2], 0, d * d, pw);
     if (sa.present[3]) g2f_tensor_read_f32(&sa.t[3], 0, d, pb);
     else memset(pb, 0, d * sizeof(float));

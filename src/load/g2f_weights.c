@@ -144,6 +144,10 @@ static int reader_take(const g2f_model *m, g2f_layer_reader *rd, const g2f_tenso
     return rd->mode == G2F_READ_PREAD ? reader_fill(m, rd, x, in_place, views) : 0;
 }
 
+void g2f_model_release(const g2f_model *m, const g2f_tensor *t) {
+    if (t && t->nbytes && g2f_source_mapping_of(m->src, t->data, t->nbytes)) g2f_mapping_release(t->data, t->nbytes);
+}
+
 const float *g2f_model_tensor_read(const g2f_model *m, const g2f_tensor *t, g2f_layer_reader *rd) {
     const g2f_tensor *x[G2F_FFN_TENSORS] = {t};
     const float *views[G2F_FFN_TENSORS] = {0};

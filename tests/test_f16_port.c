@@ -246,6 +246,22 @@ static void a_real_bug_should_be_named_under_the_accept(void) {
     outcome_free(&o);
 }
 
+/* An F16 GGUF keeps its LayerNorms in F32: under --accept weights_f16_rounded they are exact, and a
+ * LayerNorm bug (eps 1e-6 or 1e-12 where the model says 1e-5) still fails; it passed, the F16
+ * uncertainty applied to gains and biases never rounded (a tolerance 1000x too wide). */
+static void exact_layernorms_should_stay_exact_under_the_accept(void) {
+    static const char *const bugs[] = {"block/ln_eps_1e-6.safetensors", "block/ln_eps_1e-12.safetensors"};
+    for (int k = 0; k < 2; k++) {
+        outcome o = verify("formats2/tiny_full_f16.gguf", bugs[k], "--accept weights_f16_rounded");
+        if (o.code != 1) fprintf(stderr, "  %s: exit %d\n%s\n", bugs[k], o.code, o.text ? o.text : "");
+        CHECK(o.code == 1);
+        outcome_free(&o);
+    }
+    outcome o = verify("formats2/tiny_full_f16.gguf", "block/clean.safetensors", "--accept weights_f16_rounded");
+    CHECK(o.code == 0);
+    outcome_free(&o);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s FIXTURES CLI\n", argv[0]);
@@ -258,6 +274,7 @@ int main(int argc, char **argv) {
     RUN(ggml_f16_port_should_get_the_f16_table_hint);
     RUN(f16_weights_should_pass_at_every_stage_with_the_accept);
     RUN(a_real_bug_should_be_named_under_the_accept);
+    RUN(exact_layernorms_should_stay_exact_under_the_accept);
     remove_tmpdir(dir);
     return check_failures != 0;
 }

@@ -55,7 +55,7 @@ static g2f_tensor tensor_of(const float *v, const char *name) {
 }
 
 static g2f_ln ln_of(const rows *r, int found) {
-    g2f_ln ln = {D, found ? r->w : NULL, found ? r->b : NULL, 1e-5, found, {NULL, NULL}};
+    g2f_ln ln = {D, found ? r->w : NULL, found ? r->b : NULL, 1e-5, found, {NULL, NULL}, 0};
     return ln;
 }
 

@@ -119,6 +119,7 @@ typedef struct how {
 static void ln_stage(const float *x, const float *vx, size_t T, size_t d, const g2f_ln *ln, double eps, int no_w,
                      int no_b, double uw, float *y, float *vy, double *rstd, int n_threads) {
     const float *w = no_w ? NULL : ln->w, *b = no_b ? NULL : ln->b;
+    if (ln->roundoff <= 0) uw = 0; /* stored exactly (an F16 GGUF keeps its LayerNorms F32): nothing uncertain */
     g2f_ln_forward(x, T, d, w, b, eps, y, NULL, rstd, n_threads);
     if (!vy) return;
     g2f_tol_layernorm_var(x, y, T, d, w, b, eps, 0.0, vy, n_threads);

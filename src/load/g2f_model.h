@@ -226,6 +226,8 @@ typedef struct g2f_ln {
     double eps;
     int found;
     float *owned[2];
+    double roundoff;    /* the storage roundoff of its stored tensors (F16 / BF16; 0 for F32, F64):
+                           a rounded checkpoint's LayerNorm is uncertain only when stored rounded */
 } g2f_ln;
 /* which: 1 ln_1 (before attention), 2 ln_2 (before the FFN) of layer; 0 the
  * final ln_f (layer ignored). Names follow the checkpoint's scheme (HF

@@ -243,6 +243,11 @@ g2f_status g2f_model_ln_load(const g2f_model *m, int which, size_t layer, g2f_ln
         b = g2f_model_find(m, S->ln[which - 1][1], (int)layer);
     }
     out->found = w != NULL;
+    for (int k = 0; k < 2; k++) {
+        const g2f_tensor *t = k ? b : w;
+        double u = t ? g2f_dtype_store_roundoff(t->dtype) : 0;
+        if (u > out->roundoff) out->roundoff = u;
+    }
     g2f_status st = vector_view(m, w, out->d, "LayerNorm gain", &out->owned[0], &out->w, err);
     if (st == G2F_OK) st = vector_view(m, b, out->d, "LayerNorm bias", &out->owned[1], &out->b, err);
     if (st != G2F_OK) g2f_ln_free(out);

@@ -347,6 +347,7 @@ static g2f_status attn_stage(const how *hw, seq *s, const float *a, const float 
 typedef struct acc {
     size_t mismatched, total;
     double margin;
+    double trend;        /* the largest |g2f_cmp.trend| of the comparisons */
     g2f_cmp worst;
     const char *worst_tensor;
     int any;
@@ -357,6 +358,7 @@ typedef struct acc {
 static void acc_take(acc *A, const char *name, const g2f_cmp *r) {
     A->mismatched += r->mismatched;
     A->total += r->total;
+    if (!A->any || fabs(r->trend) > A->trend) A->trend = fabs(r->trend);
     if (!A->any || r->margin > A->margin || (r->nonfinite && !A->worst.nonfinite)) {
         A->margin = r->margin;
         A->worst = *r;
@@ -771,11 +773,19 @@ static const block_hyp block_hyps[] = {
     {SB(G2F_STAGE_MID) | SB(G2F_STAGE_OUT), G2F_DIAG_RESIDUAL_MISSING, 1, no_residual},
 };
 
-/* Recomputes stage st under hw; a match becomes cause k (its margin set). */
+/* The precisions --accept takes here (a port's rounding on purpose). */
+#define PRECISION_CODES                                                                                           \
+    (G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED) | G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED) |                      \
+     G2F_DIAG_BIT(G2F_DIAG_F16_MATMUL))
+
+/* Recomputes stage st under hw; a match becomes cause k (its margin set). A precision (rounded
+ * weights, ggml's F16 matmul) matches only without a trend: its tolerance is wide enough to take a
+ * gain off by 1%, which rounding noise of either sign does not make (g2f_cmp.trend). */
 static g2f_status try_how(ctx *c, g2f_stage st, const how *hw, g2f_cause k, g2f_stage_result *r, g2f_error *err) {
     acc A;
     r->hypotheses_tried++;
     g2f_status e = run_stage(c, st, hw, &A, err);
+    if (e == G2F_OK && (k.codes & PRECISION_CODES) && A.trend > c->lambda) return e;
     if (e == G2F_OK && A.mismatched == 0) {
         k.margin = A.margin;
         add_cause(r, &k);
@@ -951,10 +961,6 @@ static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f
     return G2F_OK;
 }
 
-/* The precisions --accept takes here (a port's rounding on purpose). */
-#define PRECISION_CODES                                                                                           \
-    (G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED) | G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED) |                      \
-     G2F_DIAG_BIT(G2F_DIAG_F16_MATMUL))
 
 /* A failing stage whose cause is made of accepted precision codes alone is
  * judged on that cause's recomputation (--accept: the port's precision). */

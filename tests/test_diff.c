@@ -1310,6 +1310,30 @@ static void an_untied_config_without_a_head_should_be_refused(void) {
     g2f_model_close(m);
 }
 
+/* HF's scale_attn_weights false and scale_attn_by_inverse_layer_idx true make another attention:
+ * beside the same tensors diff says the configs define other models (it said EQUIVALENT), and
+ * verify refuses a fixture the attention feeds (exit 2) while the FFN alone is still checked. */
+static void diff_should_compare_the_attention_scale_of_the_configs(void) {
+    static const char *const keys[] = {"\"scale_attn_weights\": false", "\"scale_attn_by_inverse_layer_idx\": true"};
+    for (int k = 0; k < 2; k++) {
+        char with[200], a[400], b[400];
+        snprintf(with, sizeof with, "\"vocab_size\": 96, %s", keys[k]);
+        write_config_variant("attn_rule", "\"vocab_size\": 96", with);
+        snprintf(a, sizeof a, "%s/tiny", fixtures);
+        snprintf(b, sizeof b, "%s/attn_rule", dir);
+        g2f_diff_result r;
+        if (diff_paths(a, b, G2F_DIFF_SCOPE_ALL, &r)) {
+            CHECK(!r.equivalent && strstr(r.config_msg, "the attention's scale"));
+            g2f_diff_result_free(&r);
+        }
+        char args[1200];
+        snprintf(args, sizeof args, "verify '%s' '%s/model/clean.safetensors'", b, fixtures);
+        CHECK(run(args) == 2 && strstr(out_text, "the attention is not GPT-2's"));
+        snprintf(args, sizeof args, "verify '%s' '%s/tiny_tanh.safetensors'", b, fixtures);
+        CHECK(run(args) == 0);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 3 || make_tmpdir(dir, sizeof dir, "diff") != 0) return 1;
     fixtures = argv[1];
@@ -1339,6 +1363,7 @@ int main(int argc, char **argv) {
     RUN(gguf_metadata_should_be_checked);
     RUN(diff_should_compare_the_parts_of_an_unassembled_attention);
     RUN(an_untied_config_without_a_head_should_be_refused);
+    RUN(diff_should_compare_the_attention_scale_of_the_configs);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

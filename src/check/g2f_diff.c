@@ -1218,6 +1218,11 @@ static int gelu_said(const g2f_model_info *m, const char **why) {
     return *why = NULL, -1;
 }
 
+static const char *attn_rule(const g2f_model_info *m) {
+    return m->attn_unscaled ? (m->attn_by_layer ? "1 / (layer + 1)" : "1 (scale_attn_weights false)")
+                            : (m->attn_by_layer ? "1 / (sqrt(d_head) (layer + 1))" : "1 / sqrt(d_head)");
+}
+
 /* What the two files' configs say that makes them other models, where both say it (sizes aside):
  * identical tensors under another head count compute another attention. */
 static void compare_config(const g2f_model_info *a, const g2f_model_info *b, g2f_diff_scope scope, g2f_diff_result *out) {
@@ -1231,6 +1236,9 @@ static void compare_config(const g2f_model_info *a, const g2f_model_info *b, g2f
     if (fa >= 0 && fb >= 0 && fa != fb && used < n)
         used += (size_t)snprintf(m + used, n - used, "%sthe GELU: %s in A (%.40s), %s in B (%.40s)", used ? "; " : "",
                                  g2f_gelu_name((g2f_gelu)fa), wa, g2f_gelu_name((g2f_gelu)fb), wb);
+    if (block && (a->attn_unscaled != b->attn_unscaled || a->attn_by_layer != b->attn_by_layer) && used < n)
+        used += (size_t)snprintf(m + used, n - used, "%sthe attention's scale: %s in A, %s in B", used ? "; " : "",
+                                 attn_rule(a), attn_rule(b));
     /* relative 1e-6: a GGUF holds its epsilon as a float32 */
     if (block && a->config_has_ln_eps && b->config_has_ln_eps && fabs(a->ln_eps - b->ln_eps) > 1e-6 * a->ln_eps && used < n)
         snprintf(m + used, n - used, "%slayer_norm_epsilon %g in A, %g in B", used ? "; " : "", a->ln_eps, b->ln_eps);

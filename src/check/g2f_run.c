@@ -396,6 +396,10 @@ g2f_status g2f_run_model(const g2f_model *m, const int64_t *ids, const uint64_t 
                          const char *out_path, const g2f_run_model_params *p, g2f_run_result *r, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
     memset(r, 0, sizeof *r);
+    if (mi->attn_unscaled || mi->attn_by_layer)
+        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: config.json sets %s: the attention is not GPT-2's, which gpt2ffn "
+                             "computes", mi->config_path ? mi->config_path : mi->path,
+                             mi->attn_unscaled ? "scale_attn_weights false" : "scale_attn_by_inverse_layer_idx true");
     if (lead_ndim > G2F_MAX_DIMS - 3 || T == 0)
         return g2f_error_set(err, G2F_ERR_USAGE, "input_ids: %zu dimensions before the tokens (at most %d), %zu tokens",
                              lead_ndim, G2F_MAX_DIMS - 3, T);

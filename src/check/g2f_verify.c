@@ -682,6 +682,20 @@ static g2f_status verify_one(layer_pass *lp, size_t L, g2f_verify_result *out, g
     return G2F_OK;
 }
 
+/* A config whose attention is not GPT-2's (scale_attn_weights false, scale_attn_by_inverse_layer_idx
+ * true) is another model than the one recomputed: refused where the fixture records more than the
+ * FFN (the blocks' stages, the model's), which the attention feeds. */
+static g2f_status gpt2_attention(const g2f_model *m, const g2f_fixture *f, g2f_error *err) {
+    const g2f_model_info *mi = g2f_model_get_info(m);
+    if (!mi->attn_unscaled && !mi->attn_by_layer) return G2F_OK;
+    int beyond = g2f_fixture_has_model(f);
+    for (size_t L = 0; L < mi->n_layer && !beyond; L++) beyond = g2f_fixture_has_block(f, L);
+    if (!beyond) return G2F_OK;
+    return g2f_error_set(err, G2F_ERR_FORMAT, "%s: config.json sets %s: the attention is not GPT-2's, which gpt2ffn "
+                         "recomputes (the FFN alone can be verified)", mi->config_path ? mi->config_path : mi->path,
+                         mi->attn_unscaled ? "scale_attn_weights false" : "scale_attn_by_inverse_layer_idx true");
+}
+
 g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_verify_params *p,
                           g2f_verify_result *out, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
@@ -691,6 +705,7 @@ g2f_status g2f_verify_run(const g2f_model *m, const g2f_fixture *f, const g2f_ve
         return g2f_error_set(err, G2F_ERR_USAGE, "--n-head %zu does not divide n_embd %zu", p->n_head, mi->n_embd);
     g2f_status st = g2f_fixture_check(f, mi->n_layer, mi->n_embd, mi->n_inner, err);
     if (st == G2F_OK) st = g2f_fixture_check_block(f, mi->n_layer, mi->n_embd, n_head, err);
+    if (st == G2F_OK) st = gpt2_attention(m, f, err);
     if (st != G2F_OK) return st;
     out->layers = calloc(mi->n_layer ? mi->n_layer : 1, sizeof *out->layers);
     if (!out->layers) return g2f_error_set(err, G2F_ERR_NOMEM, "out of memory");

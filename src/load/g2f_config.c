@@ -111,6 +111,8 @@ static g2f_status read_heads_and_ends(const cJSON *root, const char *cfg, g2f_mo
     in->n_positions_said_by = cfg;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     in->config_untied = cJSON_IsFalse(tie);
+    in->attn_unscaled = cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(root, "scale_attn_weights"));
+    in->attn_by_layer = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "scale_attn_by_inverse_layer_idx"));
     return G2F_OK;
 }
 

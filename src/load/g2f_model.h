@@ -107,6 +107,9 @@ typedef struct g2f_model_info {
                                               n_positions also a GGUF's gpt2.context_length */
     const char *n_positions_said_by; /* where config_n_positions comes from (a path, or the GGUF key) */
     int config_untied;         /* config.json says tie_word_embeddings false */
+    /* config.json's attention other than GPT-2's: scale_attn_weights false (scores not divided by
+     * sqrt(d_head)), scale_attn_by_inverse_layer_idx true (divided by layer + 1 as well) */
+    int attn_unscaled, attn_by_layer;
 } g2f_model_info;
 
 /* The four FFN tensors of a layer, in the one order every per-tensor array

@@ -965,6 +965,40 @@ static void forged_scales_should_never_be_accepted(void) {
     }
 }
 
+/* Q4_1 / Q5_1 of values whose min is large beside their spread (8 + 0.0005 noise): the stored min's
+ * f16 rounding is known exactly from the values, so a block with its two halves swapped (codes 0
+ * and the top still there, consistent) is beyond the bound; with the worst case of the min's
+ * rounding (23 steps here) it was within, and diff ACCEPTED it. The block as quantized is within. */
+static void a_scrambled_block_with_a_large_min_should_be_beyond_the_bound(void) {
+    static const g2f_dtype types[2] = {G2F_DTYPE_Q4_1, G2F_DTYPE_Q5_1};
+    float x[32], deq[32], step[32], bound[32];
+    uint64_t seed = 7;
+    for (int i = 0; i < 32; i++) x[i] = 8.0f + 0.0005f * (2 * rnd_unit(&seed) - 1);
+    for (int k = 0; k < 2; k++) {
+        unsigned char blk[64], swapped[64];
+        const g2f_quant_info *qi = g2f_quant_info_of(types[k]);
+        CHECK(g2f_quant_quantize(types[k], x, 32, blk));
+        CHECK(g2f_quant_bounds_of_values(types[k], x, 32, step, bound));
+        g2f_quant_dequantize(types[k], blk, 0, 32, deq);
+        int within = 1;
+        for (int i = 0; i < 32; i++) within &= fabs((double)x[i] - deq[i]) <= bound[i];
+        CHECK(within);
+        memcpy(swapped, blk, qi->bytes); /* element j <-> j + 16: low and high nibbles of each byte */
+        size_t q0 = qi->bytes - 16;
+        for (size_t b = 0; b < 16; b++) swapped[q0 + b] = (unsigned char)(blk[q0 + b] >> 4 | blk[q0 + b] << 4);
+        if (types[k] == G2F_DTYPE_Q5_1) { /* the fifth bits: the two halves of qh swapped too */
+            uint32_t qh;
+            memcpy(&qh, blk + 4, 4);
+            qh = qh >> 16 | qh << 16;
+            memcpy(swapped + 4, &qh, 4);
+        }
+        g2f_quant_dequantize(types[k], swapped, 0, 32, deq);
+        within = 1;
+        for (int i = 0; i < 32; i++) within &= fabs((double)x[i] - deq[i]) <= bound[i];
+        CHECK(!within);
+    }
+}
+
 int main(int argc, char **argv) {
     fixtures = argc > 1 ? argv[1] : "fixtures";
     cli = argc > 2 ? argv[2] : "build/gpt2ffn";
@@ -985,6 +1019,7 @@ int main(int argc, char **argv) {
     RUN(cli_should_report_quantized_checkpoints);
     RUN(forged_scales_should_never_be_accepted);
     RUN(diff_bound_should_come_from_the_original);
+    RUN(a_scrambled_block_with_a_large_min_should_be_beyond_the_bound);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

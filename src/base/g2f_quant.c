@@ -241,6 +241,7 @@ static double h16(double v) {
 
 typedef struct bounds_ctx {
     float *step, *bound;
+    double m_err; /* Q4_1 / Q5_1 from known values: |m - min| exactly; < 0: unknown, h16(m) */
 } bounds_ctx;
 
 static void bounds_fn(g2f_dtype t, const decoded *o, uint32_t from, uint32_t to, uint64_t out, void *vctx) {
@@ -252,7 +253,8 @@ static void bounds_fn(g2f_dtype t, const decoded *o, uint32_t from, uint32_t to,
         double b;
         if (!k_quant) {
             b = s / 2 + (q + 1) * h16(o->d);
-            if (t == G2F_DTYPE_Q4_1 || t == G2F_DTYPE_Q5_1) b += h16(o->m) + ldexp(fabs(o->m) + 32 * s, -22);
+            if (t == G2F_DTYPE_Q4_1 || t == G2F_DTYPE_Q5_1)
+                b += (c->m_err >= 0 ? c->m_err : h16(o->m)) + ldexp(fabs(o->m) + 32 * s, -22);
         } else {
             const double v = fabs((double)value_of(t, o, (int)i));
             b = s / 2 + ldexp(v + fabs((double)o->b[i]) + 32 * s, -20);
@@ -265,7 +267,7 @@ static void bounds_fn(g2f_dtype t, const decoded *o, uint32_t from, uint32_t to,
 
 void g2f_quant_bounds(g2f_dtype dtype, const unsigned char *blocks, uint64_t start, uint64_t count, float *step,
                       float *bound) {
-    bounds_ctx c = {step, bound};
+    bounds_ctx c = {step, bound, -1};
     for_blocks(dtype, blocks, start, count, bounds_fn, &c);
 }
 
@@ -428,7 +430,15 @@ bool g2f_quant_bounds_of_values(g2f_dtype dtype, const float *x, uint64_t n, flo
     for (uint64_t b = 0; b < n / qi->block; b++) {
         const uint64_t at = b * qi->block;
         quantize_block(dtype, x + at, blk);
-        g2f_quant_bounds(dtype, blk, 0, qi->block, step ? step + at : NULL, bound ? bound + at : NULL);
+        /* Q4_1 / Q5_1: the min the block stores is the values' own rounded to f16, its error known
+         * exactly (a worst case h16(m) took a scrambled block whose min is large beside its spread) */
+        bounds_ctx c = {step ? step + at : NULL, bound ? bound + at : NULL, -1};
+        if (dtype == G2F_DTYPE_Q4_1 || dtype == G2F_DTYPE_Q5_1) {
+            double mn = x[at];
+            for (uint64_t i = 1; i < qi->block; i++) mn = x[at + i] < mn ? x[at + i] : mn;
+            c.m_err = fabs((double)ld_f16(blk + 2) - mn);
+        }
+        for_blocks(dtype, blk, 0, qi->block, bounds_fn, &c);
         if (bound) clamp_envelope(dtype, x + at, blk, bound + at);
     }
     return true;

@@ -773,10 +773,6 @@ static const block_hyp block_hyps[] = {
     {SB(G2F_STAGE_MID) | SB(G2F_STAGE_OUT), G2F_DIAG_RESIDUAL_MISSING, 1, no_residual},
 };
 
-/* The precisions --accept takes here (a port's rounding on purpose). */
-#define PRECISION_CODES                                                                                           \
-    (G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED) | G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED) |                      \
-     G2F_DIAG_BIT(G2F_DIAG_F16_MATMUL))
 
 /* Recomputes stage st under hw; a match becomes cause k (its margin set). A precision (rounded
  * weights, ggml's F16 matmul) matches only without a trend: its tolerance is wide enough to take a
@@ -785,7 +781,7 @@ static g2f_status try_how(ctx *c, g2f_stage st, const how *hw, g2f_cause k, g2f_
     acc A;
     r->hypotheses_tried++;
     g2f_status e = run_stage(c, st, hw, &A, err);
-    if (e == G2F_OK && (k.codes & PRECISION_CODES) && A.trend > c->lambda) return e;
+    if (e == G2F_OK && (k.codes & G2F_ACCEPT_PRECISION) && A.trend > c->lambda) return e;
     if (e == G2F_OK && A.mismatched == 0) {
         k.margin = A.margin;
         add_cause(r, &k);
@@ -965,7 +961,7 @@ static g2f_status chained(ctx *c, const how *hw, const g2f_ffn_weights *mlp, g2f
 /* A failing stage whose cause is made of accepted precision codes alone is
  * judged on that cause's recomputation (--accept: the port's precision). */
 static g2f_status accept_stage(ctx *c, g2f_stage st, const how *base, g2f_stage_result *r, g2f_error *err) {
-    g2f_diag_set ok = c->p->accept & PRECISION_CODES;
+    g2f_diag_set ok = c->p->accept & G2F_ACCEPT_PRECISION;
     for (size_t k = 0; ok && k < r->n_causes; k++) {
         if (r->causes[k].codes & ~ok) continue;
         g2f_diag_set codes = r->causes[k].codes;
@@ -993,7 +989,7 @@ static g2f_status accept_stage(ctx *c, g2f_stage st, const how *base, g2f_stage_
  * F16 port); kept, marked accepted, when that finds a cause. */
 static g2f_status diagnose_accepted(ctx *c, g2f_stage st, const how *base, const g2f_model *m, g2f_stage_result *r,
                                     g2f_error *err) {
-    g2f_diag_set ok = c->p->accept & PRECISION_CODES;
+    g2f_diag_set ok = c->p->accept & G2F_ACCEPT_PRECISION;
     if (!ok || r->accepted) return G2F_OK;
     how hw;
     rounded rb = {0};
@@ -1019,7 +1015,7 @@ static g2f_status diagnose_accepted(ctx *c, g2f_stage st, const how *base, const
  * when that matches every recorded stage, the chain stands so, accepted. */
 static g2f_status accept_chain(ctx *c, const how *base, const g2f_ffn_weights *mlp, g2f_block_result *out,
                                g2f_error *err) {
-    g2f_diag_set ok = c->p->accept & PRECISION_CODES;
+    g2f_diag_set ok = c->p->accept & G2F_ACCEPT_PRECISION;
     if (!ok) return G2F_OK;
     how hw;
     rounded rb = {0};

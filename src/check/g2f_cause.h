@@ -173,5 +173,8 @@ void g2f_stage_result_add(g2f_stage_result *r, const g2f_cause *c, size_t cap);
 #define G2F_ACCEPT_QUANTIZED G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_QUANTIZED)
 #define G2F_ACCEPT_F16_MATMUL G2F_DIAG_BIT(G2F_DIAG_F16_MATMUL)
 #define G2F_ACCEPT_ALL (G2F_ACCEPT_F16 | G2F_ACCEPT_BF16 | G2F_ACCEPT_QUANTIZED | G2F_ACCEPT_F16_MATMUL)
+/* The precisions of a block's stages and the model's ends (rounded weights, ggml's F16 matmul):
+ * what --accept takes there, and the causes held to the trend test. */
+#define G2F_ACCEPT_PRECISION (G2F_ACCEPT_F16 | G2F_ACCEPT_BF16 | G2F_ACCEPT_F16_MATMUL)
 
 #endif

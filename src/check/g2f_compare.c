@@ -58,6 +58,7 @@ static void add_seq(g2f_cmp_acc *a, const double *expected, const float *compute
                     const float *f2, size_t n, size_t index0) {
     g2f_cmp *o = &a->c;
     o->total += n;
+    const double il2 = 1.0 / (a->lambda * a->lambda); /* tol^2 / lambda^2: the deviation squared, for trend */
     for (size_t i = 0; i < n; i++) {
         double e = expected[i], c = computed[i];
         if (!isfinite(e) || !isfinite(c)) {
@@ -88,9 +89,12 @@ static void add_seq(g2f_cmp_acc *a, const double *expected, const float *compute
             } else {
                 score = t > 0 ? off / t : (off > 0 ? INFINITY : 0.0);
                 if (off > t) o->mismatched++;
-                double s2 = t * t / (a->lambda * a->lambda) + (f1 ? (double)f1[i] * f1[i] : 0) +
+                double s2 = t * t * il2 + (f1 ? (double)f1[i] * f1[i] : 0) +
                             (f2 ? (double)f2[i] * f2[i] : 0);
-                if (s2 > 0) a->tdc += (c - e) * c / s2, a->tcc += c * c / s2;
+                if (s2 > 0) {
+                    double w = c / s2; /* one division per element: this loop is on every comparison */
+                    a->tdc += (c - e) * w, a->tcc += c * w;
+                }
             }
             o->hist[g2f_cmp_hist_bin(score)]++;
         }

@@ -604,16 +604,12 @@ static g2f_status chained_pass(fwd *w, const g2f_model_how *how, g2f_model_resul
     return G2F_OK;
 }
 
-#define PRECISION                                                                                                  \
-    (G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_F16_ROUNDED) | G2F_DIAG_BIT(G2F_DIAG_WEIGHTS_BF16_ROUNDED) |                      \
-     G2F_DIAG_BIT(G2F_DIAG_F16_MATMUL))
-
 /* A precision hypothesis (rounded weights, ggml's F16 matmul) fits only without a trend: its
  * tolerance is wide enough to take a wrong scale, which rounding noise of either sign does not make
  * (g2f_cmp.trend, as the FFN's diagnosis; a float32 bug in the LayerNorm, the attention scale or
  * the logits was named f16_matmul on a fixture of the logits alone). */
 static int precision_trended(const g2f_cause *c, const g2f_stage_result *r, int n, double lambda) {
-    if (!(c->codes & PRECISION)) return 0;
+    if (!(c->codes & G2F_ACCEPT_PRECISION)) return 0;
     for (int s = 0; s < n; s++)
         if (r[s].checked && fabs(r[s].worst.trend) > lambda) return 1;
     return 0;
@@ -626,7 +622,7 @@ static int precision_trended(const g2f_cause *c, const g2f_stage_result *r, int 
  * round is reproduced up to its flips, far closer. */
 static int precision_not_closer(const g2f_cause *c, const g2f_model_how *hw, const g2f_stage_result *r,
                                 const g2f_stage_result *plain, int n) {
-    if (!(c->codes & PRECISION) || hw->uw > 0) return 0; /* uw: the checkpoint is the rounded side, nothing
+    if (!(c->codes & G2F_ACCEPT_PRECISION) || hw->uw > 0) return 0; /* uw: the checkpoint is the rounded side, nothing
                                                             recomputed otherwise: only the tolerance widens */
     for (int s = 0; s < n; s++)
         if (r[s].checked && plain[s].checked && !plain[s].pass && !(r[s].worst.sqnr_db > plain[s].worst.sqnr_db))

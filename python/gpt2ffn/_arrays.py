@@ -23,12 +23,15 @@ def to_numpy(x):
     """x (a numpy array, a torch tensor on any device, a list) as a
     C-ordered little-endian array and its safetensors dtype; bfloat16 is
     kept as its 16 bits (dtype "BF16"), so no rounding is hidden from the
-    tolerances. Integers become I64 (token ids); other dtypes are refused."""
+    tolerances. Integers become I64 (token ids); other dtypes are refused.
+    Always a copy: a port that adds its residual in place (x += attn(...))
+    rewrites the tensor it recorded a moment before, and a view would then
+    hold the later value (a correct port failed at embed)."""
     if _is_torch(x):
         t = x.detach().cpu()
         if str(t.dtype) == "torch.bfloat16":
             import torch
-            return np.ascontiguousarray(t.contiguous().view(torch.int16).numpy().view(np.uint16)), "BF16"
+            return np.array(t.contiguous().view(torch.int16).numpy().view(np.uint16), order="C"), "BF16"
         x = t.numpy()
     a = np.asarray(x)
     if a.dtype.kind in "iu" and a.dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
@@ -37,7 +40,7 @@ def to_numpy(x):
     if key not in _DTYPES:
         raise TypeError("dtype %s: gpt2ffn reads float32, float16, bfloat16, float64 activations and int32 / int64 "
                         "token ids" % a.dtype)
-    return np.ascontiguousarray(a, dtype=np.dtype(key).newbyteorder("<")), _DTYPES[key]
+    return np.array(a, dtype=np.dtype(key).newbyteorder("<"), order="C"), _DTYPES[key]
 
 
 class Activations(collections.abc.MutableMapping):

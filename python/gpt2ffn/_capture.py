@@ -216,7 +216,7 @@ class capture(Activations):
 
     def _tl_embed_hook(self, k):
         def hook(m, args, output):
-            self._pending[k] = output
+            self._pending[k] = output.detach().clone()  # a later in-place op must not reach it
             if len(self._pending.keys() & {"hook_embed", "hook_pos_embed"}) == 2:
                 self._rec("embed", self._pending.pop("hook_embed") + self._pending.pop("hook_pos_embed"))
         return hook
@@ -226,7 +226,7 @@ class capture(Activations):
 
         def hook(m, args, output):
             got = self._pending.setdefault(h, {})
-            got[part] = output.flatten(-2)
+            got[part] = output.detach().flatten(-2).clone()
             if len(got) == 3:
                 self._rec(h + "attn.qkv", torch.cat([got["q"], got["k"], got["v"]], dim=-1))
                 del self._pending[h]

@@ -79,11 +79,12 @@ class Recorder(Activations):
                     c[0] = 0
             k = calls[0]
             calls[0] += 1
-            result = fn(*a, **kw)
-            if self.passes <= 1:
+            if self.passes <= 1:  # the arguments before the call: fn may change them in place
                 for i, n in enumerate(args):
                     if n and i < len(a):
                         self.record(n, a[i], layer=k if _stages.parse(n) is None else None, again="skip")
+            result = fn(*a, **kw)
+            if self.passes <= 1:
                 if out:
                     self.record(out, result, layer=k if _stages.parse(out) is None else None, again="skip")
             else:

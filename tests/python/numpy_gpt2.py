@@ -56,6 +56,17 @@ def block(x, W, L, n_head):
                    W[p + "mlp.c_fc.bias"], W[p + "mlp.c_proj.weight"], W[p + "mlp.c_proj.bias"])
 
 
+def block_inplace(x, W, L, n_head):
+    """block with the residuals added in place (x += ...), as some ports write it: the same values,
+    but every array that held x before now holds the block's output."""
+    p = "h.%d." % L
+    x += attention(layer_norm(x, W[p + "ln_1.weight"], W[p + "ln_1.bias"]), W[p + "attn.c_attn.weight"],
+                   W[p + "attn.c_attn.bias"], W[p + "attn.c_proj.weight"], W[p + "attn.c_proj.bias"], n_head)
+    x += ffn(layer_norm(x, W[p + "ln_2.weight"], W[p + "ln_2.bias"]), W[p + "mlp.c_fc.weight"],
+             W[p + "mlp.c_fc.bias"], W[p + "mlp.c_proj.weight"], W[p + "mlp.c_proj.bias"])
+    return x
+
+
 def gpt2(ids, W, n_head):
     ids = np.asarray(ids)
     x = W["wte.weight"][ids] + W["wpe.weight"][np.arange(len(ids))]

@@ -85,6 +85,23 @@ with tempfile.TemporaryDirectory() as d:
     check(rc == 0 and "pass" in out.lower(), "the CLI verifies the saved capture: %d %s" % (rc, err))
     check(gpt2ffn.load(p).metadata.get("producer") == "gpt2ffn.capture (HF transformers)", "metadata")
 
+# residuals added in place (x += attn(ln_1(x))): the tensor recorded as a block's input, and as the
+# previous block's output, is rewritten by the block; the capture keeps what it was (with views
+# kept, this correct port failed at embed)
+inplace = torch_gpt2.NanoGPT(*SIZES, gelu=torch.nn.GELU(approximate="tanh")).load(W)
+for b in inplace.transformer.h:
+    b.inplace = True
+with torch.no_grad(), gpt2ffn.capture(models["nanoGPT"]) as plain:
+    models["nanoGPT"](ids, targets)
+with torch.no_grad(), gpt2ffn.capture(inplace) as cap:
+    inplace(ids, targets)
+check(sorted(cap) == sorted(plain) and all(np.array_equal(cap[k], plain[k]) for k in plain),
+      "the in-place port records what the plain one does: %s" %
+      [k for k in plain if k in cap and not np.array_equal(cap[k], plain[k])][:4])
+r = gpt2ffn.verify(TINY, cap)
+check(r.passed, "the in-place port passes: %s" % r.get("verdict"))
+every_stage(r, "nanoGPT with in-place residuals")
+
 # a broken port: nanoGPT's own nn.GELU() is erf; GPT-2's weights are meant for tanh
 erf_model = torch_gpt2.NanoGPT(*SIZES).load(W)
 with torch.no_grad(), gpt2ffn.capture(erf_model) as cap:

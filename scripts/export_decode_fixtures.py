@@ -280,17 +280,28 @@ def main():
     p1, a, b = near_tie_model(nt)
     port = Port(nt)
 
-    def other(k, zk, t):  # at a near-tie of A and B the port takes the other of the two
-        zk = zk.double()
-        if int(t[0]) in (a, b) and abs(float(zk[0, a] - zk[0, b])) < 1e-5:
-            return torch.tensor([b if int(t[0]) == a else a])
-        return t
+    def flipped(reorder):
+        """At a near-tie of A and B the port takes the other of the two; with reorder its logits of A and B
+        are swapped there (a port whose own rounding ordered the tie the other way: its token is the largest
+        of its logits, each still within the tolerance), else kept (a token below another of its own
+        logits: a choice that is not greedy)."""
+        def other(k, zk, t):
+            if int(t[0]) in (a, b) and abs(float(zk[0, a].double() - zk[0, b].double())) < 1e-5:
+                if reorder:
+                    zk[0, [a, b]] = zk[0, [b, a]].clone()
+                return torch.tensor([b if int(t[0]) == a else a])
+            return t
+        return other
 
-    g, zz = port.generate(p1, 8, choose=other)
+    g, zz = port.generate(p1, 8, choose=flipped(True))
     g0, z0 = port.generate(p1, 8)
     print("near tie: tokens %d / %d; reference %s, port %s; gap at step 2 %.3g" % (
         a, b, g0[0].tolist(), g[0].tolist(), float(z0[0, 2, a] - z0[0, 2, b])))
-    write("tie_flip", p1, g, zz, note="tokens %d and %d tied within rounding; the port takes the other" % (a, b))
+    write("tie_flip", p1, g, zz, note="tokens %d and %d tied within rounding; the port's logits order them the "
+          "other way, and it takes the other" % (a, b))
+    g, zz = port.generate(p1, 8, choose=flipped(False))
+    write("not_greedy", p1, g, zz, note="tokens %d and %d tied within rounding; the port takes the one its own "
+          "logits put second" % (a, b))
 
 
 if __name__ == "__main__":

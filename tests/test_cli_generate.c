@@ -136,6 +136,7 @@ static void verify_should_judge_generations_in_every_report(void) {
     reports_should_agree("tiny", "padding_positions", 1, "padding_positions");
     reports_should_agree("tiny", "unexplained", 1, "unexplained");
     reports_should_agree("decode/near_tie", "tie_flip", 0, "tie_flip");
+    reports_should_agree("decode/near_tie", "not_greedy", 1, "not_greedy");
     char args[1024];
     snprintf(args, sizeof args, "verify '%s/decode/near_tie' '%s/decode/gen/tie_flip.safetensors' --json -", fixtures,
              fixtures);

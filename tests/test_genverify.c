@@ -4,7 +4,7 @@
  * F16, with ids alone, a left-padded batch compared only where the mask is
  * 1, a row finished at its eos); each KV-cache bug is named, alone, by
  * recomputation; the near-tie is tie_flip, reported with its gap and not a
- * failure; a divergence nothing explains is unexplained; a NaN never
+ * failure, unless the port's token is below another of its own logits (not_greedy); a divergence nothing explains is unexplained; a NaN never
  * passes; every malformed generation tensor is refused with one line naming
  * the file and the tensor. argv[1] = fixtures folder. */
 #include <math.h>
@@ -35,7 +35,7 @@ static g2f_status verify_at(const char *ck, const char *fx_path, g2f_gen_result 
 static g2f_status verify_gen(const char *name, g2f_gen_result *r) {
     char ck[512], fx[512];
     g2f_error err = {0};
-    snprintf(ck, sizeof ck, "%s/%s", fixtures, strstr(name, "tie") ? "decode/near_tie" : "tiny");
+    snprintf(ck, sizeof ck, "%s/%s", fixtures, strstr(name, "tie") || strstr(name, "greedy") ? "decode/near_tie" : "tiny");
     snprintf(fx, sizeof fx, "%s/decode/gen/%s.safetensors", fixtures, name);
     g2f_status st = verify_at(ck, fx, r, &err);
     if (st != G2F_OK) fprintf(stderr, "  %s: %s\n", name, err.msg);
@@ -109,8 +109,19 @@ static void a_near_tie_should_be_a_tie_flip_and_pass(void) {
         CHECK(s->ours != s->port && s->rank == 1); /* the port's token is our second */
         CHECK(s->gap > 0 && s->gap <= s->window && s->window < 1e-4);
         CHECK(s->logits_checked && s->logits_margin <= 1);
+        CHECK(s->port_top == -1); /* the port's token is the largest of its own logits */
     }
     CHECK(r.flips[0].step == 0 && r.flips[0].ours == 50 && r.flips[0].port == 63);
+}
+
+/* The same near-tie where the port takes the token its own logits put second: rounding keeps the
+ * logits' order, so that is no tie flip but a choice that is not greedy (it passed as a tie flip). */
+static void a_token_below_the_ports_own_largest_logit_should_diverge(void) {
+    g2f_gen_result r;
+    CHECK(verify_gen("not_greedy", &r) == G2F_OK);
+    CHECK(!r.pass && r.diverged && r.n_flips == 0 && r.diverged_steps == 3 && r.n_causes == 0);
+    CHECK(r.first.step == 0 && r.first.ours == 50 && r.first.port == 63 && r.first.port_top == 50);
+    CHECK(r.first.gap <= r.first.window && r.first.logits_margin <= 1); /* a near-tie, logits within tolerance */
 }
 
 static void an_unexplained_divergence_should_fail_unexplained(void) {
@@ -334,6 +345,7 @@ int main(int argc, char **argv) {
     RUN(clean_generations_should_pass);
     RUN(kv_cache_bugs_should_be_named);
     RUN(a_near_tie_should_be_a_tie_flip_and_pass);
+    RUN(a_token_below_the_ports_own_largest_logit_should_diverge);
     RUN(block_bugs_should_be_named_in_a_generation);
     RUN(an_unexplained_divergence_should_fail_unexplained);
     RUN(malformed_generations_should_be_refused);

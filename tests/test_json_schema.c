@@ -368,7 +368,8 @@ static const field gen_token_fields[] = {
     {"sequence", I, 1, NULL, NULL, 0, NULL}, {"step", I, 1, NULL, NULL, 0, NULL},                               \
         {"reference", O, 1, NULL, gen_token_fields, 0, NULL}, {"port", O, 1, NULL, gen_token_fields, 0, NULL}, \
         {"gap", N | Z, 1, NULL, NULL, 0, NULL}, {"window", N | Z, 1, NULL, NULL, 0, NULL},                     \
-        {"rank", I, 1, NULL, NULL, 0, NULL}, {"logits_margin", N | Z, 1, NULL, NULL, 0, NULL}
+        {"rank", I, 1, NULL, NULL, 0, NULL}, {"logits_margin", N | Z, 1, NULL, NULL, 0, NULL},                   \
+        {"port_own_top", O | Z, 1, NULL, gen_token_fields, 0, NULL}
 static const field gen_step_fields[] = {GEN_STEP_FIELDS, END};
 static const field gen_cause_fields[] = {
     {"codes", A, 1, NULL, NULL, S, "<code>"},
@@ -428,7 +429,7 @@ static const field gen_fields[] = {
               "ln_weight_missing|attn_bias_missing:c_attn|attn_bias_missing:attn.c_proj|layout_misread:c_attn|" \
               "layout_misread:attn.c_proj|residual_missing:mid|residual_missing:out|wpe_missing|ln_f_missing|" \
               "lm_head_untied|embed_scaled|cache_position_reset|cache_not_appended|cache_k_scaled|"         \
-              "cache_kv_before_bias|cache_kv_swapped|padding_positions"
+              "cache_kv_before_bias|cache_kv_swapped|padding_positions|not_greedy"
 #define STAGE_TENSORS "ln_1.out|attn.qkv|attn.hook_q|attn.hook_k|attn.hook_v|attn.probs|attn.merged|attn.hook_z|" \
                       "attn.out|mid|ln_2.out|mlp.pre|mlp.act|mlp.out|out"
 #define VERDICTS "identical|rounded|zero_bias|f16_rounded|bf16_rounded|transposed|missing|different|shape_differs|" \

@@ -74,6 +74,8 @@ typedef struct g2f_gen_step {
     size_t rank;          /* the port's token among ours: 1 second, 2 third, ... (0: the same token) */
     int logits_checked;   /* the port's logits at this step were compared, */
     double logits_margin; /* max |port - ours| / tol (<= 1 matches; +inf with a non-finite value) */
+    int64_t port_top;     /* with logits: the largest of the port's own logits when its token is below it, a
+                             choice no rounding makes (not greedy); else -1 */
 } g2f_gen_step;
 
 #define G2F_GEN_MAX_FLIPS 16

@@ -30,6 +30,9 @@ int g2f_genreport_pass(const g2f_genreport_ctx *c) {
 static void causes_text(const g2f_gen_result *g, char *buf, size_t n) {
     if (!g->n_causes) {
         if (g->nonfinite) snprintf(buf, n, "nonfinite (the port's logits hold NaN or Inf)");
+        else if (g->first.port_top >= 0)
+            snprintf(buf, n, "not_greedy (the port's token is not the largest of its own logits: a choice no "
+                             "rounding makes, whatever the model computes)");
         else if (g->hypotheses_tried)
             snprintf(buf, n, "unexplained (none of the %zu port bugs tried reproduces it)", g->hypotheses_tried);
         else snprintf(buf, n, "not diagnosed");
@@ -44,10 +47,15 @@ static void causes_text(const g2f_gen_result *g, char *buf, size_t n) {
 /* Why step s is a divergence: the token beyond the tie window, its logits beyond the tolerance. */
 static void why_text(const g2f_gen_step *s, char *buf, size_t n) {
     int used = 0;
-    if (s->ours != s->port) used = snprintf(buf, n, "gap %.3g beyond the tie window %.3g", s->gap, s->window);
+    if (s->ours != s->port)
+        used = snprintf(buf, n, "gap %.3g %s the tie window %.3g", s->gap, s->gap > s->window ? "beyond" : "within",
+                        s->window);
     else used = snprintf(buf, n, "the same token");
     if (s->logits_checked && !(s->logits_margin <= 1) && used >= 0 && (size_t)used < n)
-        snprintf(buf + used, n - (size_t)used, ", its logits beyond the tolerance (margin %.3g)", s->logits_margin);
+        used += snprintf(buf + used, n - (size_t)used, ", its logits beyond the tolerance (margin %.3g)",
+                         s->logits_margin);
+    if (s->port_top >= 0 && used >= 0 && (size_t)used < n)
+        snprintf(buf + used, n - (size_t)used, ", but below its own logit of %lld", (long long)s->port_top);
 }
 
 void g2f_genreport_verdict(const g2f_genreport_ctx *c, char *buf, size_t n) {
@@ -195,6 +203,8 @@ static cJSON *jstep(jb *b, const g2f_genreport_ctx *c, const g2f_gen_step *s) {
     jnum(b, o, "rank", (double)(s->rank + 1));
     if (s->logits_checked) jnum(b, o, "logits_margin", s->logits_margin);
     else jc(b, o ? cJSON_AddNullToObject(o, "logits_margin") : NULL);
+    if (s->port_top >= 0) jtoken(b, c, o, "port_own_top", s->port_top);
+    else jc(b, o ? cJSON_AddNullToObject(o, "port_own_top") : NULL);
     return o;
 }
 
@@ -222,7 +232,10 @@ static void jdivergence(jb *b, const g2f_genreport_ctx *c, cJSON *root) {
     jnum(b, d, "hypotheses_tried", (double)g->hypotheses_tried);
     /* as verify's layers: diagnosis every code of every cause, each cause its codes as a list */
     cJSON *codes = jc(b, cJSON_AddArrayToObject(d, "diagnosis")), *causes = jc(b, cJSON_AddArrayToObject(d, "causes"));
-    if (!g->n_causes) jarr_add(b, codes, cJSON_CreateString(g->nonfinite ? "nonfinite" : "unexplained"));
+    if (!g->n_causes)
+        jarr_add(b, codes, cJSON_CreateString(g->nonfinite              ? "nonfinite"
+                                              : g->first.port_top >= 0 ? "not_greedy"
+                                                                       : "unexplained"));
     for (size_t i = 0; i < g->n_causes; i++) {
         char one[200], words[300];
         g2f_cause_codes(&g->causes[i], one, sizeof one);

@@ -11,6 +11,7 @@
 #include "check.h"
 #include "g2f_decode.h"
 #include "g2f_fixture.h"
+#include "g2f_safetensors.h"
 #include "test_util.h"
 
 static const char *fixtures, *cli;
@@ -227,6 +228,55 @@ static void verify_should_refuse_a_padded_teacher_forced_fixture(void) {
     CHECK_CONTAINS(err_text, "attention_mask");
 }
 
+/* dir/name: the generation fixture gen's tensors (raw) and one more, extra. */
+static void write_with(const char *gen, const char *name, const st_entry *extra) {
+    char src[400], dst[400];
+    snprintf(src, sizeof src, "%s/decode/gen/%s.safetensors", fixtures, gen);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    g2f_safetensors *st = NULL;
+    g2f_error err = {0};
+    CHECK(g2f_safetensors_open(src, &st, &err) == G2F_OK);
+    if (!st) return;
+    const g2f_table *t = g2f_safetensors_table(st);
+    st_entry e[16];
+    size_t n = 0;
+    for (size_t i = 0; i < t->count && n < 15; i++, n++) {
+        const g2f_tensor *x = &t->tensors[i];
+        e[n] = (st_entry){x->name, g2f_dtype_name(x->dtype), x->ndim, {0}, x->data, x->nbytes};
+        for (size_t d = 0; d < x->ndim; d++) e[n].shape[d] = x->shape[d];
+    }
+    e[n++] = *extra;
+    CHECK(st_write(dst, NULL, e, n, 1) == 0);
+    g2f_safetensors_close(st);
+}
+
+/* A generation saved with HF's input_ids (prompt and generation together) or the logits of the
+ * prompt alone: no teacher-forced stage to compare, so no teacher-forced verdict (it was FAIL on a
+ * correct port, "nothing was compared"); the generation is judged, the tensors' fate said. */
+static void verify_should_judge_a_generation_beside_tensors_it_cannot_compare(void) {
+    static int64_t ids[2][17];
+    static float z[2][5][96];
+    st_entry extra[2] = {{"input_ids", "I64", 2, {2, 17}, ids, sizeof ids}, {"logits", "F32", 3, {2, 5, 96}, z, sizeof z}};
+    char args[1024];
+    for (int k = 0; k < 2; k++) {
+        write_with("clean", "extra.safetensors", &extra[k]);
+        snprintf(args, sizeof args, "verify '%s/tiny' '%s/extra.safetensors'", fixtures, dir);
+        CHECK(run(args) == 0);
+        CHECK_CONTAINS(out_text, "result: PASS (24 steps compared");
+        CHECK_CONTAINS(out_text, "not checked teacher-forced");
+        CHECK_CONTAINS(out_text, extra[k].name);
+        snprintf(args, sizeof args, "verify '%s/tiny' '%s/extra.safetensors' --json -", fixtures, dir);
+        CHECK(run(args) == 0);
+        CHECK_CONTAINS(out_text, "\"teacher_forced\":\tnull");
+        CHECK_CONTAINS(out_text, "\"teacher_forced_note\":\t\"not checked teacher-forced");
+    }
+    /* a wrong generation beside them still fails */
+    write_with("cache_not_appended", "extra.safetensors", &extra[0]);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/extra.safetensors'", fixtures, dir);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "cache_not_appended");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s FIXTURES CLI\n", argv[0]);
@@ -241,6 +291,7 @@ int main(int argc, char **argv) {
     RUN(verify_should_show_the_diverging_tokens_as_text);
     RUN(verify_should_check_both_sides_of_a_saved_generation);
     RUN(verify_should_refuse_a_padded_teacher_forced_fixture);
+    RUN(verify_should_judge_a_generation_beside_tensors_it_cannot_compare);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

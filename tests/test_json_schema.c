@@ -417,6 +417,7 @@ static const field gen_fields[] = {
     {"unknown_tensors", A, 1, NULL, unknown_fields, O, NULL},
     {"unknown_tensors_total", I, 1, NULL, NULL, 0, NULL},
     {"teacher_forced", O | Z, 1, NULL, verify_fields, 0, NULL},
+    {"teacher_forced_note", S | Z, 1, NULL, NULL, 0, NULL},
     {"status", S, 1, "pass|fail", NULL, 0, NULL},
     END};
 

@@ -552,7 +552,8 @@ void g2f_verify_nothing_compared(const g2f_fixture *f, char *buf, size_t n) {
     char names[200] = "";
     size_t used = 0, count = 0;
     for (int k = 0; k < G2F_ACT_COUNT; k++)
-        if (!g2f_act_per_layer((g2f_act)k)) add_name(g2f_fixture_act(f, 0, (g2f_act)k), names, sizeof names, &used, &count);
+        if (!g2f_act_per_layer((g2f_act)k) && !g2f_act_is_generation((g2f_act)k)) /* a generation is judged apart */
+            add_name(g2f_fixture_act(f, 0, (g2f_act)k), names, sizeof names, &used, &count);
     for (size_t L = 0; L < g2f_fixture_n_slots(f); L++) {
         for (int k = G2F_ACT_IN; k <= G2F_ACT_OUT; k++) /* the block's stages, then the FFN's */
             if (!g2f_act_is_ffn((g2f_act)k)) add_name(g2f_fixture_act(f, L, (g2f_act)k), names, sizeof names, &used, &count);

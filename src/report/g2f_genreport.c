@@ -139,6 +139,7 @@ void g2f_genreport_text(FILE *fp, const g2f_genreport_ctx *c) {
         fprintf(fp, "note        %s\n", g2f_escape(line, e1, sizeof e1));
     }
     if (total > shown) fprintf(fp, "note        and %zu more tensors not compared\n", total - shown);
+    if (c->teacher_note) fprintf(fp, "note        %s\n", g2f_escape(c->teacher_note, e1, sizeof e1));
     for (size_t i = 0; i < g->n_flips && i < G2F_GEN_MAX_FLIPS; i++) {
         step_line(c, &g->flips[i], line, sizeof line);
         fprintf(fp, "tie flip    %s (tie_flip: expected)\n", g2f_escape(line, e1, sizeof e1));
@@ -322,6 +323,8 @@ char *g2f_genreport_json(const g2f_genreport_ctx *c) {
     } else {
         jc(&b, cJSON_AddNullToObject(root, "teacher_forced"));
     }
+    if (c->teacher_note) jstr(&b, root, "teacher_forced_note", c->teacher_note);
+    else jc(&b, cJSON_AddNullToObject(root, "teacher_forced_note"));
     jstr(&b, root, "status", g2f_genreport_pass(c) ? "pass" : "fail");
     char *out = b.failed ? NULL : cJSON_Print(root);
     cJSON_Delete(root);
@@ -384,6 +387,7 @@ static void h_body(FILE *fp, const g2f_genreport_ctx *c) {
     h_row(fp, "tolerance", line);
     g2f_genreport_counts(c, line, sizeof line);
     h_row(fp, "steps", line);
+    if (c->teacher_note) h_row(fp, "note", c->teacher_note);
     if (g->logits_steps) {
         snprintf(line, sizeof line, "%zu compared, %zu beyond the tolerance, largest margin %.3g", g->logits_steps,
                  g->logits_failed, g->logits_margin);

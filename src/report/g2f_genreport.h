@@ -34,6 +34,8 @@ typedef struct g2f_genreport_ctx {
     const g2f_tokenizer *tokenizer;  /* or NULL */
     const g2f_report_ctx *teacher;   /* the teacher-forced verify of the same file, or NULL */
     const g2f_fixture *fixture;      /* for the tensors it holds that nothing compares, or NULL */
+    const char *teacher_note;        /* why the file's other tensors are not checked teacher-forced (they hold no
+                                        stage beside its input), or NULL */
 } g2f_genreport_ctx;
 
 /* 1 when the verdict of everything (the generation and, with a teacher,

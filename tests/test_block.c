@@ -169,7 +169,8 @@ static void attention_should_wait_for_n_head(void) {
  * attn_scale_layer_idx only where the factor follows 1/(L+1) across the
  * layers it is seen on: with n_head 4 and n_embd 64, 1/sqrt(n_embd) equals
  * 1/(sqrt(d_head) (L+1)) at layer 1, where the other layers decide
- * (before: "no known cause" on most layers and layer_idx on layer 1). */
+ * (before: "no known cause" on most layers and layer_idx on layer 1), and
+ * where a layer beyond 0 matches unscaled. */
 static void a_constant_attention_scale_should_be_fitted(void) {
     char ck[512];
     snprintf(ck, sizeof ck, "%s/tiny", fixtures);
@@ -178,12 +179,16 @@ static void a_constant_attention_scale_should_be_fitted(void) {
         size_t first_layer;
     } cases[] = {{"attn_scale_nembd", "attn_scale:1/sqrt(n_embd)", 0},
                  {"attn_scale_0_3", "attn_scale:0.3", 0},
-                 {"attn_scale_layer_idx_all", "attn_scale_layer_idx", 1}};
+                 {"attn_scale_layer_idx_all", "attn_scale_layer_idx", 1},
+                 /* 1/(L+1) at layer 2 alone: layers 1 and 3 match at GPT-2's scale, which HF's setting
+                  * would divide by 2 and 4 (it was named attn_scale_layer_idx): that layer's constant */
+                 {"attn_scale_third_layer2", "attn_scale:0.08333", 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         g2f_verify_result res;
         g2f_error err = {0};
         CHECK(verify_block(ck, cases[i].fixture, 0, 1, &res, &err) == G2F_OK);
-        for (size_t L = cases[i].first_layer; L < res.n_layers; L++) {
+        int one_layer = strstr(cases[i].fixture, "layer2") != NULL;
+        for (size_t L = cases[i].first_layer; L < (one_layer ? 3 : res.n_layers); L++) {
             const g2f_stage_result *a = &res.layers[L].block.stage[G2F_STAGE_ATTN];
             char one[128] = "";
             if (a->n_causes) g2f_cause_codes(&a->causes[0], one, sizeof one);
@@ -193,6 +198,8 @@ static void a_constant_attention_scale_should_be_fitted(void) {
                 check_failures++;
             }
         }
+        for (size_t L = 0; one_layer && L < res.n_layers; L++)
+            CHECK(res.layers[L].block.stage[G2F_STAGE_ATTN].pass == (L != 2));
         g2f_verify_result_free(&res);
     }
 }

@@ -718,8 +718,9 @@ static int no_scale(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
     return 1;
 }
 static int scale_layer_idx(const ctx *c, int v, g2f_stage st, how *hw, g2f_cause *k) {
-    (void)v, (void)st, (void)k;
-    hw->attn.scale = 1.0 / (sqrt((double)(c->d / c->H)) * (double)(c->L + 1));
+    (void)v, (void)st;
+    /* the factor kept: where the other layers contradict HF's story, this layer's constant (g2f_verify.c) */
+    k->scale = hw->attn.scale = 1.0 / (sqrt((double)(c->d / c->H)) * (double)(c->L + 1));
     return 1;
 }
 /* the constants ports use instead of 1/sqrt(d_head): llm.c-style 1/sqrt(n_embd), muP's 1/d_head */

@@ -460,10 +460,13 @@ static int scale_cause(const g2f_cause *c) {
 }
 
 /* Whether every layer where a scale-family cause was seen has a cause of
- * this kind: layer_idx, or the constant `scale` (within 1%). */
+ * this kind: layer_idx, or the constant `scale` (within 1%). HF's layer_idx
+ * is a model's setting: an attention beyond layer 0 that matches at GPT-2's
+ * scale contradicts it too (a wrong scale at one layer was named so). */
 static int scale_story_holds(const g2f_verify_result *out, int layer_idx, double scale) {
     for (size_t L = 0; L < out->n_layers; L++) {
         const g2f_stage_result *a = &out->layers[L].block.stage[G2F_STAGE_ATTN];
+        if (layer_idx && L > 0 && a->checked && a->pass && !a->accepted) return 0;
         int seen = 0, fits = 0;
         for (size_t k = 0; k < a->n_causes; k++) {
             const g2f_cause *c = &a->causes[k];
@@ -477,11 +480,13 @@ static int scale_story_holds(const g2f_verify_result *out, int layer_idx, double
 }
 
 /* HF's scale_attn_by_inverse_layer_idx is named only when the factor follows
- * 1/(L+1) on every layer where a wrong scale is seen, and a constant only
- * when it is the same on all of them: at a layer where both fit (llm.c's
- * 1/sqrt(n_embd) equals 1/(sqrt(d_head) (L+1)) at L = 1 when n_head = 4),
- * the story the other layers contradict is dropped. Returns whether a
- * layer's causes changed. */
+ * 1/(L+1) on every layer where a wrong scale is seen and no attention beyond
+ * layer 0 matches unscaled, and a constant only when it is the same on all of
+ * them: at a layer where both fit (llm.c's 1/sqrt(n_embd) equals
+ * 1/(sqrt(d_head) (L+1)) at L = 1 when n_head = 4), the story the other
+ * layers contradict is dropped; a layer_idx found alone becomes the constant
+ * it computed (attn_scale:C, this layer's). Returns whether a layer's causes
+ * changed. */
 static int reconcile_attn_scale(g2f_verify_result *out) {
     int changed = 0;
     for (size_t L = 0; L < out->n_layers; L++) {
@@ -496,7 +501,13 @@ static int reconcile_attn_scale(g2f_verify_result *out) {
                 changed = 1;
                 continue;
             }
-            a->causes[w++] = *c;
+            a->causes[w] = *c;
+            if (drop && c->codes == G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE_LAYER_IDX)) { /* alone: what this layer did */
+                a->causes[w].codes = G2F_DIAG_BIT(G2F_DIAG_ATTN_SCALE);
+                a->causes[w].scale_name = 0;
+                changed = 1;
+            }
+            w++;
         }
         a->n_causes = w;
     }

@@ -135,6 +135,9 @@ static void verify_should_judge_generations_in_every_report(void) {
     reports_should_agree("tiny", "cache_position_reset", 1, "cache_position_reset");
     reports_should_agree("tiny", "cache_offset_m1", 1, "cache_offset:-1");
     reports_should_agree("tiny", "padding_positions", 1, "padding_positions");
+    /* token ids alone: what reproduces them is consistent with the port, not shown to be its bug */
+    reports_should_agree("tiny", "cache_position_reset_ids", 1, "consistent with cache_position_reset");
+    reports_should_agree("tiny", "cache_position_reset_ids", 1, "token ids only");
     reports_should_agree("tiny", "unexplained", 1, "unexplained");
     reports_should_agree("decode/near_tie", "tie_flip", 0, "tie_flip");
     reports_should_agree("decode/near_tie", "not_greedy", 1, "not_greedy");

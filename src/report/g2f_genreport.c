@@ -41,7 +41,13 @@ static void causes_text(const g2f_gen_result *g, char *buf, size_t n) {
     char codes[400], words[300];
     g2f_causes_join(g->causes, g->n_causes, codes, sizeof codes);
     g2f_cause_words(&g->causes[0], words, sizeof words);
-    snprintf(buf, n, "%s (%s%s)", codes, words, g->n_causes > 1 ? "; the steps cannot tell these apart" : "");
+    /* tokens alone are a few bits at each divergence (a near-tie flipped either way): what reproduces them
+     * is consistent with the port, not shown to be its bug (a right-padded batch matched ln_eps:0.001) */
+    snprintf(buf, n, "%s%s (%s%s)", g->has_logits ? "" : "consistent with ", codes, words,
+             !g->has_logits ? "; token ids only: these reproduce the port's tokens, which a bug not in the list may do "
+                              "too; record step_logits to tell"
+             : g->n_causes > 1 ? "; the steps cannot tell these apart"
+                               : "");
 }
 
 /* Why step s is a divergence: the token beyond the tie window, its logits beyond the tolerance. */

@@ -11,8 +11,8 @@
 #include "check.h"
 #include "g2f_decode.h"
 #include "g2f_fixture.h"
-#include "g2f_safetensors.h"
 #include "test_util.h"
+#include "st_rewrite.h"
 
 static const char *fixtures, *cli;
 static char dir[256];
@@ -231,26 +231,12 @@ static void verify_should_refuse_a_padded_teacher_forced_fixture(void) {
     CHECK_CONTAINS(err_text, "attention_mask");
 }
 
-/* dir/name: the generation fixture gen's tensors (raw) and one more, extra. */
+/* dir/name: the generation fixture gen's tensors and one more, extra. */
 static void write_with(const char *gen, const char *name, const st_entry *extra) {
     char src[400], dst[400];
     snprintf(src, sizeof src, "%s/decode/gen/%s.safetensors", fixtures, gen);
     snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    g2f_safetensors *st = NULL;
-    g2f_error err = {0};
-    CHECK(g2f_safetensors_open(src, &st, &err) == G2F_OK);
-    if (!st) return;
-    const g2f_table *t = g2f_safetensors_table(st);
-    st_entry e[16];
-    size_t n = 0;
-    for (size_t i = 0; i < t->count && n < 15; i++, n++) {
-        const g2f_tensor *x = &t->tensors[i];
-        e[n] = (st_entry){x->name, g2f_dtype_name(x->dtype), x->ndim, {0}, x->data, x->nbytes};
-        for (size_t d = 0; d < x->ndim; d++) e[n].shape[d] = x->shape[d];
-    }
-    e[n++] = *extra;
-    CHECK(st_write(dst, NULL, e, n, 1) == 0);
-    g2f_safetensors_close(st);
+    CHECK(st_rewrite(src, dst, NULL, NULL, extra, 1) == 0);
 }
 
 /* A generation saved with HF's input_ids (prompt and generation together) or the logits of the

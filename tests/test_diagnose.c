@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 
 #include "check.h"
-#include "g2f_safetensors.h"
 #include "g2f_verify.h"
 #include "test_util.h"
+#include "st_rewrite.h"
 
 static const char *fixtures;
 static char dir[256];
@@ -275,33 +275,16 @@ static void diagnosis_should_report_ties_as_undetermined(void) {
 
 /* The checkpoint was rounded to F16 while the reference used the F32
  * originals: only a tolerance widened by the weights' rounding fits. */
+static st_how ffn_weights_f16(void *u, const g2f_tensor *t) {
+    (void)u;
+    return strstr(t->name, ".mlp.c_") ? (st_how){ST_CONVERT, "F16", 1.0f} : (st_how){ST_DROP, NULL, 0};
+}
+
 static void diagnosis_should_explain_a_rounded_checkpoint(void) {
     char src[400], mp[400], fx[400];
     snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
-    g2f_safetensors *st = NULL;
-    g2f_error err = {0};
-    CHECK(g2f_safetensors_open(src, &st, &err) == G2F_OK);
-    if (!st) return;
-    const g2f_table *t = g2f_safetensors_table(st);
-    st_entry e[64] = {{0}};
-    uint16_t *bufs[64] = {0};
-    size_t n = 0;
-    for (size_t i = 0; i < t->count && n < 64; i++) {
-        const g2f_tensor *x = &t->tensors[i];
-        if (!strstr(x->name, ".mlp.c_")) continue;
-        float *f = malloc(x->numel * sizeof(float));
-        bufs[n] = malloc(x->numel * sizeof(uint16_t));
-        g2f_tensor_read_f32(x, 0, x->numel, f);
-        for (uint64_t k = 0; k < x->numel; k++) bufs[n][k] = g2f_f32_to_f16(f[k]);
-        free(f);
-        e[n] = (st_entry){x->name, "F16", x->ndim, {x->shape[0], x->ndim > 1 ? x->shape[1] : 0}, bufs[n],
-                          x->numel * 2};
-        n++;
-    }
     snprintf(mp, sizeof mp, "%s/tiny_f16.safetensors", dir);
-    CHECK(st_write(mp, NULL, e, n, 1) == 0);
-    for (size_t i = 0; i < n; i++) free(bufs[i]);
-    g2f_safetensors_close(st);
+    CHECK(st_rewrite(src, mp, ffn_weights_f16, NULL, NULL, 0) == 0);
     snprintf(fx, sizeof fx, "%s/tiny_tanh.safetensors", fixtures);
     run_result r = verify(mp, fx, G2F_GELU_TANH);
     CHECK(r.status == G2F_OK);
@@ -315,35 +298,17 @@ static void diagnosis_should_explain_a_rounded_checkpoint(void) {
     g2f_verify_result_free(&r.res);
 }
 
-/* dir/name: fixtures/tiny_tanh.safetensors stored as BF16 (round to nearest even), every
- * h.L.mlp.out times scale first. */
+/* fixtures/tiny_tanh.safetensors stored as BF16 (round to nearest even), every h.L.mlp.out times
+ * *(float *)u first. */
+static st_how bf16_out_scaled(void *u, const g2f_tensor *t) {
+    return (st_how){ST_CONVERT, "BF16", strstr(t->name, ".mlp.out") ? *(const float *)u : 1.0f};
+}
+
 static void write_bf16_scaled(const char *name, float scale) {
     char src[400], dst[400];
     snprintf(src, sizeof src, "%s/tiny_tanh.safetensors", fixtures);
     snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    g2f_safetensors *st = NULL;
-    g2f_error err = {0};
-    CHECK(g2f_safetensors_open(src, &st, &err) == G2F_OK);
-    if (!st) return;
-    const g2f_table *t = g2f_safetensors_table(st);
-    st_entry e[64] = {{0}};
-    uint16_t *bufs[64] = {0};
-    size_t n = 0;
-    for (size_t i = 0; i < t->count && n < 64; i++) {
-        const g2f_tensor *x = &t->tensors[i];
-        float *f = malloc(x->numel * sizeof(float));
-        bufs[n] = malloc(x->numel * sizeof(uint16_t));
-        g2f_tensor_read_f32(x, 0, x->numel, f);
-        float k = strstr(x->name, ".mlp.out") ? scale : 1.0f;
-        for (uint64_t j = 0; j < x->numel; j++) bufs[n][j] = g2f_f32_to_bf16(f[j] * k);
-        free(f);
-        e[n] = (st_entry){x->name, "BF16", x->ndim, {0}, bufs[n], x->numel * 2};
-        for (size_t d = 0; d < x->ndim; d++) e[n].shape[d] = x->shape[d];
-        n++;
-    }
-    CHECK(st_write(dst, NULL, e, n, 1) == 0);
-    for (size_t i = 0; i < n; i++) free(bufs[i]);
-    g2f_safetensors_close(st);
+    CHECK(st_rewrite(src, dst, bf16_out_scaled, &scale, NULL, 0) == 0);
 }
 
 /* A BF16 reference whose FFN output is off by a uniform scale of 2-8%: bfloat16 arithmetic's wide

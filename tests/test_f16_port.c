@@ -16,8 +16,9 @@
 #include <sys/wait.h>
 
 #include "check.h"
-#include "g2f_safetensors.h"
+#include "g2f_fixture.h"
 #include "test_util.h"
+#include "st_rewrite.h"
 
 static const char *fixtures, *cli;
 static char dir[256];
@@ -265,26 +266,29 @@ static void exact_layernorms_should_stay_exact_under_the_accept(void) {
 
 /* dir/name: model/clean's input_ids and logits, each logit times scale and moved by noise (its
  * size, alternating in sign). */
+static st_how ids_only(void *u, const g2f_tensor *t) {
+    (void)u;
+    return (st_how){strcmp(t->name, "input_ids") ? ST_DROP : ST_KEEP, NULL, 1.0f};
+}
+
 static void write_logits_only(const char *name, float scale, float noise) {
     char src[400], dst[400];
     snprintf(src, sizeof src, "%s/model/clean.safetensors", fixtures);
     snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    g2f_safetensors *st = NULL;
+    g2f_fixture *f = NULL;
     g2f_error err = {0};
-    CHECK(g2f_safetensors_open(src, &st, &err) == G2F_OK);
-    if (!st) return;
-    const g2f_table *t = g2f_safetensors_table(st);
-    const g2f_tensor *ids = g2f_table_find(t, "input_ids"), *lg = g2f_table_find(t, "logits");
-    CHECK(ids && lg);
-    if (!ids || !lg) return g2f_safetensors_close(st);
-    float *v = malloc(lg->numel * sizeof *v);
-    g2f_tensor_read_f32(lg, 0, lg->numel, v);
-    for (uint64_t i = 0; i < lg->numel; i++) v[i] = v[i] * scale + (i % 2 ? noise : -noise);
-    st_entry e[2] = {{"input_ids", "I64", 2, {ids->shape[0], ids->shape[1]}, ids->data, (size_t)ids->nbytes},
-                     {"logits", "F32", 3, {lg->shape[0], lg->shape[1], lg->shape[2]}, v, lg->numel * sizeof *v}};
-    CHECK(st_write(dst, NULL, e, 2, 1) == 0);
+    CHECK(g2f_fixture_open(src, &f, &err) == G2F_OK);
+    const g2f_tensor *lg = f ? g2f_fixture_act(f, 0, G2F_ACT_LOGITS) : NULL;
+    CHECK(lg != NULL);
+    float *v = lg ? malloc(lg->numel * sizeof *v) : NULL;
+    if (v) {
+        g2f_tensor_read_f32(lg, 0, lg->numel, v);
+        for (uint64_t i = 0; i < lg->numel; i++) v[i] = v[i] * scale + (i % 2 ? noise : -noise);
+        st_entry e = {"logits", "F32", 3, {lg->shape[0], lg->shape[1], lg->shape[2]}, v, lg->numel * sizeof *v};
+        CHECK(st_rewrite(src, dst, ids_only, NULL, &e, 1) == 0);
+    }
     free(v);
-    g2f_safetensors_close(st);
+    g2f_fixture_close(f);
 }
 
 /* A float32 difference in logits recorded alone is no precision path: ggml's F16 matmul (its

@@ -6,6 +6,7 @@
  * fixtures folder, argv[2] the CLI. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "check.h"
@@ -266,6 +267,31 @@ static void verify_should_judge_a_generation_beside_tensors_it_cannot_compare(vo
     CHECK_CONTAINS(out_text, "cache_not_appended");
 }
 
+/* A port with another LayerNorm epsilon everywhere (ln_f too): tiny's weights under a config of
+ * epsilon 1e-4 generate, and the generation checked against tiny names ln_eps:0.0001 (with the
+ * blocks' epsilon alone tried, it was unexplained). */
+static void verify_should_name_a_port_wide_epsilon(void) {
+    char ck[300], src[400], cfg[400], gen[400], args[1400];
+    snprintf(ck, sizeof ck, "%s/eps", dir);
+    CHECK(mkdir(ck, 0700) == 0);
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    snprintf(cfg, sizeof cfg, "%s/model.safetensors", ck);
+    CHECK(copy_file(src, cfg) == 0);
+    snprintf(cfg, sizeof cfg, "%s/config.json", ck);
+    FILE *fp = fopen(cfg, "w");
+    CHECK(fp != NULL);
+    if (!fp) return;
+    fputs("{\"model_type\": \"gpt2\", \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-4, "
+          "\"n_layer\": 4, \"n_embd\": 64, \"n_head\": 4, \"n_positions\": 32, \"vocab_size\": 96}\n", fp);
+    fclose(fp);
+    snprintf(gen, sizeof gen, "%s/eps_gen.safetensors", dir);
+    snprintf(args, sizeof args, "run '%s' --ids '5,17,3,42,9;60,2,71,33,8' --generate 12 -o '%s'", ck, gen);
+    CHECK(run(args) == 0);
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s'", fixtures, gen);
+    CHECK(run(args) == 1);
+    CHECK_CONTAINS(out_text, "diagnosis   ln_eps:0.0001 (another LayerNorm epsilon)");
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s FIXTURES CLI\n", argv[0]);
@@ -281,6 +307,7 @@ int main(int argc, char **argv) {
     RUN(verify_should_check_both_sides_of_a_saved_generation);
     RUN(verify_should_refuse_a_padded_teacher_forced_fixture);
     RUN(verify_should_judge_a_generation_beside_tensors_it_cannot_compare);
+    RUN(verify_should_name_a_port_wide_epsilon);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -484,9 +484,12 @@ static size_t block_hypotheses(const gv *v, hyp *hs, size_t max) {
         ADD_BLOCK(G2F_DIAG_QKV_ORDER, (hs[n].bb.qkv = 1, memcpy(hs[n].bb.qkv_perm, g2f_qkv_perms[i], sizeof g2f_qkv_perms[i]),
                                  memcpy(hs[n].c.qkv_perm, g2f_qkv_perms[i], sizeof g2f_qkv_perms[i])));
     ADD_BLOCK(G2F_DIAG_HEADS_INTERLEAVED, hs[n].bb.heads_interleaved = 1);
-    for (int i = 0; i < G2F_LN_EPS_GRID_N; i++)
-        if (fabs(g2f_ln_eps_grid[i] - mi->ln_eps) > 1e-3 * mi->ln_eps)
-            ADD_BLOCK(G2F_DIAG_LN_EPS, (hs[n].bb.ln_eps = hs[n].c.eps = g2f_ln_eps_grid[i]));
+    /* another epsilon in every block, and port-wide (ln_f too: a config read wrong, a constant in the code) */
+    for (int wide = 0; wide < 2; wide++)
+        for (int i = 0; i < G2F_LN_EPS_GRID_N; i++)
+            if (fabs(g2f_ln_eps_grid[i] - mi->ln_eps) > 1e-3 * mi->ln_eps)
+                ADD_BLOCK(G2F_DIAG_LN_EPS, (hs[n].bb.ln_eps = hs[n].c.eps = g2f_ln_eps_grid[i],
+                                            hs[n].mh.ln_eps = wide ? g2f_ln_eps_grid[i] : 0));
     return n;
 #undef ADD_BLOCK
 }
@@ -522,6 +525,17 @@ static int by_margin(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+/* c's code and value among out's causes already (an epsilon in the blocks and port-wide: one name);
+ * the better margin kept. */
+static int named_already(g2f_gen_result *out, const g2f_cause *c) {
+    for (size_t k = 0; k < out->n_causes; k++)
+        if (out->causes[k].codes == c->codes && out->causes[k].eps == c->eps && c->codes == G2F_DIAG_BIT(G2F_DIAG_LN_EPS)) {
+            if (c->margin < out->causes[k].margin) out->causes[k].margin = c->margin;
+            return 1;
+        }
+    return 0;
+}
+
 /* Every hypothesis recomputed; the ones that reproduce the port are its causes. */
 static g2f_status diagnose(gv *v, g2f_gen_result *out, g2f_error *err) {
     hyp hs[64];
@@ -538,7 +552,7 @@ static g2f_status diagnose(gv *v, g2f_gen_result *out, g2f_error *err) {
         out->hypotheses_tried++;
         if (st != G2F_OK || !ft.fits || out->n_causes >= G2F_STAGE_MAX_CAUSES) continue;
         hs[i].c.margin = ft.margin;
-        out->causes[out->n_causes++] = hs[i].c;
+        if (!named_already(out, &hs[i].c)) out->causes[out->n_causes++] = hs[i].c;
     }
     qsort(out->causes, out->n_causes, sizeof out->causes[0], by_margin);
     free(z);

@@ -163,6 +163,14 @@ def mingpt_full(sd):
             "stoi": {"a": 0}, "itos": {0: "a"}}
 
 
+def mingpt_embedding(sd):
+    """mingpt_full_ckpt.pt with the position embedding an nn.Embedding, as minGPT-style models also
+    write it (pos_emb.weight [block_size, d], not the [1, block_size, d] parameter)."""
+    ck = mingpt_full(sd)
+    ck["model_state"]["pos_emb.weight"] = ck["model_state"].pop("pos_emb").squeeze(0).contiguous()
+    return ck
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -191,6 +199,7 @@ def main(argv=None):
     save(nc, "hf_tiny_noncontig.bin")
     save(nanogpt_full(sd), "nanogpt_full_ckpt.pt")
     save(mingpt_full(sd), "mingpt_full_ckpt.pt")
+    save(mingpt_embedding(sd), "mingpt_emb_ckpt.pt")
     return 0
 
 

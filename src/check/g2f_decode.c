@@ -60,8 +60,9 @@ static g2f_status load_weights(g2f_decoder *dc, g2f_error *err) {
     if (!dc->H || dc->d % dc->H)
         return g2f_error_set(err, G2F_ERR_USAGE, "%s: n_head %s (config.json n_head, or --n-head N)", mi->path,
                              dc->H ? "does not divide n_embd" : "is unknown");
-    if (!dc->e.ln_f.found)
-        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: no final LayerNorm (ln_f): the model cannot be decoded", mi->path);
+    char why[512];
+    if ((st = g2f_model_forward_ready(dc->m, &dc->e, why, sizeof why, err)) != G2F_OK) return st;
+    if (why[0]) return g2f_error_set(err, G2F_ERR_FORMAT, "%s: the model cannot be decoded", why);
     if (dc->e.wpe && dc->p.max_tokens > dc->e.n_pos)
         return g2f_error_set(err, G2F_ERR_USAGE, "%zu tokens in a sequence but %s has %zu positions (wpe)",
                              dc->p.max_tokens, mi->path, dc->e.n_pos);

@@ -95,9 +95,10 @@ static g2f_status forward_run(const g2f_model *m, const g2f_embed *e, const int6
     size_t d = e->d, V = e->vocab, N;
     if (__builtin_mul_overflow(n_seq, T, &N) || N == 0)
         return g2f_error_set(err, G2F_ERR_USAGE, "the forward: %zu sequences of %zu tokens", n_seq, T);
-    if (!e->ln_f.found && !(how && how->no_ln_f))
-        return g2f_error_set(err, G2F_ERR_FORMAT, "%s: no final LayerNorm (ln_f.weight, ln_final.w or "
-                             "output_norm.weight): the whole model cannot be computed", mi->path);
+    char why[512];
+    g2f_status ready = g2f_model_forward_ready(m, e, why, sizeof why, err);
+    if (ready != G2F_OK) return ready;
+    if (why[0]) return g2f_error_set(err, G2F_ERR_FORMAT, "%s: the whole model cannot be computed", why);
     if (e->wpe && T > e->n_pos)
         return g2f_error_set(err, G2F_ERR_FORMAT, "sequences of %zu tokens but the checkpoint has %zu positions", T,
                              e->n_pos);
@@ -544,35 +545,23 @@ static int chain_clean(const g2f_model_result *r) {
     return 1;
 }
 
-/* Whether the whole forward can run: n_head known and attention weights
- * held (an FFN-only checkpoint has none). note gets why not ("" when it
- * can); the isolated stages are checked either way. */
+/* Whether the whole forward can run: n_head known and every weight it needs
+ * held (g2f_model_forward_ready; an FFN-only checkpoint has no attention).
+ * note gets why not ("" when it can); the isolated stages are checked
+ * either way. */
 static g2f_status chain_possible(const g2f_model *m, const g2f_embed *e, const g2f_forward_params *p, char *note,
                                  size_t n, g2f_error *err) {
     const g2f_model_info *mi = g2f_model_get_info(m);
     size_t H = p->n_head ? p->n_head : mi->n_head;
     note[0] = '\0';
-    if (!e->wpe || !e->ln_f.found) {
-        snprintf(note, n, "the forward from input_ids not computed: the checkpoint holds no %s",
-                 !e->wpe ? "position embedding (wpe)" : "final LayerNorm (ln_f)");
-        return G2F_OK;
-    }
     if (!H) {
         snprintf(note, n, "the forward from input_ids not computed: n_head unknown (config.json n_head, or --n-head N)");
         return G2F_OK;
     }
-    for (size_t L = 0; L < mi->n_layer; L++) {
-        const g2f_tensor *ts[G2F_LAYER_TENSORS];
-        int split = 0;
-        g2f_status st = g2f_model_layer_tensors_all(m, L, ts, &split, err);
-        if (st != G2F_OK) return st;
-        if (!split && !ts[G2F_BLK_ATTN_W]) {
-            snprintf(note, n, "the forward from input_ids not computed: the checkpoint holds no attention weights "
-                     "(layer %zu)", L);
-            return G2F_OK;
-        }
-    }
-    return G2F_OK;
+    char why[512];
+    g2f_status st = g2f_model_forward_ready(m, e, why, sizeof why, err);
+    if (st == G2F_OK && why[0]) snprintf(note, n, "the forward from input_ids not computed: %s", why);
+    return st;
 }
 
 /* What one judgment of the model-level stages works with. */

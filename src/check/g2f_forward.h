@@ -167,7 +167,7 @@ typedef struct g2f_model_result {
                                      (no wpe for embed, no ln_f, ...): static, NULL when it can */
     int skipped;                  /* nothing model-level can be computed from this checkpoint (no token
                                      embedding: an FFN-only file): chain_note says so; not a failure */
-    char chain_note[160];         /* why the forward from input_ids was not computed ("" when it was, or
+    char chain_note[640];         /* why the forward from input_ids was not computed ("" when it was, or
                                      when the fixture has no input_ids): n_head unknown, no attention
                                      weights; the isolated stages are still checked */
     g2f_stage_result chain[G2F_STAGE_COUNT];

@@ -318,7 +318,11 @@ static g2f_status run_inputs_check(const g2f_model *m, const g2f_embed *e, const
     if (!H || e->d % H)
         return g2f_error_set(err, G2F_ERR_USAGE, "%s: n_head %s (config.json n_head, or --n-head N)", mi->path,
                              H ? "does not divide n_embd" : "is unknown");
-    return G2F_OK;
+    char why[512]; /* before the output is opened: nothing is written for a model that cannot be computed */
+    g2f_status st = g2f_model_forward_ready(m, e, why, sizeof why, err);
+    if (st == G2F_OK && why[0])
+        st = g2f_error_set(err, G2F_ERR_FORMAT, "%s: the whole model cannot be computed", why);
+    return st;
 }
 
 /* The outputs --save asks for, in file order, into outs (*n of them). */

@@ -380,4 +380,14 @@ g2f_status g2f_model_layer_tensors(const g2f_model *m, size_t layer, const g2f_t
 g2f_status g2f_model_layer_tensors_all(const g2f_model *m, size_t layer, const g2f_tensor *out[G2F_LAYER_TENSORS],
                                        int *attn_split, g2f_error *err);
 
+/* Whether the checkpoint holds what the whole forward computes with, as HF's
+ * GPT-2 would load it, into why (a phrase naming the file and tensor, "" when
+ * it does): a position embedding (HF initializes a missing one at
+ * random: no result is faithful), the final LayerNorm, every layer's
+ * attention weights and LayerNorm gains, and each bias role (the LayerNorms',
+ * the attention's) in every layer or in none (nanoGPT's bias=False). A
+ * tensor missing from one layer only is a broken file, not a port's choice.
+ * Errors only for a tensor that cannot be read (err). */
+g2f_status g2f_model_forward_ready(const g2f_model *m, const g2f_embed *e, char *why, size_t n, g2f_error *err);
+
 #endif

@@ -35,7 +35,7 @@ const g2f_scheme g2f_schemes[G2F_SCHEME_COUNT] = {
         .ln = {{"ln_1.weight", "ln_1.bias"}, {"ln_2.weight", "ln_2.bias"}},
         .ln_f = {"ln_f.weight", "ln_f.bias"},
         .attn = {"attn.c_attn.weight", "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias"},
-        .ends = {{"wte.weight", "tok_emb.weight", NULL}, {"wpe.weight", "pos_emb", NULL},
+        .ends = {{"wte.weight", "tok_emb.weight", NULL}, {"wpe.weight", "pos_emb.weight", "pos_emb", NULL},
                  {"lm_head.weight", "head.weight", NULL}, {NULL}},
     },
     [G2F_SCHEME_TLENS] = {

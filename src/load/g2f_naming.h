@@ -35,7 +35,7 @@ typedef struct g2f_scheme {
     const char *ln_f[2];                   /* the final LayerNorm after the prefix */
     const char *attn[4];                   /* c_attn weight, bias, c_proj weight, bias after "<block>.N." (TL: NULL) */
     const char *split_attn[8];             /* TL's W_Q, W_K, W_V, b_Q, b_K, b_V, W_O, b_O (others: NULL) */
-    const char *ends[G2F_EMB_COUNT][3];    /* candidate names per end, NULL-terminated */
+    const char *ends[G2F_EMB_COUNT][4];    /* candidate names per end, NULL-terminated */
 } g2f_scheme;
 
 extern const g2f_scheme g2f_schemes[G2F_SCHEME_COUNT];

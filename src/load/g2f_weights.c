@@ -410,6 +410,49 @@ g2f_status g2f_model_layer_tensors_all(const g2f_model *m, size_t layer, const g
     return G2F_OK;
 }
 
+g2f_status g2f_model_forward_ready(const g2f_model *m, const g2f_embed *e, char *why, size_t n, g2f_error *err) {
+    const g2f_scheme *S = g2f_model_scheme(m);
+    why[0] = '\0';
+    if (!e->wpe) {
+        snprintf(why, n, "%s: no position embedding (%s)", m->path, S->ends[1][0]);
+        return G2F_OK;
+    }
+    if (!e->ln_f.found) {
+        snprintf(why, n, "%s: no final LayerNorm (%s)", m->path, S->ln_f[0]);
+        return G2F_OK;
+    }
+    static const int roles[] = {G2F_BLK_LN1_W, G2F_BLK_LN2_W, G2F_BLK_LN1_B, G2F_BLK_LN2_B, G2F_BLK_ATTN_B,
+                                G2F_BLK_APROJ_B};
+    const char *names[] = {S->ln[0][0], S->ln[1][0], S->ln[0][1], S->ln[1][1], S->attn[1], S->attn[3]};
+    int first[6] = {0};
+    for (size_t L = 0; L < m->info.n_layer; L++) {
+        const g2f_tensor *ts[G2F_LAYER_TENSORS];
+        int split = 0;
+        g2f_status st = g2f_model_layer_tensors_all(m, L, ts, &split, err);
+        if (st != G2F_OK) return st;
+        if (!split && !ts[G2F_BLK_ATTN_W]) {
+            snprintf(why, n, "%s: layer %zu holds no attention weights (%s)", m->path, L,
+                     S->attn[0] ? S->attn[0] : S->split_attn[0]);
+            return G2F_OK;
+        }
+        for (int k = 0; k < 6; k++) {
+            if (!names[k]) continue; /* TransformerLens's attention: its own names */
+            int has = ts[roles[k]] != NULL, gain = k < 2;
+            if (L == 0) first[k] = has;
+            if (gain ? has : has == first[k]) continue;
+            snprintf(why, n, "%s: tensor '%s%s.%zu.%s' is %s%s", m->path, m->prefix,
+                     S->block, L, names[k], has ? "present but layer 0 has none" : "missing",
+                     gain || has ? "" : " but layer 0 has one");
+            return G2F_OK;
+        }
+        if (L == 0 && (first[2] || first[3]) != (e->ln_f.b != NULL)) {
+            snprintf(why, n, "%s: the final LayerNorm %s (%s) %s", m->path, e->ln_f.b ? "has a bias" : "has no bias",
+                     S->ln_f[1], e->ln_f.b ? "and the blocks' LayerNorms have none" : "but the blocks' LayerNorms have one");
+            return G2F_OK;
+        }
+    }
+    return G2F_OK;
+}
 
 /* A training checkpoint's own keys beside the model's state dict (nanoGPT's
  * optimizer, iter_num, best_val_loss, model_args, config; the common

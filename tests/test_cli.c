@@ -779,6 +779,9 @@ static void run_should_refuse_bad_ids_with_exit_2(void) {
         {"--ids '1,2;3'", "sequence 1 has 1 tokens but the first has 2"},
         {"--ids 1,2 --save embed,bogus", "unknown stage 'bogus'"},
         {"--ids 1,2 --names xl", "--names 'xl': expected hf or tl"},
+        /* another n_head than config.json's: a model the file does not define (was computed silently) */
+        {"--ids 1,2 --n-head 2", "--n-head 2 but "},
+        {"--ids 1,2 --n-head 2 --generate 2", "gives 4 (config.json n_head): --n-head is for a checkpoint that"},
         {"", "give INPUTS or --ids, or --prompt"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -796,6 +799,12 @@ static void run_should_refuse_bad_ids_with_exit_2(void) {
     char path[400];
     snprintf(path, sizeof path, "%s/bad.safetensors", dir);
     CHECK(!file_exists(path));
+    /* verify too; the same n_head as the file's is no disagreement */
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/model/clean.safetensors' --n-head 8", fixtures, fixtures);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "verify: --n-head 8 but");
+    snprintf(args, sizeof args, "verify '%s/tiny' '%s/model/clean.safetensors' --n-head 4", fixtures, fixtures);
+    CHECK(run(args) == 0);
 }
 
 /* GPT2FFN_ISA (tests and benchmarks): an unknown value is one line and exit

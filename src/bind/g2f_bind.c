@@ -182,6 +182,7 @@ static int run_and_report(opened *b, const g2f_verify_values *vv, const g2f_bind
     g2f_error err = {0};
     const g2f_model_info *mi = g2f_model_get_info(b->model);
     char gelu_source[256], hex[65] = "";
+    if (!g2f_opt_n_head_agrees("verify", mi, vv->n_head, msg, msglen)) return BAD;
     g2f_verify_params p = {0};
     p.gelu = g2f_opt_choose_gelu(o->gelu, mi, gelu_source, sizeof gelu_source);
     p.gelu_source = gelu_source;
@@ -323,6 +324,11 @@ int g2f_bind_run(const char *checkpoint, const int64_t *ids, const uint64_t *lea
     if (g2f_model_open(checkpoint, o->config, &m, &err) != G2F_OK || g2f_model_files(m, &inputs, &err) != G2F_OK ||
         g2f_output_check(out_path, &inputs, &err) != G2F_OK || g2f_model_sha256(m, sha, &err) != G2F_OK)
         goto done;
+    if (!g2f_opt_n_head_agrees("run", g2f_model_get_info(m), n_head, msg, msglen)) {
+        g2f_path_list_free(&inputs);
+        g2f_model_close(m);
+        return BAD;
+    }
     g2f_run_params p = {0};
     p.gelu = g2f_opt_choose_gelu(o->gelu, g2f_model_get_info(m), gelu_source, sizeof gelu_source);
     p.gelu_source = gelu_source;

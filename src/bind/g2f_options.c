@@ -113,3 +113,10 @@ int g2f_opt_verify(const g2f_verify_opts *o, g2f_verify_values *v, char *msg, si
     v->tol_given = o->rtol || o->atol;
     return 1;
 }
+
+int g2f_opt_n_head_agrees(const char *cmd, const g2f_model_info *mi, size_t n_head, char *msg, size_t n) {
+    if (!n_head || !mi->n_head || n_head == mi->n_head) return 1;
+    snprintf(msg, n, "%s: --n-head %zu but %s gives %zu (%s): --n-head is for a checkpoint that does not say", cmd,
+             n_head, mi->path, mi->n_head, mi->n_head_source ? mi->n_head_source : "the checkpoint");
+    return 0;
+}

@@ -30,6 +30,10 @@ int g2f_opt_gelu_ok(const char *s);
  * when the file says (a nanoGPT checkpoint: erf), else GPT-2's tanh;
  * source says which, for the reports. */
 g2f_gelu g2f_opt_choose_gelu(const char *opt, const g2f_model_info *mi, char *source, size_t n);
+/* Whether --n-head (0: not given) agrees with the n_head the checkpoint states (config.json, a
+ * header, model_args; none stated: any); else 0 and one line into msg: either computation would
+ * be a model the file does not define, as a file that contradicts itself is refused. */
+int g2f_opt_n_head_agrees(const char *cmd, const g2f_model_info *mi, size_t n_head, char *msg, size_t n);
 
 /* verify's numeric and list options, as given. */
 typedef struct g2f_verify_opts {

@@ -297,8 +297,9 @@ static const char usage_verify[] =
     "                    weights_quantized, f16_matmul (comma-separated); a stage whose only\n"
     "                    explanation is an accepted one passes, judged computed that way\n"
     "  --layers LIST     layers to check, e.g. 0,2-5 (default: all)\n"
-    "  --n-head N        attention heads, for the block's attention stages (default: config.json\n"
-    "                    n_head, GGUF/llm.c headers, nanoGPT model_args, TransformerLens weight shapes)\n"
+    "  --n-head N        attention heads where the checkpoint does not say (config.json n_head,\n"
+    "                    GGUF/llm.c headers, nanoGPT model_args, TransformerLens weight shapes);\n"
+    "                    one that disagrees with them is refused\n"
     "  --rtol R          use |err| <= atol + rtol*|expected| instead of the derived tolerance\n"
     "  --atol A          (either one switches; the other then defaults to 0)\n"
     "  --config FILE     config.json to cross-check (default: config.json beside\n"
@@ -321,6 +322,14 @@ static const char usage_verify[] =
     "examples:\n"
     "  gpt2ffn verify fixtures/tiny fixtures/tiny_erf.safetensors\n"
     "  gpt2ffn verify model.safetensors ref.safetensors --layers 0-3 --json report.json\n";
+
+/* --n-head against the checkpoint's own: one line and 0 when they disagree. */
+static int n_head_agrees(const char *cmd, const g2f_model_info *mi, size_t n_head) {
+    char msg[1024];
+    if (g2f_opt_n_head_agrees(cmd, mi, n_head, msg, sizeof msg)) return 1;
+    bad("%s", msg);
+    return 0;
+}
 
 static int run_verify(const char **pos, const char **v) {
     char msg[4096];
@@ -345,6 +354,7 @@ static int run_verify(const char **pos, const char **v) {
     unsigned char *select = o.select;
     if (cli_open_tokenizer("verify", v[V_TOKENIZER], pos[0], model, 0, &tok) != 0) goto done;
     const g2f_model_info *mi = g2f_model_get_info(model);
+    if (!n_head_agrees("verify", mi, n_head)) goto done;
     char gelu_source[256];
     g2f_verify_params p = {0};
     p.gelu = g2f_opt_choose_gelu(v[V_GELU], mi, gelu_source, sizeof gelu_source);
@@ -573,7 +583,8 @@ static const char usage_run[] =
     "                    training checkpoint, else tanh)\n"
     "  --layers LIST     the FFN alone: layers to run, e.g. 0,2-5 (default: every layer\n"
     "                    with inputs)\n"
-    "  --n-head N        attention heads when config.json does not say\n"
+    "  --n-head N        attention heads when the checkpoint does not say (config.json,\n"
+    "                    a header, model_args); one that disagrees with it is refused\n"
     "  --config FILE     config.json (default: config.json beside CHECKPOINT, else the\n"
     "                    only *config*.json there)\n"
     "  --threads N       OpenMP threads; results do not depend on it\n"
@@ -684,6 +695,7 @@ static int run_run(const char **pos, const char **v) {
     if (check_outputs(&v[R_OUT], 1, o.model, NULL, o.fx) != 0) goto done;
     g2f_model *model = o.model;
     const g2f_model_info *mi = g2f_model_get_info(model);
+    if (!n_head_agrees("run", mi, n_head)) goto done;
     unsigned save = 0;
     if (v[R_SAVE] && whole && !g2f_run_parse_save(v[R_SAVE], &save, msg, sizeof msg)) {
         bad("run: --save: %s", msg);

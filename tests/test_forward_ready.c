@@ -5,7 +5,8 @@
  * layer (computed as 1), a bias of some layers only (computed as 0). A
  * checkpoint without any bias (nanoGPT's bias=False) is a model, computed;
  * minGPT's position embedding as an nn.Embedding (pos_emb.weight) is read
- * (it was left out). argv[1] = fixtures folder, argv[2] = the CLI. */
+ * (it was left out); a stored head unlike wte under a config.json that ties
+ * them (HF's default) is refused. argv[1] = fixtures folder, argv[2] = the CLI. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,30 @@ static void models_without_any_bias_and_with_mingpts_embedding_should_be_compute
     CHECK_CONTAINS(out_text, "whole model: 30 stages compared, 0 failed");
 }
 
+/* small stores its own head; without config.json's tie_word_embeddings false HF ties it to wte (its
+ * default), keeping whichever values its load order leaves: the logits are not defined, refused
+ * (run computed them with the stored head). */
+static void a_head_config_json_ties_should_be_refused(void) {
+    char ck[300], src[400], dst[700], args[1400];
+    snprintf(ck, sizeof ck, "%s/tied_by_config", dir);
+    CHECK(mkdir(ck, 0700) == 0);
+    snprintf(src, sizeof src, "%s/small/model.safetensors", fixtures);
+    snprintf(dst, sizeof dst, "%s/model.safetensors", ck);
+    CHECK(copy_file(src, dst) == 0);
+    snprintf(dst, sizeof dst, "%s/config.json", ck);
+    FILE *fp = fopen(dst, "w");
+    CHECK(fp != NULL);
+    if (!fp) return;
+    fputs("{\"model_type\": \"gpt2\", \"activation_function\": \"gelu_new\", \"n_layer\": 2, \"n_embd\": 32, "
+          "\"n_head\": 4, \"n_positions\": 16, \"vocab_size\": 32}\n", fp);
+    fclose(fp);
+    snprintf(args, sizeof args, "run '%s' --ids 1,2,3 -o '%s/tied.safetensors'", ck, dir);
+    CHECK(run(args) == 2);
+    CHECK_CONTAINS(err_text, "does not set tie_word_embeddings false");
+    snprintf(args, sizeof args, "run '%s/small' --ids 1,2,3 -o '%s/untied.safetensors'", fixtures, dir);
+    CHECK(run(args) == 0); /* its own config says false */
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s FIXTURES CLI\n", argv[0]);
@@ -97,6 +122,7 @@ int main(int argc, char **argv) {
     if (make_tmpdir(dir, sizeof dir, "ready") != 0) return 1;
     RUN(a_model_with_a_part_missing_should_not_be_computed);
     RUN(models_without_any_bias_and_with_mingpts_embedding_should_be_computed);
+    RUN(a_head_config_json_ties_should_be_refused);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -180,6 +180,15 @@ g2f_status g2f_model_embed_load(const g2f_model *m, g2f_embed *out, g2f_error *e
         out->tied = same;
         out->head_desc = same ? "a stored copy equal to the token embedding (tied)"
                               : "its own output head (untied: not equal to the token embedding)";
+        if (!same && m->info.config_path && !m->info.config_untied) { /* HF ties them: which values it keeps is its
+                                                                         load order's, not the file's */
+            g2f_status cs = g2f_error_set(err, G2F_ERR_FORMAT, "%s: '%s' differs from the token embedding, but %s does not "
+                                          "set tie_word_embeddings false (HF's default ties the two): the logits are "
+                                          "not defined; set it false if the head is the model's own", m->path,
+                                          x[G2F_EMB_HEAD]->name, m->info.config_path);
+            g2f_embed_free(out);
+            return cs;
+        }
     }
     return G2F_OK;
 }

@@ -15,11 +15,13 @@
 #include "g2f_tensor.h"
 
 /* What happens to one tensor: keep (the bytes as stored), drop, or store its
- * values times scale in dtype "F32", "F16" or "BF16". */
+ * values times scale in dtype "F32", "F16" or "BF16"; under name when set
+ * (copied at once: a buffer of the callback's may hold it). */
 typedef struct st_how {
     enum { ST_KEEP, ST_DROP, ST_CONVERT } what;
     const char *dtype;
     float scale;
+    const char *name;
 } st_how;
 
 /* Decides per tensor; NULL keeps every tensor. */
@@ -61,12 +63,14 @@ static inline int st_rewrite(const char *src, const char *dst, st_edit_fn edit, 
     size_t cap = t->count + n_extra + 1, n = 0;
     st_entry *e = calloc(cap, sizeof *e);
     void **owned = calloc(cap, sizeof *owned);
-    int rc = e && owned ? 0 : -1;
+    char **names = calloc(cap, sizeof *names);
+    int rc = e && owned && names ? 0 : -1;
     for (size_t i = 0; i < t->count && rc == 0; i++) {
         const g2f_tensor *x = &t->tensors[i];
-        st_how h = edit ? edit(u, x) : (st_how){ST_KEEP, NULL, 1.0f};
+        st_how h = edit ? edit(u, x) : (st_how){ST_KEEP, NULL, 1.0f, NULL};
         if (h.what == ST_DROP) continue;
         e[n] = (st_entry){x->name, g2f_dtype_name(x->dtype), x->ndim, {0}, x->data, (size_t)x->nbytes};
+        if (h.name && !(e[n].name = names[n] = strdup(h.name))) rc = -1;
         for (size_t d = 0; d < x->ndim && d < 4; d++) e[n].shape[d] = x->shape[d];
         if (h.what == ST_CONVERT) {
             e[n].dtype = h.dtype;
@@ -78,7 +82,9 @@ static inline int st_rewrite(const char *src, const char *dst, st_edit_fn edit, 
     for (size_t i = 0; i < n_extra && rc == 0; i++) e[n++] = extra[i];
     if (rc == 0) rc = st_write(dst, NULL, e, n, 1);
     for (size_t i = 0; owned && i < cap; i++) free(owned[i]);
+    for (size_t i = 0; names && i < cap; i++) free(names[i]);
     free(owned);
+    free(names);
     free(e);
     g2f_safetensors_close(st);
     return rc;

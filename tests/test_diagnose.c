@@ -277,7 +277,7 @@ static void diagnosis_should_report_ties_as_undetermined(void) {
  * originals: only a tolerance widened by the weights' rounding fits. */
 static st_how ffn_weights_f16(void *u, const g2f_tensor *t) {
     (void)u;
-    return strstr(t->name, ".mlp.c_") ? (st_how){ST_CONVERT, "F16", 1.0f} : (st_how){ST_DROP, NULL, 0};
+    return strstr(t->name, ".mlp.c_") ? (st_how){ST_CONVERT, "F16", 1.0f, NULL} : (st_how){ST_DROP, NULL, 0, NULL};
 }
 
 static void diagnosis_should_explain_a_rounded_checkpoint(void) {
@@ -301,7 +301,7 @@ static void diagnosis_should_explain_a_rounded_checkpoint(void) {
 /* fixtures/tiny_tanh.safetensors stored as BF16 (round to nearest even), every h.L.mlp.out times
  * *(float *)u first. */
 static st_how bf16_out_scaled(void *u, const g2f_tensor *t) {
-    return (st_how){ST_CONVERT, "BF16", strstr(t->name, ".mlp.out") ? *(const float *)u : 1.0f};
+    return (st_how){ST_CONVERT, "BF16", strstr(t->name, ".mlp.out") ? *(const float *)u : 1.0f, NULL};
 }
 
 static void write_bf16_scaled(const char *name, float scale) {

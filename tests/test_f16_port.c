@@ -268,7 +268,7 @@ static void exact_layernorms_should_stay_exact_under_the_accept(void) {
  * size, alternating in sign). */
 static st_how ids_only(void *u, const g2f_tensor *t) {
     (void)u;
-    return (st_how){strcmp(t->name, "input_ids") ? ST_DROP : ST_KEEP, NULL, 1.0f};
+    return (st_how){strcmp(t->name, "input_ids") ? ST_DROP : ST_KEEP, NULL, 1.0f, NULL};
 }
 
 static void write_logits_only(const char *name, float scale, float noise) {

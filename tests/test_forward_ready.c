@@ -30,7 +30,7 @@ static st_how drop(void *u, const g2f_tensor *t) {
     const char *name = u;
     size_t n = strlen(t->name);
     int gone = !strcmp(name, "*.bias") ? n > 5 && !strcmp(t->name + n - 5, ".bias") : !strcmp(t->name, name);
-    return (st_how){gone ? ST_DROP : ST_KEEP, NULL, 1.0f};
+    return (st_how){gone ? ST_DROP : ST_KEEP, NULL, 1.0f, NULL};
 }
 
 /* dir/<sub>: tiny's folder without the tensor `name`. */
@@ -91,6 +91,33 @@ static void models_without_any_bias_and_with_mingpts_embedding_should_be_compute
 /* small stores its own head; without config.json's tie_word_embeddings false HF ties it to wte (its
  * default), keeping whichever values its load order leaves: the logits are not defined, refused
  * (run computed them with the stored head). */
+/* The LayerNorms' legacy names, as HF's loader renames them (gamma: weight, beta: bias). */
+static st_how legacy_ln(void *u, const g2f_tensor *t) {
+    char *buf = u;
+    size_t n = strlen(t->name);
+    int ln = strstr(t->name, "ln_") != NULL, w = n > 7 && !strcmp(t->name + n - 7, ".weight"),
+        b = n > 5 && !strcmp(t->name + n - 5, ".bias");
+    if (!ln || !(w || b)) return (st_how){ST_KEEP, NULL, 1.0f, NULL};
+    snprintf(buf, 256, "%.*s.%s", (int)(n - (w ? 7 : 5)), t->name, w ? "gamma" : "beta");
+    return (st_how){ST_KEEP, NULL, 1.0f, buf};
+}
+
+/* Under the legacy names the LayerNorms are the same (run left them out: a gain of 1, no bias). */
+static void legacy_layernorm_names_should_be_read(void) {
+    char ck[300], src[400], dst[700], args[1400], buf[256];
+    snprintf(ck, sizeof ck, "%s/gamma", dir);
+    CHECK(mkdir(ck, 0700) == 0);
+    snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
+    snprintf(dst, sizeof dst, "%s/model.safetensors", ck);
+    CHECK(st_rewrite(src, dst, legacy_ln, buf, NULL, 0) == 0);
+    snprintf(src, sizeof src, "%s/tiny/config.json", fixtures);
+    snprintf(dst, sizeof dst, "%s/config.json", ck);
+    CHECK(copy_file(src, dst) == 0);
+    snprintf(args, sizeof args, "verify '%s' '%s/model/clean.safetensors'", ck, fixtures);
+    CHECK(run(args) == 0);
+    CHECK_CONTAINS(out_text, "whole model: 30 stages compared, 0 failed");
+}
+
 static void a_head_config_json_ties_should_be_refused(void) {
     char ck[300], src[400], dst[700], args[1400];
     snprintf(ck, sizeof ck, "%s/tied_by_config", dir);
@@ -123,6 +150,7 @@ int main(int argc, char **argv) {
     RUN(a_model_with_a_part_missing_should_not_be_computed);
     RUN(models_without_any_bias_and_with_mingpts_embedding_should_be_computed);
     RUN(a_head_config_json_ties_should_be_refused);
+    RUN(legacy_layernorm_names_should_be_read);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -262,7 +262,25 @@ g2f_status g2f_model_sha256(const g2f_model *m, char hex[65], g2f_error *err) {
 
 /* ---- names looked up --------------------------------------------------- */
 
+/* rest with its last ".weight" / ".bias" as ".gamma" / ".beta" into buf: the legacy LayerNorm names
+ * HF's loader renames on load (and nanoGPT-style code that names its own); 0 when rest ends otherwise. */
+static int legacy_ln_name(const char *rest, char *buf, size_t n) {
+    size_t len = strlen(rest);
+    if (len > 7 && !strcmp(rest + len - 7, ".weight")) return snprintf(buf, n, "%.*s.gamma", (int)(len - 7), rest) < (int)n;
+    if (len > 5 && !strcmp(rest + len - 5, ".bias")) return snprintf(buf, n, "%.*s.beta", (int)(len - 5), rest) < (int)n;
+    return 0;
+}
+
+static const g2f_tensor *find_exact(const g2f_model *m, const char *rest, int layer);
+
 const g2f_tensor *g2f_model_find(const g2f_model *m, const char *rest, int layer) {
+    const g2f_tensor *x = find_exact(m, rest, layer);
+    char legacy[256];
+    if (!x && strstr(rest, "ln") && legacy_ln_name(rest, legacy, sizeof legacy)) x = find_exact(m, legacy, layer);
+    return x;
+}
+
+static const g2f_tensor *find_exact(const g2f_model *m, const char *rest, int layer) {
     const g2f_table *t = g2f_source_table(m->src);
     char name[512];
     for (int root = 0; root < 2; root++) {

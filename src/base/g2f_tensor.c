@@ -60,6 +60,10 @@ bool g2f_dtype_is_quant(g2f_dtype dtype) { return g2f_quant_info_of(dtype) != NU
 
 bool g2f_dtype_is_convertible(g2f_dtype dtype) { return g2f_dtype_is_float(dtype) || g2f_dtype_is_quant(dtype); }
 
+double g2f_dtype_store_floor(g2f_dtype dtype) {
+    return dtype == G2F_DTYPE_F16 ? ldexp(1.0, -25) : dtype == G2F_DTYPE_BF16 ? ldexp(1.0, -134) : 0.0;
+}
+
 double g2f_dtype_store_roundoff(g2f_dtype dtype) {
     switch (dtype) {
     case G2F_DTYPE_F16: return ldexp(1.0, -11);

@@ -73,6 +73,10 @@ bool g2f_dtype_is_convertible(g2f_dtype dtype);
 /* Unit roundoff of storing a float32 value in this dtype: 0 for F32 and F64
  * (no loss), 2^-11 for F16, 2^-8 for BF16. Used by the tolerance model. */
 double g2f_dtype_store_roundoff(g2f_dtype dtype);
+/* The absolute part of that rounding: half the spacing of the dtype's subnormals (F16 2^-25, BF16
+ * 2^-134; 0 otherwise), where the relative bound above fails (a value below F16's 6.1e-5 is off by
+ * up to 2^-25 whatever its size). A stored value v is within roundoff |v| + floor. */
+double g2f_dtype_store_floor(g2f_dtype dtype);
 /* Whether x (as dtype dx holds it) and y (dy) can be one value stored in both: in one dtype,
  * equal; in two, the reals that round to each to nearest on its dtype's grid overlap (F64 and the
  * others taken as exact), so one step off is a difference even where it is within the relative

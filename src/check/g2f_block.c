@@ -291,10 +291,10 @@ static void attn_var_block(const how *hw, seq *s, size_t h, size_t b, g2f_attn_w
     probs_var_rows(&hw->attn, s, dh, i0, mq);
     if (pc && pc->t) { /* the recorded rows: (n_seq, H, T, T) */
         uint64_t at = (((uint64_t)pc->sq * H + h) * T + i0) * T;
-        double us = g2f_dtype_store_roundoff(pc->t->dtype);
+        double us = g2f_dtype_store_roundoff(pc->t->dtype), fl = g2f_dtype_store_floor(pc->t->dtype);
         g2f_tensor_read_f64(pc->t, at, (uint64_t)mq * T, s->eb);
         for (size_t i = 0; i < mq * T; i++)
-            s->tb[i] = (float)(pc->lambda * sqrt((double)s->vpb[i]) + us * fabs(s->eb[i]));
+            s->tb[i] = (float)(pc->lambda * sqrt((double)s->vpb[i]) + us * fabs(s->eb[i]) + fl);
         g2f_cmp_acc_add(&pc->acc, s->eb, s->pb, s->tb, mq * T, (h * T + i0) * T, hw->n_threads);
         pc->any = 1;
     }
@@ -372,8 +372,8 @@ static void acc_take(acc *A, const char *name, const g2f_cmp *r) {
  * scratch). */
 static void compare(acc *A, const char *name, const double *e, const float *c, const float *var, size_t n,
                     g2f_dtype dt, double lambda, float *tol) {
-    double us = g2f_dtype_store_roundoff(dt);
-    for (size_t i = 0; i < n; i++) tol[i] = (float)(lambda * sqrt((double)var[i]) + us * fabs(e[i]));
+    double us = g2f_dtype_store_roundoff(dt), fl = g2f_dtype_store_floor(dt);
+    for (size_t i = 0; i < n; i++) tol[i] = (float)(lambda * sqrt((double)var[i]) + us * fabs(e[i]) + fl);
     g2f_cmp r;
     g2f_compare(e, c, tol, n, &r);
     acc_take(A, name, &r);

@@ -209,15 +209,16 @@ static void cmp_rows(chk *k, int s, size_t row0, size_t n, size_t w, const float
         size_t m = (n - r) * w <= k->cap ? n - r : k->cap / w;
         uint64_t at = (uint64_t)(row0 + r) * w, cnt = (uint64_t)m * w;
         g2f_tensor_read_f64(tg->t, at, cnt, k->ebuf);
-        double us = g2f_dtype_store_roundoff(tg->t->dtype);
-        if (tg->t2) {
+        double us = g2f_dtype_store_roundoff(tg->t->dtype), fl = g2f_dtype_store_floor(tg->t->dtype);
+        if (tg->t2) { /* two stored halves summed: each its own rounding */
             g2f_tensor_read_f64(tg->t2, at, cnt, k->ebuf2);
             for (size_t i = 0; i < cnt; i++) k->ebuf[i] += k->ebuf2[i];
             double u2 = g2f_dtype_store_roundoff(tg->t2->dtype);
             us = us > u2 ? us : u2;
+            fl += g2f_dtype_store_floor(tg->t2->dtype);
         }
         for (size_t i = 0; i < cnt; i++)
-            k->tol[i] = (float)(k->lambda * sqrt((double)var[r * w + i]) + us * fabs(k->ebuf[i]));
+            k->tol[i] = (float)(k->lambda * sqrt((double)var[r * w + i]) + us * fabs(k->ebuf[i]) + fl);
         if (!k->any[s]) g2f_cmp_acc_init(&k->acc[s], 1), k->acc[s].lambda = k->lambda;
         k->any[s] = 1;
         g2f_cmp_acc_add(&k->acc[s], k->ebuf, c + r * w, k->tol, cnt, at, k->n_threads);

@@ -193,7 +193,7 @@ typedef struct gv {
     gen_t g;
     const g2f_model *m;
     const g2f_genverify_params *p;
-    double lambda, us; /* us: the port logits' stored rounding */
+    double lambda, us, fl; /* us, fl: the port logits' stored rounding, relative and absolute */
     row_t *rows;
     int64_t *ids;      /* the rows' tokens, (B, T0 + N) */
     float *tol;        /* (B, N, V): lambda sqrt(var) of our logits at each compared step */
@@ -274,7 +274,7 @@ static void judge_step(gv *v, size_t b, size_t k, const float *z, judged *j) {
     int logits_ok = 1;
     if (g->logits) {
         g2f_tensor_read_f64(g->logits, ((uint64_t)b * g->N + k) * V, V, v->ep);
-        for (size_t i = 0; i < V; i++) v->tbuf[i] = (float)(tol[i] + v->us * fabs(v->ep[i]));
+        for (size_t i = 0; i < V; i++) v->tbuf[i] = (float)(tol[i] + v->us * fabs(v->ep[i]) + v->fl);
         g2f_cmp c;
         g2f_compare(v->ep, z, v->tbuf, V, &c);
         j->s.logits_checked = 1;
@@ -612,6 +612,7 @@ g2f_status g2f_genverify_run(const g2f_model *m, const g2f_fixture *f, const g2f
     if (st == G2F_OK) st = gv_alloc(&v, err);
     if (st == G2F_OK) {
         v.us = v.g.logits ? g2f_dtype_store_roundoff(v.g.logits->dtype) : 0;
+        v.fl = v.g.logits ? g2f_dtype_store_floor(v.g.logits->dtype) : 0;
         describe(&v, out);
         st = reference(&v, out, err);
     }

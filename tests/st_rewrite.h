@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "g2f_cpu.h"
 #include "g2f_safetensors.h"
@@ -88,6 +89,25 @@ static inline int st_rewrite(const char *src, const char *dst, st_edit_fn edit, 
     free(e);
     g2f_safetensors_close(st);
     return rc;
+}
+
+/* A checkpoint folder ck (made here) for a test: model.safetensors is src rewritten under edit
+ * (NULL: copied as it is), config.json is config_text when given, else a copy of config_src
+ * (neither: none). 0 on success. */
+static inline int st_checkpoint_dir(const char *ck, const char *src, st_edit_fn edit, void *u, const char *config_src,
+                                    const char *config_text) {
+    char dst[1024];
+    if (mkdir(ck, 0700) != 0) return -1;
+    snprintf(dst, sizeof dst, "%s/model.safetensors", ck);
+    if ((edit ? st_rewrite(src, dst, edit, u, NULL, 0) : copy_file(src, dst)) != 0) return -1;
+    snprintf(dst, sizeof dst, "%s/config.json", ck);
+    if (config_text) {
+        FILE *fp = fopen(dst, "w");
+        int bad = !fp || fputs(config_text, fp) < 0;
+        if (fp && fclose(fp) != 0) bad = 1;
+        return bad ? -1 : 0;
+    }
+    return config_src ? copy_file(config_src, dst) : 0;
 }
 
 #endif

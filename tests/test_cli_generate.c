@@ -271,19 +271,13 @@ static void verify_should_judge_a_generation_beside_tensors_it_cannot_compare(vo
  * epsilon 1e-4 generate, and the generation checked against tiny names ln_eps:0.0001 (with the
  * blocks' epsilon alone tried, it was unexplained). */
 static void verify_should_name_a_port_wide_epsilon(void) {
-    char ck[300], src[400], cfg[400], gen[400], args[1400];
+    char ck[300], src[400], gen[400], args[1400];
     snprintf(ck, sizeof ck, "%s/eps", dir);
-    CHECK(mkdir(ck, 0700) == 0);
     snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
-    snprintf(cfg, sizeof cfg, "%s/model.safetensors", ck);
-    CHECK(copy_file(src, cfg) == 0);
-    snprintf(cfg, sizeof cfg, "%s/config.json", ck);
-    FILE *fp = fopen(cfg, "w");
-    CHECK(fp != NULL);
-    if (!fp) return;
-    fputs("{\"model_type\": \"gpt2\", \"activation_function\": \"gelu_new\", \"layer_norm_epsilon\": 1e-4, "
-          "\"n_layer\": 4, \"n_embd\": 64, \"n_head\": 4, \"n_positions\": 32, \"vocab_size\": 96}\n", fp);
-    fclose(fp);
+    CHECK(st_checkpoint_dir(ck, src, NULL, NULL, NULL,
+                            "{\"model_type\": \"gpt2\", \"activation_function\": \"gelu_new\", "
+                            "\"layer_norm_epsilon\": 1e-4, \"n_layer\": 4, \"n_embd\": 64, \"n_head\": 4, "
+                            "\"n_positions\": 32, \"vocab_size\": 96}\n") == 0);
     snprintf(gen, sizeof gen, "%s/eps_gen.safetensors", dir);
     snprintf(args, sizeof args, "run '%s' --ids '5,17,3,42,9;60,2,71,33,8' --generate 12 -o '%s'", ck, gen);
     CHECK(run(args) == 0);

@@ -328,19 +328,11 @@ static st_how floats_f16(void *u, const g2f_tensor *t) {
  * rounding is 2^-25 absolute, not 2^-11 relative): run's own output rounded to F16 passes (its
  * embed failed at margin 37 on GPT-2-sized random weights, as on this one). */
 static void an_f16_reference_with_subnormal_values_should_pass(void) {
-    char ck[300], src[400], dst[700], ref[400], ref16[400], cmd[2400];
+    char ck[300], src[400], cfg[400], ref[400], ref16[400], cmd[2400];
     snprintf(ck, sizeof ck, "%s/small_emb", dir);
-    CHECK(mkdir(ck, 0700) == 0);
     snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
-    snprintf(dst, sizeof dst, "%s/model.safetensors", ck);
-    CHECK(st_rewrite(src, dst, small_embedding, NULL, NULL, 0) == 0);
-    snprintf(src, sizeof src, "%s/tiny/config.json", fixtures);
-    snprintf(dst, sizeof dst, "%s/config.json", ck);
-    FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
-    CHECK(in && out);
-    for (int c; in && out && (c = fgetc(in)) != EOF;) fputc(c, out);
-    if (in) fclose(in);
-    if (out) fclose(out);
+    snprintf(cfg, sizeof cfg, "%s/tiny/config.json", fixtures);
+    CHECK(st_checkpoint_dir(ck, src, small_embedding, NULL, cfg, NULL) == 0);
     snprintf(ref, sizeof ref, "%s/ref.safetensors", dir);
     snprintf(ref16, sizeof ref16, "%s/ref16.safetensors", dir);
     snprintf(cmd, sizeof cmd, "'%s' run '%s' --ids '5,17,3,42,9,60;2,71,33,8,11,23' --save all -o '%s' > /dev/null",

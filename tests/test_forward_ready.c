@@ -35,15 +35,11 @@ static st_how drop(void *u, const g2f_tensor *t) {
 
 /* dir/<sub>: tiny's folder without the tensor `name`. */
 static void make_without(const char *sub, const char *name, char *ck, size_t n) {
-    char src[400], dst[700];
+    char src[400], cfg[400];
     snprintf(ck, n, "%s/%s", dir, sub);
-    CHECK(mkdir(ck, 0700) == 0);
     snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
-    snprintf(dst, sizeof dst, "%s/model.safetensors", ck);
-    CHECK(st_rewrite(src, dst, drop, (void *)name, NULL, 0) == 0);
-    snprintf(src, sizeof src, "%s/tiny/config.json", fixtures);
-    snprintf(dst, sizeof dst, "%s/config.json", ck);
-    CHECK(copy_file(src, dst) == 0);
+    snprintf(cfg, sizeof cfg, "%s/tiny/config.json", fixtures);
+    CHECK(st_checkpoint_dir(ck, src, drop, (void *)name, cfg, NULL) == 0);
 }
 
 static void a_model_with_a_part_missing_should_not_be_computed(void) {
@@ -104,34 +100,23 @@ static st_how legacy_ln(void *u, const g2f_tensor *t) {
 
 /* Under the legacy names the LayerNorms are the same (run left them out: a gain of 1, no bias). */
 static void legacy_layernorm_names_should_be_read(void) {
-    char ck[300], src[400], dst[700], args[1400], buf[256];
+    char ck[300], src[400], cfg[400], args[1400], buf[256];
     snprintf(ck, sizeof ck, "%s/gamma", dir);
-    CHECK(mkdir(ck, 0700) == 0);
     snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
-    snprintf(dst, sizeof dst, "%s/model.safetensors", ck);
-    CHECK(st_rewrite(src, dst, legacy_ln, buf, NULL, 0) == 0);
-    snprintf(src, sizeof src, "%s/tiny/config.json", fixtures);
-    snprintf(dst, sizeof dst, "%s/config.json", ck);
-    CHECK(copy_file(src, dst) == 0);
+    snprintf(cfg, sizeof cfg, "%s/tiny/config.json", fixtures);
+    CHECK(st_checkpoint_dir(ck, src, legacy_ln, buf, cfg, NULL) == 0);
     snprintf(args, sizeof args, "verify '%s' '%s/model/clean.safetensors'", ck, fixtures);
     CHECK(run(args) == 0);
     CHECK_CONTAINS(out_text, "whole model: 30 stages compared, 0 failed");
 }
 
 static void a_head_config_json_ties_should_be_refused(void) {
-    char ck[300], src[400], dst[700], args[1400];
+    char ck[300], src[400], args[1400];
     snprintf(ck, sizeof ck, "%s/tied_by_config", dir);
-    CHECK(mkdir(ck, 0700) == 0);
     snprintf(src, sizeof src, "%s/small/model.safetensors", fixtures);
-    snprintf(dst, sizeof dst, "%s/model.safetensors", ck);
-    CHECK(copy_file(src, dst) == 0);
-    snprintf(dst, sizeof dst, "%s/config.json", ck);
-    FILE *fp = fopen(dst, "w");
-    CHECK(fp != NULL);
-    if (!fp) return;
-    fputs("{\"model_type\": \"gpt2\", \"activation_function\": \"gelu_new\", \"n_layer\": 2, \"n_embd\": 32, "
-          "\"n_head\": 4, \"n_positions\": 16, \"vocab_size\": 32}\n", fp);
-    fclose(fp);
+    CHECK(st_checkpoint_dir(ck, src, NULL, NULL, NULL,
+                            "{\"model_type\": \"gpt2\", \"activation_function\": \"gelu_new\", \"n_layer\": 2, "
+                            "\"n_embd\": 32, \"n_head\": 4, \"n_positions\": 16, \"vocab_size\": 32}\n") == 0);
     snprintf(args, sizeof args, "run '%s' --ids 1,2,3 -o '%s/tied.safetensors'", ck, dir);
     CHECK(run(args) == 2);
     CHECK_CONTAINS(err_text, "does not set tie_word_embeddings false");

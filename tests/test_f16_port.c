@@ -319,35 +319,63 @@ static st_how small_embedding(void *u, const g2f_tensor *t) {
     int emb = strstr(t->name, "wte.") || strstr(t->name, "wpe.");
     return emb ? (st_how){ST_CONVERT, "F32", 1e-3f, NULL} : (st_how){ST_KEEP, NULL, 1.0f, NULL};
 }
+/* tiny with the FFN's c_fc and c_proj bias times 1e-5: mlp.pre, mlp.act and mlp.out about 1e-5. */
+static st_how small_mlp(void *u, const g2f_tensor *t) {
+    (void)u;
+    int small = strstr(t->name, "mlp.c_fc.") || strstr(t->name, "mlp.c_proj.bias");
+    return small ? (st_how){ST_CONVERT, "F32", 1e-5f, NULL} : (st_how){ST_KEEP, NULL, 1.0f, NULL};
+}
+/* tiny with ln_2 and both FFN biases times 1e-5: the FFN's input (mlp.in) and everything after it
+ * about 1e-5, its F16 rounding absolute. */
+static st_how small_mlp_in(void *u, const g2f_tensor *t) {
+    (void)u;
+    int small = strstr(t->name, "ln_2.") || strstr(t->name, "mlp.c_fc.bias") || strstr(t->name, "mlp.c_proj.bias");
+    return small ? (st_how){ST_CONVERT, "F32", 1e-5f, NULL} : (st_how){ST_KEEP, NULL, 1.0f, NULL};
+}
 static st_how floats_f16(void *u, const g2f_tensor *t) {
     (void)u;
     return t->dtype == G2F_DTYPE_F32 ? (st_how){ST_CONVERT, "F16", 1.0f, NULL} : (st_how){ST_KEEP, NULL, 1.0f, NULL};
 }
 
 /* A correct reference stored as F16 with values below F16's normal range (6.1e-5, where its
- * rounding is 2^-25 absolute, not 2^-11 relative): run's own output rounded to F16 passes (its
- * embed failed at margin 37 on GPT-2-sized random weights, as on this one). */
-static void an_f16_reference_with_subnormal_values_should_pass(void) {
-    char ck[300], src[400], cfg[400], ref[400], ref16[400], cmd[2400];
-    snprintf(ck, sizeof ck, "%s/small_emb", dir);
+ * rounding is 2^-25 absolute, not 2^-11 relative): run's own output of the checkpoint edited by
+ * edit (named name), rounded to F16, passes every stage. */
+static void subnormal_reference_should_pass(const char *name, st_edit_fn edit) {
+    char ck[300], src[400], cfg[400], ref[400], ref16[400], txt[400], cmd[2400];
+    snprintf(ck, sizeof ck, "%s/%s", dir, name);
     snprintf(src, sizeof src, "%s/tiny/model.safetensors", fixtures);
     snprintf(cfg, sizeof cfg, "%s/tiny/config.json", fixtures);
-    CHECK(st_checkpoint_dir(ck, src, small_embedding, NULL, cfg, NULL) == 0);
-    snprintf(ref, sizeof ref, "%s/ref.safetensors", dir);
-    snprintf(ref16, sizeof ref16, "%s/ref16.safetensors", dir);
+    CHECK(st_checkpoint_dir(ck, src, edit, NULL, cfg, NULL) == 0);
+    snprintf(ref, sizeof ref, "%s/%s_ref.safetensors", dir, name);
+    snprintf(ref16, sizeof ref16, "%s/%s_ref16.safetensors", dir, name);
     snprintf(cmd, sizeof cmd, "'%s' run '%s' --ids '5,17,3,42,9,60;2,71,33,8,11,23' --save all -o '%s' > /dev/null",
              cli, ck, ref);
     CHECK(system(cmd) == 0);
     CHECK(st_rewrite(ref, ref16, floats_f16, NULL, NULL, 0) == 0);
-    snprintf(cmd, sizeof cmd, "'%s' verify '%s' '%s' > '%s/sub.txt' 2>&1", cli, ck, ref16, dir);
+    snprintf(txt, sizeof txt, "%s/%s.txt", dir, name);
+    snprintf(cmd, sizeof cmd, "'%s' verify '%s' '%s' > '%s' 2>&1", cli, ck, ref16, txt);
     int st = system(cmd);
-    char txt[400];
-    snprintf(txt, sizeof txt, "%s/sub.txt", dir);
     char *t = slurp(txt);
     if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) fprintf(stderr, "%s\n", t ? t : "");
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CHECK_CONTAINS(t, "whole model: 30 stages compared, 0 failed");
     free(t);
+}
+
+/* The embedding about 1e-5 (its embed failed at margin 37 on GPT-2-sized random weights, as on
+ * this one). */
+static void an_f16_reference_with_subnormal_values_should_pass(void) {
+    subnormal_reference_should_pass("small_emb", small_embedding);
+}
+
+/* The FFN's own stages about 1e-5: the FFN's tolerance (pre, act, out), not the model's. */
+static void an_f16_reference_with_a_subnormal_ffn_should_pass(void) {
+    subnormal_reference_should_pass("small_mlp", small_mlp);
+}
+
+/* The FFN's recorded input about 1e-5 too: its rounding enters every FFN stage. */
+static void an_f16_reference_with_a_subnormal_ffn_input_should_pass(void) {
+    subnormal_reference_should_pass("small_mlp_in", small_mlp_in);
 }
 
 int main(int argc, char **argv) {
@@ -365,6 +393,8 @@ int main(int argc, char **argv) {
     RUN(exact_layernorms_should_stay_exact_under_the_accept);
     RUN(float32_logit_differences_should_not_be_named_f16_matmul);
     RUN(an_f16_reference_with_subnormal_values_should_pass);
+    RUN(an_f16_reference_with_a_subnormal_ffn_should_pass);
+    RUN(an_f16_reference_with_a_subnormal_ffn_input_should_pass);
     remove_tmpdir(dir);
     return check_failures != 0;
 }

@@ -122,7 +122,7 @@ static void ln_stage(const float *x, const float *vx, size_t T, size_t d, const 
     if (ln->roundoff <= 0) uw = 0; /* stored exactly (an F16 GGUF keeps its LayerNorms F32): nothing uncertain */
     g2f_ln_forward(x, T, d, w, b, eps, y, NULL, rstd, n_threads);
     if (!vy) return;
-    g2f_tol_layernorm_var(x, y, T, d, w, b, eps, 0.0, vy, n_threads);
+    g2f_tol_layernorm_var(x, y, T, d, w, b, eps, 0.0, 0.0, vy, n_threads);
     double n = (double)d;
     for (size_t t = 0; t < T; t++) {
         const float *xr = x + t * d, *vr = vx + t * d;

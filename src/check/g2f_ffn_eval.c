@@ -356,7 +356,7 @@ typedef struct eval {
     int plain;                    /* bias + GELU fused into c_fc's last tiles */
     int user, n_threads;
     g2f_gelu other;
-    double u_in_fixture;
+    double u_in_fixture, f_in_fixture; /* the fixture input's rounding, relative and absolute */
     g2f_tol_units un, form_un[G2F_GELU_COUNT];
     const float *vx;              /* the chunk's rows of the caller's input variance (g2f_ffn_eval_rows), or NULL */
     tail_ctx t;
@@ -418,8 +418,8 @@ static const float *fc_input(eval *ev, chunk *c, size_t n, const float **a2) {
         g2f_ln_forward(c->x, n, d, how->ln->w, how->ln->b, how->ln->eps, c->xg, NULL, NULL, ev->n_threads);
         xin = c->xg;
         if (!ev->user) {
-            g2f_tol_layernorm_var(c->x, c->xg, n, d, how->ln->w, how->ln->b, how->ln->eps, ev->u_in_fixture, c->a2,
-                                  ev->n_threads);
+            g2f_tol_layernorm_var(c->x, c->xg, n, d, how->ln->w, how->ln->b, how->ln->eps, ev->u_in_fixture,
+                                  ev->f_in_fixture, c->a2, ev->n_threads);
             input_a2(c->xg, c->xg, c->a2, G2F_ROUND_NONE, k2, ev->t.lambda, nd, c->a2);
             *a2 = c->a2;
         }
@@ -430,6 +430,10 @@ static const float *fc_input(eval *ev, chunk *c, size_t n, const float **a2) {
     }
     if (ev->vx && !ev->user) {
         input_a2(xin, c->x, ev->vx, how->gemm_in, k2, ev->t.lambda, nd, c->a2);
+        *a2 = c->a2;
+    } else if (ev->un.f_in > 0 && !ev->user) { /* the fixture's absolute floor: an input variance */
+        for (size_t i = 0; i < nd; i++) c->a2[i] = (float)(ev->un.f_in * ev->un.f_in);
+        input_a2(xin, c->x, c->a2, how->gemm_in, k2, ev->t.lambda, nd, c->a2);
         *a2 = c->a2;
     }
     return xin;
@@ -600,8 +604,8 @@ static void eval_units(eval *ev, g2f_dtype din, g2f_dtype dout, g2f_dtype dpre, 
     const g2f_ffn_how *how = ev->how;
     g2f_tol_units *un = &ev->un;
     *un = g2f_tol_units_for(din, dout, dpre, dact, how->weight_roundoff);
-    ev->u_in_fixture = un->u_in;
-    if (how->ln) un->u_in = 0; /* folded into the LayerNorm's output variance */
+    ev->u_in_fixture = un->u_in, ev->f_in_fixture = un->f_in;
+    if (how->ln) un->u_in = un->f_in = 0; /* folded into the LayerNorm's output variance */
     un->store = how->store;
     un->table_in = how->gelu == G2F_GELU_F16_TABLE; /* ggml rounds the table's input to float16 */
     un->gemm_act = how->gemm_in != how->store ? how->gemm_in : G2F_ROUND_NONE;
@@ -634,11 +638,12 @@ static void eval_init(eval *ev, const g2f_ffn_how *how, const g2f_fixture_views 
     ev->forms = opts->forms & ((1u << G2F_GELU_COUNT) - 1u) & ~(1u << how->gelu);
     ev->n_forms = count_forms(opts->forms, how->gelu);
     ev->user = p->user;
-    ev->plain = !how->clip && how->gemm_in == G2F_ROUND_NONE && how->store == G2F_ROUND_NONE &&
-                how->out_round == G2F_ROUND_NONE && !how->ln;
     ev->other = g2f_gelu_other(how->gelu);
     eval_units(ev, ev->tin->dtype, ev->tout->dtype, ev->tpre ? ev->tpre->dtype : G2F_DTYPE_F32,
                ev->tact ? ev->tact->dtype : G2F_DTYPE_F32);
+    /* (an input floor takes c_fc's A2 operand, which the fused path has not) */
+    ev->plain = !how->clip && how->gemm_in == G2F_ROUND_NONE && how->store == G2F_ROUND_NONE &&
+                how->out_round == G2F_ROUND_NONE && !how->ln && !(ev->un.f_in > 0 && !ev->user);
     if (!ev->user) eval_f16(ev, ws, g2f_tol_lambda(p));
     g2f_cmp_acc *accs[5] = {&ev->a_out, &ev->a_pre, &ev->a_act, &ev->a_act2, &ev->a_out2};
     for (int k = 0; k < 5; k++) g2f_cmp_acc_init(accs[k], 1), accs[k]->lambda = g2f_tol_lambda(p);

@@ -100,9 +100,10 @@ static g2f_status on_logits(void *u, size_t row0, size_t n, const float *z, cons
     }
     size_t cnt = n * c->V;
     double us = c->ref ? g2f_dtype_store_roundoff(c->ref->dtype) : 0;
+    double fl = c->ref ? g2f_dtype_store_floor(c->ref->dtype) : 0;
     if (us > 0) g2f_tensor_read_f64(c->ref, (uint64_t)row0 * c->V, cnt, c->zref);
     for (size_t i = 0; i < cnt; i++) /* as the logits stage's tolerance */
-        c->tol[i] = (vz ? c->lambda * sqrt((double)vz[i]) : 0.0) + (us > 0 ? us * fabs(c->zref[i]) : 0.0);
+        c->tol[i] = (vz ? c->lambda * sqrt((double)vz[i]) : 0.0) + (us > 0 ? us * fabs(c->zref[i]) + fl : 0.0);
     return g2f_loss_add(&c->acc, z, c->tol, c->targets + row0, n, err);
 }
 

@@ -74,9 +74,20 @@ double g2f_round_flip_one(g2f_round r, float v, double t) {
 }
 
 g2f_tol_units g2f_tol_units_for(g2f_dtype in, g2f_dtype out, g2f_dtype pre, g2f_dtype act, double weight_roundoff) {
-    g2f_tol_units u = {input_roundoff(in), weight_roundoff, g2f_dtype_store_roundoff(pre),
-                       g2f_dtype_store_roundoff(act), g2f_dtype_store_roundoff(out), G2F_ROUND_NONE, 0,
-                       G2F_ROUND_NONE, G2F_ROUND_NONE, NULL};
+    g2f_tol_units u = {input_roundoff(in),
+                       g2f_dtype_store_floor(in),
+                       weight_roundoff,
+                       g2f_dtype_store_roundoff(pre),
+                       g2f_dtype_store_roundoff(act),
+                       g2f_dtype_store_roundoff(out),
+                       g2f_dtype_store_floor(pre),
+                       g2f_dtype_store_floor(act),
+                       g2f_dtype_store_floor(out),
+                       G2F_ROUND_NONE,
+                       0,
+                       G2F_ROUND_NONE,
+                       G2F_ROUND_NONE,
+                       NULL};
     return u;
 }
 
@@ -108,7 +119,8 @@ static inline __attribute__((always_inline)) double curv_half(double p, double e
 static inline __attribute__((always_inline)) void
 hidden_plain_body(size_t m, double d, double h, double kin, double uw2, double lambda, double u, const float *pre,
                   const float *act, const float *s, const float *gd, const double *exp_pre, const double *exp_act,
-                  double u_pre, double u_act, float *tol_pre, float *tol_act, float *q) {
+                  double u_pre, double u_act, double f_pre, double f_act, float *tol_pre, float *tol_act,
+                  float *q) {
     double tp[BLOCK], ta[BLOCK];
     float qb[BLOCK];
     for (size_t r = 0; r < m; r++) {
@@ -124,9 +136,9 @@ hidden_plain_body(size_t m, double d, double h, double kin, double uw2, double l
         qb[r] = (float)((h / 2 + uw2) * ak * ak + vact);
     }
     if (exp_pre)
-        for (size_t r = 0; r < m; r++) tol_pre[r] = (float)(tp[r] + 0.0 + u_pre * fabs(exp_pre[r]));
+        for (size_t r = 0; r < m; r++) tol_pre[r] = (float)(tp[r] + 0.0 + (u_pre * fabs(exp_pre[r]) + f_pre));
     if (exp_act)
-        for (size_t r = 0; r < m; r++) tol_act[r] = (float)(ta[r] + u_act * fabs(exp_act[r]));
+        for (size_t r = 0; r < m; r++) tol_act[r] = (float)(ta[r] + (u_act * fabs(exp_act[r]) + f_act));
     memcpy(q, qb, m * sizeof(float));
 }
 
@@ -134,8 +146,9 @@ hidden_plain_body(size_t m, double d, double h, double kin, double uw2, double l
 #define HIDDEN_PLAIN_ARGS                                                                                          \
     size_t m, double d, double h, double kin, double uw2, double lambda, double u, const float *pre,              \
         const float *act, const float *s, const float *gd, const double *exp_pre, const double *exp_act,          \
-        double u_pre, double u_act, float *tol_pre, float *tol_act, float *q
-#define HIDDEN_PLAIN_PASS m, d, h, kin, uw2, lambda, u, pre, act, s, gd, exp_pre, exp_act, u_pre, u_act, tol_pre, tol_act, q
+        double u_pre, double u_act, double f_pre, double f_act, float *tol_pre, float *tol_act, float *q
+#define HIDDEN_PLAIN_PASS                                                                                          \
+    m, d, h, kin, uw2, lambda, u, pre, act, s, gd, exp_pre, exp_act, u_pre, u_act, f_pre, f_act, tol_pre, tol_act, q
 static void hidden_plain_any(HIDDEN_PLAIN_ARGS) { hidden_plain_body(HIDDEN_PLAIN_PASS); }
 #if defined(GPT2FFN_X86_KERNELS) && defined(__x86_64__) /* (i386's x87 arithmetic would differ) */
 #if defined(__clang__) /* clang knows no prefer-vector-width in a target attribute */
@@ -391,9 +404,9 @@ static void hidden_rounds(const hidden_args *x, size_t i0, size_t m, const float
             hidden_flips(un, &fi, &box_pre, &box_act, &flips, &flip_var, &f_pre, &f_act1, &f_act2);
         if (fl && fl->pre) fl->pre[i] = f_pre;
         if (fl && fl->act1) fl->act1[i] = f_act1, fl->act2[i] = f_act2;
-        if (x->tol_pre && x->exp_pre) x->tol_pre[i] = (float)(tp + box_pre + un->u_pre * fabs(x->exp_pre[i]));
+        if (x->tol_pre && x->exp_pre) x->tol_pre[i] = (float)(tp + box_pre + (un->u_pre * fabs(x->exp_pre[i]) + un->f_pre));
         if (x->tol_act && x->exp_act)
-            x->tol_act[i] = (float)(ta + curv + box_act + un->u_act * fabs(x->exp_act[i]));
+            x->tol_act[i] = (float)(ta + curv + box_act + (un->u_act * fabs(x->exp_act[i]) + un->f_act));
         /* into c_proj: the curvature a systematic bound as before; a flip is an error of its
          * step with the probability above, independent across elements: its second moment takes
          * the lambda sigmas like the roundings' variance (what is boxed counts whole) */
@@ -430,7 +443,7 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
              * written after the block is read) */
             hidden_plain(m, d, h, uin * uin + uw * uw, uw * uw, lambda, u, pre + i0, act + i0, s + i0, gd,
                          tol_pre && exp_pre ? exp_pre + i0 : NULL, tol_act && exp_act ? exp_act + i0 : NULL,
-                         un->u_pre, un->u_act, tol_pre ? tol_pre + i0 : NULL, tol_act ? tol_act + i0 : NULL,
+                         un->u_pre, un->u_act, un->f_pre, un->f_act, tol_pre ? tol_pre + i0 : NULL, tol_act ? tol_act + i0 : NULL,
                          q + i0);
             if (fl && fl->pre) memset(fl->pre + i0, 0, m * sizeof(float)); /* no rounding, no flip */
             if (fl && fl->act1) memset(fl->act1 + i0, 0, m * sizeof(float)), memset(fl->act2 + i0, 0, m * sizeof(float));
@@ -460,13 +473,13 @@ void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out
             float f = 0;
             place_flip(flip_one_x(un->out_round, out[i], t, f16c), flip_out ? &f : NULL, &box);
             if (flip_out) flip_out[i] = f;
-            tol_out[i] = (float)(t + box + un->u_out * fabs(exp_out[i]));
+            tol_out[i] = (float)(t + box + (un->u_out * fabs(exp_out[i]) + un->f_out));
         }
     }
 }
 
 void g2f_tol_layernorm_var(const float *x, const float *y, size_t T, size_t d, const float *w, const float *b,
-                           double eps, double u_in, float *var, int n_threads) {
+                           double eps, double u_in, double f_in, float *var, int n_threads) {
     const double u = ldexp(1.0, -24), u2 = u * u, n = (double)d;
     long rows = (long)T;
     (void)n_threads;
@@ -490,7 +503,7 @@ void g2f_tol_layernorm_var(const float *x, const float *y, size_t T, size_t d, c
         for (size_t i = 0; i < d; i++) {
             double wi = w ? w[i] : 1.0, z = ((double)xr[i] - mu) * r;
             double vz = r * r * var_mu + z * z * var_r + 2 * u2 * z * z            /* centre, scale, sub and mul */
-                        + r * r * u_in * u_in * (double)xr[i] * xr[i];            /* the input's rounding */
+                        + r * r * (u_in * u_in * (double)xr[i] * xr[i] + f_in * f_in); /* the input's rounding */
             vr[i] = (float)(wi * wi * vz + u2 * (z * wi) * (z * wi) + u2 * (double)yr[i] * yr[i]);
         }
         (void)b;
@@ -514,12 +527,17 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
     double lambda = g2f_tol_lambda(p);
     g2f_tol_units un = g2f_tol_units_for(r->dtype_in, r->dtype_out, r->dtype_pre, r->dtype_act, r->weight_roundoff);
     /* pre2 (scratch for the recomputed pre), s and q (T, h); out2 and v (T, d) */
-    size_t width = 3 * h + 2 * d;
+    size_t width = 3 * h + 3 * d;
     float *buf = g2f_alloc_work(T, width, sizeof(float), "tolerance: the buffers", err);
     if (!buf) return err ? err->status : G2F_ERR_NOMEM;
-    float *pre2 = buf, *s = pre2 + T * h, *q = s + T * h, *out2 = q + T * h, *v = out2 + T * d;
+    float *pre2 = buf, *s = pre2 + T * h, *q = s + T * h, *out2 = q + T * h, *v = out2 + T * d, *a2 = NULL;
+    if (un.f_in > 0) { /* the input's absolute floor: x^2 + f_in^2 / (the coefficient of x^2) */
+        const double k2 = g2f_tol_var_coef(d, &un);
+        a2 = v + T * d;
+        for (size_t i = 0; i < T * d; i++) a2[i] = (float)((double)r->x[i] * r->x[i] + k2 * un.f_in * un.f_in);
+    }
     /* the products of squares, with their FFN products recomputed beside them (discarded) */
-    g2f_matmul_sq(r->x, NULL, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, pre2, s, n_threads, r->ws);
+    g2f_matmul_sq(r->x, a2, T, d, w->w_fc, w->layout_fc == G2F_LAYOUT_LINEAR, h, NULL, pre2, s, n_threads, r->ws);
     g2f_tol_ffn_hidden_x(T * h, d, h, r->pre, r->pre, r->act, r->act, s, r->exp_pre, r->exp_act, &un, lambda, NULL,
                          tol_pre, tol_act, q, NULL, n_threads);
     g2f_matmul_sq(r->act, q, T, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, NULL, out2, v, n_threads,
@@ -533,5 +551,6 @@ double g2f_tol_lambda(const g2f_tol_params *p) { return p && p->lambda > 0 ? p->
 
 void g2f_tol_input_var(const float *x, size_t n, g2f_dtype dt, float *v) {
     double u = dt == G2F_DTYPE_F64 ? ldexp(1.0, -24) : g2f_dtype_store_roundoff(dt);
-    for (size_t i = 0; i < n; i++) v[i] = (float)(u * u * (double)x[i] * x[i]);
+    double f = g2f_dtype_store_floor(dt);
+    for (size_t i = 0; i < n; i++) v[i] = (float)(u * u * (double)x[i] * x[i] + f * f);
 }

@@ -16,7 +16,7 @@
  *               + u_in^2 sum_i x_i^2 W_fc[i,k]^2          (fixture input rounding)
  *   V_act[k]  = GELU'(pre_k)^2 V_pre[k] + (2 u (|act_k| + |pre_k|))^2   (GELU formula, either form)
  *   V_out[j]  = sum_k W_proj[k,j]^2 (u^2 n_inner/2 act_k^2 + V_act[k]) + u^2 n_inner/3 out_j^2
- *   tol       = lambda sqrt(V) + u_store |expected|     (the fixture dtype's own rounding)
+ *   tol       = lambda sqrt(V) + u_store |expected| + f_store   (the fixture dtype's own rounding)
  *
  * When the weights themselves are uncertain by a relative u_w (a checkpoint
  * rounded to F16/BF16 while the reference used the originals: a diagnosis
@@ -24,7 +24,9 @@
  * u_w^2 sum_k act_k^2 W_proj[k,j]^2 joins V_out.
  *
  * u_in / u_store are 2^-11 for F16 and 2^-8 for BF16 fixture tensors, 0 for
- * F32 and F64 (an F64 input rounded to float adds u, folded into u_in). The
+ * F32 and F64 (an F64 input rounded to float adds u, folded into u_in);
+ * f_store is half the subnormal spacing (F16 2^-25): below 6.1e-5 F16's
+ * rounding is absolute. The
  * sums of squares are two extra products (x^2 W_fc^2 and q W_proj^2), each
  * computed in the same pass over the weights as the FFN's own product
  * (g2f_matmul_sq: the squared weights are packed beside the weights, never
@@ -94,14 +96,17 @@ typedef struct g2f_tol_params {
 double g2f_tol_lambda(const g2f_tol_params *p);
 
 /* The variance of a recorded input tensor's values: its own storage
- * rounding, (u x)^2 (float64 read as float32: u = 2^-24). */
+ * rounding, (u x)^2 (float64 read as float32: u = 2^-24), plus f^2 for the
+ * dtype's absolute floor f (F16 subnormals: 2^-25). */
 void g2f_tol_input_var(const float *x, size_t n, g2f_dtype dt, float *v);
 
 /* Relative roundoffs of one comparison (u_in, u_w, the stored dtypes). */
 typedef struct g2f_tol_units {
     double u_in;            /* the fixture input's rounding, relative (F16 2^-11, F64 read as float 2^-24) */
+    double f_in;            /* ... and its absolute floor (F16 subnormals: 2^-25), an input variance f_in^2 */
     double u_w;             /* the weights' uncertainty, relative (0, or a rounding hypothesis) */
     double u_pre, u_act, u_out; /* the stored expected values' own rounding */
+    double f_pre, f_act, f_out; /* ... and its absolute floor (F16 subnormals: 2^-25) */
     /* roundings inside the computation (a port's precision path, g2f_ffn_eval):
      * our value and the reference's round alike unless a boundary lies
      * between them (g2f_round_flip) */
@@ -169,9 +174,9 @@ void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out
  * two float32 implementations, by the same rounding model: the mean and the
  * variance as sums of d terms, 1/sqrt (two roundings), the subtraction,
  * the two products and the bias add, plus the input's own rounding u_in
- * (relative) carried through. w and b may be NULL (1 and 0). */
+ * (relative) and f_in (absolute) carried through. w and b may be NULL (1 and 0). */
 void g2f_tol_layernorm_var(const float *x, const float *y, size_t T, size_t d, const float *w, const float *b,
-                           double eps, double u_in, float *var, int n_threads);
+                           double eps, double u_in, double f_in, float *var, int n_threads);
 
 /* User tolerances: tol[i] = atol + rtol |expected[i]|. */
 void g2f_tol_user(const g2f_tol_params *p, const double *expected, size_t n, float *tol);

@@ -190,6 +190,11 @@ typedef struct pa_part {
 
 #define PA_BLOCK 4096
 
+/* The stored pre's and act's rounding: relative, and its absolute floor (F16 subnormals). */
+typedef struct pa_units {
+    double up, ua, fp, fa;
+} pa_units;
+
 /* The part of elements [i0, i0 + n) for form g: a the form's act of pf
  * (the recorded pre in float), ep and ea the recorded pre and act. The
  * tolerance: the reference's float32 formula (4 ulp of |act| + |pre|:
@@ -200,12 +205,13 @@ typedef struct pa_part {
  * lowers a margin, so it is computed only where the margin without it
  * would raise the running maximum: the same result. */
 static pa_part pa_block(g2f_gelu g, const float *a, const float *pf, const double *ep, const double *ea, size_t n,
-                        double up, double ua) {
+                        const pa_units *su) {
     const double u = ldexp(1.0, -24);
     pa_part pt = {0, 0, 0};
     int any = 0; /* an element since the last NaN */
     for (size_t i = 0; i < n; i++) {
-        double e = ea[i], tol = 4 * u * (fabs((double)a[i]) + fabs(ep[i])) + ua * fabs(e) + 1.13 * up * fabs(ep[i]);
+        double e = ea[i], tol = 4 * u * (fabs((double)a[i]) + fabs(ep[i])) + (su->ua * fabs(e) + su->fa) +
+                                 1.13 * (su->up * fabs(ep[i]) + su->fp);
         double err_ = fabs((double)a[i] - e), m = err_ / (tol > 0 ? tol : 1e-300);
         if (m != m) {
             pt.has_nan = 1, any = 0;
@@ -226,7 +232,7 @@ static pa_part pa_block(g2f_gelu g, const float *a, const float *pf, const doubl
 /* Form g's margin over n pairs into *cur, continuing its running maximum,
  * in blocks that any number of threads computes alike. */
 static void pa_margin(g2f_gelu g, const float *a, const float *pf, const double *ep, const double *ea, size_t n,
-                      double up, double ua, pa_part *parts, int n_threads, double *cur) {
+                      const pa_units *su, pa_part *parts, int n_threads, double *cur) {
     long nb = (long)((n + PA_BLOCK - 1) / PA_BLOCK);
     (void)n_threads;
 #ifdef _OPENMP
@@ -234,7 +240,7 @@ static void pa_margin(g2f_gelu g, const float *a, const float *pf, const double 
 #endif
     for (long b = 0; b < nb; b++) {
         size_t i0 = (size_t)b * PA_BLOCK, m = n - i0 < PA_BLOCK ? n - i0 : PA_BLOCK;
-        parts[b] = pa_block(g, a + i0, pf + i0, ep + i0, ea + i0, m, up, ua);
+        parts[b] = pa_block(g, a + i0, pf + i0, ep + i0, ea + i0, m, su);
     }
     for (long b = 0; b < nb; b++) {
         if (parts[b].has_nan) *cur = parts[b].nan_last ? NAN : parts[b].max;
@@ -260,7 +266,8 @@ static g2f_status gelu_from_pairs(const g2f_fixture_views *fx, size_t h, g2f_ffn
     }
     double *ep = buf, *ea = buf + rows * h;
     float *af = pf + rows * h;
-    double up = g2f_dtype_store_roundoff(tp->dtype), ua = g2f_dtype_store_roundoff(ta->dtype);
+    const pa_units su = {g2f_dtype_store_roundoff(tp->dtype), g2f_dtype_store_roundoff(ta->dtype),
+                         g2f_dtype_store_floor(tp->dtype), g2f_dtype_store_floor(ta->dtype)};
     for (int g = 0; g < G2F_GELU_COUNT; g++) r->gelu_margin_pa[g] = 0;
     for (size_t t0 = 0; t0 < fx->n_tokens; t0 += rows) {
         size_t n = fx->n_tokens - t0 < rows ? fx->n_tokens - t0 : rows;
@@ -269,7 +276,7 @@ static g2f_status gelu_from_pairs(const g2f_fixture_views *fx, size_t h, g2f_ffn
         for (size_t i = 0; i < n * h; i++) pf[i] = (float)ep[i];
         for (int g = 0; g < G2F_GELU_COUNT; g++) {
             g2f_ffn_gelu_ws((g2f_gelu)g, pf, n * h, af, n_threads, fws); /* bitwise g2f_gelu_eval */
-            pa_margin((g2f_gelu)g, af, pf, ep, ea, n * h, up, ua, parts, n_threads, &r->gelu_margin_pa[g]);
+            pa_margin((g2f_gelu)g, af, pf, ep, ea, n * h, &su, parts, n_threads, &r->gelu_margin_pa[g]);
         }
     }
     r->has_gelu_pa = 1;

@@ -93,6 +93,17 @@ static void diagnosis_should_name_each_single_mutation(void) {
     EXPECT_CODES("nonfinite.safetensors", 0xf, "nonfinite");
 }
 
+/* An F16 reference (its rounding in every tolerance): a bug the wide tolerance of a precision
+ * path takes is not that path (one output channel off by 0.01 was act_bf16_rounded |
+ * autocast_f16, one hidden unit off by 0.05 act_bf16_rounded), and bfloat16 weights or autocast are
+ * still told apart from the paths near them (they were named act_bf16_rounded and autocast_f16). */
+static void diagnosis_should_not_take_a_bug_for_a_precision_path_on_an_f16_reference(void) {
+    EXPECT_CODES("f16_perturb_proj_5.safetensors", 0xf, "unexplained");
+    EXPECT_CODES("f16_perturb_act_17.safetensors", 0xf, "unexplained");
+    EXPECT_CODES("f16_weights_bf16_rounded.safetensors", 0xf, "weights_bf16_rounded");
+    EXPECT_CODES("f16_autocast_bf16.safetensors", 0xf, "autocast_bf16");
+}
+
 static void diagnosis_should_name_pairs(void) {
     EXPECT_CODES("erf_fc_bias_missing.safetensors", 0xf, "gelu_erf,fc_bias_missing");
     EXPECT_CODES("erf_residual.safetensors", 0xf, "gelu_erf,residual_included");
@@ -343,6 +354,7 @@ int main(int argc, char **argv) {
     fixtures = argv[1];
     RUN(diagnosis_should_name_each_single_mutation);
     RUN(diagnosis_should_name_pairs);
+    RUN(diagnosis_should_not_take_a_bug_for_a_precision_path_on_an_f16_reference);
     RUN(diagnosis_should_name_gelu_variants_and_precision_paths);
     RUN(diagnosis_should_name_quantized_weights);
     RUN(diagnosis_should_stay_silent_on_clean_fixtures);

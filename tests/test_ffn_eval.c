@@ -38,14 +38,14 @@ static void forms_should_match_separate_evaluations(const char *fixture, const c
     how.w = &lw.w;
     g2f_tol_params p = {user, 1e-3, 1e-4, G2F_TOL_LAMBDA};
     g2f_ffn_eval_ws ws = {0};
-    g2f_ffn_eval_opts all = {tokens, n_tokens, G2F_EVAL_OTHER_FULL, 0, (1u << G2F_GELU_COUNT) - 1u, 0, NULL};
+    g2f_ffn_eval_opts all = {tokens, n_tokens, G2F_EVAL_OTHER_FULL, 0, (1u << G2F_GELU_COUNT) - 1u, 0, NULL, NULL, NULL};
     g2f_ffn_eval_result r;
     CHECK(g2f_ffn_eval(&how, &fx, 0, &p, &all, 2, &ws, &r, &err) == G2F_OK);
     int distinct = 0;
     for (int g = 0; g < G2F_GELU_COUNT; g++) {
         g2f_ffn_how one = how;
         one.gelu = (g2f_gelu)g;
-        g2f_ffn_eval_opts alone = {tokens, n_tokens, G2F_EVAL_OTHER_NONE, 0, 0, 0, NULL};
+        g2f_ffn_eval_opts alone = {tokens, n_tokens, G2F_EVAL_OTHER_NONE, 0, 0, 0, NULL, NULL, NULL};
         g2f_ffn_eval_result e;
         CHECK(g2f_ffn_eval(&one, &fx, 0, &p, &alone, 1, &ws, &e, &err) == G2F_OK);
         double want = g2f_ffn_eval_margin(&e);

@@ -75,7 +75,7 @@ static void tracked_should_match_second_pass(const char *what, g2f_ffn_how how, 
     g2f_error err = {0};
     const unsigned all = (1u << G2F_GELU_COUNT) - 1u;
     g2f_ffn_eval_result res, fused = {0}, sep;
-    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, 0, all, &fused};
+    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, 0, all, &fused, NULL, NULL};
     CHECK(g2f_ffn_eval(&how, fx, 0, &p, &first, 2, &ws, &res, &err) == G2F_OK);
     CHECK(res.tracked_done == 1);
     CHECK(res.n_tracked == G2F_EVAL_TRACK);
@@ -84,7 +84,7 @@ static void tracked_should_match_second_pass(const char *what, g2f_ffn_how how, 
         g2f_ffn_eval_ws_free(&ws);
         return;
     }
-    g2f_ffn_eval_opts few = {res.tracked, res.n_tracked, G2F_EVAL_OTHER_FULL, 0, all, 0, NULL};
+    g2f_ffn_eval_opts few = {res.tracked, res.n_tracked, G2F_EVAL_OTHER_FULL, 0, all, 0, NULL, NULL, NULL};
     CHECK(g2f_ffn_eval(&how, fx, 0, &p, &few, 1, &ws, &sep, &err) == G2F_OK);
     CHECK(fused.tokens == sep.tokens);
     cmp_should_match(what, "out", &fused.out, &sep.out);
@@ -112,11 +112,11 @@ static void tracked_with_forms_asked(const char *what, g2f_ffn_how how, const g2
     g2f_error err = {0};
     const unsigned all = (1u << G2F_GELU_COUNT) - 1u;
     g2f_ffn_eval_result res, tr = {0}, sep;
-    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, all, all, &tr};
+    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, all, all, &tr, NULL, NULL};
     CHECK(g2f_ffn_eval(&how, fx, 0, &p, &first, 2, &ws, &res, &err) == G2F_OK);
     CHECK(res.tracked_done == 1);
     if (res.tracked_done == 1) {
-        g2f_ffn_eval_opts few = {res.tracked, res.n_tracked, G2F_EVAL_OTHER_FULL, 0, all, 0, NULL};
+        g2f_ffn_eval_opts few = {res.tracked, res.n_tracked, G2F_EVAL_OTHER_FULL, 0, all, 0, NULL, NULL, NULL};
         CHECK(g2f_ffn_eval(&how, fx, 0, &p, &few, 1, &ws, &sep, &err) == G2F_OK);
         cmp_should_match(what, "out", &tr.out, &sep.out);
         if (tr.has_pre) cmp_should_match(what, "pre", &tr.pre, &sep.pre);
@@ -212,8 +212,8 @@ static void several(const char *what, g2f_ffn_how how, const g2f_fixture_views *
     g2f_error err = {0};
     g2f_ffn_eval_result res, bare, fused, sep;
     memset(&fused, 0, sizeof fused);
-    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, 0, ALL_FORMS, &fused};
-    g2f_ffn_eval_opts none = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, 0, 0, NULL};
+    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, 0, ALL_FORMS, &fused, NULL, NULL};
+    g2f_ffn_eval_opts none = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, 0, 0, NULL, NULL, NULL};
     CHECK(g2f_ffn_eval(&how, fx, 0, p, &first, nt, &shared_ws, &res, &err) == G2F_OK);
     CHECK(g2f_ffn_eval(&how, fx, 0, p, &none, nt, &shared_ws, &bare, &err) == G2F_OK);
     same_result(what, "first pass vs without tracked_out", &res, &bare, 1);
@@ -229,7 +229,7 @@ static void several(const char *what, g2f_ffn_how how, const g2f_fixture_views *
                 res.tracked[G2F_EVAL_TRACK - 1]);
         check_failures++;
     }
-    g2f_ffn_eval_opts few = {res.tracked, res.n_tracked, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS, 0, NULL};
+    g2f_ffn_eval_opts few = {res.tracked, res.n_tracked, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS, 0, NULL, NULL, NULL};
     CHECK(g2f_ffn_eval(&how, fx, 0, p, &few, nt == 1 ? 2 : 1, &shared_ws, &sep, &err) == G2F_OK);
     same_result(what, "tracked vs separate", &fused, &sep, 1);
     if (getenv("TRACKED_VERBOSE"))
@@ -253,12 +253,12 @@ static void several(const char *what, g2f_ffn_how how, const g2f_fixture_views *
 static void forms_several(const char *what, g2f_ffn_how how, const g2f_fixture_views *fx, const g2f_tol_params *p) {
     g2f_error err = {0};
     g2f_ffn_eval_result all, one;
-    g2f_ffn_eval_opts o = {NULL, 0, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS, 0, NULL};
+    g2f_ffn_eval_opts o = {NULL, 0, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS, 0, NULL, NULL, NULL};
     CHECK(g2f_ffn_eval(&how, fx, 0, p, &o, 2, &shared_ws, &all, &err) == G2F_OK);
     for (int g = 0; g < G2F_GELU_COUNT; g++) {
         g2f_ffn_how hg = how;
         hg.gelu = (g2f_gelu)g;
-        g2f_ffn_eval_opts o1 = {NULL, 0, G2F_EVAL_OTHER_NONE, 0, 0, 0, NULL};
+        g2f_ffn_eval_opts o1 = {NULL, 0, G2F_EVAL_OTHER_NONE, 0, 0, 0, NULL, NULL, NULL};
         CHECK(g2f_ffn_eval(&hg, fx, 0, p, &o1, 2, &shared_ws, &one, &err) == G2F_OK);
         if (!same(all.form_margin[g], g2f_ffn_eval_margin(&one))) {
             fprintf(stderr, "%s: forms: %s margin %.17g with the others, %.17g alone\n", what,

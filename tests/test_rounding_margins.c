@@ -156,7 +156,7 @@ static double margin_of(const kase *c, const path *p, int with_hidden, g2f_ffn_e
                              [G2F_ACT_MLP_PRE] = with_hidden ? &tpre : NULL, [G2F_ACT_MLP_ACT] = with_hidden ? &tact : NULL},
                             c->T};
     g2f_tol_params tol = {0, 0, 0, G2F_TOL_LAMBDA};
-    g2f_ffn_eval_opts opts = {NULL, 0, G2F_EVAL_OTHER_NONE, 0, 0, 0, NULL};
+    g2f_ffn_eval_opts opts = {NULL, 0, G2F_EVAL_OTHER_NONE, 0, 0, 0, NULL, NULL, NULL};
     g2f_ffn_eval_result r;
     g2f_error err = {0};
     if (g2f_ffn_eval(&how, &fx, 0, &tol, &opts, 1, ws, &r, &err) != G2F_OK) return INFINITY;

@@ -480,10 +480,30 @@ static void proj_step(eval *ev, chunk *c, size_t n, const float *act_u) {
     out_tail(&ev->t, c, n, act_in, prod, c->out, c->tol_out, &ev->un);
 }
 
+/* out's rows kept (opts.keep_out) and set against opts.base_out's (res->base_*), in token order. */
+static void base_rows(eval *ev, const chunk *c, size_t i0, size_t n) {
+    const size_t d = ev->d;
+    g2f_ffn_eval_result *res = ev->res;
+    for (size_t r = 0; r < n; r++) {
+        size_t tok = ev->tokens ? ev->tokens[i0 + r] : i0 + r;
+        const float *o = c->out + r * d;
+        const double *e = c->e_out + r * d;
+        if (ev->opts->keep_out) memcpy(ev->opts->keep_out + tok * d, o, d * sizeof(float));
+        if (!ev->opts->base_out) continue;
+        const float *b = ev->opts->base_out + tok * d;
+        for (size_t j = 0; j < d; j++) {
+            double delta = (double)o[j] - b[j], eb = (double)b[j] - e[j];
+            res->base_dd += delta * delta, res->base_de += delta * eb, res->base_dde += delta * delta * eb * eb;
+            res->base_ee += eb * eb;
+        }
+    }
+}
+
 /* The comparisons of out, pre and act (and their profile). */
 static void compare_step(eval *ev, chunk *c, size_t i0, size_t n) {
     const size_t d = ev->d, h = ev->h;
     const int nt = ev->n_threads;
+    if (ev->opts->keep_out || ev->opts->base_out) base_rows(ev, c, i0, n);
     cmp_rows_f(&ev->a_out, c->e_out, c->out, c->tol_out, ev->fout, NULL, ev->tokens, i0, n, d, nt);
     if (ev->tpre) cmp_rows_f(&ev->a_pre, c->e_pre, c->pre, c->tol_pre, ev->fpre, NULL, ev->tokens, i0, n, h, nt);
     if (ev->tact) cmp_rows_f(&ev->a_act, c->e_act, c->act, c->tol_act, ev->fa1, ev->fa2, ev->tokens, i0, n, h, nt);
@@ -765,7 +785,7 @@ static void tracked_eval(const eval *ev, chunk *c, const size_t *tok, size_t n, 
     out->bad_in = -1;
     out->has_pre = ev->tpre != NULL;
     out->has_act = ev->tact != NULL;
-    g2f_ffn_eval_opts o = {tok, n, G2F_EVAL_OTHER_FULL, 0, forms, 0, NULL};
+    g2f_ffn_eval_opts o = {tok, n, G2F_EVAL_OTHER_FULL, 0, forms, 0, NULL, NULL, NULL};
     eval e;
     eval_init(&e, ev->how, fx, p, &o, ev->n_threads, ws, c, out);
     e.t.fc_in = fc_in;

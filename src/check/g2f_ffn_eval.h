@@ -94,6 +94,11 @@ typedef struct g2f_ffn_eval_opts {
      * NULL: none. */
     unsigned tracked_forms;
     struct g2f_ffn_eval_result *tracked_out;
+    /* (fixture tokens, n_embd), rows by token index, or NULL: keep_out receives the evaluated
+     * tokens' out; against base_out (another computation's, so kept) the result's base_* sums
+     * compare this one's out, token by token in order (the same bits for any thread count). */
+    float *keep_out;
+    const float *base_out;
 } g2f_ffn_eval_opts;
 
 /* Where mismatches are, for a layer that nothing explains. */
@@ -117,6 +122,9 @@ typedef struct g2f_ffn_eval_result {
     size_t tracked[G2F_EVAL_TRACK]; /* ascending */
     g2f_ffn_profile profile;      /* with opts.profile; freed by g2f_ffn_eval_result_free */
     double form_margin[G2F_GELU_COUNT]; /* with opts.forms: each form's g2f_ffn_eval_margin; how->gelu's too */
+    /* with opts.base_out (b), over out's elements, delta = out - b and E = b - expected: sum delta^2,
+     * sum delta E, sum delta^2 E^2, sum E^2 (how this computation's change from b meets b's error) */
+    double base_dd, base_de, base_dde, base_ee;
 } g2f_ffn_eval_result;
 
 /* Buffers kept across layers and hypotheses (start from {0}). */

@@ -135,7 +135,7 @@ static void take_forms(const g2f_ffn_eval_result *e, g2f_layer_result *r) {
  * most that many tokens are computed whole in one pass. */
 static g2f_status evaluate(const g2f_ffn_how *how, const g2f_fixture_views *fx, size_t L, const g2f_verify_params *p,
                            g2f_ffn_eval_ws *ws, g2f_ffn_eval_result *res, g2f_layer_result *r, g2f_error *err) {
-    g2f_ffn_eval_opts all = {NULL, 0, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS, 0, NULL};
+    g2f_ffn_eval_opts all = {NULL, 0, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS, 0, NULL, NULL, NULL};
     g2f_status st;
     r->other_tokens = 0;
     if (fx->n_tokens <= G2F_EVAL_TRACK) {
@@ -143,10 +143,10 @@ static g2f_status evaluate(const g2f_ffn_how *how, const g2f_fixture_views *fx, 
         return st;
     }
     g2f_ffn_eval_result r2;
-    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, 0, ALL_FORMS, &r2};
+    g2f_ffn_eval_opts first = {NULL, 0, G2F_EVAL_OTHER_ACT, 0, 0, ALL_FORMS, &r2, NULL, NULL};
     if ((st = g2f_ffn_eval(how, fx, L, &p->tol, &first, p->n_threads, ws, res, err)) != G2F_OK) return st;
     if (res->n_tracked) {
-        g2f_ffn_eval_opts few = {res->tracked, res->n_tracked, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS, 0, NULL};
+        g2f_ffn_eval_opts few = {res->tracked, res->n_tracked, G2F_EVAL_OTHER_FULL, 0, ALL_FORMS, 0, NULL, NULL, NULL};
         if (!res->tracked_done && (st = g2f_ffn_eval(how, fx, L, &p->tol, &few, p->n_threads, ws, &r2, err)) != G2F_OK) {
             g2f_ffn_eval_result_free(res);
             return st;

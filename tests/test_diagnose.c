@@ -322,12 +322,13 @@ static void write_bf16_scaled(const char *name, float scale) {
     CHECK(st_rewrite(src, dst, bf16_out_scaled, &scale, NULL, 0) == 0);
 }
 
-/* A BF16 reference whose FFN output is off by a uniform scale of 2-8%: bfloat16 arithmetic's wide
+/* A BF16 reference whose FFN output is off by a uniform scale of 1-8%: bfloat16 arithmetic's wide
  * tolerance (autocast, activations stored in bfloat16) takes it element by element, but its
- * rounding does not leave every error along the output's values, so none of those is named: no
- * known cause explains it. Unscaled, the same file passes. */
+ * rounding does not leave every error along the output's values (the trend), nor move the output
+ * towards the reference (1%, too few deviations for the trend on 12 tokens, was autocast_bf16),
+ * so none of those is named: no known cause explains it. Unscaled, the same file passes. */
 static void diagnosis_should_not_name_bf16_arithmetic_for_a_scaled_output(void) {
-    static const float scales[] = {1.0f, 1.02f, 1.05f, 1.08f, 0.95f};
+    static const float scales[] = {1.0f, 1.01f, 1.02f, 1.05f, 1.08f, 0.95f};
     char model[400], fx[400];
     snprintf(model, sizeof model, "%s/tiny", fixtures);
     for (size_t k = 0; k < sizeof scales / sizeof scales[0]; k++) {

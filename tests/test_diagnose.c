@@ -102,6 +102,8 @@ static void diagnosis_should_not_take_a_bug_for_a_precision_path_on_an_f16_refer
     EXPECT_CODES("f16_perturb_act_17.safetensors", 0xf, "unexplained");
     EXPECT_CODES("f16_weights_bf16_rounded.safetensors", 0xf, "weights_bf16_rounded");
     EXPECT_CODES("f16_autocast_bf16.safetensors", 0xf, "autocast_bf16");
+    /* the GELU forms alike under F16's rounding: another layer's weights alone, not also with erf */
+    EXPECT_CODES("f16_weights_from_layer.safetensors", 0x4, "weights_from_layer:0");
 }
 
 static void diagnosis_should_name_pairs(void) {

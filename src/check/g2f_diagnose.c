@@ -442,7 +442,7 @@ static g2f_status evaluate(ctx *c, int screen, const variant *v, const g2f_ffn_w
     *margin = g2f_ffn_eval_margin(&r);
     if (*match && lower_precision(v)) *match = !trended(&r, g2f_tol_lambda(in->tol));
     g2f_ffn_eval_result_free(&r);
-    if (*match && lower_precision(v) && base == in->w) st = moves_closer(c, screen, &how, match, err);
+    if (*match && lower_precision(v)) st = moves_closer(c, screen, &how, match, err);
     return st;
 }
 
@@ -531,7 +531,10 @@ static g2f_status screen_layer(void *u, size_t K, int *stop, g2f_error *err) {
     if (rel_rms_error(ls->e, ls->out, ls->T4 * c->d) < 0.05) {
         variant v = plain;
         v.from_layer = (long)K;
-        if ((st = try_variant(s, &v, &lk.w, err)) == G2F_OK) {
+        size_t found = s->res->n_causes;
+        /* with the other GELU form only when alone it does not fit: the smaller explanation wins
+         * (an F16 reference that cannot tell the forms apart had both, "undetermined") */
+        if ((st = try_variant(s, &v, &lk.w, err)) == G2F_OK && s->res->n_causes == found) {
             v.gelu = (int)g2f_gelu_other(in->gelu);
             st = try_variant(s, &v, &lk.w, err);
         }

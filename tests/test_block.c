@@ -204,6 +204,34 @@ static void a_constant_attention_scale_should_be_fitted(void) {
     }
 }
 
+/* The layer's explanation (the text report's and JSON's) says what decided: a block that fails only
+ * when chained from h.L.in gives the chained margin, not the isolated stage's that passes (it said
+ * "does not match ... (ln_2.out margin 0.599, 0 of 512 elements)"); a GELU form told apart by act
+ * cites act's margin, not out's below 1 (it said "the other form is off by up to 0.31 x"). */
+static void an_explanation_should_cite_the_margin_that_decided(void) {
+    char ck[400];
+    snprintf(ck, sizeof ck, "%s/tiny", fixtures);
+    g2f_verify_result res;
+    g2f_error err = {0};
+    CHECK(verify_block(ck, "f16_ln_eps_1e-3", 4, 2, &res, &err) == G2F_OK);
+    if (res.n_layers > 1) {
+        const char *e = res.layers[1].explanation;
+        CHECK(res.layers[1].status == G2F_LAYER_FAIL);
+        CHECK(strstr(e, "computed from h.1.in, ln_2.out does not match (margin ") != NULL);
+        CHECK(strstr(e, "from its own recorded input the stage matches") != NULL);
+        if (!strstr(e, "from its own recorded input")) fprintf(stderr, "  %s\n", e);
+    }
+    g2f_verify_result_free(&res);
+    CHECK(verify_block(ck, "clean_f16", 4, 2, &res, &err) == G2F_OK);
+    for (size_t L = 0; L < res.n_layers; L++) {
+        const char *e = strstr(res.layers[L].explanation, "off by up to ");
+        double m = e ? strtod(e + strlen("off by up to "), NULL) : 0;
+        if (!(m > 1)) fprintf(stderr, "  layer %zu: %s\n", L, res.layers[L].explanation);
+        CHECK(res.layers[L].status == G2F_LAYER_PASS && m > 1);
+    }
+    g2f_verify_result_free(&res);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || make_tmpdir(dir, sizeof dir, "block") != 0) return 1;
     fixtures = argv[1];
@@ -212,6 +240,7 @@ int main(int argc, char **argv) {
     RUN(stages_should_not_depend_on_the_thread_count);
     RUN(attention_should_wait_for_n_head);
     RUN(a_constant_attention_scale_should_be_fitted);
+    RUN(an_explanation_should_cite_the_margin_that_decided);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

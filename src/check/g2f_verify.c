@@ -69,10 +69,13 @@ static void explain(g2f_layer_result *r, g2f_gelu asked) {
                      "layer %zu matches; GELU form undetermined: on these inputs tanh and erf differ by at most "
                      "%.2g of the tolerance",
                      r->layer, r->gelu_separation);
-        else
+        else { /* what told the forms apart: out, or act when recorded (out alone may not) */
+            int by_act = r->has_act && r->act_other.margin > r->out_other.margin;
             snprintf(r->explanation, sizeof r->explanation,
-                     "layer %zu matches with %s GELU (the other form is off by up to %.3g x the tolerance)", r->layer,
-                     g2f_gelu_name(asked), r->out_other.margin);
+                     "layer %zu matches with %s GELU (the other form is off by up to %.3g x the tolerance%s)", r->layer,
+                     g2f_gelu_name(asked), by_act ? r->act_other.margin : r->out_other.margin,
+                     by_act ? " at act" : "");
+        }
         return;
     }
     if (dg->n_causes == 1 && dg->causes[0].codes == G2F_DIAG_BIT(G2F_DIAG_GELU_ERF)) {
@@ -449,8 +452,13 @@ static void fold_block(g2f_layer_result *r) {
     r->status = G2F_LAYER_FAIL;
     if (!fs->checked) /* only the chained pass saw it */
         snprintf(r->explanation, sizeof r->explanation,
-                 "layer %zu, %s: computed from h.%zu.in, %s does not match (margin %.3g); the stage recorded alone "
-                 "is not", r->layer, g2f_stage_name((g2f_stage)first), r->layer, b->first_tensor, b->first_margin);
+                 "layer %zu, %s: computed from h.%zu.in, %s does not match (margin %.3g); the stage alone is not "
+                 "recorded", r->layer, g2f_stage_name((g2f_stage)first), r->layer, b->first_tensor, b->first_margin);
+    else if (fs->pass) /* only the chained pass failed: its numbers, not the isolated stage's */
+        snprintf(r->explanation, sizeof r->explanation,
+                 "layer %zu, %s: computed from h.%zu.in, %s does not match (margin %.3g); from its own recorded "
+                 "input the stage matches (margin %.3g)", r->layer, g2f_stage_name((g2f_stage)first), r->layer,
+                 b->first_tensor, b->first_margin, fs->margin);
     else if (fs->n_causes)
         snprintf(r->explanation, sizeof r->explanation, "layer %zu, %s: %s%s (%s margin %.3g)", r->layer,
                  g2f_stage_name((g2f_stage)first), codes, fs->n_causes > 1 ? " (undetermined: each fits)" : "",

@@ -373,18 +373,22 @@ static int trended(const g2f_ffn_eval_result *r, double lambda) {
            (r->has_act && fabs(r->act.trend) > lambda);
 }
 
-/* The layer's out computed as asked (plain) on every token, kept in c->base_out (made once). */
-static g2f_status base_out(ctx *c, g2f_error *err) {
-    if (c->base_out) return G2F_OK;
+/* out computed under v from weights base on the sample (screen) or every token, into a new
+ * (tokens, n_embd) buffer *out (rows by token; the others unset). */
+static g2f_status computed_out(ctx *c, int screen, const variant *v, const g2f_ffn_weights *base, float **out,
+                               g2f_error *err) {
     const g2f_diag_input *in = c->in;
     g2f_ffn_how how;
     g2f_ffn_weights w;
     int applies;
-    g2f_status st = build_how(c, &plain, in->w, &how, &w, &applies, err);
+    *out = NULL;
+    g2f_status st = build_how(c, v, base, &how, &w, &applies, err);
     if (st != G2F_OK) return st;
-    float *keep = g2f_alloc_work(in->fx->n_tokens, c->d, sizeof(float), "diagnosis: the layer's own out", err);
+    if (!applies) return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu: a diagnosis base does not apply", in->layer);
+    float *keep = g2f_alloc_work(in->fx->n_tokens, c->d, sizeof(float), "diagnosis: an out to compare with", err);
     if (!keep) return err ? err->status : G2F_ERR_NOMEM;
-    g2f_ffn_eval_opts opts = {NULL, 0, G2F_EVAL_OTHER_NONE, 0, 0, 0, NULL, keep, NULL};
+    g2f_ffn_eval_opts opts = {screen ? c->sample : NULL, screen ? c->n_sample : 0, G2F_EVAL_OTHER_NONE, 0, 0, 0,
+                              NULL, keep, NULL};
     g2f_ffn_eval_result r;
     st = g2f_ffn_eval(&how, in->fx, in->layer, in->tol, &opts, in->n_threads, in->ws, &r, err);
     if (st != G2F_OK) {
@@ -392,30 +396,52 @@ static g2f_status base_out(ctx *c, g2f_error *err) {
         return st;
     }
     g2f_ffn_eval_result_free(&r);
-    c->base_out = keep;
+    *out = keep;
     return G2F_OK;
 }
 
-/* A lower-precision hypothesis that changes the computed values (its roundings recomputed, not
- * only a tolerance widened) must move out towards the reference: a true one reproduces the
- * port's roundings, all but a few flips, so its change delta from the computation as asked cancels
- * that computation's error E (sum delta E near -sum delta^2), while a false one adds its own
- * roundings, independent of E, to whatever the real bug left, and passes only on its wide
- * tolerance (an F16 reference with one output channel off by 0.01 was named act_bf16_rounded |
- * autocast_f16; one hidden unit off, gelu_erf with act_f16_rounded). So delta must lean against E
- * by more than 3 deviations of chance (sum delta E, independent of E, has deviation
+/* v without its lower precision: no rounded or quantized weights, no precision path, not ggml's
+ * float16 GELU table (what v's other mutations compute alone). */
+static variant precision_free(const variant *v) {
+    variant b = *v;
+    b.rounding = 0, b.precision = P_NONE, b.quant = G2F_DTYPE_F32;
+    if (b.gelu == G2F_GELU_F16_TABLE) b.gelu = plain.gelu;
+    return b;
+}
+
+/* A lower-precision hypothesis v that changes the computed values (its roundings recomputed, not
+ * only a tolerance widened) must move out towards the reference, from what v computes without
+ * its lower precision (the layer as asked, or the other half of a pair): a true one reproduces the
+ * port's roundings, all but a few flips, so its change delta cancels that computation's error E
+ * (sum delta E near -sum delta^2), while a false one adds its own roundings, independent of E, to
+ * whatever the real bug left, and passes only on its wide tolerance (an F16 reference with one
+ * output channel off by 0.01 was named act_bf16_rounded | autocast_f16; one hidden unit off,
+ * gelu_erf with act_f16_rounded; a missing bias with it, that bias with autocast_bf16: the bias
+ * alone is the base then, or the bias's own fix carries the test). So delta must lean against E by
+ * more than 3 deviations of chance (sum delta E, independent of E, has deviation
  * sqrt(sum delta^2 E^2); 0.13% one-sided), or remove at least 3/4 of the squared error (an error
  * on a few elements, reproduced: too few for the deviation to say), and the squared error must
  * fall (by -2 sum delta E - sum delta^2). Values left as they were (weights the checkpoint
  * already holds rounded: a tolerance widened only) have delta 0: no test. */
-static g2f_status moves_closer(ctx *c, int screen, const g2f_ffn_how *how, int *ok, g2f_error *err) {
+static g2f_status moves_closer(ctx *c, int screen, const variant *v, const g2f_ffn_weights *base,
+                               const g2f_ffn_how *how, int *ok, g2f_error *err) {
     const g2f_diag_input *in = c->in;
-    g2f_status st = base_out(c, err);
-    if (st != G2F_OK) return st;
+    variant bv = precision_free(v);
+    float *own = NULL;
+    const float *b;
+    g2f_status st;
+    if (variant_size(&bv) == 0) { /* the layer as asked: made once, on every token */
+        if (!c->base_out && (st = computed_out(c, 0, &plain, in->w, &c->base_out, err)) != G2F_OK) return st;
+        b = c->base_out;
+    } else {
+        if ((st = computed_out(c, screen, &bv, base, &own, err)) != G2F_OK) return st;
+        b = own;
+    }
     g2f_ffn_eval_opts opts = {screen ? c->sample : NULL, screen ? c->n_sample : 0, G2F_EVAL_OTHER_NONE, 0, 0, 0,
-                              NULL, NULL, c->base_out};
+                              NULL, NULL, b};
     g2f_ffn_eval_result r;
     st = g2f_ffn_eval(how, in->fx, in->layer, in->tol, &opts, in->n_threads, in->ws, &r, err);
+    free(own);
     if (st != G2F_OK) return st;
     double fall = -2 * r.base_de - r.base_dd;
     *ok = r.base_dd == 0 || (fall > 0 && (-r.base_de > 3 * sqrt(r.base_dde) || fall >= 0.75 * r.base_ee));
@@ -442,7 +468,7 @@ static g2f_status evaluate(ctx *c, int screen, const variant *v, const g2f_ffn_w
     *margin = g2f_ffn_eval_margin(&r);
     if (*match && lower_precision(v)) *match = !trended(&r, g2f_tol_lambda(in->tol));
     g2f_ffn_eval_result_free(&r);
-    if (*match && lower_precision(v)) st = moves_closer(c, screen, &how, match, err);
+    if (*match && lower_precision(v)) st = moves_closer(c, screen, v, base, &how, match, err);
     return st;
 }
 

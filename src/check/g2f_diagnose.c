@@ -400,41 +400,46 @@ static g2f_status computed_out(ctx *c, int screen, const variant *v, const g2f_f
     return G2F_OK;
 }
 
-/* v without its lower precision: no rounded or quantized weights, no precision path, not ggml's
- * float16 GELU table (what v's other mutations compute alone). */
-static variant precision_free(const variant *v) {
-    variant b = *v;
-    b.rounding = 0, b.precision = P_NONE, b.quant = G2F_DTYPE_F32;
-    if (b.gelu == G2F_GELU_F16_TABLE) b.gelu = plain.gelu;
-    return b;
+/* v without its lower-precision part `part` (0 rounded weights, 1 a precision path, 2 quantized
+ * weights, 3 ggml's float16 GELU table) into *b; 0 when v has no such part. */
+static int without_part(const variant *v, int part, variant *b) {
+    *b = *v;
+    switch (part) {
+    case 0: b->rounding = 0; return v->rounding != 0;
+    case 1: b->precision = P_NONE; return v->precision != P_NONE;
+    case 2: b->quant = G2F_DTYPE_F32; return v->quant != G2F_DTYPE_F32;
+    default: b->gelu = plain.gelu; return v->gelu == G2F_GELU_F16_TABLE;
+    }
 }
 
-/* A lower-precision hypothesis v that changes the computed values (its roundings recomputed, not
- * only a tolerance widened) must move out towards the reference, from what v computes without
- * its lower precision (the layer as asked, or the other half of a pair): a true one reproduces the
- * port's roundings, all but a few flips, so its change delta cancels that computation's error E
- * (sum delta E near -sum delta^2), while a false one adds its own roundings, independent of E, to
- * whatever the real bug left, and passes only on its wide tolerance (an F16 reference with one
- * output channel off by 0.01 was named act_bf16_rounded | autocast_f16; one hidden unit off,
- * gelu_erf with act_f16_rounded; a missing bias with it, that bias with autocast_bf16: the bias
- * alone is the base then, or the bias's own fix carries the test). So delta must lean against E by
- * more than 3 deviations of chance (sum delta E, independent of E, has deviation
- * sqrt(sum delta^2 E^2); 0.13% one-sided), or remove at least 3/4 of the squared error (an error
- * on a few elements, reproduced: too few for the deviation to say), and the squared error must
- * fall (by -2 sum delta E - sum delta^2). Values left as they were (weights the checkpoint
- * already holds rounded: a tolerance widened only) have delta 0: no test. */
-static g2f_status moves_closer(ctx *c, int screen, const variant *v, const g2f_ffn_weights *base,
-                               const g2f_ffn_how *how, int *ok, g2f_error *err) {
+/* A precision path that rounds two things, each a hypothesis of its own: v with only its weights'
+ * rounding, and (autocast) with only its activations' into subs; how many. The path must move out
+ * closer than each of them: the half that is true carries it otherwise (F16 weights with an output
+ * channel off were autocast_f16, the weights' rounding carrying the test and the activations'
+ * tolerance taking the channel). */
+static int precision_halves(const variant *v, variant subs[2]) {
+    int weights = v->precision == P_AUTO_F16 || v->precision == P_F16_MM ? 1 : v->precision == P_AUTO_BF16 ? 2 : 0;
+    int act = v->precision == P_AUTO_F16 ? P_ACT_F16 : v->precision == P_AUTO_BF16 ? P_ACT_BF16 : P_NONE;
+    if (!weights || v->rounding) return 0;
+    subs[0] = *v, subs[0].precision = P_NONE, subs[0].rounding = weights;
+    if (act == P_NONE) return 1;
+    subs[1] = *v, subs[1].precision = act;
+    return 2;
+}
+
+/* Whether how (v's computation) moves out towards the reference from what bv computes (the test
+ * below), on the sample (screen) or every token. */
+static g2f_status closer_than(ctx *c, int screen, const variant *bv, const g2f_ffn_weights *base,
+                              const g2f_ffn_how *how, int *ok, g2f_error *err) {
     const g2f_diag_input *in = c->in;
-    variant bv = precision_free(v);
     float *own = NULL;
     const float *b;
     g2f_status st;
-    if (variant_size(&bv) == 0) { /* the layer as asked: made once, on every token */
+    if (variant_size(bv) == 0) { /* the layer as asked: made once, on every token */
         if (!c->base_out && (st = computed_out(c, 0, &plain, in->w, &c->base_out, err)) != G2F_OK) return st;
         b = c->base_out;
     } else {
-        if ((st = computed_out(c, screen, &bv, base, &own, err)) != G2F_OK) return st;
+        if ((st = computed_out(c, screen, bv, base, &own, err)) != G2F_OK) return st;
         b = own;
     }
     g2f_ffn_eval_opts opts = {screen ? c->sample : NULL, screen ? c->n_sample : 0, G2F_EVAL_OTHER_NONE, 0, 0, 0,
@@ -447,6 +452,35 @@ static g2f_status moves_closer(ctx *c, int screen, const variant *v, const g2f_f
     *ok = r.base_dd == 0 || (fall > 0 && (-r.base_de > 3 * sqrt(r.base_dde) || fall >= 0.75 * r.base_ee));
     g2f_ffn_eval_result_free(&r);
     return G2F_OK;
+}
+
+/* A lower-precision hypothesis v that changes the computed values (its roundings recomputed, not
+ * only a tolerance widened) must move out towards the reference, by each of its lower-precision
+ * parts: from what v computes without that part (the layer as asked, or the pair's other half). A
+ * true part reproduces the port's roundings, all but a few flips, so its change delta cancels that
+ * computation's error E (sum delta E near -sum delta^2), while a false one adds its own roundings,
+ * independent of E, to whatever the real bug left, and passes only on its wide tolerance (an F16
+ * reference with one output channel off by 0.01 was named act_bf16_rounded | autocast_f16; one
+ * hidden unit off, gelu_erf with act_f16_rounded; a missing bias with it, that bias with
+ * autocast_bf16, the bias's own fix carrying the test; F16 weights with it, gelu_f16_table with
+ * f16_matmul, the weights' rounding carrying it). So delta must lean against E by more than 3
+ * deviations of chance (sum delta E, independent of E, has deviation sqrt(sum delta^2 E^2); 0.13%
+ * one-sided), or remove at least 3/4 of the squared error (an error on a few elements,
+ * reproduced: too few for the deviation to say), and the squared error must fall (by
+ * -2 sum delta E - sum delta^2). Values left as they were (weights the checkpoint already holds
+ * rounded: a tolerance widened only) have delta 0: no test. */
+static g2f_status moves_closer(ctx *c, int screen, const variant *v, const g2f_ffn_weights *base,
+                               const g2f_ffn_how *how, int *ok, g2f_error *err) {
+    g2f_status st = G2F_OK;
+    *ok = 1;
+    for (int part = 0; part < 4 && *ok && st == G2F_OK; part++) {
+        variant bv;
+        if (without_part(v, part, &bv)) st = closer_than(c, screen, &bv, base, how, ok, err);
+    }
+    variant subs[2];
+    for (int k = 0, n = precision_halves(v, subs); k < n && *ok && st == G2F_OK; k++)
+        st = closer_than(c, screen, &subs[k], base, how, ok, err);
+    return st;
 }
 
 static g2f_status evaluate(ctx *c, int screen, const variant *v, const g2f_ffn_weights *base, int *match,

@@ -192,6 +192,16 @@ static void dump_errors_should_be_kept_and_leave_nothing(void) {
     CHECK(g2f_dump_close(d, msg, sizeof msg) == G2F_DUMP_ERR_USAGE);
     CHECK_CONTAINS(msg, "folder: exists and is not empty");
     CHECK(entries(dir) == 2 && entries(path) == 1);
+    /* a named pipe (or /dev/null) is not renamed over: the dump is refused, the pipe stays */
+    snprintf(path, sizeof path, "%s/pipe.safetensors", dir);
+    CHECK(mkfifo(path, 0600) == 0);
+    d = g2f_dump_open(path, G2F_DUMP_AUTO, 1);
+    g2f_dump_stage(d, 0, "in", x, 4, 8);
+    CHECK(g2f_dump_close(d, msg, sizeof msg) == G2F_DUMP_ERR_USAGE);
+    CHECK_CONTAINS(msg, "pipe.safetensors: exists and is not a regular file");
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && S_ISFIFO(st.st_mode));
+    unlink(path);
     /* NULL (out of memory at open) is an error everywhere, never a crash */
     CHECK(g2f_dump_stage(NULL, 0, "in", x, 4, 8) == G2F_DUMP_ERR_NOMEM);
     CHECK(g2f_dump_close(NULL, msg, sizeof msg) == G2F_DUMP_ERR_NOMEM);

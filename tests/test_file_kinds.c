@@ -462,6 +462,31 @@ static void cli_should_exit_2_when_a_mapped_checkpoint_is_truncated(void) {
     unlink(ck);
 }
 
+/* An output (a report, run's -o) named as an existing special file is written in place: a rename
+ * over /dev/null replaced it by a regular file (as root, for every process on the machine). A pipe
+ * with a reader gets the text and stays a pipe; one without is refused at once (no wait); a
+ * directory is refused. */
+static void outputs_should_write_a_special_file_in_place(void) {
+    char p[512], got[64] = {0};
+    g2f_error err = {0};
+    struct stat st;
+    make_fifo("out_fifo");
+    path_in(p, sizeof p, "out_fifo");
+    int rd = open(p, O_RDONLY | O_NONBLOCK);
+    CHECK(rd >= 0);
+    CHECK(g2f_write_file_atomic(p, "hello", &err) == G2F_OK);
+    CHECK(read(rd, got, sizeof got - 1) == 6 && !strcmp(got, "hello\n"));
+    close(rd);
+    CHECK(stat(p, &st) == 0 && S_ISFIFO(st.st_mode));
+    CHECK(g2f_write_file_atomic(p, "hello", &err) == G2F_ERR_IO);
+    CHECK_CONTAINS(err.msg, "out_fifo: cannot write: a named pipe with no reader");
+    CHECK(stat(p, &st) == 0 && S_ISFIFO(st.st_mode));
+    make_dir("out_dir");
+    path_in(p, sizeof p, "out_dir");
+    CHECK(g2f_write_file_atomic(p, "hello", &err) == G2F_ERR_IO);
+    CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) return 2;
     fixtures = argv[1];
@@ -474,6 +499,7 @@ int main(int argc, char **argv) {
     GUARDED(cli_should_exit_2_naming_a_fifo);
     GUARDED(shard_index_should_open_a_file_under_several_names_once);
     GUARDED(cli_should_exit_2_when_a_mapped_checkpoint_is_truncated);
+    GUARDED(outputs_should_write_a_special_file_in_place);
     remove_tmpdir(dir);
     CHECK_EXIT();
 }

@@ -354,8 +354,33 @@ struct g2f_outfile {
     int slot;
 };
 
+/* path names an existing file that is not a regular one (/dev/null, a pipe, a terminal): it is
+ * written in place, since a rename over it would replace it by a regular file (as root, /dev/null
+ * for everyone). A pipe without a reader is refused rather than waited on. */
+static g2f_status outfile_open_special(const char *path, const struct stat *st, g2f_outfile **out, g2f_error *err) {
+    if (S_ISDIR(st->st_mode)) return g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: is a directory", path);
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", path,
+                             errno == ENXIO ? "a named pipe with no reader" : strerror(errno));
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    g2f_outfile *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = g2f_strdup(path)) || !(f->fp = fdopen(fd, "wb"))) {
+        if (f) free(f->path);
+        free(f);
+        close(fd);
+        return g2f_error_set(err, G2F_ERR_NOMEM, "%s: out of memory", path);
+    }
+    f->slot = -1; /* no temporary */
+    *out = f;
+    return G2F_OK;
+}
+
 g2f_status g2f_outfile_open(const char *path, g2f_outfile **out, g2f_error *err) {
     *out = NULL;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return outfile_open_special(path, &st, out, err);
     g2f_outfile *f = calloc(1, sizeof *f);
     size_t cap = strlen(path) + 32;
     if (!f || !(f->path = g2f_strdup(path)) || !(f->tmp = malloc(cap))) {
@@ -406,9 +431,9 @@ g2f_status g2f_outfile_close(g2f_outfile *f, int commit, g2f_error *err) {
     int bad = ferror(f->fp), e = bad ? EIO : 0;
     if (fclose(f->fp) != 0 && !bad) bad = 1, e = errno;
     if (commit && bad) s = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", f->path, strerror(e));
-    else if (commit && rename(f->tmp, f->path) != 0)
+    else if (commit && f->tmp && rename(f->tmp, f->path) != 0)
         s = g2f_error_set(err, G2F_ERR_IO, "%s: cannot write: %s", f->path, strerror(errno));
-    if (!commit || s != G2F_OK) unlink(f->tmp);
+    if ((!commit || s != G2F_OK) && f->tmp) unlink(f->tmp);
     slot_disarm(f->slot); /* after the rename: a signal in between unlinks a name that is gone */
     free(f->tmp);
     free(f->path);

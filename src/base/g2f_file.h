@@ -118,7 +118,11 @@ void g2f_path_list_free(g2f_path_list *l);
  * file or a link that is already there; .gpt2ffn-PID.N.tmp when that name is
  * taken; a short name of its own, so a legal 255-byte PATH fits NAME_MAX), and
  * renamed over PATH only once complete, so a failed or interrupted write
- * leaves nothing under PATH, nor replaces a good file.
+ * leaves nothing under PATH, nor replaces a good file. A PATH that exists
+ * and is not a regular file (/dev/null, a pipe, a terminal) is written in
+ * place: a rename would replace it by a regular file (as root, /dev/null
+ * for every process); a directory, or a named pipe with no reader, is an
+ * error.
  *
  * While it is being written the temporary's name is registered in a table
  * of G2F_OUTFILE_SLOTS entries, so that a SIGINT / SIGTERM handler can

@@ -242,6 +242,12 @@ static inline g2f_dump *g2f_dump_open(const char *path, g2f_dump_format format, 
                        "format", d->path, batch);
         return d;
     }
+    struct stat st;
+    if (format == G2F_DUMP_SAFETENSORS && stat(d->path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* the finished file is renamed over path: a device or pipe (/dev/null) would be replaced */
+        g2f_dump__fail(d, G2F_DUMP_ERR_USAGE, "%s: exists and is not a regular file; a dump replaces it", d->path);
+        return d;
+    }
     if (format == G2F_DUMP_NPY) {
         g2f_dump__check_folder(d);
         if (d->status == G2F_DUMP_OK) d->tmp = g2f_dump__temp(d, "tmp", 1, NULL);

@@ -4,6 +4,7 @@ formats `gpt2ffn verify` reads."""
 import collections.abc
 import json
 import os
+import stat
 import struct
 
 import numpy as np
@@ -110,6 +111,14 @@ class Activations(collections.abc.MutableMapping):
 
 
 def _atomic(path, write):
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        special = False
+    if special:  # /dev/null, a pipe: written in place (a rename would replace it by a regular file)
+        with open(path, "wb") as f:
+            write(f)
+        return
     tmp = "%s.tmp-%d" % (path, os.getpid())
     try:
         with open(tmp, "wb") as f:

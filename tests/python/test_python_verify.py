@@ -7,7 +7,9 @@ compared and an erf-GELU port fails with the cause named, saves fixtures
 the CLI verifies, and diff() / run() match the CLI's."""
 import ctypes
 import os
+import stat
 import tempfile
+import threading
 
 import numpy as np
 
@@ -213,6 +215,18 @@ with tempfile.TemporaryDirectory() as d:
         check(sorted(back) == sorted(rec) and all(np.array_equal(back[k], rec[k]) for k in rec), name + " reads back")
     raises(FileExistsError, rec.save, os.path.join(d, "ref_npy"))
     check(sorted(os.listdir(d)) == ["ref.npz", "ref.safetensors", "ref_npy"], "no temporary file is left")
+    # a named pipe (as /dev/null) is written in place, never renamed over
+    pipe, got = os.path.join(d, "pipe.safetensors"), []
+    os.mkfifo(pipe)
+    def drain():
+        with open(pipe, "rb") as f:
+            got.append(f.read())
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    rec.save(pipe)
+    reader.join(30)
+    check(stat.S_ISFIFO(os.stat(pipe).st_mode) and got and len(got[0]) > 8,
+          "a named pipe gets the file and stays a pipe")
 
 # ---- record by name: names and shapes checked at the line that records ------------------------------
 rec = gpt2ffn.Recorder()

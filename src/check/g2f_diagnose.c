@@ -374,7 +374,8 @@ static int trended(const g2f_ffn_eval_result *r, double lambda) {
 }
 
 /* out computed under v from weights base on the sample (screen) or every token, into a new
- * (tokens, n_embd) buffer *out (rows by token; the others unset). */
+ * (tokens, n_embd) buffer *out (rows by token; the others unset); *out NULL when v does not apply
+ * here. */
 static g2f_status computed_out(ctx *c, int screen, const variant *v, const g2f_ffn_weights *base, float **out,
                                g2f_error *err) {
     const g2f_diag_input *in = c->in;
@@ -384,7 +385,7 @@ static g2f_status computed_out(ctx *c, int screen, const variant *v, const g2f_f
     *out = NULL;
     g2f_status st = build_how(c, v, base, &how, &w, &applies, err);
     if (st != G2F_OK) return st;
-    if (!applies) return g2f_error_set(err, G2F_ERR_USAGE, "layer %zu: a diagnosis base does not apply", in->layer);
+    if (!applies) return G2F_OK;
     float *keep = g2f_alloc_work(in->fx->n_tokens, c->d, sizeof(float), "diagnosis: an out to compare with", err);
     if (!keep) return err ? err->status : G2F_ERR_NOMEM;
     g2f_ffn_eval_opts opts = {screen ? c->sample : NULL, screen ? c->n_sample : 0, G2F_EVAL_OTHER_NONE, 0, 0, 0,
@@ -440,6 +441,7 @@ static g2f_status closer_than(ctx *c, int screen, const variant *bv, const g2f_f
         b = c->base_out;
     } else {
         if ((st = computed_out(c, screen, bv, base, &own, err)) != G2F_OK) return st;
+        if (!own) return *ok = 0, G2F_OK; /* nothing to move closer from: not shown */
         b = own;
     }
     g2f_ffn_eval_opts opts = {screen ? c->sample : NULL, screen ? c->n_sample : 0, G2F_EVAL_OTHER_NONE, 0, 0, 0,

@@ -94,6 +94,11 @@ static const field gelu_margin_fields[] = {
     {"sigmoid", N | Z, 1, NULL, NULL, 0, NULL}, {"mlx_approx", N | Z, 1, NULL, NULL, 0, NULL},
     {"f16_table", N | Z, 1, NULL, NULL, 0, NULL}, END};
 
+static const field gelu_token_fields[] = {
+    {"tanh", I, 1, NULL, NULL, 0, NULL},    {"erf", I, 1, NULL, NULL, 0, NULL},
+    {"sigmoid", I, 1, NULL, NULL, 0, NULL}, {"mlx_approx", I, 1, NULL, NULL, 0, NULL},
+    {"f16_table", I, 1, NULL, NULL, 0, NULL}, END};
+
 static const field stage_worst_fields[] = {
     {"tensor", S, 1, "<stage_tensor>", NULL, 0, NULL}, {"index", I, 1, NULL, NULL, 0, NULL},
     {"expected", N | Z, 1, NULL, NULL, 0, NULL}, {"computed", N | Z, 1, NULL, NULL, 0, NULL},
@@ -144,6 +149,7 @@ static const field layer_fields[] = {
     {"gelu_separation", N | Z, 0, NULL, NULL, 0, NULL},
     {"gelu_margins", O, 0, NULL, gelu_margin_fields, 0, NULL},
     {"gelu_tokens", I, 0, NULL, NULL, 0, NULL},
+    {"gelu_margin_tokens", O, 0, NULL, gelu_token_fields, 0, NULL},
     {"gelu_margins_pre_act", O, 0, NULL, gelu_margin_fields, 0, NULL},
     {"diagnosis", A, 0, NULL, NULL, S, "<code>"},
     {"accepted", A, 0, NULL, NULL, S, "<code>"},
@@ -536,8 +542,9 @@ static void check_object(const cJSON *o, const field *fs, const char *where) {
 static void check_verify_rules(const cJSON *root, const char *where) {
     static const char *const compared_only[] = {"tokens", "max_abs_err", "max_rel_err", "mismatched", "total",
                                                 "margin", "best_gelu", "gelu_verified", "sep_out", "sep_act",
-                                                "gelu_separation", "gelu_margins", "gelu_tokens", "diagnosis",
-                                                "causes", "undetermined", "compared"};
+                                                "gelu_separation", "gelu_margins", "gelu_tokens",
+                                                "gelu_margin_tokens", "diagnosis", "causes", "undetermined",
+                                                "compared"};
     const cJSON *tol = cJSON_GetObjectItemCaseSensitive(root, "tolerance");
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(tol, "mode");
     int user = cJSON_IsString(mode) && !strcmp(mode->valuestring, "user");
@@ -558,6 +565,11 @@ static void check_verify_rules(const cJSON *root, const char *where) {
         for (size_t k = 0; k < sizeof compared_only / sizeof compared_only[0]; k++)
             if (cJSON_HasObjectItem(l, compared_only[k]) != ffn)
                 fail(where, ffn ? "compared layer lacks" : "layer without an FFN compared has", compared_only[k]);
+        const cJSON *gt = cJSON_GetObjectItemCaseSensitive(l, "gelu_margin_tokens");
+        const cJSON *gn = cJSON_GetObjectItemCaseSensitive(l, "gelu_tokens");
+        for (const cJSON *t = gt ? gt->child : NULL; t && cJSON_IsNumber(gn); t = t->next)
+            if (!cJSON_IsNumber(t) || t->valuedouble > gn->valuedouble)
+                fail(where, "a form's tokens beyond gelu_tokens", t->string);
         if (cJSON_HasObjectItem(l, "stages") != cJSON_HasObjectItem(l, "chained"))
             fail(where, "stages and chained come together", "chained");
         const cJSON *stages = cJSON_GetObjectItemCaseSensitive(l, "stages");

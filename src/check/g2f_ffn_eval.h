@@ -83,7 +83,10 @@ typedef struct g2f_ffn_eval_opts {
      * how->gelu's own bit is ignored): each as `how` with that form, its own
      * GELU, tolerances and c_proj, sharing c_fc (the same pre and sums of
      * squares): margins bitwise those of a separate g2f_ffn_eval per form,
-     * for half the products. */
+     * for half the products. On an evaluation of one chunk of more than 8
+     * tokens, a form neither how->gelu's nor the other (g2f_gelu_other)
+     * that fails on the first 8 (margin > 1) stops there (its margin on
+     * those, form_tokens 8): it fits exactly where it fits on every token. */
     unsigned forms;
     /* With other = G2F_EVAL_OTHER_ACT and every token (tokens NULL): also
      * the evaluation of the tracked tokens that verify runs next ({tracked,
@@ -122,6 +125,7 @@ typedef struct g2f_ffn_eval_result {
     size_t tracked[G2F_EVAL_TRACK]; /* ascending */
     g2f_ffn_profile profile;      /* with opts.profile; freed by g2f_ffn_eval_result_free */
     double form_margin[G2F_GELU_COUNT]; /* with opts.forms: each form's g2f_ffn_eval_margin; how->gelu's too */
+    size_t form_tokens[G2F_GELU_COUNT]; /* the tokens each form_margin is on (fewer: it failed on those) */
     /* with opts.base_out (b), over out's elements, delta = out - b and E = b - expected: sum delta^2,
      * sum delta E, sum delta^2 E^2, sum E^2 (how this computation's change from b meets b's error) */
     double base_dd, base_de, base_dde, base_ee;

@@ -120,7 +120,7 @@ static void explain(g2f_layer_result *r, g2f_gelu asked) {
 /* Each form's margin from an evaluation with opts.forms (r->gelu_margin,
  * over gelu_tokens tokens): how decisively the data picks a form. */
 static void take_forms(const g2f_ffn_eval_result *e, g2f_layer_result *r) {
-    for (int g = 0; g < G2F_GELU_COUNT; g++) r->gelu_margin[g] = e->form_margin[g];
+    for (int g = 0; g < G2F_GELU_COUNT; g++) r->gelu_margin[g] = e->form_margin[g], r->gelu_form_tokens[g] = e->form_tokens[g];
     r->gelu_tokens = e->tokens;
 }
 

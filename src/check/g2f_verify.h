@@ -59,9 +59,12 @@ typedef struct g2f_layer_result {
      * out (and pre/act) on gelu_tokens tokens (the G2F_EVAL_TRACK where tanh
      * and erf differ most, or all when there are no more), and, when the
      * fixture records pre and act, of act against each form of the recorded
-     * pre on every token: the variant read directly from the pairs. */
+     * pre on every token: the variant read directly from the pairs. A form
+     * that fails on the first of those tokens stops there: its margin on
+     * gelu_form_tokens[g] of them (a lower bound of its margin on all). */
     double gelu_margin[G2F_GELU_COUNT];
     size_t gelu_tokens;
+    size_t gelu_form_tokens[G2F_GELU_COUNT];
     int has_gelu_pa;
     double gelu_margin_pa[G2F_GELU_COUNT];
     g2f_best_gelu best_gelu;

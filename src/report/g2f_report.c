@@ -876,14 +876,18 @@ static void text_worst_elements(FILE *fp, const g2f_report_ctx *c) {
 
 /* Each GELU form's margin per layer (and against the recorded pre/act). */
 static void text_gelu_forms(FILE *fp, const g2f_verify_result *res) {
-    fprintf(fp, "\nGELU forms per layer (margin of each form recomputed; <= 1 fits; on N tokens%s):\n",
+    fprintf(fp, "\nGELU forms per layer (margin of each form recomputed; <= 1 fits; on N tokens, or the first "
+                "few where the form already fails there%s):\n",
             "; pre/act: act against each form of the recorded pre");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];
         if (r->status == G2F_LAYER_SKIPPED || !r->has_ffn) continue;
         fprintf(fp, "  layer %zu (N %zu):", r->layer, r->gelu_tokens);
-        for (int g = 0; g < G2F_GELU_COUNT; g++)
-            fprintf(fp, " %s %.3g%s", g2f_gelu_name((g2f_gelu)g), r->gelu_margin[g], g + 1 < G2F_GELU_COUNT ? "," : "");
+        for (int g = 0; g < G2F_GELU_COUNT; g++) {
+            fprintf(fp, " %s %.3g", g2f_gelu_name((g2f_gelu)g), r->gelu_margin[g]);
+            if (r->gelu_form_tokens[g] < r->gelu_tokens) fprintf(fp, " (first %zu)", r->gelu_form_tokens[g]);
+            fprintf(fp, "%s", g + 1 < G2F_GELU_COUNT ? "," : "");
+        }
         if (r->has_gelu_pa) {
             fprintf(fp, "; pre/act:");
             for (int g = 0; g < G2F_GELU_COUNT; g++)
@@ -1065,6 +1069,8 @@ static cJSON *layer_json(jb *b, const g2f_report_ctx *c, const g2f_layer_result 
     cJSON *gm = j_obj(b, l, "gelu_margins");
     for (int g = 0; g < G2F_GELU_COUNT; g++) j_num(b, gm, g2f_gelu_name((g2f_gelu)g), r->gelu_margin[g]);
     j_num(b, l, "gelu_tokens", (double)r->gelu_tokens);
+    cJSON *gt = j_obj(b, l, "gelu_margin_tokens");
+    for (int g = 0; g < G2F_GELU_COUNT; g++) j_num(b, gt, g2f_gelu_name((g2f_gelu)g), (double)r->gelu_form_tokens[g]);
     if (r->has_gelu_pa) {
         cJSON *pa = j_obj(b, l, "gelu_margins_pre_act");
         for (int g = 0; g < G2F_GELU_COUNT; g++) j_num(b, pa, g2f_gelu_name((g2f_gelu)g), r->gelu_margin_pa[g]);

@@ -876,8 +876,8 @@ static void text_worst_elements(FILE *fp, const g2f_report_ctx *c) {
 
 /* Each GELU form's margin per layer (and against the recorded pre/act). */
 static void text_gelu_forms(FILE *fp, const g2f_verify_result *res) {
-    fprintf(fp, "\nGELU forms per layer (margin of each form recomputed; <= 1 fits; on N tokens, or the first "
-                "few where the form already fails there%s):\n",
+    fprintf(fp, "\nGELU forms per layer (margin of each form recomputed; <= 1 fits; on N tokens, or on the first "
+                "few where the form already fails%s):\n",
             "; pre/act: act against each form of the recorded pre");
     for (size_t i = 0; i < res->n_layers; i++) {
         const g2f_layer_result *r = &res->layers[i];

@@ -27,6 +27,8 @@ import time
 
 import torch
 
+from torch_peer import matmul_line
+
 SHAPES = [768, 1024, 1600]
 TOKENS = [1, 64, 1024]
 MAX_THREADS = 2
@@ -116,45 +118,6 @@ def time_ffn(layers, x, budget):
     return statistics.median(v)
 
 
-def blas_library():
-    """The BLAS shared library mapped into this process (after a matmul), with
-    OpenBLAS's core (the kernel it chose for this CPU), or "unknown"."""
-    paths = set()
-    with open("/proc/self/maps") as f:
-        for line in f:
-            path = line.split()[-1] if len(line.split()) >= 6 else ""
-            base = os.path.basename(path)
-            if "blas" in base or "mkl" in base:
-                paths.add(path)
-    names = []
-    for path in sorted(paths):
-        name = os.path.basename(path)
-        if "openblas" in name:
-            try:
-                import ctypes
-                lib = ctypes.CDLL(path)
-                lib.openblas_get_corename.restype = ctypes.c_char_p
-                name += "(core " + lib.openblas_get_corename().decode() + ")"
-            except (OSError, AttributeError):
-                pass
-        names.append(name)
-    return ",".join(names) or "unknown"
-
-
-def matmul_gflops(threads, gen):
-    """Median GFLOP/s of (1024 x 768) @ (768 x 3072), GPT-2 small's c_fc at 1024 tokens."""
-    torch.set_num_threads(threads)
-    a = torch.randn(1024, 768, generator=gen)
-    b = torch.randn(768, 3072, generator=gen)
-    torch.mm(a, b)
-    v = []
-    for _ in range(9):
-        t0 = time.perf_counter()
-        torch.mm(a, b)
-        v.append(time.perf_counter() - t0)
-    return 2.0 * 1024 * 768 * 3072 / statistics.median(v) * 1e-9
-
-
 def main():
     budget = 0.15 if "--quick" in sys.argv[1:] else 0.6
     gen = torch.Generator().manual_seed(0)
@@ -162,9 +125,7 @@ def main():
                                                        torch.backends.mkldnn.is_available()), flush=True)
     with torch.inference_mode():
         for threads in range(MAX_THREADS, 0, -1):
-            g = matmul_gflops(threads, gen)
-            print("torch matmul m=1024 k=768 n=3072 threads=%d gflops=%.1f blas=%s" % (threads, g, blas_library()),
-                  flush=True)
+            print(matmul_line(threads, gen), flush=True)
     with torch.inference_mode():
         for d in SHAPES:
             layers = make_layers(d, gen)

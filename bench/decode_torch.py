@@ -20,6 +20,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 import export_fixtures as ef  # noqa: E402
+from torch_peer import set_threads  # noqa: E402
 
 
 def gelu_tanh(x):
@@ -27,7 +28,9 @@ def gelu_tanh(x):
 
 
 def main():
-    ck, ids_csv, N = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    args = sys.argv[1:]
+    set_threads(args)  # as many as gpt2ffn (bench/torch_peer.py)
+    ck, ids_csv, N = args[0], args[1], int(args[2])
     cfg = json.load(open(os.path.join(ck, "config.json")))
     w = {k.replace("transformer.", ""): v for k, v in ef.read_safetensors(os.path.join(ck, "model.safetensors"))[0].items()}
     d, H, eps, n_layer = cfg["n_embd"], cfg["n_head"], cfg.get("layer_norm_epsilon", 1e-5), cfg["n_layer"]

@@ -20,6 +20,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 import export_fixtures as ef  # noqa: E402
+from torch_peer import set_threads  # noqa: E402
 
 
 def gelu_tanh(x):
@@ -27,7 +28,9 @@ def gelu_tanh(x):
 
 
 def main():
-    ck, ids_csv, out = sys.argv[1:4]
+    args = sys.argv[1:]
+    set_threads(args)  # as many as gpt2ffn (bench/torch_peer.py)
+    ck, ids_csv, out = args[0:3]
     cfg = json.load(open(os.path.join(ck, "config.json")))
     w = {k.replace("transformer.", ""): v for k, v in ef.read_safetensors(os.path.join(ck, "model.safetensors"))[0].items()}
     ids = torch.tensor([int(x) for x in ids_csv.split(",")], dtype=torch.long)

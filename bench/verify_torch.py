@@ -8,6 +8,8 @@ atol 1e-5). Prints one line and exits 0 when every layer matches, 1 when
 one does not.
 
     verify_torch.py CHECKPOINT.safetensors FIXTURE.safetensors [--threads N]
+
+on gpt2ffn's default thread count unless --threads says otherwise.
 """
 import json
 import math
@@ -18,6 +20,8 @@ import warnings
 
 import numpy as np
 import torch
+
+from torch_peer import set_threads
 
 
 def tensors(path):
@@ -41,10 +45,7 @@ def gelu_new(x):
 def main():
     warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
     args = sys.argv[1:]
-    if "--threads" in args:
-        i = args.index("--threads")
-        torch.set_num_threads(int(args[i + 1]))
-        del args[i:i + 2]
+    set_threads(args)  # as many as gpt2ffn (bench/torch_peer.py)
     ck, fx = tensors(args[0]), tensors(args[1])
     layers = sorted({int(k.split(".")[1]) for k in fx if k.endswith(".mlp.in")})
     failed = 0

@@ -110,6 +110,10 @@ static void diagnosis_should_not_take_a_bug_for_a_precision_path_on_an_f16_refer
      * half true, the activations' tolerance taking the channel), nor gelu_f16_table with f16_matmul */
     EXPECT_CODES("f16_weights_f16_rounded_perturb_proj_3.safetensors", 0xf, "unexplained");
     EXPECT_CODES("f16_f16_matmul_perturb_proj_3.safetensors", 0xf, "unexplained");
+    /* ... or a hidden unit off: within tf32_matmul's tolerance at layer 3, element by element, but
+     * 4.6 times the noise that path's rounding allows (too_noisy) */
+    EXPECT_CODES("f16_weights_f16_rounded_perturb_act_17.safetensors", 0xf, "unexplained");
+    EXPECT_CODES("f16_f16_matmul_perturb_act_17.safetensors", 0xf, "unexplained");
     /* the GELU forms alike under F16's rounding: another layer's weights alone, not also with erf */
     EXPECT_CODES("f16_weights_from_layer.safetensors", 0x4, "weights_from_layer:0");
 }

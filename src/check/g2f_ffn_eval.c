@@ -69,6 +69,7 @@ typedef struct chunk {
     float *pre_u, *act_u, *out_u; /* (C, h), (C, h), (C, d): before a port's roundings */
     float *s_fc; /* (C, h): c_fc's sums of squares, kept for the other forms (q is overwritten) */
     float *fl_pre, *fl_act1, *fl_act2, *fl_out; /* (C, h) x 3, (C, d): rounding flips as steps (g2f_flips) */
+    float *noise_out; /* (C, d): the error variance out's tolerance stands for (g2f_tol_ffn_out_x) */
     float *f_act, *f_q, *f_out, *f_v; /* the other forms' c_proj, stacked: (F C, h), (F C, h), (F C, d), (F C, d) */
     double *e_out, *e_pre, *e_act;
     double *x_pre, *x_out; /* (C): per-token variances from uncertain weights (how->wvar_*) */
@@ -78,7 +79,7 @@ typedef struct chunk {
  * overflow. */
 static size_t bytes_per_token(size_t d, size_t h, size_t F) {
     size_t a, b, r;
-    if (__builtin_mul_overflow(h, (size_t)64 + 8 * F, &a) || __builtin_mul_overflow(d, (size_t)40 + 8 * F, &b) ||
+    if (__builtin_mul_overflow(h, (size_t)64 + 8 * F, &a) || __builtin_mul_overflow(d, (size_t)44 + 8 * F, &b) ||
         __builtin_add_overflow(a, b, &r) || __builtin_add_overflow(r, (size_t)16, &r))
         return SIZE_MAX;
     return r;
@@ -153,6 +154,7 @@ static g2f_status chunk_make(float **buf, size_t *buf_cap, size_t layer, size_t 
     c->fl_act1 = fp; fp += cap * h;
     c->fl_act2 = fp; fp += cap * h;
     c->fl_out = fp; fp += cap * d;
+    c->noise_out = fp; fp += cap * d;
     c->f_act = fp; fp += nf * fr * h;
     c->f_q = fp; fp += nf * fr * h;
     c->f_out = fp; fp += nf * fr * d;
@@ -304,7 +306,7 @@ static const float *proj_input(const tail_ctx *t, const float *act, size_t nh, f
  * itself when out is prod) plus the residual, v the tolerance in place.
  * act_in: c_proj's input. */
 static void out_tail(const tail_ctx *t, const chunk *c, size_t n, const float *act_in, const float *prod, float *out,
-                     float *v, const g2f_tol_units *un) {
+                     float *v, float *noise, const g2f_tol_units *un) {
     const g2f_ffn_how *how = t->how;
     const size_t d = t->d, h = t->h, nd = n * d;
     const double u = ldexp(1.0, -24);
@@ -325,13 +327,14 @@ static void out_tail(const tail_ctx *t, const chunk *c, size_t n, const float *a
             }
             xo = c->x_out;
         }
-        g2f_tol_ffn_out_x(nd, h, d, out_u, v, c->e_out, un, t->lambda, xo, v, t->flips ? c->fl_out : NULL,
+        g2f_tol_ffn_out_x(nd, h, d, out_u, v, c->e_out, un, t->lambda, xo, v, t->flips ? c->fl_out : NULL, noise,
                           t->n_threads);
     }
     if (how->residual)
         for (size_t i = 0; i < nd; i++) {
             out[i] += c->x[i];
             v[i] += (float)(u * fabs(out[i])); /* the add's own rounding */
+            if (noise && !t->user) noise[i] += (float)(u * u * out[i] * out[i] / 3);
         }
 }
 
@@ -478,7 +481,7 @@ static void proj_step(eval *ev, chunk *c, size_t n, const float *act_u) {
     float *prod = how->out_round != G2F_ROUND_NONE ? c->out_u : c->out;
     g2f_ffn_proj_sq(how->w, act_in, ev->user ? NULL : c->q, n, prod, ev->user ? NULL : c->tol_out, ev->n_threads,
                     ev->fws);
-    out_tail(&ev->t, c, n, act_in, prod, c->out, c->tol_out, &ev->un);
+    out_tail(&ev->t, c, n, act_in, prod, c->out, c->tol_out, c->noise_out, &ev->un);
 }
 
 /* out's rows kept (opts.keep_out) and set against opts.base_out's (res->base_*), in token order. */
@@ -500,11 +503,32 @@ static void base_rows(eval *ev, const chunk *c, size_t i0, size_t n) {
     }
 }
 
+/* out's squared error and the variance its tolerance stands for, summed
+ * (res->noise_err, res->noise_var): each row in order, then the rows in
+ * order (any thread count, the same sums). */
+static void noise_rows(eval *ev, const chunk *c, size_t n) {
+    const size_t d = ev->d;
+    double *se = c->x_pre, *sv = c->x_out; /* (C) doubles, free here */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(g2f_threads(ev->n_threads))
+#endif
+    for (long r = 0; r < (long)n; r++) {
+        double a = 0, b = 0;
+        for (size_t j = (size_t)r * d; j < ((size_t)r + 1) * d; j++) {
+            double e = (double)c->out[j] - c->e_out[j];
+            a += e * e, b += c->noise_out[j];
+        }
+        se[r] = a, sv[r] = b;
+    }
+    for (size_t r = 0; r < n; r++) ev->res->noise_err += se[r], ev->res->noise_var += sv[r];
+}
+
 /* The comparisons of out, pre and act (and their profile). */
 static void compare_step(eval *ev, chunk *c, size_t i0, size_t n) {
     const size_t d = ev->d, h = ev->h;
     const int nt = ev->n_threads;
     if (ev->opts->keep_out || ev->opts->base_out) base_rows(ev, c, i0, n);
+    if (!ev->user) noise_rows(ev, c, n);
     cmp_rows_f(&ev->a_out, c->e_out, c->out, c->tol_out, ev->fout, NULL, ev->tokens, i0, n, d, nt);
     if (ev->tpre) cmp_rows_f(&ev->a_pre, c->e_pre, c->pre, c->tol_pre, ev->fpre, NULL, ev->tokens, i0, n, h, nt);
     if (ev->tact) cmp_rows_f(&ev->a_act, c->e_act, c->act, c->tol_act, ev->fa1, ev->fa2, ev->tokens, i0, n, h, nt);
@@ -613,7 +637,7 @@ static void forms_pass(eval *ev, chunk *c, size_t i0, size_t n, unsigned forms, 
         size_t m = rows[g];
         float *fo = c->f_out + at * d, *fv = c->f_v + at * d;
         float *o = how->out_round != G2F_ROUND_NONE ? c->out : fo;
-        out_tail(&ev->t, c, m, c->f_act + at * h, fo, o, fv, &ev->form_un[g]);
+        out_tail(&ev->t, c, m, c->f_act + at * h, fo, o, fv, NULL, &ev->form_un[g]);
         cmp_rows_f(&ev->a_form[g][0], c->e_out, o, fv, ev->fout, NULL, ev->tokens, i0, m, d, nt);
         if (g == (int)ev->other && other_in_forms(ev)) memcpy(c->out2, o, m * d * sizeof(float));
         ev->form_rows[g] += m;
@@ -637,7 +661,7 @@ static double form_margin_now(const eval *ev, int g) {
  * stacked areas stay where they are). */
 static chunk chunk_from(const chunk *c, size_t r0, size_t d, size_t h) {
     chunk v = *c;
-    float **fd[] = {&v.x, &v.out, &v.tol_out, &v.out2, &v.xg, &v.a2, &v.out_u, &v.fl_out};
+    float **fd[] = {&v.x, &v.out, &v.tol_out, &v.out2, &v.xg, &v.a2, &v.out_u, &v.fl_out, &v.noise_out};
     float **fh[] = {&v.pre_u, &v.act_u, &v.pre, &v.act, &v.q, &v.tol_pre, &v.tol_act, &v.act2, &v.s_fc,
                     &v.fl_pre, &v.fl_act1, &v.fl_act2};
     for (size_t i = 0; i < sizeof fd / sizeof *fd; i++) *fd[i] += r0 * d;
@@ -780,12 +804,12 @@ static void compact(void *a, size_t row_bytes, const size_t *rows, size_t n) {
  * bits), each with its bytes a row, into a and rb; how many. The port's
  * rounded input and pre are among them where the pass used its own (the
  * pass's chunk `main` says). */
-#define TRACKED_ARRAYS 17
+#define TRACKED_ARRAYS 18
 static size_t tracked_arrays(const eval *ev, const chunk *main, const chunk *c, void **a, size_t *rb) {
     const size_t fd = ev->d * sizeof(float), fh = ev->h * sizeof(float);
-    float *f_d[] = {c->x, c->out, c->tol_out, c->fl_out}, *f_h[] = {c->pre, c->act, c->s_fc, c->tol_pre, c->tol_act,
+    float *f_d[] = {c->x, c->out, c->tol_out, c->noise_out, c->fl_out}, *f_h[] = {c->pre, c->act, c->s_fc, c->tol_pre, c->tol_act,
                                                                    c->fl_pre, c->fl_act1, c->fl_act2};
-    size_t nfd = ev->t.flips ? 4 : 3, nfh = ev->t.flips ? 8 : 5, k = 0;
+    size_t nfd = ev->t.flips ? 5 : 4, nfh = ev->t.flips ? 8 : 5, k = 0;
     for (size_t i = 0; i < nfd; i++) a[k] = f_d[i], rb[k++] = fd;
     for (size_t i = 0; i < nfh; i++) a[k] = f_h[i], rb[k++] = fh;
     if (ev->t.fc_in == main->xg) a[k] = c->xg, rb[k++] = fd;

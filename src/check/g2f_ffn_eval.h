@@ -129,6 +129,10 @@ typedef struct g2f_ffn_eval_result {
     /* with opts.base_out (b), over out's elements, delta = out - b and E = b - expected: sum delta^2,
      * sum delta E, sum delta^2 E^2, sum E^2 (how this computation's change from b meets b's error) */
     double base_dd, base_de, base_dde, base_ee;
+    /* over out's elements: sum (out - expected)^2, and the sum of the variances its tolerances
+     * stand for (g2f_tol_ffn_out_x's noise; 0 with a user tolerance): how much noise this
+     * computation leaves against how much its rounding model expects */
+    double noise_err, noise_var;
 } g2f_ffn_eval_result;
 
 /* Buffers kept across layers and hypotheses (start from {0}). */

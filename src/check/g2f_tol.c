@@ -456,7 +456,8 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
 
 void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out, const float *v,
                        const double *exp_out, const g2f_tol_units *un, double lambda, const double *tok_extra,
-                       float *tol_out, float *flip_out, int n_threads) { /* out: before its rounding (un->out_round) */
+                       float *tol_out, float *flip_out, float *noise,
+                       int n_threads) { /* out: before its rounding (un->out_round) */
     const double u = ldexp(1.0, -24), h = (double)n_inner;
     const int f16c = g2f_cpu_features()->f16c;
     long blocks = (long)((n + BLOCK - 1) / BLOCK);
@@ -473,7 +474,9 @@ void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out
             float f = 0;
             place_flip(flip_one_x(un->out_round, out[i], t, f16c), flip_out ? &f : NULL, &box);
             if (flip_out) flip_out[i] = f;
-            tol_out[i] = (float)(t + box + (un->u_out * fabs(exp_out[i]) + un->f_out));
+            double stored = un->u_out * fabs(exp_out[i]) + un->f_out;
+            if (noise) noise[i] = (float)(u * u * var + (box + f) * (box + f) + stored * stored / 3);
+            tol_out[i] = (float)(t + box + stored);
         }
     }
 }
@@ -542,7 +545,7 @@ g2f_status g2f_tol_compute(const g2f_tol_request *r, const g2f_tol_params *p, fl
                          tol_pre, tol_act, q, NULL, n_threads);
     g2f_matmul_sq(r->act, q, T, h, w->w_proj, w->layout_proj == G2F_LAYOUT_LINEAR, d, NULL, out2, v, n_threads,
                   r->ws);
-    g2f_tol_ffn_out_x(T * d, h, d, r->out, v, r->exp_out, &un, lambda, NULL, tol_out, NULL, n_threads);
+    g2f_tol_ffn_out_x(T * d, h, d, r->out, v, r->exp_out, &un, lambda, NULL, tol_out, NULL, NULL, n_threads);
     free(buf);
     return G2F_OK;
 }

@@ -165,10 +165,14 @@ void g2f_tol_ffn_hidden_x(size_t n, size_t n_embd, size_t n_inner, const float *
 /* Element-wise part after c_proj, for n = tokens x n_embd elements: from
  * out_u (out before its rounding, un->out_round) and v = q (W_proj o
  * W_proj), tol_out (may be v); tok_extra as above (tok_extra[i / n_embd]),
- * flip_out (n) or NULL: out's own rounding flip as a discrete step. */
+ * flip_out (n) or NULL: out's own rounding flip as a discrete step.
+ * noise (n) or NULL: the error variance each tolerance stands for, its
+ * parts by their kind: the rounding model's (tolerance / lambda)^2, a
+ * flip's step squared, and a stored dtype's rounding as uniform over its
+ * bound (bound^2 / 3). */
 void g2f_tol_ffn_out_x(size_t n, size_t n_inner, size_t n_embd, const float *out_u, const float *v,
                        const double *exp_out, const g2f_tol_units *un, double lambda, const double *tok_extra,
-                       float *tol_out, float *flip_out, int n_threads);
+                       float *tol_out, float *flip_out, float *noise, int n_threads);
 
 /* Absolute variance per element of y = LayerNorm(x) (T rows of d) between
  * two float32 implementations, by the same rounding model: the mean and the

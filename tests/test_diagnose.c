@@ -74,6 +74,16 @@ static void expect_codes(const char *fixture, unsigned layers, const char *want,
         } else if (mutated && l->diag.n_causes) {
             CHECK(l->diag.causes[0].margin <= 1.0); /* a cause is reported only when it fits */
         }
+        /* a failing layer's gelu column names another form only with a cause that has it */
+        static const struct { g2f_best_gelu b; g2f_diag d; } alone[] = {
+            {G2F_BEST_SIGMOID, G2F_DIAG_GELU_SIGMOID}, {G2F_BEST_MLX, G2F_DIAG_GELU_MLX_APPROX},
+            {G2F_BEST_F16_TABLE, G2F_DIAG_GELU_F16_TABLE}};
+        for (size_t k = 0; k < 3; k++)
+            if (l->status == G2F_LAYER_FAIL && l->best_gelu == alone[k].b && !(l->diagnosis & G2F_DIAG_BIT(alone[k].d))) {
+                fprintf(stderr, "line %d: %s layer %zu: gelu %s with codes \"%s\"\n", line, fixture, L,
+                        g2f_best_gelu_name(l->best_gelu), got);
+                check_failures++;
+            }
     }
     g2f_verify_result_free(&r.res);
 }

@@ -50,8 +50,23 @@ static void codes_of(const g2f_layer_result *l, char *buf, size_t n) {
     if (!l->diag.n_causes && (l->diagnosis & (G2F_DIAG_BIT(G2F_DIAG_UNEXPLAINED)))) snprintf(buf, n, "unexplained");
 }
 
-/* Every layer in `layers` (bit mask) fails with exactly `want`; the others pass. */
-static void expect_codes(const char *fixture, unsigned layers, const char *want, int line) {
+/* A failing layer's gelu column names another form only with a cause that has it. */
+static void check_gelu_claim(const g2f_layer_result *l, const char *fixture, size_t L, const char *got, int line) {
+    static const struct { g2f_best_gelu b; g2f_diag d; } alone[] = {
+        {G2F_BEST_SIGMOID, G2F_DIAG_GELU_SIGMOID}, {G2F_BEST_MLX, G2F_DIAG_GELU_MLX_APPROX},
+        {G2F_BEST_F16_TABLE, G2F_DIAG_GELU_F16_TABLE}};
+    for (size_t k = 0; k < 3; k++)
+        if (l->status == G2F_LAYER_FAIL && l->best_gelu == alone[k].b && !(l->diagnosis & G2F_DIAG_BIT(alone[k].d))) {
+            fprintf(stderr, "line %d: %s layer %zu: gelu %s with codes \"%s\"\n", line, fixture, L,
+                    g2f_best_gelu_name(l->best_gelu), got);
+            check_failures++;
+        }
+}
+
+/* Every layer in `layers` (bit mask) fails with exactly `want`; the others pass. undetermined:
+ * `want` lists alternatives the data cannot single out (TF32 and ggml's F16 matmul both round to
+ * 10-bit significands), and the layer says so. */
+static void expect_codes(const char *fixture, unsigned layers, const char *want, int undetermined, int line) {
     char model[400], fx[400];
     snprintf(model, sizeof model, "%s/tiny", fixtures);
     snprintf(fx, sizeof fx, "%s/diag/%s", fixtures, fixture);
@@ -65,7 +80,7 @@ static void expect_codes(const char *fixture, unsigned layers, const char *want,
         char got[512];
         codes_of(l, got, sizeof got);
         int mutated = (layers >> L) & 1u;
-        int ok = mutated ? (l->status == G2F_LAYER_FAIL && !strcmp(got, want) && !l->diag.undetermined)
+        int ok = mutated ? (l->status == G2F_LAYER_FAIL && !strcmp(got, want) && l->diag.undetermined == undetermined)
                          : (l->status == G2F_LAYER_PASS && l->diagnosis == 0 && l->diag.hypotheses_tried == 0);
         if (!ok) {
             fprintf(stderr, "line %d: %s layer %zu: status %s, codes \"%s\", wanted %s\n", line, fixture, L,
@@ -74,46 +89,12 @@ static void expect_codes(const char *fixture, unsigned layers, const char *want,
         } else if (mutated && l->diag.n_causes) {
             CHECK(l->diag.causes[0].margin <= 1.0); /* a cause is reported only when it fits */
         }
-        /* a failing layer's gelu column names another form only with a cause that has it */
-        static const struct { g2f_best_gelu b; g2f_diag d; } alone[] = {
-            {G2F_BEST_SIGMOID, G2F_DIAG_GELU_SIGMOID}, {G2F_BEST_MLX, G2F_DIAG_GELU_MLX_APPROX},
-            {G2F_BEST_F16_TABLE, G2F_DIAG_GELU_F16_TABLE}};
-        for (size_t k = 0; k < 3; k++)
-            if (l->status == G2F_LAYER_FAIL && l->best_gelu == alone[k].b && !(l->diagnosis & G2F_DIAG_BIT(alone[k].d))) {
-                fprintf(stderr, "line %d: %s layer %zu: gelu %s with codes \"%s\"\n", line, fixture, L,
-                        g2f_best_gelu_name(l->best_gelu), got);
-                check_failures++;
-            }
+        check_gelu_claim(l, fixture, L, got, line);
     }
     g2f_verify_result_free(&r.res);
 }
-#define EXPECT_CODES(f, layers, want) expect_codes(f, layers, want, __LINE__)
-
-/* As expect_codes, for a cause the data cannot single out (TF32 and ggml's F16 matmul both round
- * to 10-bit significands): the mutated layers fail with exactly these alternatives. */
-static void expect_undetermined(const char *fixture, unsigned layers, const char *want, int line) {
-    char model[400], fx[400];
-    snprintf(model, sizeof model, "%s/tiny", fixtures);
-    snprintf(fx, sizeof fx, "%s/diag/%s", fixtures, fixture);
-    run_result r = verify(model, fx, G2F_GELU_TANH);
-    if (r.status != G2F_OK) {
-        check_failures++;
-        return;
-    }
-    for (size_t L = 0; L < r.res.n_layers; L++) {
-        const g2f_layer_result *l = &r.res.layers[L];
-        char got[512];
-        codes_of(l, got, sizeof got);
-        int ok = (layers >> L) & 1u ? l->status == G2F_LAYER_FAIL && !strcmp(got, want) && l->diag.undetermined
-                                    : l->status == G2F_LAYER_PASS && l->diagnosis == 0;
-        if (!ok) {
-            fprintf(stderr, "line %d: %s layer %zu: status %s, codes \"%s\"\n", line, fixture, L,
-                    g2f_layer_status_name(l->status), got);
-            check_failures++;
-        }
-    }
-    g2f_verify_result_free(&r.res);
-}
+#define EXPECT_CODES(f, layers, want) expect_codes(f, layers, want, 0, __LINE__)
+#define EXPECT_UNDETERMINED(f, layers, want) expect_codes(f, layers, want, 1, __LINE__)
 
 static void diagnosis_should_name_each_single_mutation(void) {
     EXPECT_CODES("erf.safetensors", 0xf, "gelu_erf");
@@ -152,8 +133,8 @@ static void diagnosis_should_not_take_a_bug_for_a_precision_path_on_an_f16_refer
     EXPECT_CODES("f16_f16_matmul_perturb_act_17.safetensors", 0xf, "unexplained");
     /* that noise test spares a true precision path that reproduces most of the error: TF32 matmuls
      * with a missing bias on 64 tokens leave 2.4 times the model's noise (a few whole-step flips) */
-    expect_undetermined("tf32_matmul_proj_bias_missing_64.safetensors", 0xa,
-                        "proj_bias_missing,tf32_matmul | proj_bias_missing,f16_matmul", __LINE__);
+    EXPECT_UNDETERMINED("tf32_matmul_proj_bias_missing_64.safetensors", 0xa,
+                        "proj_bias_missing,tf32_matmul | proj_bias_missing,f16_matmul");
     /* the GELU forms alike under F16's rounding: another layer's weights alone, not also with erf */
     EXPECT_CODES("f16_weights_from_layer.safetensors", 0x4, "weights_from_layer:0");
 }
